@@ -1,0 +1,161 @@
+package dev.jellyfish.peer;
+
+import dev.jellyfish.peer.JellyJvmPeer.Args;
+import dev.jellyfish.peer.JellyJvmPeer.DecodeStats;
+import dev.jellyfish.peer.JellyJvmPeer.EncodeSettings;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.List;
+import java.util.Locale;
+import org.apache.jena.graph.Triple;
+import org.apache.jena.riot.system.StreamRDFBase;
+import org.apache.jena.sparql.core.Quad;
+
+/**
+ * In-memory throughput benchmarks. Input is fully loaded first; then W warmup iterations, then
+ * measured iterations until at least S seconds have elapsed (min. 1 iteration). Prints one JSON line.
+ */
+final class Bench {
+
+    private Bench() {}
+
+    /** Cheap sink: counts statements and keeps a reference to the last one so nothing is dead code. */
+    static final class Blackhole extends StreamRDFBase {
+        long n;
+        Object last;
+
+        @Override
+        public void triple(Triple t) {
+            n++;
+            last = t;
+        }
+
+        @Override
+        public void quad(Quad q) {
+            n++;
+            last = q;
+        }
+    }
+
+    static void encode(Args a) {
+        String in = a.pos(0, "IN");
+        double seconds = a.getDouble("--seconds", 5.0);
+        int warmup = a.getInt("--warmup", 3);
+        boolean grouped = a.has("--grouped-per-graph") || a.has("--frame-per-graph");
+        EncodeSettings s = EncodeSettings.from(a, in, 512, grouped);
+
+        List<Object> stmts = JellyJvmPeer.loadStatements(in);
+        int n = stmts.size();
+
+        int size = 1 << 16;
+        long frames = 0;
+        for (int i = 0; i < warmup; i++) {
+            CountingResult r = encodeOnce(stmts, s, size);
+            size = r.bytes;
+            frames = r.frames;
+        }
+        long iters = 0;
+        long bytes = 0;
+        long t0 = System.nanoTime();
+        long deadline = t0 + (long) (seconds * 1e9);
+        double best = Double.MAX_VALUE;
+        long now;
+        do {
+            long ti = System.nanoTime();
+            CountingResult r = encodeOnce(stmts, s, size);
+            now = System.nanoTime();
+            best = Math.min(best, (now - ti) / 1e9);
+            bytes = r.bytes;
+            frames = r.frames;
+            size = r.bytes;
+            iters++;
+        } while (now < deadline);
+        double total = (now - t0) / 1e9;
+        double perIter = total / iters;
+        System.out.printf(
+            Locale.ROOT,
+            "{\"tool\":\"jelly-jvm\",\"op\":\"encode\",\"input\":\"%s\",\"statements\":%d,\"seconds\":%.6f," +
+                "\"stmts_per_sec\":%.1f,\"bytes\":%d,\"frames\":%d,\"iterations\":%d,\"total_seconds\":%.3f," +
+                "\"best_seconds\":%.6f,\"warmup\":%d,\"preset\":\"%s\",\"rows_per_frame\":%d,\"grouped\":%b," +
+                "\"physical\":\"%s\"}%n",
+            jsonEsc(in), n, perIter, n / perIter, bytes, frames, iters, total, best, warmup, s.preset,
+            grouped ? 0 : s.rowsPerFrame, grouped, s.quads ? "quads" : "triples"
+        );
+    }
+
+    record CountingResult(int bytes, long frames) {}
+
+    static CountingResult encodeOnce(List<Object> stmts, EncodeSettings s, int sizeHint) {
+        ByteArrayOutputStream bos = new ByteArrayOutputStream(sizeHint + 64);
+        FrameWriter w = s.newWriter(bos);
+        for (Object o : stmts) {
+            if (o instanceof Triple t) {
+                w.triple(t);
+            } else {
+                w.quad((Quad) o);
+            }
+        }
+        w.finish();
+        return new CountingResult(bos.size(), w.frames());
+    }
+
+    static void decode(Args a) throws IOException {
+        String in = a.pos(0, "IN");
+        double seconds = a.getDouble("--seconds", 5.0);
+        int warmup = a.getInt("--warmup", 3);
+
+        byte[] data;
+        if (JellyJvmPeer.isJelly(in)) {
+            try (InputStream is = JellyJvmPeer.openMaybeGz(in)) {
+                data = is.readAllBytes();
+            }
+        } else {
+            boolean grouped = a.has("--grouped-per-graph") || a.has("--frame-per-graph");
+            EncodeSettings s = EncodeSettings.from(a, in, 512, grouped);
+            data = JellyJvmPeer.encodeAll(JellyJvmPeer.loadStatements(in), s, 1 << 20);
+        }
+
+        long n = 0;
+        long frames = 0;
+        for (int i = 0; i < warmup; i++) {
+            Blackhole bh = new Blackhole();
+            DecodeStats st = JellyJvmPeer.decodeBytes(data, bh);
+            n = bh.n;
+            frames = st.frames();
+        }
+        long iters = 0;
+        long t0 = System.nanoTime();
+        long deadline = t0 + (long) (seconds * 1e9);
+        double best = Double.MAX_VALUE;
+        long now;
+        long sinkCheck = 0;
+        do {
+            long ti = System.nanoTime();
+            Blackhole bh = new Blackhole();
+            DecodeStats st = JellyJvmPeer.decodeBytes(data, bh);
+            now = System.nanoTime();
+            best = Math.min(best, (now - ti) / 1e9);
+            n = bh.n;
+            frames = st.frames();
+            sinkCheck += bh.last == null ? 0 : 1;
+            iters++;
+        } while (now < deadline);
+        double total = (now - t0) / 1e9;
+        double perIter = total / iters;
+        if (sinkCheck < 0) {
+            System.err.println("unreachable");
+        }
+        System.out.printf(
+            Locale.ROOT,
+            "{\"tool\":\"jelly-jvm\",\"op\":\"decode\",\"input\":\"%s\",\"statements\":%d,\"seconds\":%.6f," +
+                "\"stmts_per_sec\":%.1f,\"bytes\":%d,\"frames\":%d,\"iterations\":%d,\"total_seconds\":%.3f," +
+                "\"best_seconds\":%.6f,\"warmup\":%d}%n",
+            jsonEsc(in), n, perIter, n / perIter, data.length, frames, iters, total, best, warmup
+        );
+    }
+
+    static String jsonEsc(String s) {
+        return s.replace("\\", "\\\\").replace("\"", "\\\"");
+    }
+}

@@ -1,0 +1,330 @@
+//! Protobuf wire-format primitives: varints, tags, length-delimited fields.
+
+use thiserror::Error;
+
+/// Protobuf wire types. Groups (3, 4) are deprecated and never used by Jelly; they are rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireType {
+    /// Wire type 0.
+    Varint,
+    /// Wire type 1 (8 bytes).
+    Fixed64,
+    /// Wire type 2.
+    Len,
+    /// Wire type 5 (4 bytes).
+    Fixed32,
+}
+
+/// What went wrong while reading protobuf bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum WireError {
+    #[error("truncated message at byte {0}")]
+    Truncated(usize),
+    #[error("malformed varint at byte {0}")]
+    BadVarint(usize),
+    #[error("unsupported wire type {wire_type} at byte {offset}")]
+    BadWireType { wire_type: u8, offset: usize },
+    #[error("field number 0 at byte {0}")]
+    ZeroField(usize),
+    #[error("invalid UTF-8 in string field at byte {0}")]
+    BadUtf8(usize),
+    #[error("value {value} does not fit in 32 bits at byte {offset}")]
+    Overflow32 { value: u64, offset: usize },
+}
+
+impl WireError {
+    /// Byte offset (relative to the buffer given to the [`Reader`]) where the problem is.
+    pub fn offset(&self) -> usize {
+        match *self {
+            WireError::Truncated(o)
+            | WireError::BadVarint(o)
+            | WireError::ZeroField(o)
+            | WireError::BadUtf8(o) => o,
+            WireError::BadWireType { offset, .. } | WireError::Overflow32 { offset, .. } => offset,
+        }
+    }
+}
+
+/// A cursor over one protobuf message. Borrowed slices returned by [`Reader::bytes`]
+/// and [`Reader::str`] point into the original buffer.
+#[derive(Debug, Clone)]
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    /// Offset of `buf[0]` in the outermost buffer, so errors report absolute positions.
+    base: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// Reads the message in `buf`.
+    pub fn new(buf: &'a [u8]) -> Self {
+        Reader { buf, pos: 0, base: 0 }
+    }
+
+    /// Reads `buf`, reporting offsets as if `buf` started at `base`.
+    pub fn with_base(buf: &'a [u8], base: usize) -> Self {
+        Reader { buf, pos: 0, base }
+    }
+
+    /// Absolute offset of the cursor.
+    #[inline]
+    pub fn offset(&self) -> usize {
+        self.base + self.pos
+    }
+
+    /// True when the whole message has been read.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    /// Reads a varint (up to 10 bytes).
+    #[inline]
+    pub fn varint(&mut self) -> Result<u64, WireError> {
+        let buf = self.buf;
+        let mut pos = self.pos;
+        // Fast path: one byte.
+        if let Some(&b) = buf.get(pos) {
+            if b < 0x80 {
+                self.pos = pos + 1;
+                return Ok(u64::from(b));
+            }
+        } else {
+            return Err(WireError::Truncated(self.offset()));
+        }
+        let start = pos;
+        let mut value: u64 = 0;
+        let mut shift = 0u32;
+        loop {
+            let Some(&b) = buf.get(pos) else {
+                return Err(WireError::Truncated(self.base + pos));
+            };
+            pos += 1;
+            if shift == 63 && b > 1 {
+                return Err(WireError::BadVarint(self.base + start));
+            }
+            value |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                self.pos = pos;
+                return Ok(value);
+            }
+            shift += 7;
+            if shift > 63 {
+                return Err(WireError::BadVarint(self.base + start));
+            }
+        }
+    }
+
+    /// Reads a varint that must fit in 32 bits (proto `uint32`).
+    ///
+    /// Protobuf parsers truncate larger values silently; we reject them, because a
+    /// lookup id of 2^32+1 silently becoming 1 would decode the wrong term.
+    #[inline]
+    pub fn varint32(&mut self) -> Result<u32, WireError> {
+        let offset = self.offset();
+        let v = self.varint()?;
+        u32::try_from(v).map_err(|_| WireError::Overflow32 { value: v, offset })
+    }
+
+    /// Reads a field tag. Returns `None` at the end of the message.
+    #[inline]
+    pub fn tag(&mut self) -> Result<Option<(u32, WireType)>, WireError> {
+        if self.is_empty() {
+            return Ok(None);
+        }
+        let offset = self.offset();
+        let key = self.varint()?;
+        let wt = match key & 7 {
+            0 => WireType::Varint,
+            1 => WireType::Fixed64,
+            2 => WireType::Len,
+            5 => WireType::Fixed32,
+            other => {
+                return Err(WireError::BadWireType { wire_type: other as u8, offset });
+            }
+        };
+        let field = key >> 3;
+        if field == 0 {
+            return Err(WireError::ZeroField(offset));
+        }
+        let field = u32::try_from(field).map_err(|_| WireError::BadVarint(offset))?;
+        Ok(Some((field, wt)))
+    }
+
+    /// Reads a length-delimited field's payload.
+    #[inline]
+    pub fn bytes(&mut self) -> Result<&'a [u8], WireError> {
+        let len = self.varint()?;
+        let start = self.pos;
+        let remaining = (self.buf.len() - start) as u64;
+        if len > remaining {
+            return Err(WireError::Truncated(self.base + self.buf.len()));
+        }
+        let end = start + len as usize;
+        self.pos = end;
+        Ok(&self.buf[start..end])
+    }
+
+    /// Reads a length-delimited field as a sub-message reader with absolute offsets.
+    #[inline]
+    pub fn message(&mut self) -> Result<Reader<'a>, WireError> {
+        let bytes = self.bytes()?;
+        let base = self.base + self.pos - bytes.len();
+        Ok(Reader::with_base(bytes, base))
+    }
+
+    /// Reads a length-delimited field as UTF-8.
+    #[inline]
+    pub fn str(&mut self) -> Result<&'a str, WireError> {
+        let bytes = self.bytes()?;
+        let start = self.base + self.pos - bytes.len();
+        std::str::from_utf8(bytes).map_err(|e| WireError::BadUtf8(start + e.valid_up_to()))
+    }
+
+    /// Consumes and returns everything left (the payload of a string field opened with [`Reader::message`]).
+    #[inline]
+    pub fn remaining(&mut self) -> &'a [u8] {
+        let rest = &self.buf[self.pos..];
+        self.pos = self.buf.len();
+        rest
+    }
+
+    /// Skips a field's payload of the given wire type (for unknown fields).
+    pub fn skip(&mut self, wt: WireType) -> Result<(), WireError> {
+        match wt {
+            WireType::Varint => {
+                self.varint()?;
+            }
+            WireType::Len => {
+                self.bytes()?;
+            }
+            WireType::Fixed64 => self.advance(8)?,
+            WireType::Fixed32 => self.advance(4)?,
+        }
+        Ok(())
+    }
+
+    fn advance(&mut self, n: usize) -> Result<(), WireError> {
+        if self.buf.len() - self.pos < n {
+            return Err(WireError::Truncated(self.base + self.buf.len()));
+        }
+        self.pos += n;
+        Ok(())
+    }
+}
+
+/// Appends a varint.
+#[inline]
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Number of bytes [`put_varint`] writes for `v`.
+#[inline]
+pub fn varint_len(v: u64) -> usize {
+    // 1 byte per started 7 bits, at least 1.
+    ((64 - (v | 1).leading_zeros() as usize) + 6) / 7
+}
+
+/// Appends a field key.
+#[inline]
+pub fn put_tag(out: &mut Vec<u8>, field: u32, wt: WireType) {
+    let w = match wt {
+        WireType::Varint => 0,
+        WireType::Fixed64 => 1,
+        WireType::Len => 2,
+        WireType::Fixed32 => 5,
+    };
+    put_varint(out, (u64::from(field) << 3) | w);
+}
+
+/// Appends a varint field, omitting it when it is 0 (proto3 default).
+#[inline]
+pub fn put_uint_field(out: &mut Vec<u8>, field: u32, v: u64) {
+    if v != 0 {
+        put_tag(out, field, WireType::Varint);
+        put_varint(out, v);
+    }
+}
+
+/// Appends a bool field, omitting `false`.
+#[inline]
+pub fn put_bool_field(out: &mut Vec<u8>, field: u32, v: bool) {
+    put_uint_field(out, field, u64::from(v));
+}
+
+/// Appends a length-delimited field (always written, even when empty).
+#[inline]
+pub fn put_bytes_field(out: &mut Vec<u8>, field: u32, v: &[u8]) {
+    put_tag(out, field, WireType::Len);
+    put_varint(out, v.len() as u64);
+    out.extend_from_slice(v);
+}
+
+/// Appends a string field, omitting the empty string (proto3 default for non-oneof fields).
+#[inline]
+pub fn put_str_field_nonempty(out: &mut Vec<u8>, field: u32, v: &str) {
+    if !v.is_empty() {
+        put_bytes_field(out, field, v.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varint_round_trip_and_len() {
+        for v in [0u64, 1, 127, 128, 300, 16383, 16384, u32::MAX as u64, u64::MAX] {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            assert_eq!(b.len(), varint_len(v), "len of {v}");
+            let mut r = Reader::new(&b);
+            assert_eq!(r.varint().unwrap(), v);
+            assert!(r.is_empty());
+        }
+    }
+
+    #[test]
+    fn overlong_varint_rejected() {
+        let b = [0xffu8; 11];
+        assert!(matches!(Reader::new(&b).varint(), Err(WireError::BadVarint(0))));
+        // 10th byte may only carry one bit.
+        let mut b = vec![0xffu8; 9];
+        b.push(0x02);
+        assert!(Reader::new(&b).varint().is_err());
+    }
+
+    #[test]
+    fn truncated_bytes_rejected() {
+        let b = [0x0a, 0x05, 1, 2];
+        let mut r = Reader::new(&b);
+        assert_eq!(r.tag().unwrap(), Some((1, WireType::Len)));
+        assert!(matches!(r.bytes(), Err(WireError::Truncated(_))));
+    }
+
+    #[test]
+    fn group_wire_type_rejected() {
+        let b = [0x0b];
+        assert!(matches!(Reader::new(&b).tag(), Err(WireError::BadWireType { wire_type: 3, .. })));
+    }
+
+    #[test]
+    fn uint32_overflow_rejected() {
+        let mut b = Vec::new();
+        put_varint(&mut b, u64::from(u32::MAX) + 1);
+        assert!(matches!(Reader::new(&b).varint32(), Err(WireError::Overflow32 { .. })));
+    }
+
+    #[test]
+    fn bad_utf8_reports_offset() {
+        let b = [0x0a, 0x03, b'a', 0xff, b'b'];
+        let mut r = Reader::new(&b);
+        r.tag().unwrap();
+        assert_eq!(r.str(), Err(WireError::BadUtf8(3)));
+    }
+}

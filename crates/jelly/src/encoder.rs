@@ -1,0 +1,523 @@
+//! The Jelly-RDF encoder: statements in, frame bytes out.
+
+use jelly_proto::fields::{entry, frame, iri as iri_f, literal as lit, namespace as ns, row, statement as st};
+use jelly_proto::wire::{WireType, put_bytes_field, put_tag, put_uint_field, put_varint, varint_len};
+
+use crate::error::{EncodeError, POSITIONS};
+use crate::lookup::{Lookup, LruTable};
+use crate::options::{PhysicalType, StreamOptions, VERSION_1_0, VERSION_1_1};
+use crate::term::{LiteralKind, StatementRef, TermBuf, TermRef, TripleRef, XSD_STRING};
+
+/// Choices of the encoder that are not stream options.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EncoderConfig {
+    /// Allow [`Encoder::declare_namespace`]; raises the version tag to 2 (Jelly 1.1).
+    pub namespace_declarations: bool,
+}
+
+/// Splits an IRI into a prefix and a name: at the first `#` after the scheme part,
+/// otherwise after the last `/`. The same rule as Jelly-JVM, so tables fill alike.
+#[inline]
+pub fn split_iri(iri: &str) -> (&str, &str) {
+    let b = iri.as_bytes();
+    if b.len() > 8 {
+        if let Some(i) = memchr(b'#', &b[8..]) {
+            let cut = 8 + i + 1;
+            return (&iri[..cut], &iri[cut..]);
+        }
+    }
+    match b.iter().rposition(|&c| c == b'/') {
+        Some(i) => (&iri[..=i], &iri[i + 1..]),
+        None => ("", iri),
+    }
+}
+
+#[inline]
+fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().position(|&c| c == needle)
+}
+
+/// Encodes statements into frames of the Jelly-RDF row layout.
+///
+/// ```
+/// use jelly::{Encoder, StreamOptions, StatementRef, TermRef};
+/// let mut enc = Encoder::new(StreamOptions::small()).unwrap();
+/// let t = StatementRef::triple(TermRef::Iri("http://ex.org/s"), TermRef::Iri("http://ex.org/p"), TermRef::BlankNode("b"));
+/// enc.add(t).unwrap();
+/// enc.add(t).unwrap(); // all three terms repeated: a tiny row
+/// let frame = enc.finish_frame();
+/// assert!(frame.len() < 80);
+/// ```
+#[derive(Debug)]
+pub struct Encoder {
+    opts: StreamOptions,
+    cfg: EncoderConfig,
+    names: LruTable,
+    prefixes: Option<LruTable>,
+    datatypes: Option<LruTable>,
+    last_prefix_id: u32,
+    last_name_id: u32,
+    prev: [TermBuf; 4],
+    have_prev: [bool; 4],
+    stamp: u32,
+    options_written: bool,
+    graph_open: bool,
+    current_graph: TermBuf,
+    /// Rows of the current frame, already framed as `RdfStreamFrame.rows` fields.
+    buf: Vec<u8>,
+    rows: usize,
+    metadata: Vec<(String, Vec<u8>)>,
+    /// One scratch buffer per quoted-triple depth.
+    scratch: Vec<Vec<u8>>,
+    statements: u64,
+}
+
+impl Encoder {
+    /// An encoder with default configuration (no namespace declarations).
+    pub fn new(options: StreamOptions) -> Result<Self, EncodeError> {
+        Self::with_config(options, EncoderConfig::default())
+    }
+
+    /// An encoder with explicit configuration.
+    ///
+    /// A `version` of 0 in `options` is replaced by the lowest tag that covers the
+    /// configuration: 1, or 2 with namespace declarations.
+    pub fn with_config(mut options: StreamOptions, cfg: EncoderConfig) -> Result<Self, EncodeError> {
+        if options.max_name_table_size < 8 {
+            return Err(EncodeError::NameTableTooSmall(options.max_name_table_size));
+        }
+        if !matches!(options.physical_type, PhysicalType::Triples | PhysicalType::Quads | PhysicalType::Graphs) {
+            return Err(EncodeError::PhysicalTypeUnspecified);
+        }
+        if options.version == 0 {
+            options.version = if cfg.namespace_declarations { VERSION_1_1 } else { VERSION_1_0 };
+        } else if cfg.namespace_declarations && options.version < VERSION_1_1 {
+            return Err(EncodeError::VersionTooLowForNamespaces(options.version));
+        }
+        let prefixes = (options.max_prefix_table_size > 0).then(|| LruTable::new(options.max_prefix_table_size));
+        let datatypes =
+            (options.max_datatype_table_size > 0).then(|| LruTable::new(options.max_datatype_table_size));
+        Ok(Encoder {
+            names: LruTable::new(options.max_name_table_size),
+            prefixes,
+            datatypes,
+            opts: options,
+            cfg,
+            last_prefix_id: 0,
+            last_name_id: 0,
+            prev: Default::default(),
+            have_prev: [false; 4],
+            stamp: 0,
+            options_written: false,
+            graph_open: false,
+            current_graph: TermBuf::default(),
+            buf: Vec::with_capacity(64 * 1024),
+            rows: 0,
+            metadata: Vec::new(),
+            scratch: vec![Vec::with_capacity(256)],
+            statements: 0,
+        })
+    }
+
+    /// The options written to the stream.
+    pub fn options(&self) -> &StreamOptions {
+        &self.opts
+    }
+
+    /// Rows in the current (unfinished) frame.
+    pub fn frame_rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Bytes in the current (unfinished) frame.
+    pub fn frame_bytes(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Statements encoded so far.
+    pub fn statements(&self) -> u64 {
+        self.statements
+    }
+
+    /// True while a GRAPHS-stream graph is open.
+    pub fn graph_open(&self) -> bool {
+        self.graph_open
+    }
+
+    /// Adds a metadata entry to the current frame (`RdfStreamFrame.metadata`).
+    pub fn set_frame_metadata(&mut self, key: impl Into<String>, value: impl Into<Vec<u8>>) {
+        self.metadata.push((key.into(), value.into()));
+    }
+
+    fn ensure_options(&mut self) {
+        if !self.options_written {
+            self.options_written = true;
+            let body = self.opts.encode_to_vec();
+            self.push_row(row::OPTIONS, &body);
+        }
+    }
+
+    /// Appends one `rows` element holding a row whose oneof field `field` has `body`.
+    #[inline]
+    fn push_row(&mut self, field: u32, body: &[u8]) {
+        let row_len = 1 + varint_len(body.len() as u64) + body.len();
+        self.buf.push((frame::ROWS << 3 | 2) as u8);
+        put_varint(&mut self.buf, row_len as u64);
+        put_tag(&mut self.buf, field, WireType::Len);
+        put_varint(&mut self.buf, body.len() as u64);
+        self.buf.extend_from_slice(body);
+        self.rows += 1;
+    }
+
+    #[inline]
+    fn push_entry(buf: &mut Vec<u8>, rows: &mut usize, field: u32, wire_id: u32, value: &str) {
+        let id_len = if wire_id == 0 { 0 } else { 1 + varint_len(u64::from(wire_id)) };
+        let val_len = if value.is_empty() { 0 } else { 1 + varint_len(value.len() as u64) + value.len() };
+        let entry_len = id_len + val_len;
+        let row_len = 1 + varint_len(entry_len as u64) + entry_len;
+        buf.push((frame::ROWS << 3 | 2) as u8);
+        put_varint(buf, row_len as u64);
+        put_tag(buf, field, WireType::Len);
+        put_varint(buf, entry_len as u64);
+        put_uint_field(buf, entry::ID, u64::from(wire_id));
+        if !value.is_empty() {
+            put_bytes_field(buf, entry::VALUE, value.as_bytes());
+        }
+        *rows += 1;
+    }
+
+    fn table_full_error(&self) -> EncodeError {
+        // Every entry is used by the statement being encoded: only possible with deep
+        // quoted triples in a small table. Report it as the table being too small.
+        EncodeError::NameTableTooSmall(self.opts.max_name_table_size)
+    }
+
+    /// Resolves an IRI to the `(prefix_id, name_id)` pair to write, emitting lookup
+    /// entries as needed and advancing the IRI delta state.
+    #[inline]
+    fn iri_ids(&mut self, iri: &str) -> Result<(u32, u32), EncodeError> {
+        let stamp = self.stamp;
+        let (pid, name) = match &mut self.prefixes {
+            None => (0, iri),
+            Some(prefixes) => {
+                let (prefix, name) = split_iri(iri);
+                let pid = match prefixes.get_or_insert(prefix, stamp) {
+                    Some(Lookup::Hit(id)) => id,
+                    Some(Lookup::New { id, wire_id }) => {
+                        Self::push_entry(&mut self.buf, &mut self.rows, row::PREFIX, wire_id, prefix);
+                        id
+                    }
+                    None => return Err(self.table_full_error()),
+                };
+                (pid, name)
+            }
+        };
+        let nid = match self.names.get_or_insert(name, stamp) {
+            Some(Lookup::Hit(id)) => id,
+            Some(Lookup::New { id, wire_id }) => {
+                Self::push_entry(&mut self.buf, &mut self.rows, row::NAME, wire_id, name);
+                id
+            }
+            None => return Err(self.table_full_error()),
+        };
+        let wire_pid = if pid == self.last_prefix_id { 0 } else { pid };
+        let wire_nid = if nid == self.last_name_id.wrapping_add(1) { 0 } else { nid };
+        self.last_prefix_id = pid;
+        self.last_name_id = nid;
+        Ok((wire_pid, wire_nid))
+    }
+
+    /// Writes an `RdfIri` message as field `field`.
+    #[inline]
+    fn put_iri(out: &mut Vec<u8>, field: u32, (pid, nid): (u32, u32)) {
+        let len = if pid == 0 { 0 } else { 1 + varint_len(u64::from(pid)) }
+            + if nid == 0 { 0 } else { 1 + varint_len(u64::from(nid)) };
+        put_tag(out, field, WireType::Len);
+        put_varint(out, len as u64);
+        put_uint_field(out, iri_f::PREFIX_ID, u64::from(pid));
+        put_uint_field(out, iri_f::NAME_ID, u64::from(nid));
+    }
+
+    fn literal_body(&mut self, lex: &str, kind: LiteralKind<'_>, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        if !lex.is_empty() {
+            put_bytes_field(out, lit::LEX, lex.as_bytes());
+        }
+        match kind {
+            LiteralKind::Simple => {}
+            LiteralKind::Typed(dt) if dt == XSD_STRING => {}
+            LiteralKind::Lang(tag) => put_bytes_field(out, lit::LANGTAG, tag.as_bytes()),
+            LiteralKind::Typed(dt) => {
+                let stamp = self.stamp;
+                let Some(table) = &mut self.datatypes else {
+                    return Err(EncodeError::DatatypeTableDisabled(dt.to_owned()));
+                };
+                let id = match table.get_or_insert(dt, stamp) {
+                    Some(Lookup::Hit(id)) => id,
+                    Some(Lookup::New { id, wire_id }) => {
+                        Self::push_entry(&mut self.buf, &mut self.rows, row::DATATYPE, wire_id, dt);
+                        id
+                    }
+                    None => return Err(EncodeError::DatatypeTableDisabled(dt.to_owned())),
+                };
+                put_tag(out, lit::DATATYPE, WireType::Varint);
+                put_varint(out, u64::from(id));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_term(&self, t: TermRef<'_>, position: usize) -> Result<(), EncodeError> {
+        let ok = match (position, t) {
+            (_, TermRef::Triple(_)) => {
+                if !self.opts.rdf_star {
+                    return Err(EncodeError::RdfStarNotEnabled(POSITIONS[position]));
+                }
+                position != 1 || self.opts.generalized_statements
+            }
+            (_, TermRef::DefaultGraph) if position != 3 => return Err(EncodeError::DefaultGraphMisplaced),
+            (0, TermRef::Iri(_) | TermRef::BlankNode(_)) => true,
+            (1, TermRef::Iri(_)) => true,
+            (2, _) => true,
+            (3, TermRef::Iri(_) | TermRef::BlankNode(_) | TermRef::DefaultGraph) => true,
+            _ => self.opts.generalized_statements,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(EncodeError::GeneralizedNotEnabled { kind: t.kind_name(), position: POSITIONS[position] })
+        }
+    }
+
+    /// Writes the field for term `t` at `position` (0–2: S/P/O; 3: quad graph;
+    /// 4: graph_start graph) into `out`.
+    fn term_field(&mut self, t: TermRef<'_>, position: usize, out: &mut Vec<u8>, depth: usize) -> Result<(), EncodeError> {
+        self.check_term(t, position.min(3))?;
+        // Field numbers: S/P/O use base+0..3 (iri, bnode, literal, triple); the quad
+        // graph uses 13 (iri), 14 (bnode), 15 (default), 16 (literal); graph_start 1..4.
+        let (f_iri, f_bnode, f_lit, f_other) = match position {
+            0..=2 => {
+                let b = position as u32 * 4 + 1;
+                (b, b + 1, b + 2, b + 3)
+            }
+            3 => (st::G_IRI, st::G_BNODE, st::G_LITERAL, st::G_DEFAULT),
+            _ => (1, 2, 4, 3),
+        };
+        match t {
+            TermRef::Iri(iri) => {
+                let ids = self.iri_ids(iri)?;
+                Self::put_iri(out, f_iri, ids);
+            }
+            TermRef::BlankNode(b) => put_bytes_field(out, f_bnode, b.as_bytes()),
+            TermRef::Literal(l) => {
+                let mut v = std::mem::take(self.scratch_at(depth + 1));
+                v.clear();
+                let r = self.literal_body(l.lex, l.kind, &mut v);
+                if r.is_ok() {
+                    put_bytes_field(out, f_lit, &v);
+                }
+                *self.scratch_at(depth + 1) = v;
+                r?;
+            }
+            TermRef::DefaultGraph => put_bytes_field(out, f_other, &[]),
+            TermRef::Triple(tr) => {
+                let mut v = std::mem::take(self.scratch_at(depth + 1));
+                v.clear();
+                let r = self.quoted_body(tr, &mut v, depth + 1);
+                if r.is_ok() {
+                    put_bytes_field(out, f_other, &v);
+                }
+                *self.scratch_at(depth + 1) = v;
+                r?;
+            }
+        }
+        Ok(())
+    }
+
+    fn quoted_body(&mut self, t: TripleRef<'_>, out: &mut Vec<u8>, depth: usize) -> Result<(), EncodeError> {
+        for i in 0..3 {
+            self.term_field(t.term(i), i, out, depth)?;
+        }
+        Ok(())
+    }
+
+    fn scratch_at(&mut self, depth: usize) -> &mut Vec<u8> {
+        while self.scratch.len() <= depth {
+            self.scratch.push(Vec::with_capacity(128));
+        }
+        &mut self.scratch[depth]
+    }
+
+    /// Encodes the statement body (all non-repeated terms) into scratch[0] and returns it.
+    fn statement_body(&mut self, terms: &[TermRef<'_>]) -> Result<Vec<u8>, EncodeError> {
+        self.stamp = self.stamp.wrapping_add(1);
+        let mut body = std::mem::take(&mut self.scratch[0]);
+        body.clear();
+        for (i, &t) in terms.iter().enumerate() {
+            if self.have_prev[i] && self.prev[i].as_ref() == t {
+                continue;
+            }
+            if let Err(e) = self.term_field(t, i, &mut body, 0) {
+                self.scratch[0] = body;
+                return Err(e);
+            }
+            self.prev[i].set_from(t);
+            self.have_prev[i] = true;
+        }
+        Ok(body)
+    }
+
+    fn emit_statement(&mut self, field: u32, terms: &[TermRef<'_>]) -> Result<(), EncodeError> {
+        // Validate before touching any state, so a refused statement leaves the stream intact.
+        for (i, &t) in terms.iter().enumerate() {
+            self.check_term_deep(t, i)?;
+        }
+        self.ensure_options();
+        let body = self.statement_body(terms)?;
+        self.push_row(field, &body);
+        self.scratch[0] = body;
+        self.statements += 1;
+        Ok(())
+    }
+
+    fn check_term_deep(&self, t: TermRef<'_>, position: usize) -> Result<(), EncodeError> {
+        self.check_term(t, position)?;
+        if let TermRef::Literal(l) = t {
+            if let LiteralKind::Typed(dt) = l.kind {
+                if dt != XSD_STRING && self.datatypes.is_none() {
+                    return Err(EncodeError::DatatypeTableDisabled(dt.to_owned()));
+                }
+            }
+        }
+        if let TermRef::Triple(tr) = t {
+            for i in 0..3 {
+                self.check_term_deep(tr.term(i), i)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn wrong_type(&self, op: &'static str) -> EncodeError {
+        EncodeError::WrongPhysicalType { op, physical: self.opts.physical_type.name() }
+    }
+
+    /// Adds a statement.
+    ///
+    /// - TRIPLES: a triple, or a quad in the default graph.
+    /// - QUADS: a quad; a triple goes to the default graph.
+    /// - GRAPHS: a quad opens (and closes) graphs as its graph changes; a triple goes
+    ///   into the open graph.
+    pub fn add(&mut self, s: StatementRef<'_>) -> Result<(), EncodeError> {
+        match self.opts.physical_type {
+            PhysicalType::Triples => match s.graph {
+                None | Some(TermRef::DefaultGraph) => {
+                    self.emit_statement(row::TRIPLE, &[s.subject, s.predicate, s.object])
+                }
+                Some(_) => Err(self.wrong_type("a quad in a named graph")),
+            },
+            PhysicalType::Quads => {
+                let g = s.graph_or_default();
+                self.emit_statement(row::QUAD, &[s.subject, s.predicate, s.object, g])
+            }
+            PhysicalType::Graphs => {
+                if let Some(g) = s.graph {
+                    if !self.graph_open || self.current_graph.as_ref() != g {
+                        if self.graph_open {
+                            self.end_graph()?;
+                        }
+                        self.start_graph(g)?;
+                    }
+                } else if !self.graph_open {
+                    return Err(EncodeError::NoOpenGraph);
+                }
+                self.emit_statement(row::TRIPLE, &[s.subject, s.predicate, s.object])
+            }
+            _ => Err(EncodeError::PhysicalTypeUnspecified),
+        }
+    }
+
+    /// GRAPHS streams: opens graph `g` (`graph_start` row).
+    pub fn start_graph(&mut self, g: TermRef<'_>) -> Result<(), EncodeError> {
+        if self.opts.physical_type != PhysicalType::Graphs {
+            return Err(self.wrong_type("graph_start"));
+        }
+        if self.graph_open {
+            return Err(EncodeError::GraphAlreadyOpen);
+        }
+        self.check_term_deep(g, 3)?;
+        if matches!(g, TermRef::Triple(_)) {
+            return Err(EncodeError::GeneralizedNotEnabled { kind: "quoted triple", position: "graph" });
+        }
+        self.ensure_options();
+        self.stamp = self.stamp.wrapping_add(1);
+        let mut body = std::mem::take(&mut self.scratch[0]);
+        body.clear();
+        let r = self.term_field(g, 4, &mut body, 0);
+        if r.is_ok() {
+            self.push_row(row::GRAPH_START, &body);
+            self.current_graph.set_from(g);
+            self.graph_open = true;
+        }
+        self.scratch[0] = body;
+        r
+    }
+
+    /// GRAPHS streams: closes the open graph (`graph_end` row).
+    pub fn end_graph(&mut self) -> Result<(), EncodeError> {
+        if self.opts.physical_type != PhysicalType::Graphs {
+            return Err(self.wrong_type("graph_end"));
+        }
+        self.ensure_options();
+        self.push_row(row::GRAPH_END, &[]);
+        self.graph_open = false;
+        Ok(())
+    }
+
+    /// Declares a namespace (`@prefix name: <iri>`). Needs [`EncoderConfig::namespace_declarations`].
+    pub fn declare_namespace(&mut self, name: &str, iri: &str) -> Result<(), EncodeError> {
+        if !self.cfg.namespace_declarations {
+            return Err(EncodeError::VersionTooLowForNamespaces(self.opts.version));
+        }
+        self.ensure_options();
+        self.stamp = self.stamp.wrapping_add(1);
+        let mut v = std::mem::take(&mut self.scratch[0]);
+        v.clear();
+        let r = self.iri_ids(iri);
+        if let Ok(ids) = r {
+            if !name.is_empty() {
+                put_bytes_field(&mut v, ns::NAME, name.as_bytes());
+            }
+            Self::put_iri(&mut v, ns::VALUE, ids);
+            self.push_row(row::NAMESPACE, &v);
+        }
+        self.scratch[0] = v;
+        r.map(|_| ())
+    }
+
+    /// Ends the current frame and returns its bytes (one `RdfStreamFrame`, no length prefix).
+    ///
+    /// The first frame always carries the options row, even if nothing else was added.
+    pub fn finish_frame(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.finish_frame_into(&mut out, false);
+        out
+    }
+
+    /// Ends the current frame, appending it to `out`, with a varint length prefix when `delimited`.
+    pub fn finish_frame_into(&mut self, out: &mut Vec<u8>, delimited: bool) {
+        self.ensure_options();
+        let mut meta = Vec::new();
+        for (k, v) in self.metadata.drain(..) {
+            let mut e = Vec::with_capacity(k.len() + v.len() + 4);
+            put_bytes_field(&mut e, frame::MAP_KEY, k.as_bytes());
+            put_bytes_field(&mut e, frame::MAP_VALUE, &v);
+            put_bytes_field(&mut meta, frame::METADATA, &e);
+        }
+        if delimited {
+            put_varint(out, (self.buf.len() + meta.len()) as u64);
+        }
+        out.extend_from_slice(&self.buf);
+        out.extend_from_slice(&meta);
+        self.buf.clear();
+        self.rows = 0;
+    }
+}

@@ -1,0 +1,39 @@
+//! # jelly
+//!
+//! A streaming codec for [Jelly-RDF](https://w3id.org/jelly) 1.1: a compact binary
+//! serialization of RDF graphs, datasets and streams on top of protobuf.
+//!
+//! - [`Decoder`] turns frames into [`Event`]s that borrow the decoder: no allocation
+//!   per statement.
+//! - [`Encoder`] turns statements into frames with LRU lookup tables, the 0-id rules
+//!   and repeated terms.
+//! - [`JellyReader`] / [`JellyWriter`] add byte framing (delimited or not, autodetected).
+//! - [`oxrdf_adapter`] converts to and from oxrdf terms.
+//!
+//! ```
+//! use jelly::{JellyReader, JellyWriter, StreamOptions, StatementRef, TermRef};
+//! let mut buf = Vec::new();
+//! let mut w = JellyWriter::new(&mut buf, StreamOptions::big()).unwrap();
+//! w.add(StatementRef::triple(TermRef::Iri("http://ex.org/s"), TermRef::Iri("http://ex.org/p"), TermRef::Iri("http://ex.org/o"))).unwrap();
+//! w.finish().unwrap();
+//! let frames = JellyReader::new(&buf[..]).read_all_frames().unwrap();
+//! assert_eq!(frames[0][0].object, jelly::Term::Iri("http://ex.org/o".into()));
+//! ```
+
+pub mod decoder;
+pub mod encoder;
+pub mod error;
+pub mod framing;
+pub mod iso;
+mod lookup;
+pub mod nquads;
+pub mod options;
+pub mod oxrdf_adapter;
+pub mod term;
+
+pub use decoder::{Decoder, DecoderOptions, DecoderStats, Event, FrameCursor, frame_metadata};
+pub use encoder::{Encoder, EncoderConfig, split_iri};
+pub use error::{DecodeError, DecodeErrorKind, EncodeError, Table};
+pub use framing::{Delimiting, FramePolicy, JellyReader, JellyWriter, JellyWriterBuilder, WriteError, detect_delimiting};
+pub use options::{LogicalType, PhysicalType, StreamOptions};
+pub use term::{Literal, LiteralKind, LiteralRef, OwnedLiteralKind, Statement, StatementRef, Term, TermRef, Triple, TripleRef};

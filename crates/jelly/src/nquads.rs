@@ -1,0 +1,391 @@
+//! N-Triples / N-Quads with RDF-star quoted triples and generalized statements.
+//!
+//! oxttl parses standard N-Quads and RDF 1.2; this module exists for what it cannot
+//! hold: generalized statements (literals as subjects, blank nodes as predicates, …)
+//! and RDF-star quoted triples in subject position, both of which Jelly-RDF 1.1
+//! streams may carry. The conformance suite's expected outputs use both.
+
+use std::fmt::{self, Write as _};
+use std::io::{self, Write};
+
+use thiserror::Error;
+
+use crate::term::{Literal, LiteralKind, OwnedLiteralKind, Statement, StatementRef, Term, TermRef, Triple, XSD_STRING};
+
+/// A syntax error with its 1-based line and column (in characters).
+#[derive(Debug, Error, PartialEq, Eq)]
+#[error("line {line}, column {column}: {message}")]
+pub struct SyntaxError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// Parses a whole document of N-Triples or N-Quads (generalized, with `<< >>`).
+///
+/// A `"lex"^^xsd:string` literal is read as a simple literal (they are the same term in RDF 1.1).
+///
+/// ```
+/// let st = jelly::nquads::parse_document("\"lit\" _:p << <s> <p> <o> >> <g> .\n").unwrap();
+/// assert_eq!(st.len(), 1);
+/// assert!(st[0].graph.is_some());
+/// ```
+pub fn parse_document(text: &str) -> Result<Vec<Statement>, SyntaxError> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if let Some(st) = parse_line(line, i + 1)? {
+            out.push(st);
+        }
+    }
+    Ok(out)
+}
+
+/// Parses one line. `Ok(None)` for blank and comment lines.
+pub fn parse_line(line: &str, line_no: usize) -> Result<Option<Statement>, SyntaxError> {
+    let mut p = Parser { s: line, pos: 0, line: line_no };
+    p.ws();
+    if p.eof() || p.peek() == Some('#') {
+        return Ok(None);
+    }
+    let mut terms = Vec::with_capacity(4);
+    loop {
+        p.ws();
+        match p.peek() {
+            Some('.') => {
+                p.pos += 1;
+                break;
+            }
+            None => return Err(p.err("expected '.' at the end of the statement")),
+            _ => terms.push(p.term()?),
+        }
+        if terms.len() > 4 {
+            return Err(p.err("more than four terms in a statement"));
+        }
+    }
+    p.ws();
+    if !(p.eof() || p.peek() == Some('#')) {
+        return Err(p.err("unexpected text after '.'"));
+    }
+    let mut it = terms.into_iter();
+    match (it.next(), it.next(), it.next(), it.next()) {
+        (Some(s), Some(pr), Some(o), g) => Ok(Some(Statement { subject: s, predicate: pr, object: o, graph: g })),
+        _ => Err(p.err("a statement needs at least three terms")),
+    }
+}
+
+struct Parser<'a> {
+    s: &'a str,
+    pos: usize,
+    line: usize,
+}
+
+impl Parser<'_> {
+    fn err(&self, msg: &str) -> SyntaxError {
+        let column = self.s[..self.pos.min(self.s.len())].chars().count() + 1;
+        SyntaxError { line: self.line, column, message: msg.to_owned() }
+    }
+    fn eof(&self) -> bool {
+        self.pos >= self.s.len()
+    }
+    fn peek(&self) -> Option<char> {
+        self.s[self.pos..].chars().next()
+    }
+    fn rest(&self) -> &str {
+        &self.s[self.pos..]
+    }
+    fn ws(&mut self) {
+        while let Some(c) = self.peek() {
+            if c == ' ' || c == '\t' || c == '\r' {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn term(&mut self) -> Result<Term, SyntaxError> {
+        if self.rest().starts_with("<<") {
+            let paren = self.rest().starts_with("<<(");
+            self.pos += if paren { 3 } else { 2 };
+            let mut t = [None, None, None];
+            for slot in &mut t {
+                self.ws();
+                *slot = Some(self.term()?);
+            }
+            self.ws();
+            let close = if paren { ")>>" } else { ">>" };
+            if !self.rest().starts_with(close) {
+                return Err(self.err("expected '>>' to close the quoted triple"));
+            }
+            self.pos += close.len();
+            let [Some(s), Some(p), Some(o)] = t else {
+                return Err(self.err("incomplete quoted triple"));
+            };
+            return Ok(Term::Triple(Box::new(Triple { subject: s, predicate: p, object: o })));
+        }
+        match self.peek() {
+            Some('<') => Ok(Term::Iri(self.iri()?)),
+            Some('_') => {
+                if !self.rest().starts_with("_:") {
+                    return Err(self.err("expected '_:' for a blank node"));
+                }
+                self.pos += 2;
+                let start = self.pos;
+                while let Some(c) = self.peek() {
+                    if c.is_whitespace() || c == '<' || c == '>' || c == '"' {
+                        break;
+                    }
+                    self.pos += c.len_utf8();
+                }
+                // A trailing '.' ends the statement, not the label.
+                while self.pos > start && self.s[..self.pos].ends_with('.') {
+                    self.pos -= 1;
+                }
+                if self.pos == start {
+                    return Err(self.err("empty blank node label"));
+                }
+                Ok(Term::BlankNode(self.s[start..self.pos].to_owned()))
+            }
+            Some('"') => self.literal(),
+            _ => Err(self.err("expected a term")),
+        }
+    }
+
+    fn iri(&mut self) -> Result<String, SyntaxError> {
+        self.pos += 1;
+        let mut out = String::new();
+        loop {
+            let Some(c) = self.peek() else {
+                return Err(self.err("unterminated IRI"));
+            };
+            self.pos += c.len_utf8();
+            match c {
+                '>' => return Ok(out),
+                '\\' => out.push(self.uchar()?),
+                c => out.push(c),
+            }
+        }
+    }
+
+    fn uchar(&mut self) -> Result<char, SyntaxError> {
+        let Some(k) = self.peek() else {
+            return Err(self.err("dangling backslash"));
+        };
+        self.pos += 1;
+        let n = match k {
+            'u' => 4,
+            'U' => 8,
+            _ => return Err(self.err("invalid escape")),
+        };
+        let hex = self.s.get(self.pos..self.pos + n).ok_or_else(|| self.err("short \\u escape"))?;
+        let v = u32::from_str_radix(hex, 16).map_err(|_| self.err("bad hex in \\u escape"))?;
+        self.pos += n;
+        char::from_u32(v).ok_or_else(|| self.err("escape is not a Unicode scalar value"))
+    }
+
+    fn literal(&mut self) -> Result<Term, SyntaxError> {
+        self.pos += 1;
+        let mut lex = String::new();
+        loop {
+            let Some(c) = self.peek() else {
+                return Err(self.err("unterminated literal"));
+            };
+            self.pos += c.len_utf8();
+            match c {
+                '"' => break,
+                '\\' => {
+                    let Some(k) = self.peek() else {
+                        return Err(self.err("dangling backslash"));
+                    };
+                    let e = match k {
+                        't' => Some('\t'),
+                        'b' => Some('\u{8}'),
+                        'n' => Some('\n'),
+                        'r' => Some('\r'),
+                        'f' => Some('\u{c}'),
+                        '"' => Some('"'),
+                        '\'' => Some('\''),
+                        '\\' => Some('\\'),
+                        _ => None,
+                    };
+                    match e {
+                        Some(ch) => {
+                            self.pos += 1;
+                            lex.push(ch);
+                        }
+                        None => lex.push(self.uchar()?),
+                    }
+                }
+                c => lex.push(c),
+            }
+        }
+        let kind = if self.rest().starts_with("^^") {
+            self.pos += 2;
+            if self.peek() != Some('<') {
+                return Err(self.err("expected '<' after '^^'"));
+            }
+            let dt = self.iri()?;
+            if dt == XSD_STRING { OwnedLiteralKind::Simple } else { OwnedLiteralKind::Typed(dt) }
+        } else if self.peek() == Some('@') {
+            self.pos += 1;
+            let start = self.pos;
+            while let Some(c) = self.peek() {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    self.pos += 1;
+                } else {
+                    break;
+                }
+            }
+            if self.pos == start {
+                return Err(self.err("empty language tag"));
+            }
+            OwnedLiteralKind::Lang(self.s[start..self.pos].to_owned())
+        } else {
+            OwnedLiteralKind::Simple
+        };
+        Ok(Term::Literal(Literal { lex, kind }))
+    }
+}
+
+fn write_iri(f: &mut impl fmt::Write, iri: &str) -> fmt::Result {
+    f.write_char('<')?;
+    for c in iri.chars() {
+        match c {
+            '\0'..=' ' | '<' | '>' | '"' | '{' | '}' | '|' | '^' | '`' | '\\' => write!(f, "\\u{:04X}", c as u32)?,
+            c => f.write_char(c)?,
+        }
+    }
+    f.write_char('>')
+}
+
+fn write_lex(f: &mut impl fmt::Write, lex: &str) -> fmt::Result {
+    f.write_char('"')?;
+    for c in lex.chars() {
+        match c {
+            '"' => f.write_str("\\\"")?,
+            '\\' => f.write_str("\\\\")?,
+            '\n' => f.write_str("\\n")?,
+            '\r' => f.write_str("\\r")?,
+            '\t' => f.write_str("\\t")?,
+            '\u{8}' => f.write_str("\\b")?,
+            '\u{c}' => f.write_str("\\f")?,
+            '\0'..='\u{1f}' | '\u{7f}' => write!(f, "\\u{:04X}", c as u32)?,
+            c => f.write_char(c)?,
+        }
+    }
+    f.write_char('"')
+}
+
+/// Writes a blank node label so that the output is valid N-Triples. Labels made only
+/// of ASCII letters, digits and `_` are kept; any other label is written as `e-` plus
+/// the hex of its UTF-8 bytes. The mapping is injective (kept labels never contain `-`),
+/// so distinct blank nodes stay distinct.
+fn write_bnode(f: &mut impl fmt::Write, label: &str) -> fmt::Result {
+    f.write_str("_:")?;
+    if !label.is_empty() && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        f.write_str(label)
+    } else {
+        f.write_str("e-")?;
+        for b in label.bytes() {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for TermRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            TermRef::Iri(i) => write_iri(f, i),
+            TermRef::BlankNode(b) => write_bnode(f, b),
+            TermRef::Literal(l) => {
+                write_lex(f, l.lex)?;
+                match l.kind {
+                    LiteralKind::Simple => Ok(()),
+                    LiteralKind::Lang(t) => write!(f, "@{t}"),
+                    LiteralKind::Typed(dt) if dt == XSD_STRING => Ok(()),
+                    LiteralKind::Typed(dt) => {
+                        f.write_str("^^")?;
+                        write_iri(f, dt)
+                    }
+                }
+            }
+            TermRef::Triple(t) => write!(f, "<< {} {} {} >>", t.subject(), t.predicate(), t.object()),
+            // Only reachable for a default graph outside the graph position.
+            TermRef::DefaultGraph => f.write_str("<>"),
+        }
+    }
+}
+
+impl fmt::Display for StatementRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} {}", self.subject, self.predicate, self.object)?;
+        if let Some(g) = self.graph {
+            if g != TermRef::DefaultGraph {
+                write!(f, " {g}")?;
+            }
+        }
+        f.write_str(" .")
+    }
+}
+
+/// Streaming N-Triples / N-Quads writer (statements in the default graph are written
+/// as triples). Reuses one line buffer, so writing does not allocate per statement.
+pub struct NQuadsWriter<W: Write> {
+    out: W,
+    line: String,
+}
+
+impl<W: Write> NQuadsWriter<W> {
+    /// A writer to `out` (wrap it in a `BufWriter` for files).
+    pub fn new(out: W) -> Self {
+        NQuadsWriter { out, line: String::with_capacity(256) }
+    }
+
+    /// Writes one statement line.
+    pub fn write(&mut self, st: StatementRef<'_>) -> io::Result<()> {
+        self.line.clear();
+        let _ = writeln!(self.line, "{st}");
+        self.out.write_all(self.line.as_bytes())
+    }
+
+    /// Flushes and returns the inner writer.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_escapes_and_star() {
+        let doc = "<< _:a <p> \"x\\ny\"@en >> <http://ex/p\\u0020q> \"a\\\"b\\\\\"^^<http://dt> <g> .\n";
+        let st = parse_document(doc).unwrap();
+        let again = parse_document(&format!("{}\n", st[0])).unwrap();
+        assert_eq!(st, again);
+        if let Term::Iri(p) = &st[0].predicate {
+            assert_eq!(p, "http://ex/p q");
+        } else {
+            panic!("predicate should be an IRI");
+        }
+    }
+
+    #[test]
+    fn errors_have_positions() {
+        let e = parse_document("<s> <p> \"open .\n").unwrap_err();
+        assert_eq!(e.line, 1);
+        let e = parse_document("<s> <p> <o>\n").unwrap_err();
+        assert!(e.message.contains("'.'"), "{e}");
+    }
+
+    #[test]
+    fn odd_bnode_labels_stay_distinct_and_valid() {
+        let a = TermRef::BlankNode("a-b").to_string();
+        let b = TermRef::BlankNode("e-612d62").to_string();
+        assert_ne!(a, b);
+        assert!(a.starts_with("_:e-"));
+    }
+}

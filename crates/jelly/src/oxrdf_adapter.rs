@@ -1,0 +1,152 @@
+//! Conversions between Jelly terms and oxrdf terms.
+//!
+//! oxrdf (RDF 1.2) has no generalized statements and allows triple terms only in the
+//! object position; statements outside that model give [`NotRepresentable`].
+
+use oxrdf::{
+    BlankNodeRef, GraphNameRef, LiteralRef as OxLiteralRef, NamedNodeRef, NamedOrBlankNodeRef, QuadRef, TermRef as OxTermRef,
+    TripleRef as OxTripleRef,
+};
+
+use crate::term::{LiteralKind, LiteralRef, StatementRef, Term, TermRef, Triple, XSD_STRING};
+
+/// A Jelly statement that oxrdf cannot hold (generalized term, quoted triple as subject).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} in {position} position cannot be represented in oxrdf (RDF 1.2)")]
+pub struct NotRepresentable {
+    pub kind: &'static str,
+    pub position: &'static str,
+}
+
+fn nr(t: TermRef<'_>, position: &'static str) -> NotRepresentable {
+    NotRepresentable { kind: t.kind_name(), position }
+}
+
+impl<'a> StatementRef<'a> {
+    /// Borrows the statement as an oxrdf quad without allocating (triples land in the
+    /// default graph). Fails for generalized statements and any quoted triple, since
+    /// oxrdf's `TermRef::Triple` needs an owned triple; use [`StatementRef::to_oxrdf_quad`] for those.
+    ///
+    /// ```
+    /// use jelly::{StatementRef, TermRef};
+    /// let st = StatementRef::triple(TermRef::Iri("http://s"), TermRef::Iri("http://p"), TermRef::BlankNode("b"));
+    /// let q = st.as_oxrdf_quad().unwrap();
+    /// assert_eq!(q.subject.to_string(), "<http://s>");
+    /// ```
+    pub fn as_oxrdf_quad(&self) -> Result<QuadRef<'a>, NotRepresentable> {
+        let subject = match self.subject {
+            TermRef::Iri(i) => NamedOrBlankNodeRef::NamedNode(NamedNodeRef::new_unchecked(i)),
+            TermRef::BlankNode(b) => NamedOrBlankNodeRef::BlankNode(BlankNodeRef::new_unchecked(b)),
+            t => return Err(nr(t, "subject")),
+        };
+        let predicate = match self.predicate {
+            TermRef::Iri(i) => NamedNodeRef::new_unchecked(i),
+            t => return Err(nr(t, "predicate")),
+        };
+        let object = match self.object {
+            TermRef::Iri(i) => OxTermRef::NamedNode(NamedNodeRef::new_unchecked(i)),
+            TermRef::BlankNode(b) => OxTermRef::BlankNode(BlankNodeRef::new_unchecked(b)),
+            TermRef::Literal(l) => OxTermRef::Literal(ox_literal(l)),
+            t => return Err(nr(t, "object")),
+        };
+        let graph_name = match self.graph {
+            None | Some(TermRef::DefaultGraph) => GraphNameRef::DefaultGraph,
+            Some(TermRef::Iri(i)) => GraphNameRef::NamedNode(NamedNodeRef::new_unchecked(i)),
+            Some(TermRef::BlankNode(b)) => GraphNameRef::BlankNode(BlankNodeRef::new_unchecked(b)),
+            Some(t) => return Err(nr(t, "graph")),
+        };
+        Ok(QuadRef { subject, predicate, object, graph_name })
+    }
+
+    /// Converts to an owned oxrdf quad; quoted triples in the object become RDF 1.2 triple terms.
+    pub fn to_oxrdf_quad(&self) -> Result<oxrdf::Quad, NotRepresentable> {
+        if let TermRef::Triple(t) = self.object {
+            let base = StatementRef { object: TermRef::Iri(""), ..*self }.as_oxrdf_quad()?;
+            let tt = to_ox_triple(t.to_owned())?;
+            let mut q = base.into_owned();
+            q.object = oxrdf::Term::Triple(Box::new(tt));
+            return Ok(q);
+        }
+        Ok(self.as_oxrdf_quad()?.into_owned())
+    }
+}
+
+fn ox_literal(l: LiteralRef<'_>) -> OxLiteralRef<'_> {
+    match l.kind {
+        LiteralKind::Simple => OxLiteralRef::new_simple_literal(l.lex),
+        LiteralKind::Lang(tag) => OxLiteralRef::new_language_tagged_literal_unchecked(l.lex, tag),
+        LiteralKind::Typed(dt) if dt == XSD_STRING => OxLiteralRef::new_simple_literal(l.lex),
+        LiteralKind::Typed(dt) => OxLiteralRef::new_typed_literal(l.lex, NamedNodeRef::new_unchecked(dt)),
+    }
+}
+
+fn to_ox_triple(t: Triple) -> Result<oxrdf::Triple, NotRepresentable> {
+    let st = StatementRef::triple(t.subject.as_ref(), t.predicate.as_ref(), t.object.as_ref());
+    let q = st.to_oxrdf_quad()?;
+    Ok(oxrdf::Triple::new(q.subject, q.predicate, q.object))
+}
+
+/// Views an oxrdf term as a Jelly term. Triple terms become owned [`Term`]s, so they are
+/// returned through `holder`, which must outlive the view.
+pub fn from_ox_term<'a>(t: OxTermRef<'a>, holder: &'a mut Option<Term>) -> TermRef<'a> {
+    match t {
+        OxTermRef::NamedNode(n) => TermRef::Iri(n.as_str()),
+        OxTermRef::BlankNode(b) => TermRef::BlankNode(b.as_str()),
+        OxTermRef::Literal(l) => TermRef::Literal(literal_from_ox(l)),
+        OxTermRef::Triple(tr) => {
+            *holder = Some(owned_from_ox_triple(tr.as_ref()));
+            match holder {
+                Some(t) => t.as_ref(),
+                None => TermRef::DefaultGraph,
+            }
+        }
+    }
+}
+
+fn literal_from_ox(l: OxLiteralRef<'_>) -> LiteralRef<'_> {
+    let kind = if let Some(lang) = l.language() {
+        LiteralKind::Lang(lang)
+    } else if l.datatype().as_str() == XSD_STRING {
+        LiteralKind::Simple
+    } else {
+        LiteralKind::Typed(l.datatype().as_str())
+    };
+    LiteralRef { lex: l.value(), kind }
+}
+
+fn owned_from_ox_triple(t: OxTripleRef<'_>) -> Term {
+    let mut h = None;
+    let o = from_ox_term(t.object, &mut h).to_owned();
+    let s = match t.subject {
+        NamedOrBlankNodeRef::NamedNode(n) => Term::Iri(n.as_str().to_owned()),
+        NamedOrBlankNodeRef::BlankNode(b) => Term::BlankNode(b.as_str().to_owned()),
+    };
+    Term::Triple(Box::new(Triple { subject: s, predicate: Term::Iri(t.predicate.as_str().to_owned()), object: o }))
+}
+
+/// Views an oxrdf quad as a Jelly statement (a quad; use [`from_ox_triple`] for triples).
+/// `holder` keeps an object triple term alive.
+pub fn from_ox_quad<'a>(q: QuadRef<'a>, holder: &'a mut Option<Term>) -> StatementRef<'a> {
+    let subject = match q.subject {
+        NamedOrBlankNodeRef::NamedNode(n) => TermRef::Iri(n.as_str()),
+        NamedOrBlankNodeRef::BlankNode(b) => TermRef::BlankNode(b.as_str()),
+    };
+    let graph = match q.graph_name {
+        GraphNameRef::NamedNode(n) => TermRef::Iri(n.as_str()),
+        GraphNameRef::BlankNode(b) => TermRef::BlankNode(b.as_str()),
+        GraphNameRef::DefaultGraph => TermRef::DefaultGraph,
+    };
+    let predicate = TermRef::Iri(q.predicate.as_str());
+    let object = from_ox_term(q.object, holder);
+    StatementRef { subject, predicate, object, graph: Some(graph) }
+}
+
+/// Views an oxrdf triple as a Jelly statement.
+pub fn from_ox_triple<'a>(t: OxTripleRef<'a>, holder: &'a mut Option<Term>) -> StatementRef<'a> {
+    let subject = match t.subject {
+        NamedOrBlankNodeRef::NamedNode(n) => TermRef::Iri(n.as_str()),
+        NamedOrBlankNodeRef::BlankNode(b) => TermRef::BlankNode(b.as_str()),
+    };
+    let object = from_ox_term(t.object, holder);
+    StatementRef::triple(subject, TermRef::Iri(t.predicate.as_str()), object)
+}

@@ -1,0 +1,417 @@
+//! Jelly's term model: borrowed [`TermRef`] for the hot path and owned [`Term`].
+//!
+//! Jelly-RDF 1.1 can carry generalized statements (any term in any position) and
+//! RDF-star quoted triples in the subject, predicate or object, which oxrdf's RDF 1.2
+//! model cannot represent. These types represent every stream losslessly; the
+//! [`crate::oxrdf_adapter`] module converts to oxrdf where the statement fits.
+
+use std::fmt;
+
+/// `http://www.w3.org/2001/XMLSchema#string`: a typed literal with this datatype is a simple literal.
+pub const XSD_STRING: &str = "http://www.w3.org/2001/XMLSchema#string";
+/// `http://www.w3.org/1999/02/22-rdf-syntax-ns#langString`.
+pub const RDF_LANG_STRING: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString";
+
+/// Kind of a literal, borrowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LiteralKind<'a> {
+    /// A simple literal (`xsd:string`).
+    Simple,
+    /// A language-tagged string.
+    Lang(&'a str),
+    /// A typed literal with the datatype IRI.
+    Typed(&'a str),
+}
+
+/// A borrowed literal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LiteralRef<'a> {
+    /// Lexical form.
+    pub lex: &'a str,
+    /// Simple, language-tagged or typed.
+    pub kind: LiteralKind<'a>,
+}
+
+/// A borrowed RDF term, as handed out by the decoder without allocating.
+///
+/// ```
+/// use jelly::TermRef;
+/// let t = TermRef::Iri("http://example.org/a");
+/// assert_eq!(t.to_string(), "<http://example.org/a>");
+/// assert_eq!(t.to_owned().as_ref(), t);
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub enum TermRef<'a> {
+    /// An IRI.
+    Iri(&'a str),
+    /// A blank node label (without `_:`).
+    BlankNode(&'a str),
+    /// A literal.
+    Literal(LiteralRef<'a>),
+    /// An RDF-star quoted triple.
+    Triple(TripleRef<'a>),
+    /// The default graph (graph position only).
+    DefaultGraph,
+}
+
+/// A borrowed quoted triple. Its terms live in the decoder's buffers, an owned
+/// [`Triple`], or a caller's array of [`TermRef`].
+#[derive(Clone, Copy)]
+pub struct TripleRef<'a>(TripleRepr<'a>);
+
+#[derive(Clone, Copy)]
+enum TripleRepr<'a> {
+    Terms(&'a [TermRef<'a>; 3]),
+    Owned(&'a Triple),
+    Buf(&'a [TermBuf; 3]),
+}
+
+impl<'a> TripleRef<'a> {
+    /// A quoted triple made of three borrowed terms.
+    pub fn from_terms(terms: &'a [TermRef<'a>; 3]) -> Self {
+        TripleRef(TripleRepr::Terms(terms))
+    }
+
+    pub(crate) fn from_bufs(b: &'a [TermBuf; 3]) -> Self {
+        TripleRef(TripleRepr::Buf(b))
+    }
+
+    /// Term at position 0, 1 or 2.
+    #[inline]
+    pub fn term(&self, i: usize) -> TermRef<'a> {
+        match self.0 {
+            TripleRepr::Terms(t) => t[i],
+            TripleRepr::Owned(t) => match i {
+                0 => t.subject.as_ref(),
+                1 => t.predicate.as_ref(),
+                _ => t.object.as_ref(),
+            },
+            TripleRepr::Buf(b) => b[i].as_ref(),
+        }
+    }
+
+    /// Subject.
+    pub fn subject(&self) -> TermRef<'a> {
+        self.term(0)
+    }
+    /// Predicate.
+    pub fn predicate(&self) -> TermRef<'a> {
+        self.term(1)
+    }
+    /// Object.
+    pub fn object(&self) -> TermRef<'a> {
+        self.term(2)
+    }
+
+    /// Owned copy.
+    pub fn to_owned(&self) -> Triple {
+        Triple {
+            subject: self.subject().to_owned(),
+            predicate: self.predicate().to_owned(),
+            object: self.object().to_owned(),
+        }
+    }
+}
+
+impl PartialEq for TripleRef<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        (0..3).all(|i| self.term(i) == other.term(i))
+    }
+}
+impl Eq for TripleRef<'_> {}
+
+impl fmt::Debug for TripleRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<< {} {} {} >>", self.subject(), self.predicate(), self.object())
+    }
+}
+
+impl PartialEq for TermRef<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (TermRef::Iri(a), TermRef::Iri(b)) => a == b,
+            (TermRef::BlankNode(a), TermRef::BlankNode(b)) => a == b,
+            (TermRef::Literal(a), TermRef::Literal(b)) => a == b,
+            (TermRef::Triple(a), TermRef::Triple(b)) => a == b,
+            (TermRef::DefaultGraph, TermRef::DefaultGraph) => true,
+            _ => false,
+        }
+    }
+}
+impl Eq for TermRef<'_> {}
+
+impl<'a> TermRef<'a> {
+    /// Owned copy.
+    pub fn to_owned(&self) -> Term {
+        match *self {
+            TermRef::Iri(s) => Term::Iri(s.to_owned()),
+            TermRef::BlankNode(s) => Term::BlankNode(s.to_owned()),
+            TermRef::Literal(l) => Term::Literal(Literal {
+                lex: l.lex.to_owned(),
+                kind: match l.kind {
+                    LiteralKind::Simple => OwnedLiteralKind::Simple,
+                    LiteralKind::Lang(s) => OwnedLiteralKind::Lang(s.to_owned()),
+                    LiteralKind::Typed(s) => OwnedLiteralKind::Typed(s.to_owned()),
+                },
+            }),
+            TermRef::Triple(t) => Term::Triple(Box::new(t.to_owned())),
+            TermRef::DefaultGraph => Term::DefaultGraph,
+        }
+    }
+
+    /// Short name of the term kind, for error messages.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            TermRef::Iri(_) => "IRI",
+            TermRef::BlankNode(_) => "blank node",
+            TermRef::Literal(_) => "literal",
+            TermRef::Triple(_) => "quoted triple",
+            TermRef::DefaultGraph => "default graph",
+        }
+    }
+
+    /// True if the term or any term nested in it is a quoted triple.
+    pub fn is_triple(&self) -> bool {
+        matches!(self, TermRef::Triple(_))
+    }
+}
+
+/// Owned literal kind.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum OwnedLiteralKind {
+    /// Simple literal.
+    Simple,
+    /// Language tag.
+    Lang(String),
+    /// Datatype IRI.
+    Typed(String),
+}
+
+/// An owned literal.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Literal {
+    /// Lexical form.
+    pub lex: String,
+    /// Simple, language-tagged or typed.
+    pub kind: OwnedLiteralKind,
+}
+
+/// An owned term.
+///
+/// ```
+/// use jelly::{Term, TermRef};
+/// let t = Term::BlankNode("b0".into());
+/// assert_eq!(t.as_ref(), TermRef::BlankNode("b0"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Term {
+    /// An IRI.
+    Iri(String),
+    /// A blank node label.
+    BlankNode(String),
+    /// A literal.
+    Literal(Literal),
+    /// A quoted triple.
+    Triple(Box<Triple>),
+    /// The default graph.
+    DefaultGraph,
+}
+
+impl Term {
+    /// Borrowed view.
+    pub fn as_ref(&self) -> TermRef<'_> {
+        match self {
+            Term::Iri(s) => TermRef::Iri(s),
+            Term::BlankNode(s) => TermRef::BlankNode(s),
+            Term::Literal(l) => TermRef::Literal(LiteralRef {
+                lex: &l.lex,
+                kind: match &l.kind {
+                    OwnedLiteralKind::Simple => LiteralKind::Simple,
+                    OwnedLiteralKind::Lang(s) => LiteralKind::Lang(s),
+                    OwnedLiteralKind::Typed(s) => LiteralKind::Typed(s),
+                },
+            }),
+            Term::Triple(t) => TermRef::Triple(TripleRef(TripleRepr::Owned(t))),
+            Term::DefaultGraph => TermRef::DefaultGraph,
+        }
+    }
+
+    /// A simple literal.
+    pub fn simple_literal(lex: impl Into<String>) -> Term {
+        Term::Literal(Literal { lex: lex.into(), kind: OwnedLiteralKind::Simple })
+    }
+}
+
+impl fmt::Display for Term {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.as_ref().fmt(f)
+    }
+}
+
+/// An owned triple (possibly generalized).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Triple {
+    pub subject: Term,
+    pub predicate: Term,
+    pub object: Term,
+}
+
+impl Triple {
+    /// Borrowed view, for use as a quoted triple.
+    pub fn as_ref(&self) -> TripleRef<'_> {
+        TripleRef(TripleRepr::Owned(self))
+    }
+}
+
+/// A borrowed statement: a triple (`graph` is `None`) or a quad.
+///
+/// ```
+/// use jelly::{StatementRef, TermRef};
+/// let st = StatementRef::triple(TermRef::Iri("s"), TermRef::Iri("p"), TermRef::BlankNode("o"));
+/// assert_eq!(st.to_string(), "<s> <p> _:o .");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatementRef<'a> {
+    pub subject: TermRef<'a>,
+    pub predicate: TermRef<'a>,
+    pub object: TermRef<'a>,
+    /// `None` for a triple, `Some` for a quad (possibly [`TermRef::DefaultGraph`]).
+    pub graph: Option<TermRef<'a>>,
+}
+
+impl<'a> StatementRef<'a> {
+    /// A triple.
+    pub fn triple(s: TermRef<'a>, p: TermRef<'a>, o: TermRef<'a>) -> Self {
+        StatementRef { subject: s, predicate: p, object: o, graph: None }
+    }
+    /// A quad.
+    pub fn quad(s: TermRef<'a>, p: TermRef<'a>, o: TermRef<'a>, g: TermRef<'a>) -> Self {
+        StatementRef { subject: s, predicate: p, object: o, graph: Some(g) }
+    }
+    /// Owned copy.
+    pub fn to_owned(&self) -> Statement {
+        Statement {
+            subject: self.subject.to_owned(),
+            predicate: self.predicate.to_owned(),
+            object: self.object.to_owned(),
+            graph: self.graph.map(|g| g.to_owned()),
+        }
+    }
+    /// The graph, with a triple counted as being in the default graph.
+    pub fn graph_or_default(&self) -> TermRef<'a> {
+        self.graph.unwrap_or(TermRef::DefaultGraph)
+    }
+}
+
+/// An owned statement: a triple (`graph` is `None`) or a quad.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Statement {
+    pub subject: Term,
+    pub predicate: Term,
+    pub object: Term,
+    pub graph: Option<Term>,
+}
+
+impl Statement {
+    /// Borrowed view.
+    pub fn as_ref(&self) -> StatementRef<'_> {
+        StatementRef {
+            subject: self.subject.as_ref(),
+            predicate: self.predicate.as_ref(),
+            object: self.object.as_ref(),
+            graph: self.graph.as_ref().map(Term::as_ref),
+        }
+    }
+}
+
+impl fmt::Display for Statement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.as_ref().fmt(f)
+    }
+}
+
+/// Decoder-side reusable storage for one term. Overwriting it reuses the string
+/// capacity, so steady-state decoding does not allocate.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TermBuf {
+    pub kind: BufKind,
+    /// IRI, blank node label or lexical form.
+    pub a: String,
+    /// Language tag or datatype IRI.
+    pub b: String,
+    /// Components of a quoted triple.
+    pub quoted: Option<Box<[TermBuf; 3]>>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum BufKind {
+    #[default]
+    Unset,
+    Iri,
+    Bnode,
+    Simple,
+    Lang,
+    Typed,
+    Triple,
+    DefaultGraph,
+}
+
+impl TermBuf {
+    #[inline]
+    pub fn as_ref(&self) -> TermRef<'_> {
+        match self.kind {
+            BufKind::Iri => TermRef::Iri(&self.a),
+            BufKind::Bnode => TermRef::BlankNode(&self.a),
+            BufKind::Simple => TermRef::Literal(LiteralRef { lex: &self.a, kind: LiteralKind::Simple }),
+            BufKind::Lang => TermRef::Literal(LiteralRef { lex: &self.a, kind: LiteralKind::Lang(&self.b) }),
+            BufKind::Typed => TermRef::Literal(LiteralRef { lex: &self.a, kind: LiteralKind::Typed(&self.b) }),
+            BufKind::Triple => match &self.quoted {
+                Some(q) => TermRef::Triple(TripleRef::from_bufs(q)),
+                None => TermRef::DefaultGraph,
+            },
+            BufKind::DefaultGraph | BufKind::Unset => TermRef::DefaultGraph,
+        }
+    }
+
+    #[inline]
+    pub fn set_str(&mut self, kind: BufKind, a: &str) {
+        self.kind = kind;
+        self.a.clear();
+        self.a.push_str(a);
+    }
+
+    #[inline]
+    pub fn set_iri2(&mut self, prefix: &str, name: &str) {
+        self.kind = BufKind::Iri;
+        self.a.clear();
+        self.a.reserve(prefix.len() + name.len());
+        self.a.push_str(prefix);
+        self.a.push_str(name);
+    }
+
+    /// Copies any borrowed term in (used for carrying terms over, and by tests).
+    pub fn set_from(&mut self, t: TermRef<'_>) {
+        match t {
+            TermRef::Iri(s) => self.set_str(BufKind::Iri, s),
+            TermRef::BlankNode(s) => self.set_str(BufKind::Bnode, s),
+            TermRef::Literal(l) => {
+                let (kind, b) = match l.kind {
+                    LiteralKind::Simple => (BufKind::Simple, ""),
+                    LiteralKind::Lang(s) => (BufKind::Lang, s),
+                    LiteralKind::Typed(s) => (BufKind::Typed, s),
+                };
+                self.set_str(kind, l.lex);
+                self.b.clear();
+                self.b.push_str(b);
+            }
+            TermRef::Triple(tr) => {
+                let q = self.quoted.get_or_insert_with(Default::default);
+                for (i, slot) in q.iter_mut().enumerate() {
+                    slot.set_from(tr.term(i));
+                }
+                self.kind = BufKind::Triple;
+            }
+            TermRef::DefaultGraph => self.kind = BufKind::DefaultGraph,
+        }
+    }
+}
