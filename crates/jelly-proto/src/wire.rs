@@ -58,7 +58,11 @@ pub struct Reader<'a> {
 impl<'a> Reader<'a> {
     /// Reads the message in `buf`.
     pub fn new(buf: &'a [u8]) -> Self {
-        Reader { buf, pos: 0, base: 0 }
+        Reader {
+            buf,
+            pos: 0,
+            base: 0,
+        }
     }
 
     /// Reads `buf`, reporting offsets as if `buf` started at `base`.
@@ -140,7 +144,10 @@ impl<'a> Reader<'a> {
             2 => WireType::Len,
             5 => WireType::Fixed32,
             other => {
-                return Err(WireError::BadWireType { wire_type: other as u8, offset });
+                return Err(WireError::BadWireType {
+                    wire_type: other as u8,
+                    offset,
+                });
             }
         };
         let field = key >> 3;
@@ -279,7 +286,17 @@ mod tests {
 
     #[test]
     fn varint_round_trip_and_len() {
-        for v in [0u64, 1, 127, 128, 300, 16383, 16384, u32::MAX as u64, u64::MAX] {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            300,
+            16383,
+            16384,
+            u32::MAX as u64,
+            u64::MAX,
+        ] {
             let mut b = Vec::new();
             put_varint(&mut b, v);
             assert_eq!(b.len(), varint_len(v), "len of {v}");
@@ -292,7 +309,10 @@ mod tests {
     #[test]
     fn overlong_varint_rejected() {
         let b = [0xffu8; 11];
-        assert!(matches!(Reader::new(&b).varint(), Err(WireError::BadVarint(0))));
+        assert!(matches!(
+            Reader::new(&b).varint(),
+            Err(WireError::BadVarint(0))
+        ));
         // 10th byte may only carry one bit.
         let mut b = vec![0xffu8; 9];
         b.push(0x02);
@@ -310,14 +330,20 @@ mod tests {
     #[test]
     fn group_wire_type_rejected() {
         let b = [0x0b];
-        assert!(matches!(Reader::new(&b).tag(), Err(WireError::BadWireType { wire_type: 3, .. })));
+        assert!(matches!(
+            Reader::new(&b).tag(),
+            Err(WireError::BadWireType { wire_type: 3, .. })
+        ));
     }
 
     #[test]
     fn uint32_overflow_rejected() {
         let mut b = Vec::new();
         put_varint(&mut b, u64::from(u32::MAX) + 1);
-        assert!(matches!(Reader::new(&b).varint32(), Err(WireError::Overflow32 { .. })));
+        assert!(matches!(
+            Reader::new(&b).varint32(),
+            Err(WireError::Overflow32 { .. })
+        ));
     }
 
     #[test]

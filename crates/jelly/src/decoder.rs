@@ -5,7 +5,9 @@
 //! one at a time; each event borrows the decoder, so nothing is allocated per
 //! statement once the term buffers have grown to their working size.
 
-use jelly_proto::fields::{entry, frame, graph_start as gs, iri, literal as lit, namespace as ns, row, statement as st};
+use jelly_proto::fields::{
+    entry, frame, graph_start as gs, iri, literal as lit, namespace as ns, row, statement as st,
+};
 use jelly_proto::wire::{Reader, WireError, WireType};
 
 use crate::error::{DecodeError, DecodeErrorKind as K, POSITIONS, Table};
@@ -118,10 +120,17 @@ impl Lookup {
                 if table == Table::Prefix && self.max == 0 {
                     Err(K::PrefixTableDisabled)
                 } else {
-                    Err(K::EntryIdOutOfRange { table, id: u64::from(id), max: self.max })
+                    Err(K::EntryIdOutOfRange {
+                        table,
+                        id: u64::from(id),
+                        max: self.max,
+                    })
                 }
             }
-            _ => Err(K::UndefinedEntry { table, id: u64::from(id) }),
+            _ => Err(K::UndefinedEntry {
+                table,
+                id: u64::from(id),
+            }),
         }
     }
 
@@ -129,9 +138,17 @@ impl Lookup {
         if self.max == 0 && table == Table::Prefix {
             return Err(K::PrefixTableDisabled);
         }
-        let id = if raw_id == 0 { u64::from(self.last_id) + 1 } else { u64::from(raw_id) };
+        let id = if raw_id == 0 {
+            u64::from(self.last_id) + 1
+        } else {
+            u64::from(raw_id)
+        };
         if id == 0 || id > u64::from(self.max) {
-            return Err(K::EntryIdOutOfRange { table, id, max: self.max });
+            return Err(K::EntryIdOutOfRange {
+                table,
+                id,
+                max: self.max,
+            });
         }
         let i = id as usize;
         self.values[i].clear();
@@ -203,7 +220,11 @@ fn expect_len(field: u32, wt: WireType) -> Result<(), K> {
     if wt == WireType::Len {
         Ok(())
     } else {
-        Err(K::WrongWireType { field, got: wire_name(wt), expected: "length-delimited" })
+        Err(K::WrongWireType {
+            field,
+            got: wire_name(wt),
+            expected: "length-delimited",
+        })
     }
 }
 
@@ -229,9 +250,21 @@ impl State {
                 (_, wt) => r.skip(wt)?,
             }
         }
-        let pid = if prefix_id == 0 { self.last_prefix_id } else { prefix_id };
-        let prefix = if pid == 0 { "" } else { self.prefixes.get(pid, Table::Prefix)? };
-        let nid = if name_id == 0 { self.last_name_id.saturating_add(1) } else { name_id };
+        let pid = if prefix_id == 0 {
+            self.last_prefix_id
+        } else {
+            prefix_id
+        };
+        let prefix = if pid == 0 {
+            ""
+        } else {
+            self.prefixes.get(pid, Table::Prefix)?
+        };
+        let nid = if name_id == 0 {
+            self.last_name_id.saturating_add(1)
+        } else {
+            name_id
+        };
         let name = self.names.get(nid, Table::Name)?;
         dest.set_iri2(prefix, name);
         self.last_prefix_id = pid;
@@ -249,8 +282,16 @@ impl State {
                 (lit::LANGTAG, WireType::Len) => lang = Some(r.str()?),
                 (lit::DATATYPE, WireType::Varint) => dt = Some(r.varint32()?),
                 (lit::LEX | lit::LANGTAG | lit::DATATYPE, wt) => {
-                    let expected = if field == lit::DATATYPE { "varint" } else { "length-delimited" };
-                    return Err(K::WrongWireType { field, got: wire_name(wt), expected });
+                    let expected = if field == lit::DATATYPE {
+                        "varint"
+                    } else {
+                        "length-delimited"
+                    };
+                    return Err(K::WrongWireType {
+                        field,
+                        got: wire_name(wt),
+                        expected,
+                    });
                 }
                 (_, wt) => r.skip(wt)?,
             }
@@ -291,9 +332,8 @@ impl State {
             TermField::Bnode => {
                 let mut r = payload;
                 // The payload of a string field is the string itself.
-                let s = std::str::from_utf8(r_rest(&mut r)).map_err(|e| {
-                    WireError::BadUtf8(r.offset() + e.valid_up_to())
-                })?;
+                let s = std::str::from_utf8(r_rest(&mut r))
+                    .map_err(|e| WireError::BadUtf8(r.offset() + e.valid_up_to()))?;
                 dest.set_str(BufKind::Bnode, s);
                 Ok(())
             }
@@ -310,7 +350,9 @@ impl State {
                 let q = dest.quoted.get_or_insert_with(Default::default);
                 for (i, slot) in slots.into_iter().take(3).enumerate() {
                     let Some((k, r)) = slot else {
-                        return Err(K::RepeatedTermInQuoted { position: POSITIONS[i] });
+                        return Err(K::RepeatedTermInQuoted {
+                            position: POSITIONS[i],
+                        });
                     };
                     self.resolve_term(k, r, &mut q[i], i, depth + 1)?;
                 }
@@ -325,7 +367,9 @@ impl State {
         let allowed = match (position, kind) {
             (_, TermField::Triple) => {
                 if !self.rdf_star {
-                    return Err(K::RdfStarNotAllowed { position: POSITIONS[position] });
+                    return Err(K::RdfStarNotAllowed {
+                        position: POSITIONS[position],
+                    });
                 }
                 position != 1 || self.generalized
             }
@@ -338,7 +382,10 @@ impl State {
         if allowed {
             Ok(())
         } else {
-            Err(K::GeneralizedNotAllowed { kind: kind.kind_name(), position: POSITIONS[position] })
+            Err(K::GeneralizedNotAllowed {
+                kind: kind.kind_name(),
+                position: POSITIONS[position],
+            })
         }
     }
 }
@@ -370,7 +417,9 @@ fn collect_spo(mut r: Reader<'_>, n: usize) -> Result<[Slot<'_>; 4], K> {
         expect_len(field, wt)?;
         let payload = r.message()?;
         if slots[pos].is_some() {
-            return Err(K::MultipleTermFields { position: POSITIONS[pos] });
+            return Err(K::MultipleTermFields {
+                position: POSITIONS[pos],
+            });
         }
         slots[pos] = Some((kind, payload));
     }
@@ -421,7 +470,10 @@ enum Produced {
 impl Decoder {
     /// A decoder with the given limits.
     pub fn new(cfg: DecoderOptions) -> Self {
-        let mut d = Decoder { cfg, ..Default::default() };
+        let mut d = Decoder {
+            cfg,
+            ..Default::default()
+        };
         d.state.max_nesting = d.cfg.max_nesting;
         d.state.check_features = d.cfg.check_features;
         d
@@ -451,12 +503,24 @@ impl Decoder {
     pub fn frame_at<'d, 'b>(&'d mut self, bytes: &'b [u8], offset: u64) -> FrameCursor<'d, 'b> {
         let index = self.stats.frames;
         self.stats.frames += 1;
-        FrameCursor { dec: self, bytes, r: Reader::new(bytes), base: offset, index, row: 0, row_start: 0 }
+        FrameCursor {
+            dec: self,
+            bytes,
+            r: Reader::new(bytes),
+            base: offset,
+            index,
+            row: 0,
+            row_start: 0,
+        }
     }
 
     fn apply_options(&mut self, o: StreamOptions) -> Result<Produced, K> {
         if let Some(first) = &self.options {
-            return if *first == o { Ok(Produced::Nothing) } else { Err(K::OptionsChanged) };
+            return if *first == o {
+                Ok(Produced::Nothing)
+            } else {
+                Err(K::OptionsChanged)
+            };
         }
         match o.version {
             0 => return Err(K::ZeroVersion),
@@ -472,12 +536,28 @@ impl Decoder {
             return Err(K::NameTableTooSmall(o.max_name_table_size));
         }
         for (table, requested, limit) in [
-            (Table::Name, o.max_name_table_size, self.cfg.max_name_table_size),
-            (Table::Prefix, o.max_prefix_table_size, self.cfg.max_prefix_table_size),
-            (Table::Datatype, o.max_datatype_table_size, self.cfg.max_datatype_table_size),
+            (
+                Table::Name,
+                o.max_name_table_size,
+                self.cfg.max_name_table_size,
+            ),
+            (
+                Table::Prefix,
+                o.max_prefix_table_size,
+                self.cfg.max_prefix_table_size,
+            ),
+            (
+                Table::Datatype,
+                o.max_datatype_table_size,
+                self.cfg.max_datatype_table_size,
+            ),
         ] {
             if requested > limit {
-                return Err(K::TableTooLarge { table, requested, limit });
+                return Err(K::TableTooLarge {
+                    table,
+                    requested,
+                    limit,
+                });
             }
         }
         self.state.names.reset(o.max_name_table_size);
@@ -490,11 +570,16 @@ impl Decoder {
     }
 
     fn physical(&self) -> PhysicalType {
-        self.options.as_ref().map_or(PhysicalType::Unspecified, |o| o.physical_type)
+        self.options
+            .as_ref()
+            .map_or(PhysicalType::Unspecified, |o| o.physical_type)
     }
 
     fn not_allowed(&self, row: &'static str) -> K {
-        K::RowNotAllowed { row, physical: self.physical().name() }
+        K::RowNotAllowed {
+            row,
+            physical: self.physical().name(),
+        }
     }
 
     fn statement(&mut self, r: Reader<'_>, is_quad: bool) -> Result<(), K> {
@@ -503,11 +588,16 @@ impl Decoder {
         for (i, slot) in slots.into_iter().take(n).enumerate() {
             match slot {
                 Some((kind, payload)) => {
-                    self.state.resolve_term(kind, payload, &mut self.cur[i], i, 0)?;
+                    self.state
+                        .resolve_term(kind, payload, &mut self.cur[i], i, 0)?;
                     self.have[i] = true;
                 }
                 None if self.have[i] => {}
-                None => return Err(K::RepeatedTermFirst { position: POSITIONS[i] }),
+                None => {
+                    return Err(K::RepeatedTermFirst {
+                        position: POSITIONS[i],
+                    });
+                }
             }
         }
         Ok(())
@@ -709,7 +799,12 @@ impl<'d, 'b> FrameCursor<'d, 'b> {
             K::Wire(w) => Some(self.base + w.offset() as u64),
             _ => Some(self.base + self.row_start as u64),
         };
-        DecodeError { frame: self.index, row, offset, kind }
+        DecodeError {
+            frame: self.index,
+            row,
+            offset,
+            kind,
+        }
     }
 
     /// The next event of the frame, or `None` at its end.
@@ -727,10 +822,17 @@ impl<'d, 'b> FrameCursor<'d, 'b> {
             let row_index = self.row;
             self.row += 1;
             if wt != WireType::Len {
-                let kind = K::WrongWireType { field, got: wire_name(wt), expected: "length-delimited" };
+                let kind = K::WrongWireType {
+                    field,
+                    got: wire_name(wt),
+                    expected: "length-delimited",
+                };
                 return Err(self.err(kind, Some(row_index)));
             }
-            let m = self.r.message().map_err(|e| self.err(e.into(), Some(row_index)))?;
+            let m = self
+                .r
+                .message()
+                .map_err(|e| self.err(e.into(), Some(row_index)))?;
             match self.dec.row(m) {
                 Ok(Produced::Nothing) => {}
                 Ok(Produced::Options) if self.dec.options.is_none() => {}
@@ -746,7 +848,10 @@ impl<'d, 'b> FrameCursor<'d, 'b> {
             },
             Produced::Triple => Event::Statement(dec.statement_ref(false)),
             Produced::Quad => Event::Statement(dec.statement_ref(true)),
-            Produced::Namespace => Event::Namespace { name: &dec.ns_name, iri: &dec.ns_iri.a },
+            Produced::Namespace => Event::Namespace {
+                name: &dec.ns_name,
+                iri: &dec.ns_iri.a,
+            },
             Produced::GraphStart => Event::GraphStart(dec.graph.as_ref()),
             Produced::GraphEnd => Event::GraphEnd,
         }))

@@ -1,7 +1,11 @@
 //! The Jelly-RDF encoder: statements in, frame bytes out.
 
-use jelly_proto::fields::{entry, frame, iri as iri_f, literal as lit, namespace as ns, row, statement as st};
-use jelly_proto::wire::{WireType, put_bytes_field, put_tag, put_uint_field, put_varint, varint_len};
+use jelly_proto::fields::{
+    entry, frame, iri as iri_f, literal as lit, namespace as ns, row, statement as st,
+};
+use jelly_proto::wire::{
+    WireType, put_bytes_field, put_tag, put_uint_field, put_varint, varint_len,
+};
 
 use crate::error::{EncodeError, POSITIONS};
 use crate::lookup::{Lookup, LruTable};
@@ -82,21 +86,32 @@ impl Encoder {
     ///
     /// A `version` of 0 in `options` is replaced by the lowest tag that covers the
     /// configuration: 1, or 2 with namespace declarations.
-    pub fn with_config(mut options: StreamOptions, cfg: EncoderConfig) -> Result<Self, EncodeError> {
+    pub fn with_config(
+        mut options: StreamOptions,
+        cfg: EncoderConfig,
+    ) -> Result<Self, EncodeError> {
         if options.max_name_table_size < 8 {
             return Err(EncodeError::NameTableTooSmall(options.max_name_table_size));
         }
-        if !matches!(options.physical_type, PhysicalType::Triples | PhysicalType::Quads | PhysicalType::Graphs) {
+        if !matches!(
+            options.physical_type,
+            PhysicalType::Triples | PhysicalType::Quads | PhysicalType::Graphs
+        ) {
             return Err(EncodeError::PhysicalTypeUnspecified);
         }
         if options.version == 0 {
-            options.version = if cfg.namespace_declarations { VERSION_1_1 } else { VERSION_1_0 };
+            options.version = if cfg.namespace_declarations {
+                VERSION_1_1
+            } else {
+                VERSION_1_0
+            };
         } else if cfg.namespace_declarations && options.version < VERSION_1_1 {
             return Err(EncodeError::VersionTooLowForNamespaces(options.version));
         }
-        let prefixes = (options.max_prefix_table_size > 0).then(|| LruTable::new(options.max_prefix_table_size));
-        let datatypes =
-            (options.max_datatype_table_size > 0).then(|| LruTable::new(options.max_datatype_table_size));
+        let prefixes = (options.max_prefix_table_size > 0)
+            .then(|| LruTable::new(options.max_prefix_table_size));
+        let datatypes = (options.max_datatype_table_size > 0)
+            .then(|| LruTable::new(options.max_datatype_table_size));
         Ok(Encoder {
             names: LruTable::new(options.max_name_table_size),
             prefixes,
@@ -171,8 +186,16 @@ impl Encoder {
 
     #[inline]
     fn push_entry(buf: &mut Vec<u8>, rows: &mut usize, field: u32, wire_id: u32, value: &str) {
-        let id_len = if wire_id == 0 { 0 } else { 1 + varint_len(u64::from(wire_id)) };
-        let val_len = if value.is_empty() { 0 } else { 1 + varint_len(value.len() as u64) + value.len() };
+        let id_len = if wire_id == 0 {
+            0
+        } else {
+            1 + varint_len(u64::from(wire_id))
+        };
+        let val_len = if value.is_empty() {
+            0
+        } else {
+            1 + varint_len(value.len() as u64) + value.len()
+        };
         let entry_len = id_len + val_len;
         let row_len = 1 + varint_len(entry_len as u64) + entry_len;
         buf.push((frame::ROWS << 3 | 2) as u8);
@@ -204,7 +227,13 @@ impl Encoder {
                 let pid = match prefixes.get_or_insert(prefix, stamp) {
                     Some(Lookup::Hit(id)) => id,
                     Some(Lookup::New { id, wire_id }) => {
-                        Self::push_entry(&mut self.buf, &mut self.rows, row::PREFIX, wire_id, prefix);
+                        Self::push_entry(
+                            &mut self.buf,
+                            &mut self.rows,
+                            row::PREFIX,
+                            wire_id,
+                            prefix,
+                        );
                         id
                     }
                     None => return Err(self.table_full_error()),
@@ -221,7 +250,11 @@ impl Encoder {
             None => return Err(self.table_full_error()),
         };
         let wire_pid = if pid == self.last_prefix_id { 0 } else { pid };
-        let wire_nid = if nid == self.last_name_id.wrapping_add(1) { 0 } else { nid };
+        let wire_nid = if nid == self.last_name_id.wrapping_add(1) {
+            0
+        } else {
+            nid
+        };
         self.last_prefix_id = pid;
         self.last_name_id = nid;
         Ok((wire_pid, wire_nid))
@@ -230,15 +263,27 @@ impl Encoder {
     /// Writes an `RdfIri` message as field `field`.
     #[inline]
     fn put_iri(out: &mut Vec<u8>, field: u32, (pid, nid): (u32, u32)) {
-        let len = if pid == 0 { 0 } else { 1 + varint_len(u64::from(pid)) }
-            + if nid == 0 { 0 } else { 1 + varint_len(u64::from(nid)) };
+        let len = if pid == 0 {
+            0
+        } else {
+            1 + varint_len(u64::from(pid))
+        } + if nid == 0 {
+            0
+        } else {
+            1 + varint_len(u64::from(nid))
+        };
         put_tag(out, field, WireType::Len);
         put_varint(out, len as u64);
         put_uint_field(out, iri_f::PREFIX_ID, u64::from(pid));
         put_uint_field(out, iri_f::NAME_ID, u64::from(nid));
     }
 
-    fn literal_body(&mut self, lex: &str, kind: LiteralKind<'_>, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    fn literal_body(
+        &mut self,
+        lex: &str,
+        kind: LiteralKind<'_>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
         if !lex.is_empty() {
             put_bytes_field(out, lit::LEX, lex.as_bytes());
         }
@@ -274,7 +319,9 @@ impl Encoder {
                 }
                 position != 1 || self.opts.generalized_statements
             }
-            (_, TermRef::DefaultGraph) if position != 3 => return Err(EncodeError::DefaultGraphMisplaced),
+            (_, TermRef::DefaultGraph) if position != 3 => {
+                return Err(EncodeError::DefaultGraphMisplaced);
+            }
             (0, TermRef::Iri(_) | TermRef::BlankNode(_)) => true,
             (1, TermRef::Iri(_)) => true,
             (2, _) => true,
@@ -284,13 +331,22 @@ impl Encoder {
         if ok {
             Ok(())
         } else {
-            Err(EncodeError::GeneralizedNotEnabled { kind: t.kind_name(), position: POSITIONS[position] })
+            Err(EncodeError::GeneralizedNotEnabled {
+                kind: t.kind_name(),
+                position: POSITIONS[position],
+            })
         }
     }
 
     /// Writes the field for term `t` at `position` (0–2: S/P/O; 3: quad graph;
     /// 4: graph_start graph) into `out`.
-    fn term_field(&mut self, t: TermRef<'_>, position: usize, out: &mut Vec<u8>, depth: usize) -> Result<(), EncodeError> {
+    fn term_field(
+        &mut self,
+        t: TermRef<'_>,
+        position: usize,
+        out: &mut Vec<u8>,
+        depth: usize,
+    ) -> Result<(), EncodeError> {
         self.check_term(t, position.min(3))?;
         // Field numbers: S/P/O use base+0..3 (iri, bnode, literal, triple); the quad
         // graph uses 13 (iri), 14 (bnode), 15 (default), 16 (literal); graph_start 1..4.
@@ -333,7 +389,12 @@ impl Encoder {
         Ok(())
     }
 
-    fn quoted_body(&mut self, t: TripleRef<'_>, out: &mut Vec<u8>, depth: usize) -> Result<(), EncodeError> {
+    fn quoted_body(
+        &mut self,
+        t: TripleRef<'_>,
+        out: &mut Vec<u8>,
+        depth: usize,
+    ) -> Result<(), EncodeError> {
         for i in 0..3 {
             self.term_field(t.term(i), i, out, depth)?;
         }
@@ -397,15 +458,19 @@ impl Encoder {
     }
 
     fn wrong_type(&self, op: &'static str) -> EncodeError {
-        EncodeError::WrongPhysicalType { op, physical: self.opts.physical_type.name() }
+        EncodeError::WrongPhysicalType {
+            op,
+            physical: self.opts.physical_type.name(),
+        }
     }
 
     /// Adds a statement.
     ///
     /// - TRIPLES: a triple, or a quad in the default graph.
     /// - QUADS: a quad; a triple goes to the default graph.
-    /// - GRAPHS: a quad opens (and closes) graphs as its graph changes; a triple goes
-    ///   into the open graph.
+    /// - GRAPHS: graphs open and close as the statement's graph changes; a triple
+    ///   belongs to the default graph. Use [`Encoder::start_graph`] and
+    ///   [`Encoder::add_to_open_graph`] to control the graph rows yourself.
     pub fn add(&mut self, s: StatementRef<'_>) -> Result<(), EncodeError> {
         match self.opts.physical_type {
             PhysicalType::Triples => match s.graph {
@@ -419,20 +484,28 @@ impl Encoder {
                 self.emit_statement(row::QUAD, &[s.subject, s.predicate, s.object, g])
             }
             PhysicalType::Graphs => {
-                if let Some(g) = s.graph {
-                    if !self.graph_open || self.current_graph.as_ref() != g {
-                        if self.graph_open {
-                            self.end_graph()?;
-                        }
-                        self.start_graph(g)?;
+                let g = s.graph_or_default();
+                if !self.graph_open || self.current_graph.as_ref() != g {
+                    if self.graph_open {
+                        self.end_graph()?;
                     }
-                } else if !self.graph_open {
-                    return Err(EncodeError::NoOpenGraph);
+                    self.start_graph(g)?;
                 }
                 self.emit_statement(row::TRIPLE, &[s.subject, s.predicate, s.object])
             }
             _ => Err(EncodeError::PhysicalTypeUnspecified),
         }
+    }
+
+    /// GRAPHS streams: adds a triple to the graph opened by [`Encoder::start_graph`].
+    pub fn add_to_open_graph(&mut self, s: StatementRef<'_>) -> Result<(), EncodeError> {
+        if self.opts.physical_type != PhysicalType::Graphs {
+            return Err(self.wrong_type("add_to_open_graph"));
+        }
+        if !self.graph_open {
+            return Err(EncodeError::NoOpenGraph);
+        }
+        self.emit_statement(row::TRIPLE, &[s.subject, s.predicate, s.object])
     }
 
     /// GRAPHS streams: opens graph `g` (`graph_start` row).
@@ -445,7 +518,10 @@ impl Encoder {
         }
         self.check_term_deep(g, 3)?;
         if matches!(g, TermRef::Triple(_)) {
-            return Err(EncodeError::GeneralizedNotEnabled { kind: "quoted triple", position: "graph" });
+            return Err(EncodeError::GeneralizedNotEnabled {
+                kind: "quoted triple",
+                position: "graph",
+            });
         }
         self.ensure_options();
         self.stamp = self.stamp.wrapping_add(1);

@@ -52,9 +52,16 @@ pub enum DecodeErrorKind {
     #[error("name table size {0} is below the minimum of 8")]
     NameTableTooSmall(u32),
     #[error("requested {table} table size {requested} exceeds this decoder's limit of {limit}")]
-    TableTooLarge { table: Table, requested: u32, limit: u32 },
+    TableTooLarge {
+        table: Table,
+        requested: u32,
+        limit: u32,
+    },
     #[error("{row} row is not allowed in a {physical} stream")]
-    RowNotAllowed { row: &'static str, physical: &'static str },
+    RowNotAllowed {
+        row: &'static str,
+        physical: &'static str,
+    },
     #[error("row sets no field")]
     EmptyRow,
     #[error("row sets more than one field of its oneof (field {0})")]
@@ -84,13 +91,20 @@ pub enum DecodeErrorKind {
     #[error("graph_start inside a graph (missing graph_end)")]
     NestedGraphStart,
     #[error("{kind} in {position} position requires generalized_statements")]
-    GeneralizedNotAllowed { kind: &'static str, position: &'static str },
+    GeneralizedNotAllowed {
+        kind: &'static str,
+        position: &'static str,
+    },
     #[error("quoted triple in {position} position requires rdf_star")]
     RdfStarNotAllowed { position: &'static str },
     #[error("namespace declaration has no IRI value")]
     NamespaceWithoutIri,
     #[error("field {field} has wire type {got}, expected {expected}")]
-    WrongWireType { field: u32, got: &'static str, expected: &'static str },
+    WrongWireType {
+        field: u32,
+        got: &'static str,
+        expected: &'static str,
+    },
     #[error("input is empty")]
     EmptyInput,
 }
@@ -131,9 +145,15 @@ pub enum EncodeError {
     #[error("quoted triple in {0} position while rdf_star is off")]
     RdfStarNotEnabled(&'static str),
     #[error("{kind} in {position} position while generalized_statements is off")]
-    GeneralizedNotEnabled { kind: &'static str, position: &'static str },
+    GeneralizedNotEnabled {
+        kind: &'static str,
+        position: &'static str,
+    },
     #[error("{op} is not allowed in a {physical} stream")]
-    WrongPhysicalType { op: &'static str, physical: &'static str },
+    WrongPhysicalType {
+        op: &'static str,
+        physical: &'static str,
+    },
     #[error("physical stream type must be TRIPLES, QUADS or GRAPHS")]
     PhysicalTypeUnspecified,
     #[error("namespace declarations need protocol version 2 or later (options say {0})")]

@@ -119,7 +119,15 @@ impl<R: Read> JellyReader<R> {
 
     /// A reader with explicit limits and delimiting.
     pub fn with_options(inner: R, cfg: DecoderOptions, delimiting: Delimiting) -> Self {
-        let src = BufReader::with_capacity(256 * 1024, PeekReader { head: [0; 3], head_len: 0, head_pos: 0, inner });
+        let src = BufReader::with_capacity(
+            256 * 1024,
+            PeekReader {
+                head: [0; 3],
+                head_len: 0,
+                head_pos: 0,
+                inner,
+            },
+        );
         JellyReader {
             src,
             dec: Decoder::new(cfg),
@@ -147,7 +155,12 @@ impl<R: Read> JellyReader<R> {
     }
 
     fn err(&self, kind: DecodeErrorKind) -> DecodeError {
-        DecodeError { frame: self.frames_read, row: None, offset: Some(self.offset), kind }
+        DecodeError {
+            frame: self.frames_read,
+            row: None,
+            offset: Some(self.offset),
+            kind,
+        }
     }
 
     fn detect(&mut self) -> Result<(), DecodeError> {
@@ -175,7 +188,10 @@ impl<R: Read> JellyReader<R> {
         match self.delimiting {
             Delimiting::Single => {
                 self.done = true;
-                let n = (&mut self.src).take(max + 1).read_to_end(&mut self.buf).map_err(|e| self.err(e.into()))?;
+                let n = (&mut self.src)
+                    .take(max + 1)
+                    .read_to_end(&mut self.buf)
+                    .map_err(|e| self.err(e.into()))?;
                 if n as u64 > max {
                     return Err(self.err(DecodeErrorKind::FrameTooLarge { len: n as u64, max }));
                 }
@@ -185,7 +201,8 @@ impl<R: Read> JellyReader<R> {
                 Ok(true)
             }
             _ => {
-                let Some((len, len_bytes)) = read_varint(&mut self.src).map_err(|e| self.err(e))? else {
+                let Some((len, len_bytes)) = read_varint(&mut self.src).map_err(|e| self.err(e))?
+                else {
                     self.done = true;
                     return Ok(false);
                 };
@@ -193,9 +210,15 @@ impl<R: Read> JellyReader<R> {
                     return Err(self.err(DecodeErrorKind::FrameTooLarge { len, max }));
                 }
                 self.offset += len_bytes;
-                let got = (&mut self.src).take(len).read_to_end(&mut self.buf).map_err(|e| self.err(e.into()))?;
+                let got = (&mut self.src)
+                    .take(len)
+                    .read_to_end(&mut self.buf)
+                    .map_err(|e| self.err(e.into()))?;
                 if (got as u64) < len {
-                    return Err(self.err(DecodeErrorKind::TruncatedFrame { expected: len, got: got as u64 }));
+                    return Err(self.err(DecodeErrorKind::TruncatedFrame {
+                        expected: len,
+                        got: got as u64,
+                    }));
                 }
                 Ok(true)
             }
@@ -225,7 +248,10 @@ impl<R: Read> JellyReader<R> {
     }
 
     /// Runs `f` on every statement of the stream.
-    pub fn for_each_statement(&mut self, mut f: impl FnMut(StatementRef<'_>)) -> Result<(), DecodeError> {
+    pub fn for_each_statement(
+        &mut self,
+        mut f: impl FnMut(StatementRef<'_>),
+    ) -> Result<(), DecodeError> {
         self.for_each_event(|_, ev| {
             if let Event::Statement(s) = ev {
                 f(s)
@@ -265,7 +291,10 @@ fn read_varint(r: &mut impl BufRead) -> Result<Option<(u64, u64)>, DecodeErrorKi
             return if n == 0 {
                 Ok(None)
             } else {
-                Err(DecodeErrorKind::TruncatedFrame { expected: n + 1, got: n })
+                Err(DecodeErrorKind::TruncatedFrame {
+                    expected: n + 1,
+                    got: n,
+                })
             };
         };
         r.consume(1);
@@ -371,7 +400,12 @@ impl<W: Write> JellyWriter<W> {
 
     /// A builder.
     pub fn builder(options: StreamOptions) -> JellyWriterBuilder {
-        JellyWriterBuilder { options, config: EncoderConfig::default(), policy: FramePolicy::Rows(256), delimited: true }
+        JellyWriterBuilder {
+            options,
+            config: EncoderConfig::default(),
+            policy: FramePolicy::Rows(256),
+            delimited: true,
+        }
     }
 
     /// The encoder (options, counters, frame metadata).

@@ -44,9 +44,13 @@ pub fn normalize(statements: &[Statement]) -> HashSet<Statement> {
 
 fn norm_term(t: &Term) -> Term {
     match t {
-        Term::Literal(Literal { lex, kind: OwnedLiteralKind::Typed(dt) }) if dt == XSD_STRING => {
-            Term::Literal(Literal { lex: lex.clone(), kind: OwnedLiteralKind::Simple })
-        }
+        Term::Literal(Literal {
+            lex,
+            kind: OwnedLiteralKind::Typed(dt),
+        }) if dt == XSD_STRING => Term::Literal(Literal {
+            lex: lex.clone(),
+            kind: OwnedLiteralKind::Simple,
+        }),
         Term::Triple(tr) => Term::Triple(Box::new(Triple {
             subject: norm_term(&tr.subject),
             predicate: norm_term(&tr.predicate),
@@ -57,7 +61,12 @@ fn norm_term(t: &Term) -> Term {
 }
 
 fn terms(s: &Statement) -> [&Term; 4] {
-    [&s.subject, &s.predicate, &s.object, s.graph.as_ref().unwrap_or(&Term::DefaultGraph)]
+    [
+        &s.subject,
+        &s.predicate,
+        &s.object,
+        s.graph.as_ref().unwrap_or(&Term::DefaultGraph),
+    ]
 }
 
 fn collect_bnodes<'a>(t: &'a Term, out: &mut BTreeSet<&'a str>) {
@@ -97,7 +106,11 @@ fn hash_term(t: &Term, colors: &HashMap<&str, u64>, me: &str, h: &mut DefaultHas
 fn term_mentions(t: &Term, b: &str) -> bool {
     match t {
         Term::BlankNode(x) => x == b,
-        Term::Triple(tr) => term_mentions(&tr.subject, b) || term_mentions(&tr.predicate, b) || term_mentions(&tr.object, b),
+        Term::Triple(tr) => {
+            term_mentions(&tr.subject, b)
+                || term_mentions(&tr.predicate, b)
+                || term_mentions(&tr.object, b)
+        }
         _ => false,
     }
 }
@@ -192,16 +205,21 @@ pub fn isomorphic(a: &[Statement], b: &[Statement]) -> IsoResult {
     if na.len() != nb.len() {
         return IsoResult::Different(format!("{} distinct statements vs {}", na.len(), nb.len()));
     }
-    let has_bnode = |s: &Statement| terms(s).into_iter().any(|t| {
-        let mut set = BTreeSet::new();
-        collect_bnodes(t, &mut set);
-        !set.is_empty()
-    });
+    let has_bnode = |s: &Statement| {
+        terms(s).into_iter().any(|t| {
+            let mut set = BTreeSet::new();
+            collect_bnodes(t, &mut set);
+            !set.is_empty()
+        })
+    };
     // Ground statements must match one to one.
     let ground_a: HashSet<&Statement> = na.iter().filter(|s| !has_bnode(s)).collect();
     let ground_b: HashSet<&Statement> = nb.iter().filter(|s| !has_bnode(s)).collect();
     if ground_a != ground_b {
-        let missing = ground_a.difference(&ground_b).next().or_else(|| ground_b.difference(&ground_a).next());
+        let missing = ground_a
+            .difference(&ground_b)
+            .next()
+            .or_else(|| ground_b.difference(&ground_a).next());
         return IsoResult::Different(match missing {
             Some(s) => format!("statement without blank nodes only on one side: {s}"),
             None => "different statements without blank nodes".into(),
@@ -232,9 +250,20 @@ pub fn isomorphic(a: &[Statement], b: &[Statement]) -> IsoResult {
     let mut map = HashMap::new();
     let mut used = HashSet::new();
     let mut budget = 200_000u32;
-    match search(&order, 0, &by_color, &mut map, &mut used, &va, &target, &mut budget) {
+    match search(
+        &order,
+        0,
+        &by_color,
+        &mut map,
+        &mut used,
+        &va,
+        &target,
+        &mut budget,
+    ) {
         Some(true) => IsoResult::Isomorphic,
-        Some(false) => IsoResult::Different("no blank node mapping makes the datasets equal".into()),
+        Some(false) => {
+            IsoResult::Different("no blank node mapping makes the datasets equal".into())
+        }
         None => IsoResult::TooHard,
     }
 }
@@ -300,7 +329,8 @@ mod tests {
     #[test]
     fn triple_equals_default_graph_quad() {
         let a = parse_document("<s> <p> \"o\" .\n").unwrap();
-        let b = parse_document("<s> <p> \"o\"^^<http://www.w3.org/2001/XMLSchema#string> .\n").unwrap();
+        let b =
+            parse_document("<s> <p> \"o\"^^<http://www.w3.org/2001/XMLSchema#string> .\n").unwrap();
         assert!(isomorphic(&a, &b).is_iso());
     }
 }

@@ -34,6 +34,12 @@ pub mod term;
 pub use decoder::{Decoder, DecoderOptions, DecoderStats, Event, FrameCursor, frame_metadata};
 pub use encoder::{Encoder, EncoderConfig, split_iri};
 pub use error::{DecodeError, DecodeErrorKind, EncodeError, Table};
-pub use framing::{Delimiting, FramePolicy, JellyReader, JellyWriter, JellyWriterBuilder, WriteError, detect_delimiting};
+pub use framing::{
+    Delimiting, FramePolicy, JellyReader, JellyWriter, JellyWriterBuilder, WriteError,
+    detect_delimiting,
+};
 pub use options::{LogicalType, PhysicalType, StreamOptions};
-pub use term::{Literal, LiteralKind, LiteralRef, OwnedLiteralKind, Statement, StatementRef, Term, TermRef, Triple, TripleRef};
+pub use term::{
+    Literal, LiteralKind, LiteralRef, OwnedLiteralKind, Statement, StatementRef, Term, TermRef,
+    Triple, TripleRef,
+};

@@ -38,7 +38,10 @@ impl LruTable {
     pub fn new(max: u32) -> Self {
         let n = max as usize + 1;
         LruTable {
-            map: HashMap::with_capacity_and_hasher((max as usize).min(1 << 16), FixedState::default()),
+            map: HashMap::with_capacity_and_hasher(
+                (max as usize).min(1 << 16),
+                FixedState::default(),
+            ),
             keys: vec![Box::from(""); n],
             prev: vec![NONE; n],
             next: vec![NONE; n],
@@ -127,14 +130,29 @@ mod tests {
     #[test]
     fn assigns_sequential_ids_then_evicts_lru() {
         let mut t = LruTable::new(3);
-        assert_eq!(t.get_or_insert("a", 1), Some(Lookup::New { id: 1, wire_id: 0 }));
-        assert_eq!(t.get_or_insert("b", 2), Some(Lookup::New { id: 2, wire_id: 0 }));
-        assert_eq!(t.get_or_insert("c", 3), Some(Lookup::New { id: 3, wire_id: 0 }));
+        assert_eq!(
+            t.get_or_insert("a", 1),
+            Some(Lookup::New { id: 1, wire_id: 0 })
+        );
+        assert_eq!(
+            t.get_or_insert("b", 2),
+            Some(Lookup::New { id: 2, wire_id: 0 })
+        );
+        assert_eq!(
+            t.get_or_insert("c", 3),
+            Some(Lookup::New { id: 3, wire_id: 0 })
+        );
         assert_eq!(t.get_or_insert("a", 4), Some(Lookup::Hit(1)));
         // LRU is now "b" (id 2).
-        assert_eq!(t.get_or_insert("d", 5), Some(Lookup::New { id: 2, wire_id: 2 }));
+        assert_eq!(
+            t.get_or_insert("d", 5),
+            Some(Lookup::New { id: 2, wire_id: 2 })
+        );
         assert_eq!(t.value(2), "d");
-        assert_eq!(t.get_or_insert("b", 6), Some(Lookup::New { id: 3, wire_id: 0 }));
+        assert_eq!(
+            t.get_or_insert("b", 6),
+            Some(Lookup::New { id: 3, wire_id: 0 })
+        );
     }
 
     #[test]

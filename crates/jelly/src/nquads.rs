@@ -10,7 +10,10 @@ use std::io::{self, Write};
 
 use thiserror::Error;
 
-use crate::term::{Literal, LiteralKind, OwnedLiteralKind, Statement, StatementRef, Term, TermRef, Triple, XSD_STRING};
+use crate::term::{
+    Literal, LiteralKind, OwnedLiteralKind, Statement, StatementRef, Term, TermRef, Triple,
+    XSD_STRING,
+};
 
 /// A syntax error with its 1-based line and column (in characters).
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -42,7 +45,11 @@ pub fn parse_document(text: &str) -> Result<Vec<Statement>, SyntaxError> {
 
 /// Parses one line. `Ok(None)` for blank and comment lines.
 pub fn parse_line(line: &str, line_no: usize) -> Result<Option<Statement>, SyntaxError> {
-    let mut p = Parser { s: line, pos: 0, line: line_no };
+    let mut p = Parser {
+        s: line,
+        pos: 0,
+        line: line_no,
+    };
     p.ws();
     if p.eof() || p.peek() == Some('#') {
         return Ok(None);
@@ -68,7 +75,12 @@ pub fn parse_line(line: &str, line_no: usize) -> Result<Option<Statement>, Synta
     }
     let mut it = terms.into_iter();
     match (it.next(), it.next(), it.next(), it.next()) {
-        (Some(s), Some(pr), Some(o), g) => Ok(Some(Statement { subject: s, predicate: pr, object: o, graph: g })),
+        (Some(s), Some(pr), Some(o), g) => Ok(Some(Statement {
+            subject: s,
+            predicate: pr,
+            object: o,
+            graph: g,
+        })),
         _ => Err(p.err("a statement needs at least three terms")),
     }
 }
@@ -82,7 +94,11 @@ struct Parser<'a> {
 impl Parser<'_> {
     fn err(&self, msg: &str) -> SyntaxError {
         let column = self.s[..self.pos.min(self.s.len())].chars().count() + 1;
-        SyntaxError { line: self.line, column, message: msg.to_owned() }
+        SyntaxError {
+            line: self.line,
+            column,
+            message: msg.to_owned(),
+        }
     }
     fn eof(&self) -> bool {
         self.pos >= self.s.len()
@@ -121,7 +137,11 @@ impl Parser<'_> {
             let [Some(s), Some(p), Some(o)] = t else {
                 return Err(self.err("incomplete quoted triple"));
             };
-            return Ok(Term::Triple(Box::new(Triple { subject: s, predicate: p, object: o })));
+            return Ok(Term::Triple(Box::new(Triple {
+                subject: s,
+                predicate: p,
+                object: o,
+            })));
         }
         match self.peek() {
             Some('<') => Ok(Term::Iri(self.iri()?)),
@@ -177,7 +197,10 @@ impl Parser<'_> {
             'U' => 8,
             _ => return Err(self.err("invalid escape")),
         };
-        let hex = self.s.get(self.pos..self.pos + n).ok_or_else(|| self.err("short \\u escape"))?;
+        let hex = self
+            .s
+            .get(self.pos..self.pos + n)
+            .ok_or_else(|| self.err("short \\u escape"))?;
         let v = u32::from_str_radix(hex, 16).map_err(|_| self.err("bad hex in \\u escape"))?;
         self.pos += n;
         char::from_u32(v).ok_or_else(|| self.err("escape is not a Unicode scalar value"))
@@ -225,7 +248,11 @@ impl Parser<'_> {
                 return Err(self.err("expected '<' after '^^'"));
             }
             let dt = self.iri()?;
-            if dt == XSD_STRING { OwnedLiteralKind::Simple } else { OwnedLiteralKind::Typed(dt) }
+            if dt == XSD_STRING {
+                OwnedLiteralKind::Simple
+            } else {
+                OwnedLiteralKind::Typed(dt)
+            }
         } else if self.peek() == Some('@') {
             self.pos += 1;
             let start = self.pos;
@@ -251,7 +278,9 @@ fn write_iri(f: &mut impl fmt::Write, iri: &str) -> fmt::Result {
     f.write_char('<')?;
     for c in iri.chars() {
         match c {
-            '\0'..=' ' | '<' | '>' | '"' | '{' | '}' | '|' | '^' | '`' | '\\' => write!(f, "\\u{:04X}", c as u32)?,
+            '\0'..=' ' | '<' | '>' | '"' | '{' | '}' | '|' | '^' | '`' | '\\' => {
+                write!(f, "\\u{:04X}", c as u32)?
+            }
             c => f.write_char(c)?,
         }
     }
@@ -282,7 +311,11 @@ fn write_lex(f: &mut impl fmt::Write, lex: &str) -> fmt::Result {
 /// so distinct blank nodes stay distinct.
 fn write_bnode(f: &mut impl fmt::Write, label: &str) -> fmt::Result {
     f.write_str("_:")?;
-    if !label.is_empty() && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+    if !label.is_empty()
+        && label
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
         f.write_str(label)
     } else {
         f.write_str("e-")?;
@@ -310,7 +343,9 @@ impl fmt::Display for TermRef<'_> {
                     }
                 }
             }
-            TermRef::Triple(t) => write!(f, "<< {} {} {} >>", t.subject(), t.predicate(), t.object()),
+            TermRef::Triple(t) => {
+                write!(f, "<< {} {} {} >>", t.subject(), t.predicate(), t.object())
+            }
             // Only reachable for a default graph outside the graph position.
             TermRef::DefaultGraph => f.write_str("<>"),
         }
@@ -339,7 +374,10 @@ pub struct NQuadsWriter<W: Write> {
 impl<W: Write> NQuadsWriter<W> {
     /// A writer to `out` (wrap it in a `BufWriter` for files).
     pub fn new(out: W) -> Self {
-        NQuadsWriter { out, line: String::with_capacity(256) }
+        NQuadsWriter {
+            out,
+            line: String::with_capacity(256),
+        }
     }
 
     /// Writes one statement line.
@@ -362,7 +400,8 @@ mod tests {
 
     #[test]
     fn round_trip_escapes_and_star() {
-        let doc = "<< _:a <p> \"x\\ny\"@en >> <http://ex/p\\u0020q> \"a\\\"b\\\\\"^^<http://dt> <g> .\n";
+        let doc =
+            "<< _:a <p> \"x\\ny\"@en >> <http://ex/p\\u0020q> \"a\\\"b\\\\\"^^<http://dt> <g> .\n";
         let st = parse_document(doc).unwrap();
         let again = parse_document(&format!("{}\n", st[0])).unwrap();
         assert_eq!(st, again);

@@ -1,7 +1,9 @@
 //! Stream options (`RdfStreamOptions`) and presets.
 
 use jelly_proto::fields::{logical_type as lt, options as f, physical_type as pt};
-use jelly_proto::wire::{Reader, WireError, WireType, put_bool_field, put_str_field_nonempty, put_uint_field};
+use jelly_proto::wire::{
+    Reader, WireError, WireType, put_bool_field, put_str_field_nonempty, put_uint_field,
+};
 
 /// Physical stream type: how statements are laid out in rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -216,12 +218,28 @@ impl StreamOptions {
     /// Appends the message body (without a length prefix).
     pub fn encode(&self, out: &mut Vec<u8>) {
         put_str_field_nonempty(out, f::STREAM_NAME, &self.stream_name);
-        put_uint_field(out, f::PHYSICAL_TYPE, u64::from(self.physical_type.to_u32()));
+        put_uint_field(
+            out,
+            f::PHYSICAL_TYPE,
+            u64::from(self.physical_type.to_u32()),
+        );
         put_bool_field(out, f::GENERALIZED_STATEMENTS, self.generalized_statements);
         put_bool_field(out, f::RDF_STAR, self.rdf_star);
-        put_uint_field(out, f::MAX_NAME_TABLE_SIZE, u64::from(self.max_name_table_size));
-        put_uint_field(out, f::MAX_PREFIX_TABLE_SIZE, u64::from(self.max_prefix_table_size));
-        put_uint_field(out, f::MAX_DATATYPE_TABLE_SIZE, u64::from(self.max_datatype_table_size));
+        put_uint_field(
+            out,
+            f::MAX_NAME_TABLE_SIZE,
+            u64::from(self.max_name_table_size),
+        );
+        put_uint_field(
+            out,
+            f::MAX_PREFIX_TABLE_SIZE,
+            u64::from(self.max_prefix_table_size),
+        );
+        put_uint_field(
+            out,
+            f::MAX_DATATYPE_TABLE_SIZE,
+            u64::from(self.max_datatype_table_size),
+        );
         put_uint_field(out, f::LOGICAL_TYPE, u64::from(self.logical_type.0));
         put_uint_field(out, f::VERSION, u64::from(self.version));
     }
@@ -251,14 +269,18 @@ impl StreamOptions {
                     o.generalized_statements = r.varint()? != 0
                 }
                 (f::RDF_STAR, WireType::Varint) => o.rdf_star = r.varint()? != 0,
-                (f::MAX_NAME_TABLE_SIZE, WireType::Varint) => o.max_name_table_size = r.varint32()?,
+                (f::MAX_NAME_TABLE_SIZE, WireType::Varint) => {
+                    o.max_name_table_size = r.varint32()?
+                }
                 (f::MAX_PREFIX_TABLE_SIZE, WireType::Varint) => {
                     o.max_prefix_table_size = r.varint32()?
                 }
                 (f::MAX_DATATYPE_TABLE_SIZE, WireType::Varint) => {
                     o.max_datatype_table_size = r.varint32()?
                 }
-                (f::LOGICAL_TYPE, WireType::Varint) => o.logical_type = LogicalType(r.varint()? as u32),
+                (f::LOGICAL_TYPE, WireType::Varint) => {
+                    o.logical_type = LogicalType(r.varint()? as u32)
+                }
                 (f::VERSION, WireType::Varint) => o.version = r.varint32()?,
                 (_, wt) => r.skip(wt)?,
             }
@@ -286,9 +308,23 @@ mod tests {
     #[test]
     fn presets() {
         let s = StreamOptions::small();
-        assert_eq!((s.max_name_table_size, s.max_prefix_table_size, s.max_datatype_table_size), (128, 16, 16));
+        assert_eq!(
+            (
+                s.max_name_table_size,
+                s.max_prefix_table_size,
+                s.max_datatype_table_size
+            ),
+            (128, 16, 16)
+        );
         let b = StreamOptions::big();
-        assert_eq!((b.max_name_table_size, b.max_prefix_table_size, b.max_datatype_table_size), (4000, 150, 32));
+        assert_eq!(
+            (
+                b.max_name_table_size,
+                b.max_prefix_table_size,
+                b.max_datatype_table_size
+            ),
+            (4000, 150, 32)
+        );
     }
 
     #[test]

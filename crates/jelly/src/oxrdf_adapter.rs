@@ -4,8 +4,8 @@
 //! object position; statements outside that model give [`NotRepresentable`].
 
 use oxrdf::{
-    BlankNodeRef, GraphNameRef, LiteralRef as OxLiteralRef, NamedNodeRef, NamedOrBlankNodeRef, QuadRef, TermRef as OxTermRef,
-    TripleRef as OxTripleRef,
+    BlankNodeRef, GraphNameRef, LiteralRef as OxLiteralRef, NamedNodeRef, NamedOrBlankNodeRef,
+    QuadRef, TermRef as OxTermRef, TripleRef as OxTripleRef,
 };
 
 use crate::term::{LiteralKind, LiteralRef, StatementRef, Term, TermRef, Triple, XSD_STRING};
@@ -19,7 +19,10 @@ pub struct NotRepresentable {
 }
 
 fn nr(t: TermRef<'_>, position: &'static str) -> NotRepresentable {
-    NotRepresentable { kind: t.kind_name(), position }
+    NotRepresentable {
+        kind: t.kind_name(),
+        position,
+    }
 }
 
 impl<'a> StatementRef<'a> {
@@ -55,13 +58,22 @@ impl<'a> StatementRef<'a> {
             Some(TermRef::BlankNode(b)) => GraphNameRef::BlankNode(BlankNodeRef::new_unchecked(b)),
             Some(t) => return Err(nr(t, "graph")),
         };
-        Ok(QuadRef { subject, predicate, object, graph_name })
+        Ok(QuadRef {
+            subject,
+            predicate,
+            object,
+            graph_name,
+        })
     }
 
     /// Converts to an owned oxrdf quad; quoted triples in the object become RDF 1.2 triple terms.
     pub fn to_oxrdf_quad(&self) -> Result<oxrdf::Quad, NotRepresentable> {
         if let TermRef::Triple(t) = self.object {
-            let base = StatementRef { object: TermRef::Iri(""), ..*self }.as_oxrdf_quad()?;
+            let base = StatementRef {
+                object: TermRef::Iri(""),
+                ..*self
+            }
+            .as_oxrdf_quad()?;
             let tt = to_ox_triple(t.to_owned())?;
             let mut q = base.into_owned();
             q.object = oxrdf::Term::Triple(Box::new(tt));
@@ -76,7 +88,9 @@ fn ox_literal(l: LiteralRef<'_>) -> OxLiteralRef<'_> {
         LiteralKind::Simple => OxLiteralRef::new_simple_literal(l.lex),
         LiteralKind::Lang(tag) => OxLiteralRef::new_language_tagged_literal_unchecked(l.lex, tag),
         LiteralKind::Typed(dt) if dt == XSD_STRING => OxLiteralRef::new_simple_literal(l.lex),
-        LiteralKind::Typed(dt) => OxLiteralRef::new_typed_literal(l.lex, NamedNodeRef::new_unchecked(dt)),
+        LiteralKind::Typed(dt) => {
+            OxLiteralRef::new_typed_literal(l.lex, NamedNodeRef::new_unchecked(dt))
+        }
     }
 }
 
@@ -111,7 +125,10 @@ fn literal_from_ox(l: OxLiteralRef<'_>) -> LiteralRef<'_> {
     } else {
         LiteralKind::Typed(l.datatype().as_str())
     };
-    LiteralRef { lex: l.value(), kind }
+    LiteralRef {
+        lex: l.value(),
+        kind,
+    }
 }
 
 fn owned_from_ox_triple(t: OxTripleRef<'_>) -> Term {
@@ -121,7 +138,11 @@ fn owned_from_ox_triple(t: OxTripleRef<'_>) -> Term {
         NamedOrBlankNodeRef::NamedNode(n) => Term::Iri(n.as_str().to_owned()),
         NamedOrBlankNodeRef::BlankNode(b) => Term::BlankNode(b.as_str().to_owned()),
     };
-    Term::Triple(Box::new(Triple { subject: s, predicate: Term::Iri(t.predicate.as_str().to_owned()), object: o }))
+    Term::Triple(Box::new(Triple {
+        subject: s,
+        predicate: Term::Iri(t.predicate.as_str().to_owned()),
+        object: o,
+    }))
 }
 
 /// Views an oxrdf quad as a Jelly statement (a quad; use [`from_ox_triple`] for triples).
@@ -138,7 +159,12 @@ pub fn from_ox_quad<'a>(q: QuadRef<'a>, holder: &'a mut Option<Term>) -> Stateme
     };
     let predicate = TermRef::Iri(q.predicate.as_str());
     let object = from_ox_term(q.object, holder);
-    StatementRef { subject, predicate, object, graph: Some(graph) }
+    StatementRef {
+        subject,
+        predicate,
+        object,
+        graph: Some(graph),
+    }
 }
 
 /// Views an oxrdf triple as a Jelly statement.

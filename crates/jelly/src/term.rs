@@ -122,7 +122,13 @@ impl Eq for TripleRef<'_> {}
 
 impl fmt::Debug for TripleRef<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "<< {} {} {} >>", self.subject(), self.predicate(), self.object())
+        write!(
+            f,
+            "<< {} {} {} >>",
+            self.subject(),
+            self.predicate(),
+            self.object()
+        )
     }
 }
 
@@ -238,7 +244,10 @@ impl Term {
 
     /// A simple literal.
     pub fn simple_literal(lex: impl Into<String>) -> Term {
-        Term::Literal(Literal { lex: lex.into(), kind: OwnedLiteralKind::Simple })
+        Term::Literal(Literal {
+            lex: lex.into(),
+            kind: OwnedLiteralKind::Simple,
+        })
     }
 }
 
@@ -282,11 +291,21 @@ pub struct StatementRef<'a> {
 impl<'a> StatementRef<'a> {
     /// A triple.
     pub fn triple(s: TermRef<'a>, p: TermRef<'a>, o: TermRef<'a>) -> Self {
-        StatementRef { subject: s, predicate: p, object: o, graph: None }
+        StatementRef {
+            subject: s,
+            predicate: p,
+            object: o,
+            graph: None,
+        }
     }
     /// A quad.
     pub fn quad(s: TermRef<'a>, p: TermRef<'a>, o: TermRef<'a>, g: TermRef<'a>) -> Self {
-        StatementRef { subject: s, predicate: p, object: o, graph: Some(g) }
+        StatementRef {
+            subject: s,
+            predicate: p,
+            object: o,
+            graph: Some(g),
+        }
     }
     /// Owned copy.
     pub fn to_owned(&self) -> Statement {
@@ -362,9 +381,18 @@ impl TermBuf {
         match self.kind {
             BufKind::Iri => TermRef::Iri(&self.a),
             BufKind::Bnode => TermRef::BlankNode(&self.a),
-            BufKind::Simple => TermRef::Literal(LiteralRef { lex: &self.a, kind: LiteralKind::Simple }),
-            BufKind::Lang => TermRef::Literal(LiteralRef { lex: &self.a, kind: LiteralKind::Lang(&self.b) }),
-            BufKind::Typed => TermRef::Literal(LiteralRef { lex: &self.a, kind: LiteralKind::Typed(&self.b) }),
+            BufKind::Simple => TermRef::Literal(LiteralRef {
+                lex: &self.a,
+                kind: LiteralKind::Simple,
+            }),
+            BufKind::Lang => TermRef::Literal(LiteralRef {
+                lex: &self.a,
+                kind: LiteralKind::Lang(&self.b),
+            }),
+            BufKind::Typed => TermRef::Literal(LiteralRef {
+                lex: &self.a,
+                kind: LiteralKind::Typed(&self.b),
+            }),
             BufKind::Triple => match &self.quoted {
                 Some(q) => TermRef::Triple(TripleRef::from_bufs(q)),
                 None => TermRef::DefaultGraph,
