@@ -322,9 +322,9 @@ pub enum FramePolicy {
 /// Writes a Jelly-RDF stream to `W`.
 ///
 /// ```
-/// use jelly::{JellyWriter, FramePolicy, StreamOptions, StatementRef, TermRef, Delimiting};
+/// use jelly::{JellyWriterBuilder, FramePolicy, StreamOptions, StatementRef, TermRef};
 /// let mut out = Vec::new();
-/// let mut w = JellyWriter::builder(StreamOptions::big())
+/// let mut w = JellyWriterBuilder::new(StreamOptions::big())
 ///     .frame_policy(FramePolicy::Rows(512))
 ///     .build(&mut out)
 ///     .unwrap();
@@ -352,6 +352,10 @@ pub struct JellyWriterBuilder {
 }
 
 impl JellyWriterBuilder {
+    /// Delimited output, 256 rows per frame, no namespace declarations.
+    pub fn new(options: StreamOptions) -> Self {
+        JellyWriterBuilder { options, config: EncoderConfig::default(), policy: FramePolicy::Rows(256), delimited: true }
+    }
     /// Frame policy (default: 256 rows).
     pub fn frame_policy(mut self, p: FramePolicy) -> Self {
         self.policy = p;
@@ -395,7 +399,7 @@ pub enum WriteError {
 impl<W: Write> JellyWriter<W> {
     /// A delimited writer with the default frame policy (256 rows).
     pub fn new(out: W, options: StreamOptions) -> Result<Self, EncodeError> {
-        Self::builder(options).build(out)
+        JellyWriterBuilder::new(options).build(out)
     }
 
     /// A builder.
