@@ -313,6 +313,8 @@ impl Encoder {
 
     fn check_term(&self, t: TermRef<'_>, position: usize) -> Result<(), EncodeError> {
         let ok = match (position, t) {
+            // RdfQuad's graph oneof has no quoted-triple field.
+            (3, TermRef::Triple(_)) => false,
             (_, TermRef::Triple(_)) => {
                 if !self.opts.rdf_star {
                     return Err(EncodeError::RdfStarNotEnabled(POSITIONS[position]));
@@ -411,6 +413,7 @@ impl Encoder {
     /// Encodes the statement body (all non-repeated terms) into scratch[0] and returns it.
     fn statement_body(&mut self, terms: &[TermRef<'_>]) -> Result<Vec<u8>, EncodeError> {
         self.stamp = self.stamp.wrapping_add(1);
+        let delta_state = (self.last_prefix_id, self.last_name_id);
         let mut body = std::mem::take(&mut self.scratch[0]);
         body.clear();
         for (i, &t) in terms.iter().enumerate() {
@@ -419,6 +422,10 @@ impl Encoder {
             }
             if let Err(e) = self.term_field(t, i, &mut body, 0) {
                 self.scratch[0] = body;
+                // The row is not written: undo the IRI delta state its terms advanced (entry
+                // rows already emitted stay valid) and forget the repeated terms it set.
+                (self.last_prefix_id, self.last_name_id) = delta_state;
+                self.have_prev[..i].fill(false);
                 return Err(e);
             }
             self.prev[i].set_from(t);
