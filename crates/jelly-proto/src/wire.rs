@@ -83,19 +83,23 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a varint (up to 10 bytes).
-    #[inline]
+    #[inline(always)]
     pub fn varint(&mut self) -> Result<u64, WireError> {
-        let buf = self.buf;
-        let mut pos = self.pos;
-        // Fast path: one byte.
-        if let Some(&b) = buf.get(pos) {
+        // Fast path: one byte, which is almost every tag, length and id in Jelly.
+        if let Some(&b) = self.buf.get(self.pos) {
             if b < 0x80 {
-                self.pos = pos + 1;
+                self.pos += 1;
                 return Ok(u64::from(b));
             }
-        } else {
-            return Err(WireError::Truncated(self.offset()));
         }
+        self.varint_slow()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn varint_slow(&mut self) -> Result<u64, WireError> {
+        let buf = self.buf;
+        let mut pos = self.pos;
         let start = pos;
         let mut value: u64 = 0;
         let mut shift = 0u32;
@@ -131,11 +135,31 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a field tag. Returns `None` at the end of the message.
-    #[inline]
+    #[inline(always)]
     pub fn tag(&mut self) -> Result<Option<(u32, WireType)>, WireError> {
-        if self.is_empty() {
+        let Some(&b) = self.buf.get(self.pos) else {
             return Ok(None);
+        };
+        // Fast path: single-byte key (fields 1–15) of a supported wire type.
+        if b < 0x80 && b >= 8 {
+            let wt = match b & 7 {
+                0 => Some(WireType::Varint),
+                2 => Some(WireType::Len),
+                1 => Some(WireType::Fixed64),
+                5 => Some(WireType::Fixed32),
+                _ => None,
+            };
+            if let Some(wt) = wt {
+                self.pos += 1;
+                return Ok(Some((u32::from(b >> 3), wt)));
+            }
         }
+        self.tag_slow()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn tag_slow(&mut self) -> Result<Option<(u32, WireType)>, WireError> {
         let offset = self.offset();
         let key = self.varint()?;
         let wt = match key & 7 {
@@ -186,6 +210,12 @@ impl<'a> Reader<'a> {
         let bytes = self.bytes()?;
         let start = self.base + self.pos - bytes.len();
         std::str::from_utf8(bytes).map_err(|e| WireError::BadUtf8(start + e.valid_up_to()))
+    }
+
+    /// The unread bytes, without consuming them.
+    #[inline]
+    pub fn unread(&self) -> &'a [u8] {
+        &self.buf[self.pos..]
     }
 
     /// Consumes and returns everything left (the payload of a string field opened with [`Reader::message`]).

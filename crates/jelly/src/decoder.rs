@@ -159,9 +159,24 @@ impl Lookup {
     }
 }
 
+/// A full IRI built from a name entry and a prefix entry, kept so that statements
+/// can refer to it instead of copying it.
+#[derive(Debug, Default)]
+struct CachedIri {
+    valid: bool,
+    pid: u32,
+    /// Version of the prefix entry `pid` when the IRI was built.
+    pver: u32,
+    iri: String,
+}
+
 /// Lookup tables and the IRI delta state (`prefix_id`/`name_id` zero rules).
 #[derive(Debug, Default)]
 struct State {
+    /// Full IRIs by name id.
+    iri_cache: Vec<CachedIri>,
+    /// Bumped whenever a prefix entry changes, which makes cached IRIs with it stale.
+    prefix_ver: Vec<u32>,
     names: Lookup,
     prefixes: Lookup,
     datatypes: Lookup,
@@ -228,6 +243,15 @@ fn expect_len(field: u32, wt: WireType) -> Result<(), K> {
     }
 }
 
+fn wire_code(wt: WireType) -> u8 {
+    match wt {
+        WireType::Varint => 0,
+        WireType::Fixed64 => 1,
+        WireType::Len => 2,
+        WireType::Fixed32 => 5,
+    }
+}
+
 fn wire_name(wt: WireType) -> &'static str {
     match wt {
         WireType::Varint => "varint",
@@ -237,19 +261,69 @@ fn wire_name(wt: WireType) -> &'static str {
     }
 }
 
-impl State {
-    /// Applies the IRI rules and writes the resolved IRI into `dest`.
-    #[inline]
-    fn resolve_iri(&mut self, mut r: Reader<'_>, dest: &mut TermBuf) -> Result<(), K> {
-        let mut prefix_id = 0u32;
-        let mut name_id = 0u32;
-        while let Some((field, wt)) = r.tag()? {
-            match (field, wt) {
-                (iri::PREFIX_ID, WireType::Varint) => prefix_id = r.varint32()?,
-                (iri::NAME_ID, WireType::Varint) => name_id = r.varint32()?,
-                (_, wt) => r.skip(wt)?,
-            }
+/// Reads a varint from `b` at `*pos` (one-byte fast path inlined).
+#[inline(always)]
+fn varint_at(b: &[u8], pos: &mut usize) -> Result<u64, K> {
+    if let Some(&x) = b.get(*pos) {
+        if x < 0x80 {
+            *pos += 1;
+            return Ok(u64::from(x));
         }
+    }
+    varint_at_slow(b, pos)
+}
+
+#[cold]
+#[inline(never)]
+fn varint_at_slow(b: &[u8], pos: &mut usize) -> Result<u64, K> {
+    let mut r = Reader::new(&b[*pos..]);
+    let v = r.varint()?;
+    *pos += r.offset();
+    Ok(v)
+}
+
+/// Parses an `RdfIri` payload into `(prefix_id, name_id)`.
+#[inline(always)]
+fn iri_ids(b: &[u8]) -> Result<(u32, u32), K> {
+    // Common encodings: empty, `08 p`, `10 n`, `08 p 10 n` with one-byte ids.
+    match *b {
+        [] => return Ok((0, 0)),
+        [0x10, n] if n < 0x80 => return Ok((0, u32::from(n))),
+        [0x08, p] if p < 0x80 => return Ok((u32::from(p), 0)),
+        [0x08, p, 0x10, n] if p < 0x80 && n < 0x80 => return Ok((u32::from(p), u32::from(n))),
+        _ => {}
+    }
+    let mut r = Reader::new(b);
+    let (mut prefix_id, mut name_id) = (0u32, 0u32);
+    while let Some((field, wt)) = r.tag()? {
+        match (field, wt) {
+            (iri::PREFIX_ID, WireType::Varint) => prefix_id = r.varint32()?,
+            (iri::NAME_ID, WireType::Varint) => name_id = r.varint32()?,
+            (_, wt) => r.skip(wt)?,
+        }
+    }
+    Ok((prefix_id, name_id))
+}
+
+/// Term kind and payload range of one statement position, as found on the wire.
+#[derive(Clone, Copy)]
+struct RawSlot {
+    kind: Option<TermField>,
+    start: usize,
+    end: usize,
+}
+
+const EMPTY_SLOT: RawSlot = RawSlot {
+    kind: None,
+    start: 0,
+    end: 0,
+};
+
+impl State {
+    /// Applies the IRI rules to an `RdfIri` payload and writes the IRI into `dest`.
+    #[inline(always)]
+    fn resolve_iri_bytes(&mut self, b: &[u8], dest: &mut TermBuf) -> Result<(), K> {
+        let (prefix_id, name_id) = iri_ids(b)?;
         let pid = if prefix_id == 0 {
             self.last_prefix_id
         } else {
@@ -270,6 +344,12 @@ impl State {
         self.last_prefix_id = pid;
         self.last_name_id = nid;
         Ok(())
+    }
+
+    /// Applies the IRI rules and writes the resolved IRI into `dest`.
+    #[inline]
+    fn resolve_iri(&mut self, mut r: Reader<'_>, dest: &mut TermBuf) -> Result<(), K> {
+        self.resolve_iri_bytes(r.remaining(), dest)
     }
 
     fn resolve_literal(&mut self, mut r: Reader<'_>, dest: &mut TermBuf) -> Result<(), K> {
@@ -506,7 +586,7 @@ impl Decoder {
         FrameCursor {
             dec: self,
             bytes,
-            r: Reader::new(bytes),
+            pos: 0,
             base: offset,
             index,
             row: 0,
@@ -563,6 +643,14 @@ impl Decoder {
         self.state.names.reset(o.max_name_table_size);
         self.state.prefixes.reset(o.max_prefix_table_size);
         self.state.datatypes.reset(o.max_datatype_table_size);
+        self.state.iri_cache.clear();
+        self.state
+            .iri_cache
+            .resize_with(o.max_name_table_size as usize + 1, CachedIri::default);
+        self.state.prefix_ver.clear();
+        self.state
+            .prefix_ver
+            .resize(o.max_prefix_table_size as usize + 1, 0);
         self.state.generalized = o.generalized_statements;
         self.state.rdf_star = o.rdf_star;
         self.options = Some(o);
@@ -582,12 +670,86 @@ impl Decoder {
         }
     }
 
-    fn statement(&mut self, r: Reader<'_>, is_quad: bool) -> Result<(), K> {
-        let n = if is_quad { 4 } else { 3 };
-        let slots = collect_spo(r, n)?;
-        for (i, slot) in slots.into_iter().take(n).enumerate() {
-            match slot {
-                Some((kind, payload)) => {
+    /// Decodes an `RdfTriple` (n = 3) or `RdfQuad` (n = 4) payload into the current
+    /// statement. Fields are first located on the wire, then resolved in S, P, O, G
+    /// order, as the IRI delta rules require whatever the field order.
+    fn statement(&mut self, b: &[u8], n: usize) -> Result<(), K> {
+        let mut slots = [EMPTY_SLOT; 4];
+        let mut pos = 0;
+        while pos < b.len() {
+            let key = varint_at(b, &mut pos)?;
+            let field = key >> 3;
+            let term_field = match field {
+                1..=12 => true,
+                13..=16 => n == 4,
+                _ => false,
+            };
+            if !term_field {
+                // Unknown field: skip it with the general reader.
+                let mut r = Reader::new(&b[pos..]);
+                let wt = match key & 7 {
+                    0 => WireType::Varint,
+                    1 => WireType::Fixed64,
+                    2 => WireType::Len,
+                    5 => WireType::Fixed32,
+                    w => {
+                        return Err(WireError::BadWireType {
+                            wire_type: w as u8,
+                            offset: pos,
+                        }
+                        .into());
+                    }
+                };
+                r.skip(wt)?;
+                pos += r.offset();
+                continue;
+            }
+            let field = field as u32;
+            if key & 7 != 2 {
+                return Err(K::WrongWireType {
+                    field,
+                    got: "non-length-delimited",
+                    expected: "length-delimited",
+                });
+            }
+            let len = varint_at(b, &mut pos)?;
+            if len > (b.len() - pos) as u64 {
+                return Err(WireError::Truncated(b.len()).into());
+            }
+            let (p, kind) = if field <= 12 {
+                let p = (field as usize - 1) / 4;
+                let kind = match (field - 1) % 4 {
+                    0 => TermField::Iri,
+                    1 => TermField::Bnode,
+                    2 => TermField::Literal,
+                    _ => TermField::Triple,
+                };
+                (p, kind)
+            } else {
+                (3, quad_graph_field(field))
+            };
+            if slots[p].kind.is_some() {
+                return Err(K::MultipleTermFields {
+                    position: POSITIONS[p],
+                });
+            }
+            let end = pos + len as usize;
+            slots[p] = RawSlot {
+                kind: Some(kind),
+                start: pos,
+                end,
+            };
+            pos = end;
+        }
+        for (i, slot) in slots.iter().enumerate().take(n) {
+            match slot.kind {
+                Some(TermField::Iri) => {
+                    // IRIs are allowed in every position: no feature check needed.
+                    self.resolve_iri_cached(&b[slot.start..slot.end], i)?;
+                    self.have[i] = true;
+                }
+                Some(kind) => {
+                    let payload = Reader::new(&b[slot.start..slot.end]);
                     self.state
                         .resolve_term(kind, payload, &mut self.cur[i], i, 0)?;
                     self.have[i] = true;
@@ -601,6 +763,107 @@ impl Decoder {
             }
         }
         Ok(())
+    }
+
+    /// Resolves a top-level IRI of position `i` through the IRI cache: no copy when the
+    /// cache already holds it.
+    #[inline(always)]
+    fn resolve_iri_cached(&mut self, b: &[u8], i: usize) -> Result<(), K> {
+        let (prefix_id, name_id) = iri_ids(b)?;
+        let st = &mut self.state;
+        let pid = if prefix_id == 0 {
+            st.last_prefix_id
+        } else {
+            prefix_id
+        };
+        let nid = if name_id == 0 {
+            st.last_name_id.saturating_add(1)
+        } else {
+            name_id
+        };
+        let pver = if pid == 0 {
+            0
+        } else {
+            st.prefix_ver.get(pid as usize).copied().unwrap_or(0)
+        };
+        let hit = match st.iri_cache.get(nid as usize) {
+            Some(e) => e.valid && e.pid == pid && e.pver == pver,
+            None => false,
+        };
+        if !hit {
+            let prefix = if pid == 0 {
+                ""
+            } else {
+                st.prefixes.get(pid, Table::Prefix)?
+            };
+            let name = st.names.get(nid, Table::Name)?;
+            // The entry is about to change: terms still pointing at it keep their own copy.
+            Self::materialize(&mut self.cur, &st.iri_cache, nid);
+            let e = &mut st.iri_cache[nid as usize];
+            e.iri.clear();
+            e.iri.push_str(prefix);
+            e.iri.push_str(name);
+            e.valid = true;
+            e.pid = pid;
+            e.pver = pver;
+        }
+        st.last_prefix_id = pid;
+        st.last_name_id = nid;
+        let dest = &mut self.cur[i];
+        dest.kind = BufKind::IriCached;
+        dest.nid = nid;
+        Ok(())
+    }
+
+    /// Copies the cached IRI of `nid` into every current term that points at it.
+    #[cold]
+    fn materialize(cur: &mut [TermBuf; 4], cache: &[CachedIri], nid: u32) {
+        for t in cur.iter_mut() {
+            if t.kind == BufKind::IriCached && t.nid == nid {
+                t.a.clear();
+                t.a.push_str(&cache[nid as usize].iri);
+                t.kind = BufKind::Iri;
+            }
+        }
+    }
+
+    /// The term in a buffer, resolving IRIs held in the cache.
+    #[inline(always)]
+    fn term_ref<'a>(&'a self, b: &'a TermBuf) -> TermRef<'a> {
+        if b.kind == BufKind::IriCached {
+            TermRef::Iri(&self.state.iri_cache[b.nid as usize].iri)
+        } else {
+            b.as_ref()
+        }
+    }
+
+    /// A triple or quad row, given its statement payload.
+    #[inline]
+    fn statement_row(&mut self, quad: bool, payload: &[u8]) -> Result<Produced, K> {
+        let physical = self.physical();
+        if quad {
+            self.stats.quad_rows += 1;
+            if physical != PhysicalType::Quads {
+                return Err(if self.options.is_none() {
+                    K::MissingOptions
+                } else {
+                    self.not_allowed("quad")
+                });
+            }
+            self.statement(payload, 4)?;
+            Ok(Produced::Quad)
+        } else {
+            self.stats.triple_rows += 1;
+            match physical {
+                PhysicalType::Triples => {}
+                PhysicalType::Graphs if self.in_graph => {}
+                PhysicalType::Graphs => return Err(K::TripleOutsideGraph),
+                _ if self.options.is_none() => return Err(K::MissingOptions),
+                _ => return Err(self.not_allowed("triple")),
+            }
+            self.statement(payload, 3)?;
+            Ok(Produced::Triple)
+        }
     }
 
     fn row(&mut self, mut r: Reader<'_>) -> Result<Produced, K> {
@@ -639,25 +902,8 @@ impl Decoder {
                 let o = StreamOptions::decode_from(m)?;
                 self.apply_options(o)
             }
-            row::TRIPLE => {
-                self.stats.triple_rows += 1;
-                match physical {
-                    PhysicalType::Triples => {}
-                    PhysicalType::Graphs if self.in_graph => {}
-                    PhysicalType::Graphs => return Err(K::TripleOutsideGraph),
-                    _ => return Err(self.not_allowed("triple")),
-                }
-                self.statement(m, false)?;
-                Ok(Produced::Triple)
-            }
-            row::QUAD => {
-                self.stats.quad_rows += 1;
-                if physical != PhysicalType::Quads {
-                    return Err(self.not_allowed("quad"));
-                }
-                self.statement(m, true)?;
-                Ok(Produced::Quad)
-            }
+            row::TRIPLE => self.statement_row(false, m.unread()),
+            row::QUAD => self.statement_row(true, m.unread()),
             row::GRAPH_START => {
                 self.stats.graph_start_rows += 1;
                 if physical != PhysicalType::Graphs {
@@ -749,6 +995,27 @@ impl Decoder {
                     }
                 }
                 lookup.set(id, value, table)?;
+                let id = lookup.last_id;
+                match table {
+                    Table::Name => {
+                        if self
+                            .cur
+                            .iter()
+                            .any(|t| t.kind == BufKind::IriCached && t.nid == id)
+                        {
+                            Self::materialize(&mut self.cur, &self.state.iri_cache, id);
+                        }
+                        if let Some(e) = self.state.iri_cache.get_mut(id as usize) {
+                            e.valid = false;
+                        }
+                    }
+                    Table::Prefix => {
+                        if let Some(v) = self.state.prefix_ver.get_mut(id as usize) {
+                            *v = v.wrapping_add(1);
+                        }
+                    }
+                    Table::Datatype => {}
+                }
                 Ok(Produced::Nothing)
             }
             _ => Ok(Produced::Nothing),
@@ -757,16 +1024,16 @@ impl Decoder {
 
     fn statement_ref(&self, quad: bool) -> StatementRef<'_> {
         let graph = if quad {
-            Some(self.cur[3].as_ref())
+            Some(self.term_ref(&self.cur[3]))
         } else if self.physical() == PhysicalType::Graphs {
             Some(self.graph.as_ref())
         } else {
             None
         };
         StatementRef {
-            subject: self.cur[0].as_ref(),
-            predicate: self.cur[1].as_ref(),
-            object: self.cur[2].as_ref(),
+            subject: self.term_ref(&self.cur[0]),
+            predicate: self.term_ref(&self.cur[1]),
+            object: self.term_ref(&self.cur[2]),
             graph,
         }
     }
@@ -776,7 +1043,7 @@ impl Decoder {
 pub struct FrameCursor<'d, 'b> {
     dec: &'d mut Decoder,
     bytes: &'b [u8],
-    r: Reader<'b>,
+    pos: usize,
     base: u64,
     index: u64,
     row: u64,
@@ -794,15 +1061,13 @@ impl<'d, 'b> FrameCursor<'d, 'b> {
         self.dec
     }
 
+    #[cold]
     fn err(&self, kind: K, row: Option<u64>) -> DecodeError {
-        let offset = match &kind {
-            K::Wire(w) => Some(self.base + w.offset() as u64),
-            _ => Some(self.base + self.row_start as u64),
-        };
+        // Offsets inside a row are relative to sub-messages; report the row's start.
         DecodeError {
             frame: self.index,
             row,
-            offset,
+            offset: Some(self.base + self.row_start as u64),
             kind,
         }
     }
@@ -810,30 +1075,62 @@ impl<'d, 'b> FrameCursor<'d, 'b> {
     /// The next event of the frame, or `None` at its end.
     pub fn next_event(&mut self) -> Result<Option<Event<'_>>, DecodeError> {
         let produced = loop {
-            self.row_start = self.r.offset();
-            let tag = self.r.tag().map_err(|e| self.err(e.into(), None))?;
-            let Some((field, wt)) = tag else {
+            let b = self.bytes;
+            if self.pos >= b.len() {
                 return Ok(None);
-            };
-            if field != frame::ROWS {
-                self.r.skip(wt).map_err(|e| self.err(e.into(), None))?;
+            }
+            self.row_start = self.pos;
+            let mut pos = self.pos;
+            let key = varint_at(b, &mut pos).map_err(|e| self.err(e, None))?;
+            if key != u64::from(frame::ROWS << 3 | 2) {
+                // Another frame field (metadata, unknown): skip it.
+                let mut r = Reader::new(&b[self.pos..]);
+                let skipped = r.tag().and_then(|t| match t {
+                    Some((field, wt)) if field != frame::ROWS => r.skip(wt),
+                    Some((field, wt)) => Err(WireError::BadWireType {
+                        wire_type: wire_code(wt),
+                        offset: field as usize,
+                    }),
+                    None => Ok(()),
+                });
+                if let Err(e) = skipped {
+                    let kind = match e {
+                        WireError::BadWireType { .. } if key >> 3 == u64::from(frame::ROWS) => {
+                            K::WrongWireType {
+                                field: frame::ROWS,
+                                got: "non-length-delimited",
+                                expected: "length-delimited",
+                            }
+                        }
+                        e => e.into(),
+                    };
+                    return Err(self.err(kind, None));
+                }
+                self.pos += r.offset();
                 continue;
             }
             let row_index = self.row;
             self.row += 1;
-            if wt != WireType::Len {
-                let kind = K::WrongWireType {
-                    field,
-                    got: wire_name(wt),
-                    expected: "length-delimited",
-                };
-                return Err(self.err(kind, Some(row_index)));
+            let len = varint_at(b, &mut pos).map_err(|e| self.err(e, Some(row_index)))?;
+            if len > (b.len() - pos) as u64 {
+                return Err(self.err(WireError::Truncated(b.len()).into(), Some(row_index)));
             }
-            let m = self
-                .r
-                .message()
-                .map_err(|e| self.err(e.into(), Some(row_index)))?;
-            match self.dec.row(m) {
+            let row = &b[pos..pos + len as usize];
+            self.pos = pos + len as usize;
+            let result = match row.first() {
+                // A row that is exactly one triple (field 2) or quad (field 3).
+                Some(&(0x12 | 0x1a)) => {
+                    let mut p = 1;
+                    match varint_at(row, &mut p) {
+                        Ok(l) if p as u64 + l == row.len() as u64 => {
+                            self.dec.statement_row(row[0] == 0x1a, &row[p..])
+                        }
+                        _ => self.dec.row(Reader::new(row)),
+                    }
+                }
+                _ => self.dec.row(Reader::new(row)),
+            };
+            match result {
                 Ok(Produced::Nothing) => {}
                 Ok(Produced::Options) if self.dec.options.is_none() => {}
                 Ok(p) => break p,
@@ -842,10 +1139,6 @@ impl<'d, 'b> FrameCursor<'d, 'b> {
         };
         let dec: &Decoder = self.dec;
         Ok(Some(match produced {
-            Produced::Nothing | Produced::Options => match &dec.options {
-                Some(o) => Event::Options(o),
-                None => Event::GraphEnd,
-            },
             Produced::Triple => Event::Statement(dec.statement_ref(false)),
             Produced::Quad => Event::Statement(dec.statement_ref(true)),
             Produced::Namespace => Event::Namespace {
@@ -854,6 +1147,10 @@ impl<'d, 'b> FrameCursor<'d, 'b> {
             },
             Produced::GraphStart => Event::GraphStart(dec.graph.as_ref()),
             Produced::GraphEnd => Event::GraphEnd,
+            Produced::Nothing | Produced::Options => match &dec.options {
+                Some(o) => Event::Options(o),
+                None => return Ok(None),
+            },
         }))
     }
 

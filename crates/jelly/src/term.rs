@@ -360,6 +360,8 @@ pub(crate) struct TermBuf {
     pub b: String,
     /// Components of a quoted triple.
     pub quoted: Option<Box<[TermBuf; 3]>>,
+    /// For [`BufKind::IriCached`]: the name id whose decoder cache entry holds the IRI.
+    pub nid: u32,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -367,6 +369,8 @@ pub(crate) enum BufKind {
     #[default]
     Unset,
     Iri,
+    /// An IRI held in the decoder's IRI cache (see `Decoder::term_ref`).
+    IriCached,
     Bnode,
     Simple,
     Lang,
@@ -397,7 +401,7 @@ impl TermBuf {
                 Some(q) => TermRef::Triple(TripleRef::from_bufs(q)),
                 None => TermRef::DefaultGraph,
             },
-            BufKind::DefaultGraph | BufKind::Unset => TermRef::DefaultGraph,
+            BufKind::DefaultGraph | BufKind::Unset | BufKind::IriCached => TermRef::DefaultGraph,
         }
     }
 
@@ -412,7 +416,6 @@ impl TermBuf {
     pub fn set_iri2(&mut self, prefix: &str, name: &str) {
         self.kind = BufKind::Iri;
         self.a.clear();
-        self.a.reserve(prefix.len() + name.len());
         self.a.push_str(prefix);
         self.a.push_str(name);
     }

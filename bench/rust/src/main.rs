@@ -1,0 +1,278 @@
+//! `jelly-bench`: measures jellyfish's codec the same way `bench/jvm` and `bench/py`
+//! measure their peers: load the data into memory first, warm up, then loop for a
+//! fixed time and print one JSON line.
+//!
+//! ```text
+//! jelly-bench encode IN.nt|nq[.gz] [--preset big|small] [--rows-per-frame 512] [--grouped] [--seconds 5] [--out F]
+//! jelly-bench decode IN.jelly [--seconds 5]
+//! jelly-bench oxttl-parse IN.nt|nq[.gz] [--seconds 5]
+//! jelly-bench oxttl-write IN.nt|nq[.gz] [--seconds 5]
+//! ```
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::time::{Duration, Instant};
+
+use jelly::{
+    Event, FramePolicy, JellyReader, JellyWriterBuilder, LogicalType, PhysicalType, Statement,
+    StreamOptions,
+};
+
+struct Args {
+    cmd: String,
+    input: String,
+    preset: String,
+    rows: usize,
+    grouped: bool,
+    seconds: f64,
+    out: Option<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut it = std::env::args().skip(1);
+    let cmd = it.next().ok_or("missing command")?;
+    let input = it.next().ok_or("missing input")?;
+    let mut a = Args {
+        cmd,
+        input,
+        preset: "big".into(),
+        rows: 512,
+        grouped: false,
+        seconds: 5.0,
+        out: None,
+    };
+    while let Some(flag) = it.next() {
+        match flag.as_str() {
+            "--preset" => a.preset = it.next().ok_or("--preset needs a value")?,
+            "--rows-per-frame" => {
+                a.rows = it
+                    .next()
+                    .ok_or("--rows-per-frame needs a value")?
+                    .parse()
+                    .map_err(|_| "bad number")?
+            }
+            "--grouped" => a.grouped = true,
+            "--seconds" => {
+                a.seconds = it
+                    .next()
+                    .ok_or("--seconds needs a value")?
+                    .parse()
+                    .map_err(|_| "bad number")?
+            }
+            "--out" => a.out = Some(it.next().ok_or("--out needs a value")?),
+            other => return Err(format!("unknown flag {other}")),
+        }
+    }
+    Ok(a)
+}
+
+fn read_input(path: &str) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    let f = File::open(path).map_err(|e| format!("{path}: {e}"))?;
+    if path.ends_with(".gz") {
+        flate2::read::GzDecoder::new(BufReader::new(f)).read_to_end(&mut bytes)
+    } else {
+        BufReader::new(f).read_to_end(&mut bytes)
+    }
+    .map_err(|e| format!("{path}: {e}"))?;
+    Ok(bytes)
+}
+
+fn is_quads(path: &str) -> bool {
+    path.trim_end_matches(".gz").ends_with(".nq")
+}
+
+fn load_statements(path: &str) -> Result<Vec<Statement>, String> {
+    let bytes = read_input(path)?;
+    let text = String::from_utf8(bytes).map_err(|e| e.to_string())?;
+    jelly::nquads::parse_document(&text).map_err(|e| e.to_string())
+}
+
+/// Runs `f` repeatedly (after one warm-up call) for about `seconds`; returns (iterations, elapsed).
+fn time_loop(seconds: f64, mut f: impl FnMut()) -> (u64, Duration) {
+    f();
+    let start = Instant::now();
+    let mut n = 0;
+    while n == 0 || start.elapsed().as_secs_f64() < seconds {
+        f();
+        n += 1;
+    }
+    (n, start.elapsed())
+}
+
+fn encode(statements: &[Statement], quads: bool, a: &Args) -> Vec<u8> {
+    let base = if a.preset == "small" {
+        StreamOptions::small()
+    } else {
+        StreamOptions::big()
+    };
+    let physical = if quads {
+        PhysicalType::Quads
+    } else {
+        PhysicalType::Triples
+    };
+    let logical = match (quads, a.grouped) {
+        (false, false) => LogicalType::FLAT_TRIPLES,
+        (true, false) => LogicalType::FLAT_QUADS,
+        (false, true) => LogicalType::GRAPHS,
+        (true, true) => LogicalType::DATASETS,
+    };
+    let opts = base.with_physical_type(physical).with_logical_type(logical);
+    let policy = if a.grouped {
+        FramePolicy::Manual
+    } else {
+        FramePolicy::Rows(a.rows)
+    };
+    let mut out = Vec::with_capacity(statements.len() * 24);
+    let Ok(mut w) = JellyWriterBuilder::new(opts)
+        .frame_policy(policy)
+        .build(&mut out)
+    else {
+        return Vec::new();
+    };
+    let mut prev_graph: Option<&jelly::Term> = None;
+    for st in statements {
+        if a.grouped {
+            let g = st.graph.as_ref();
+            if prev_graph.is_some() && prev_graph != g {
+                let _ = w.flush_frame();
+            }
+            prev_graph = g;
+        }
+        if let Err(e) = w.add(st.as_ref()) {
+            eprintln!("encode error: {e}");
+            std::process::exit(1);
+        }
+    }
+    let _ = w.finish();
+    out
+}
+
+fn decode(bytes: &[u8]) -> (u64, u64) {
+    let mut n = 0u64;
+    let mut checksum = 0u64;
+    let mut r = JellyReader::new(bytes);
+    let res = r.for_each_event(|_, ev| {
+        if let Event::Statement(st) = ev {
+            n += 1;
+            if let jelly::TermRef::Iri(s) = st.subject {
+                checksum = checksum.wrapping_add(s.len() as u64);
+            }
+        }
+    });
+    if let Err(e) = res {
+        eprintln!("decode error: {e}");
+        std::process::exit(1);
+    }
+    (n, checksum)
+}
+
+fn report(
+    op: &str,
+    input: &str,
+    statements: u64,
+    iters: u64,
+    elapsed: Duration,
+    bytes: usize,
+    extra: &str,
+) {
+    let secs = elapsed.as_secs_f64() / iters as f64;
+    println!(
+        "{{\"tool\":\"jellyfish\",\"op\":\"{op}\",\"input\":\"{input}\",\"statements\":{statements},\"iterations\":{iters},\"seconds\":{secs:.6},\"stmts_per_sec\":{:.0},\"bytes\":{bytes}{extra}}}",
+        statements as f64 / secs
+    );
+}
+
+fn main() {
+    let a = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("jelly-bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    let result = run(&a);
+    if let Err(e) = result {
+        eprintln!("jelly-bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(a: &Args) -> Result<(), String> {
+    match a.cmd.as_str() {
+        "encode" => {
+            let statements = load_statements(&a.input)?;
+            let quads = is_quads(&a.input);
+            let mut bytes = Vec::new();
+            let (iters, el) = time_loop(a.seconds, || bytes = encode(&statements, quads, a));
+            if let Some(out) = &a.out {
+                std::fs::write(out, &bytes).map_err(|e| e.to_string())?;
+            }
+            let extra = format!(",\"preset\":\"{}\",\"grouped\":{}", a.preset, a.grouped);
+            report(
+                "encode",
+                &a.input,
+                statements.len() as u64,
+                iters,
+                el,
+                bytes.len(),
+                &extra,
+            );
+        }
+        "decode" => {
+            let bytes = read_input(&a.input)?;
+            let mut n = 0;
+            let (iters, el) = time_loop(a.seconds, || n = decode(&bytes).0);
+            report("decode", &a.input, n, iters, el, bytes.len(), "");
+        }
+        "oxttl-parse" => {
+            let bytes = read_input(&a.input)?;
+            let quads = is_quads(&a.input);
+            let mut n = 0u64;
+            let (iters, el) = time_loop(a.seconds, || {
+                n = 0;
+                if quads {
+                    for q in oxttl::NQuadsParser::new().for_slice(&bytes) {
+                        if q.is_ok() {
+                            n += 1;
+                        }
+                    }
+                } else {
+                    for t in oxttl::NTriplesParser::new().for_slice(&bytes) {
+                        if t.is_ok() {
+                            n += 1;
+                        }
+                    }
+                }
+            });
+            report("oxttl-parse", &a.input, n, iters, el, bytes.len(), "");
+        }
+        "oxttl-write" => {
+            let bytes = read_input(&a.input)?;
+            let quads: Vec<oxrdf::Quad> = oxttl::NQuadsParser::new()
+                .for_slice(&bytes)
+                .filter_map(Result::ok)
+                .collect();
+            let mut size = 0;
+            let (iters, el) = time_loop(a.seconds, || {
+                let mut w =
+                    oxttl::NQuadsSerializer::new().for_writer(Vec::with_capacity(bytes.len()));
+                for q in &quads {
+                    let _ = w.serialize_quad(q);
+                }
+                size = w.finish().len();
+            });
+            report(
+                "oxttl-write",
+                &a.input,
+                quads.len() as u64,
+                iters,
+                el,
+                size,
+                "",
+            );
+        }
+        other => return Err(format!("unknown command {other}")),
+    }
+    Ok(())
+}
