@@ -1,4 +1,49 @@
 //! Library side of the `jelly` command line: each module is one verb or tool, so the
 //! binary stays thin and tests can call the same code.
 
+pub mod cli;
+pub mod common;
 pub mod conformance;
+pub mod conformance_cmd;
+pub mod error;
+pub mod format;
+pub mod from_jelly;
+pub mod inspect;
+pub mod io;
+pub mod rdf_read;
+pub mod report;
+pub mod to_jelly;
+pub mod transcode;
+pub mod validate;
+
+use clap::CommandFactory;
+
+use cli::{Cli, Command, RdfCommand, Shell};
+use error::CliResult;
+
+/// Runs a parsed command line.
+pub fn run(cli: &Cli) -> CliResult {
+    let q = cli.quiet;
+    match &cli.command {
+        Command::Rdf(RdfCommand::ToJelly(a)) => to_jelly::run(a, q),
+        Command::Rdf(RdfCommand::FromJelly(a)) => from_jelly::run(a, q),
+        Command::Rdf(RdfCommand::Transcode(a)) => transcode::run(a, q),
+        Command::Rdf(RdfCommand::Inspect(a)) => inspect::run(a, q),
+        Command::Rdf(RdfCommand::Validate(a)) => validate::run(a, q),
+        Command::Conformance(a) => conformance_cmd::run(a, q),
+        Command::Completions { shell } => {
+            let mut cmd = Cli::command();
+            let mut out = std::io::stdout();
+            use clap_complete::Shell as S;
+            let s = match shell {
+                Shell::Bash => S::Bash,
+                Shell::Zsh => S::Zsh,
+                Shell::Fish => S::Fish,
+                Shell::Elvish => S::Elvish,
+                Shell::Powershell => S::PowerShell,
+            };
+            clap_complete::generate(s, &mut cmd, "jelly", &mut out);
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,346 @@
+//! Command-line definitions (clap derive).
+
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+use jelly::LogicalType;
+
+use crate::format::Format;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success (for validate: the stream is valid and matches)
+  1  invalid input data, failed validation or comparison, failed conformance cases
+  2  usage error, or an I/O error (missing file, unwritable output)";
+
+/// Convert, inspect, validate and transcode Jelly-RDF streams.
+#[derive(Debug, Parser)]
+#[command(name = "jelly", version, about, after_help = EXIT_CODES)]
+pub struct Cli {
+    /// No progress display and no summary lines on stderr.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Commands on RDF data and Jelly-RDF streams.
+    #[command(subcommand)]
+    Rdf(RdfCommand),
+    /// Run the official Jelly-RDF conformance suite and write an EARL report.
+    #[command(after_help = CONFORMANCE_HELP)]
+    Conformance(ConformanceArgs),
+    /// Print a shell completion script.
+    #[command(after_help = "Example:\n  jelly completions bash > /etc/bash_completion.d/jelly")]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+}
+
+/// Shells for completion scripts.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RdfCommand {
+    /// Convert RDF (N-Triples, N-Quads, Turtle, TriG, RDF/XML, JSON-LD, N3) to a Jelly stream.
+    #[command(name = "to-jelly", after_help = TO_JELLY_HELP)]
+    ToJelly(ToJellyArgs),
+    /// Convert a Jelly stream to RDF text.
+    #[command(name = "from-jelly", after_help = FROM_JELLY_HELP)]
+    FromJelly(FromJellyArgs),
+    /// Merge, re-frame or re-encode Jelly streams.
+    #[command(after_help = TRANSCODE_HELP)]
+    Transcode(TranscodeArgs),
+    /// Print statistics about a Jelly stream (YAML or JSON).
+    #[command(after_help = INSPECT_HELP)]
+    Inspect(InspectArgs),
+    /// Check a Jelly stream against the specification, and optionally against RDF data.
+    #[command(after_help = VALIDATE_HELP)]
+    Validate(ValidateArgs),
+}
+
+const TO_JELLY_HELP: &str = "\
+Examples:
+  jelly rdf to-jelly data.ttl --to data.jelly
+  cat data.nq | jelly rdf to-jelly --in-format nq > data.jelly
+  jelly rdf to-jelly a.trig b.trig --frame-per graph --to graphs.jelly.gz
+  jelly rdf to-jelly data.nt --preset small --rows-per-frame 1000 --to data.jelly.zst
+  jelly rdf to-jelly data.ttl --enable-namespace-declarations --to data.jelly
+  jelly rdf to-jelly star.nq --opt.rdf-star --opt.generalized-statements --to star.jelly
+
+Input from stdin (no INPUT or `-`) is read as N-Quads unless --in-format says otherwise.
+gzip and zstd input is detected by its magic bytes; output is compressed when --to ends
+in .gz or .zst. The physical type defaults to QUADS for dataset formats (N-Quads, TriG,
+JSON-LD) and TRIPLES otherwise. --frame-per sets the logical type when not given:
+graph -> GRAPHS (triples) or NAMED_GRAPHS, dataset -> DATASETS, input -> GRAPHS or DATASETS.
+
+Exit codes: 0 success, 1 invalid input, 2 usage or I/O error.";
+
+const FROM_JELLY_HELP: &str = "\
+Examples:
+  jelly rdf from-jelly data.jelly --to data.nq
+  jelly rdf from-jelly data.jelly.gz --out-format ttl > data.ttl
+  cat data.jelly | jelly rdf from-jelly --out-format nt
+  jelly rdf from-jelly data.jelly --take-frames 2..5 --to part.nq
+  jelly rdf from-jelly data.jelly --split-frames frames/ --out-format trig
+
+--take-frames takes 0-based frame indices: `3` (frame 3 only), `1..5` (1 to 4),
+`1..=5`, `..10` (0 to 9) or `2..` (2 to the end).
+Namespace declarations in the stream become prefixes in Turtle and TriG output.
+
+Exit codes: 0 success, 1 invalid input or statement not representable, 2 usage or I/O error.";
+
+const TRANSCODE_HELP: &str = "\
+Examples:
+  jelly rdf transcode a.jelly b.jelly --to merged.jelly
+  jelly rdf transcode big.jelly --rows-per-frame 64 --to small-frames.jelly
+  jelly rdf transcode in.jelly --preset small --opt.physical-type quads --to out.jelly.gz
+  jelly rdf transcode in.jelly --frame-per graph --to per-graph.jelly
+
+By default the first input's options and frame boundaries are kept.
+
+Exit codes: 0 success, 1 invalid input, 2 usage or I/O error.";
+
+const INSPECT_HELP: &str = "\
+Examples:
+  jelly rdf inspect data.jelly
+  jelly rdf inspect data.jelly.gz --per-frame --json
+
+Distinct term counts are exact up to 4,000,000 terms of each kind, approximate after that.
+Exit codes: 0 success, 1 invalid input, 2 usage or I/O error.";
+
+const VALIDATE_HELP: &str = "\
+Examples:
+  jelly rdf validate data.jelly
+  jelly rdf validate data.jelly --compare-to-rdf-file data.nq
+  jelly rdf validate data.jelly --compare-to-rdf-file frame3.nq --compare-ordered true --compare-frame-indices 3
+  jelly rdf validate data.jelly --options-file expected_options.jelly --delimited true
+
+Exit codes:
+  0  the stream is valid (and matches the RDF file and the options, when asked)
+  1  the stream is invalid, or differs from the RDF file or the options
+  2  usage error, or an I/O error";
+
+const CONFORMANCE_HELP: &str = "\
+Example:
+  jelly conformance --suite ../shared/jelly-conformance --earl docs/conformance/earl.ttl
+
+Exit codes: 0 all cases passed, 1 some case failed, 2 usage or I/O error.";
+
+/// Physical stream type names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PhysicalArg {
+    Triples,
+    Quads,
+    Graphs,
+}
+
+/// Option presets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Preset {
+    /// name 128, prefix 16, datatype 16
+    Small,
+    /// name 4000, prefix 150, datatype 32
+    Big,
+}
+
+/// How output is grouped into frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FramePer {
+    /// A new frame whenever the graph changes.
+    Graph,
+    /// One frame per input file, each a dataset.
+    Dataset,
+    /// One frame per input file.
+    Input,
+    /// (transcode) keep the frame boundaries of the input.
+    Frame,
+}
+
+fn parse_logical(s: &str) -> Result<LogicalType, String> {
+    LogicalType::parse(s).ok_or_else(|| {
+        format!(
+            "unknown logical type `{s}` (flat-triples, flat-quads, graphs, datasets, \
+             subject-graphs, named-graphs, timestamped-named-graphs, or a number)"
+        )
+    })
+}
+
+/// Stream option flags shared by to-jelly and transcode.
+#[derive(Debug, Clone, Args, Default)]
+pub struct StreamOptionArgs {
+    /// Table sizes preset (default big).
+    #[arg(long, value_enum)]
+    pub preset: Option<Preset>,
+    /// Take the options from an existing Jelly file (flags below still override them).
+    #[arg(long = "options-from", value_name = "FILE.jelly")]
+    pub options_from: Option<String>,
+    /// Physical stream type.
+    #[arg(long = "opt.physical-type", value_enum, value_name = "TYPE")]
+    pub physical_type: Option<PhysicalArg>,
+    /// Logical stream type (flat-triples, flat-quads, graphs, datasets, subject-graphs, named-graphs, …).
+    #[arg(long = "opt.logical-type", value_parser = parse_logical, value_name = "TYPE")]
+    pub logical_type: Option<LogicalType>,
+    /// Name lookup table size (at least 8).
+    #[arg(long = "opt.max-name-table-size", value_name = "N")]
+    pub max_name_table_size: Option<u32>,
+    /// Prefix lookup table size (0 disables it).
+    #[arg(long = "opt.max-prefix-table-size", value_name = "N")]
+    pub max_prefix_table_size: Option<u32>,
+    /// Datatype lookup table size (0 disables typed literals).
+    #[arg(long = "opt.max-datatype-table-size", value_name = "N")]
+    pub max_datatype_table_size: Option<u32>,
+    /// Allow RDF-star quoted triples (also reads .nt/.nq with Jelly's own tolerant parser).
+    #[arg(long = "opt.rdf-star", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub rdf_star: Option<bool>,
+    /// Allow generalized statements (also reads .nt/.nq with Jelly's own tolerant parser).
+    #[arg(long = "opt.generalized-statements", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub generalized_statements: Option<bool>,
+    /// Stream name.
+    #[arg(long = "opt.stream-name", value_name = "NAME")]
+    pub stream_name: Option<String>,
+}
+
+/// Framing flags of the writers.
+#[derive(Debug, Clone, Args, Default)]
+pub struct FramingArgs {
+    /// Rows per frame (default 256).
+    #[arg(long = "rows-per-frame", value_name = "N")]
+    pub rows_per_frame: Option<usize>,
+    /// Group frames by graph, dataset or input file instead of by row count.
+    #[arg(long = "frame-per", value_enum, value_name = "UNIT")]
+    pub frame_per: Option<FramePer>,
+    /// Write delimited frames (default true; false writes exactly one frame).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub delimited: Option<bool>,
+    /// Carry namespace declarations (@prefix) into the stream (protocol version 2).
+    #[arg(long = "enable-namespace-declarations")]
+    pub enable_namespace_declarations: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ToJellyArgs {
+    /// Input files (`-` or none for stdin).
+    #[arg(value_name = "INPUT")]
+    pub inputs: Vec<String>,
+    /// Output file (default stdout).
+    #[arg(long = "to", short = 'o', value_name = "FILE")]
+    pub to: Option<String>,
+    /// Input format (default: from the extension; N-Quads for stdin).
+    #[arg(long = "in-format", value_enum, value_name = "FORMAT")]
+    pub in_format: Option<Format>,
+    /// Base IRI for relative IRIs in Turtle, TriG, RDF/XML, JSON-LD and N3.
+    #[arg(long = "base-iri", value_name = "IRI")]
+    pub base_iri: Option<String>,
+    #[command(flatten)]
+    pub opts: StreamOptionArgs,
+    #[command(flatten)]
+    pub framing: FramingArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct FromJellyArgs {
+    /// Input Jelly file (`-` or none for stdin).
+    #[arg(value_name = "INPUT")]
+    pub input: Option<String>,
+    /// Output file (default stdout).
+    #[arg(long = "to", short = 'o', value_name = "FILE")]
+    pub to: Option<String>,
+    /// Output format (default: from the extension of --to, else nq).
+    #[arg(long = "out-format", value_enum, value_name = "FORMAT")]
+    pub out_format: Option<Format>,
+    /// Only these frames (0-based): `3`, `1..5`, `1..=5`, `..10`, `2..`.
+    #[arg(long = "take-frames", value_name = "RANGE")]
+    pub take_frames: Option<String>,
+    /// Write each frame to its own file in DIR (frame-000000.nq, …).
+    #[arg(long = "split-frames", value_name = "DIR", conflicts_with = "to")]
+    pub split_frames: Option<String>,
+    /// Write all frames to one output (the default).
+    #[arg(long, conflicts_with = "split_frames")]
+    pub combine: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TranscodeArgs {
+    /// Input Jelly files (`-` or none for stdin).
+    #[arg(value_name = "INPUT")]
+    pub inputs: Vec<String>,
+    /// Output file (default stdout).
+    #[arg(long = "to", short = 'o', value_name = "FILE")]
+    pub to: Option<String>,
+    #[command(flatten)]
+    pub opts: StreamOptionArgs,
+    #[command(flatten)]
+    pub framing: FramingArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// Input Jelly file (`-` or none for stdin).
+    #[arg(value_name = "INPUT")]
+    pub input: Option<String>,
+    /// Also report every frame.
+    #[arg(long = "per-frame")]
+    pub per_frame: bool,
+    /// JSON instead of YAML.
+    #[arg(long)]
+    pub json: bool,
+    /// Output file (default stdout).
+    #[arg(long = "to", short = 'o', value_name = "FILE")]
+    pub to: Option<String>,
+}
+
+/// Delimiting expected by validate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DelimitedArg {
+    Either,
+    True,
+    False,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Input Jelly file (`-` or none for stdin).
+    #[arg(value_name = "INPUT")]
+    pub input: Option<String>,
+    /// Compare the stream's statements with this RDF file.
+    #[arg(long = "compare-to-rdf-file", value_name = "FILE")]
+    pub compare_to_rdf_file: Option<String>,
+    /// Format of the RDF file (default: from its extension).
+    #[arg(long = "compare-to-format", value_enum, value_name = "FORMAT")]
+    pub compare_to_format: Option<Format>,
+    /// true: statements must appear in the same order; false: compare as datasets (isomorphism).
+    #[arg(long = "compare-ordered", action = ArgAction::Set, default_value = "false", value_name = "BOOL")]
+    pub compare_ordered: bool,
+    /// Only compare these frames (0-based range, as in from-jelly --take-frames).
+    #[arg(long = "compare-frame-indices", value_name = "RANGE")]
+    pub compare_frame_indices: Option<String>,
+    /// Require these exact stream options (taken from a Jelly file).
+    #[arg(long = "options-file", value_name = "FILE.jelly")]
+    pub options_file: Option<String>,
+    /// Required framing of the input.
+    #[arg(long, value_enum, default_value = "either", value_name = "WHICH")]
+    pub delimited: DelimitedArg,
+}
+
+#[derive(Debug, Args)]
+pub struct ConformanceArgs {
+    /// The suite folder (the one holding `rdf/from_jelly` and `rdf/to_jelly`).
+    #[arg(long, value_name = "DIR")]
+    pub suite: String,
+    /// Where to write the EARL report (Turtle).
+    #[arg(long, value_name = "FILE")]
+    pub earl: Option<String>,
+    /// Where to leave the to_jelly outputs.
+    #[arg(long = "out-dir", value_name = "DIR")]
+    pub out_dir: Option<String>,
+}

@@ -1,0 +1,279 @@
+//! Pieces shared by the verbs: stream options from flags, frame ranges, and the
+//! Jelly writer with grouping.
+
+use std::io::Write;
+
+use jelly::{
+    Event, FramePolicy, JellyReader, JellyWriter, JellyWriterBuilder, LogicalType, PhysicalType,
+    StatementRef, StreamOptions, Term, WriteError,
+};
+
+use crate::cli::{FramePer, FramingArgs, PhysicalArg, Preset, StreamOptionArgs};
+use crate::error::{CliError, CliResult, decode_error};
+use crate::io::open_input;
+
+/// Reads the stream options of an existing Jelly file (its first options row).
+pub fn options_from_file(path: &str) -> CliResult<StreamOptions> {
+    let input = open_input(path)?;
+    let mut r = JellyReader::new(input.reader);
+    let frame = r.next_frame().map_err(|e| decode_error(&input.name, &e))?;
+    if let Some(mut f) = frame
+        && let Some(Event::Options(o)) =
+            f.next_event().map_err(|e| decode_error(&input.name, &e))?
+    {
+        return Ok(o.clone());
+    }
+    Err(CliError::invalid(format!(
+        "{}: no stream options at the start of the stream",
+        input.name
+    )))
+}
+
+/// The options asked for by the flags, on top of `base` (preset, `--options-from` or a stream's options).
+pub fn apply_option_flags(mut o: StreamOptions, a: &StreamOptionArgs) -> StreamOptions {
+    if let Some(p) = a.physical_type {
+        o.physical_type = match p {
+            PhysicalArg::Triples => PhysicalType::Triples,
+            PhysicalArg::Quads => PhysicalType::Quads,
+            PhysicalArg::Graphs => PhysicalType::Graphs,
+        };
+    }
+    if let Some(l) = a.logical_type {
+        o.logical_type = l;
+    }
+    if let Some(n) = a.max_name_table_size {
+        o.max_name_table_size = n;
+    }
+    if let Some(n) = a.max_prefix_table_size {
+        o.max_prefix_table_size = n;
+    }
+    if let Some(n) = a.max_datatype_table_size {
+        o.max_datatype_table_size = n;
+    }
+    if let Some(b) = a.rdf_star {
+        o.rdf_star = b;
+    }
+    if let Some(b) = a.generalized_statements {
+        o.generalized_statements = b;
+    }
+    if let Some(n) = &a.stream_name {
+        o.stream_name = n.clone();
+    }
+    o
+}
+
+/// Base options from `--preset` / `--options-from`.
+pub fn base_options(a: &StreamOptionArgs) -> CliResult<Option<StreamOptions>> {
+    if let Some(path) = &a.options_from {
+        let mut o = options_from_file(path)?;
+        // The version is an encoding detail: let the encoder pick the lowest that fits.
+        o.version = 0;
+        if let Some(p) = a.preset {
+            let t = preset(p);
+            o.max_name_table_size = t.max_name_table_size;
+            o.max_prefix_table_size = t.max_prefix_table_size;
+            o.max_datatype_table_size = t.max_datatype_table_size;
+        }
+        return Ok(Some(o));
+    }
+    Ok(a.preset.map(preset))
+}
+
+fn preset(p: Preset) -> StreamOptions {
+    match p {
+        Preset::Small => StreamOptions::small(),
+        Preset::Big => StreamOptions::big(),
+    }
+}
+
+/// The logical type implied by `--frame-per` for `physical`.
+pub fn logical_for_frame_per(fp: FramePer, physical: PhysicalType) -> Option<LogicalType> {
+    let triples = physical == PhysicalType::Triples;
+    match fp {
+        FramePer::Graph if triples => Some(LogicalType::GRAPHS),
+        FramePer::Graph => Some(LogicalType::NAMED_GRAPHS),
+        FramePer::Dataset if triples => Some(LogicalType::GRAPHS),
+        FramePer::Dataset => Some(LogicalType::DATASETS),
+        FramePer::Input if triples => Some(LogicalType::GRAPHS),
+        FramePer::Input => Some(LogicalType::DATASETS),
+        FramePer::Frame => None,
+    }
+}
+
+/// Checks option values the encoder does not check itself.
+pub fn check_options(o: &StreamOptions) -> CliResult {
+    if o.max_name_table_size < 8 {
+        return Err(CliError::usage(format!(
+            "--opt.max-name-table-size must be at least 8 (got {})",
+            o.max_name_table_size
+        )));
+    }
+    Ok(())
+}
+
+/// A half-open range of frame indices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameRange {
+    pub start: u64,
+    /// Exclusive end; `None` = to the end of the stream.
+    pub end: Option<u64>,
+}
+
+impl FrameRange {
+    /// All frames.
+    pub const ALL: FrameRange = FrameRange {
+        start: 0,
+        end: None,
+    };
+
+    /// Parses `3`, `1..5`, `1..=5`, `..10`, `2..`.
+    pub fn parse(s: &str) -> CliResult<FrameRange> {
+        let bad = || {
+            CliError::usage(format!(
+                "invalid frame range `{s}` (use 3, 1..5, 1..=5, ..10 or 2..)"
+            ))
+        };
+        let num = |t: &str| t.trim().parse::<u64>().map_err(|_| bad());
+        let s2 = s.trim();
+        if let Some((a, b)) = s2.split_once("..") {
+            let start = if a.trim().is_empty() { 0 } else { num(a)? };
+            let end = if let Some(b) = b.strip_prefix('=') {
+                Some(num(b)?.checked_add(1).ok_or_else(bad)?)
+            } else if b.trim().is_empty() {
+                None
+            } else {
+                Some(num(b)?)
+            };
+            Ok(FrameRange { start, end })
+        } else {
+            let i = num(s2)?;
+            Ok(FrameRange {
+                start: i,
+                end: Some(i + 1),
+            })
+        }
+    }
+
+    /// True if frame `i` is in the range.
+    pub fn contains(&self, i: u64) -> bool {
+        i >= self.start && self.end.is_none_or(|e| i < e)
+    }
+
+    /// True if no frame at or after `i` is in the range.
+    pub fn done(&self, i: u64) -> bool {
+        self.end.is_some_and(|e| i >= e)
+    }
+}
+
+/// A Jelly writer that also ends frames by graph or input, as `--frame-per` asks.
+pub struct GroupingWriter<W: Write> {
+    pub writer: JellyWriter<W>,
+    frame_per: Option<FramePer>,
+    last_graph: Option<Term>,
+    out_name: String,
+    ns_enabled: bool,
+}
+
+impl<W: Write> GroupingWriter<W> {
+    /// Builds the writer. `options` must be final.
+    pub fn new(
+        options: StreamOptions,
+        framing: &FramingArgs,
+        frame_per: Option<FramePer>,
+        ns_enabled: bool,
+        out: W,
+        out_name: &str,
+    ) -> CliResult<Self> {
+        check_options(&options)?;
+        let policy = match frame_per {
+            Some(_) => FramePolicy::Manual,
+            None => FramePolicy::Rows(framing.rows_per_frame.unwrap_or(256).max(1)),
+        };
+        let writer = JellyWriterBuilder::new(options)
+            .frame_policy(policy)
+            .delimited(framing.delimited.unwrap_or(true))
+            .namespace_declarations(ns_enabled)
+            .build(out)
+            .map_err(|e| CliError::usage(format!("invalid stream options: {e}")))?;
+        Ok(GroupingWriter {
+            writer,
+            frame_per,
+            last_graph: None,
+            out_name: out_name.to_string(),
+            ns_enabled,
+        })
+    }
+
+    /// Maps a writer error; `at` locates the statement in the input.
+    pub fn err(&self, e: WriteError, at: &str) -> CliError {
+        match e {
+            WriteError::Io(io) => CliError::io(&self.out_name, &io),
+            WriteError::SecondFrameNonDelimited => {
+                CliError::usage(format!("{at}: {}", WriteError::SecondFrameNonDelimited))
+            }
+            WriteError::Encode(e) => CliError::invalid(format!("{at}: {e}")),
+        }
+    }
+
+    /// Adds a statement, starting a new frame first if its graph differs (`--frame-per graph`).
+    pub fn add(&mut self, st: StatementRef<'_>, at: &dyn Fn() -> String) -> CliResult {
+        if self.frame_per == Some(FramePer::Graph) {
+            let g = st.graph_or_default();
+            let same = self.last_graph.as_ref().is_some_and(|l| l.as_ref() == g);
+            if !same {
+                if self.last_graph.is_some() {
+                    self.end_group().map_err(|e| self.err(e, &at()))?;
+                }
+                self.last_graph = Some(g.to_owned());
+            }
+        }
+        self.writer.add(st).map_err(|e| self.err(e, &at()))
+    }
+
+    /// True if namespace declarations are written.
+    pub fn ns_enabled(&self) -> bool {
+        self.ns_enabled
+    }
+
+    /// Declares a namespace (ignored unless namespace declarations are on).
+    pub fn namespace(&mut self, name: &str, iri: &str, at: &dyn Fn() -> String) -> CliResult {
+        if !self.ns_enabled {
+            return Ok(());
+        }
+        self.writer
+            .declare_namespace(name, iri)
+            .map_err(|e| self.err(e, &at()))
+    }
+
+    fn end_group(&mut self) -> Result<(), WriteError> {
+        if self.writer.encoder().graph_open() {
+            self.writer.encoder().end_graph()?;
+        }
+        self.writer.flush_frame()
+    }
+
+    /// The end of one input file (`--frame-per input|dataset`).
+    pub fn end_input(&mut self) -> CliResult {
+        if matches!(self.frame_per, Some(FramePer::Input | FramePer::Dataset)) {
+            self.end_group().map_err(|e| self.err(e, "end of input"))?;
+        }
+        Ok(())
+    }
+
+    /// The end of an input frame (`--frame-per frame`, transcode).
+    pub fn end_input_frame(&mut self) -> CliResult {
+        if self.frame_per == Some(FramePer::Frame) {
+            self.end_group().map_err(|e| self.err(e, "end of frame"))?;
+        }
+        Ok(())
+    }
+
+    /// Writes the last frame and returns the output.
+    pub fn finish(self) -> CliResult<W> {
+        let name = self.out_name.clone();
+        self.writer.finish().map_err(|e| match e {
+            WriteError::Io(io) => CliError::io(&name, &io),
+            other => CliError::invalid(format!("{name}: {other}")),
+        })
+    }
+}

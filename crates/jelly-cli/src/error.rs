@@ -1,0 +1,83 @@
+//! The error type of the command line, with its exit code.
+
+use std::fmt;
+use std::io;
+
+/// Exit code for success.
+pub const EXIT_OK: u8 = 0;
+/// Exit code for invalid input data, a failed validation or comparison, or failed conformance cases.
+pub const EXIT_INVALID: u8 = 1;
+/// Exit code for usage errors and I/O errors (missing file, unwritable output).
+pub const EXIT_USAGE: u8 = 2;
+
+/// An error shown to the user as `jelly: <message>` with an exit code.
+#[derive(Debug)]
+pub struct CliError {
+    /// Exit code ([`EXIT_INVALID`] or [`EXIT_USAGE`]).
+    pub code: u8,
+    /// The message, already prefixed with the file and position when known.
+    pub message: String,
+    /// Output was closed by the reader (e.g. `| head`): exit quietly.
+    pub broken_pipe: bool,
+}
+
+impl CliError {
+    /// Invalid input data (exit 1).
+    pub fn invalid(message: impl Into<String>) -> Self {
+        CliError {
+            code: EXIT_INVALID,
+            message: message.into(),
+            broken_pipe: false,
+        }
+    }
+
+    /// Usage error (exit 2).
+    pub fn usage(message: impl Into<String>) -> Self {
+        CliError {
+            code: EXIT_USAGE,
+            message: message.into(),
+            broken_pipe: false,
+        }
+    }
+
+    /// I/O error on `what` (exit 2; a broken pipe is remembered so it can exit quietly).
+    pub fn io(what: &str, e: &io::Error) -> Self {
+        CliError {
+            code: EXIT_USAGE,
+            message: format!("{what}: {e}"),
+            broken_pipe: e.kind() == io::ErrorKind::BrokenPipe,
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+/// Result of a command.
+pub type CliResult<T = ()> = Result<T, CliError>;
+
+/// Formats a decoding error as `FILE:frame N:row M: message`.
+pub fn decode_error(file: &str, e: &jelly::DecodeError) -> CliError {
+    let mut s = format!("{file}:frame {}", e.frame);
+    if let Some(r) = e.row {
+        s.push_str(&format!(":row {r}"));
+    }
+    if let Some(o) = e.offset {
+        s.push_str(&format!(" (byte {o})"));
+    }
+    s.push_str(": ");
+    s.push_str(&e.kind.to_string());
+    if let jelly::DecodeErrorKind::Io(io) = &e.kind {
+        // Decompression failures and unreadable input are I/O errors, but they mean the
+        // input is not a valid stream.
+        let mut err = CliError::invalid(s);
+        err.broken_pipe = io.kind() == io::ErrorKind::BrokenPipe;
+        return err;
+    }
+    CliError::invalid(s)
+}

@@ -1,0 +1,197 @@
+//! `jelly rdf from-jelly`: Jelly stream in, RDF text out, statement by statement.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use jelly::nquads::NQuadsWriter;
+use jelly::{Event, JellyReader, StatementRef, TermRef};
+use oxrdfio::{RdfSerializer, WriterQuadSerializer};
+
+use crate::cli::FromJellyArgs;
+use crate::common::FrameRange;
+use crate::error::{CliError, CliResult, decode_error};
+use crate::format::Format;
+use crate::io::{Output, Progress, display_name, open_input, open_output};
+
+/// Where statements go: the fast N-Triples/N-Quads writer, or oxrdfio.
+enum Sink {
+    NQuads {
+        w: NQuadsWriter<Output>,
+        triples_only: bool,
+    },
+    Ox {
+        format: Format,
+        out: Option<Output>,
+        ser: Option<Box<WriterQuadSerializer<Output>>>,
+    },
+}
+
+impl Sink {
+    fn new(format: Format, out: Output) -> Sink {
+        match format {
+            Format::Nt | Format::Nq => Sink::NQuads {
+                w: NQuadsWriter::new(out),
+                triples_only: format == Format::Nt,
+            },
+            _ => Sink::Ox {
+                format,
+                out: Some(out),
+                ser: None,
+            },
+        }
+    }
+
+    fn write(
+        &mut self,
+        st: StatementRef<'_>,
+        prefixes: &[(String, String)],
+        at: &dyn Fn() -> String,
+        out_name: &str,
+    ) -> CliResult {
+        match self {
+            Sink::NQuads { w, triples_only } => {
+                if *triples_only && !matches!(st.graph, None | Some(TermRef::DefaultGraph)) {
+                    return Err(CliError::invalid(format!(
+                        "{}: statement in a named graph cannot be written as N-Triples; use --out-format nq",
+                        at()
+                    )));
+                }
+                w.write(st).map_err(|e| CliError::io(out_name, &e))
+            }
+            Sink::Ox { format, out, ser } => {
+                let q = st.to_oxrdf_quad().map_err(|e| {
+                    CliError::invalid(format!(
+                        "{}: {e}; {} cannot hold this statement, use --out-format nq",
+                        at(),
+                        format.name()
+                    ))
+                })?;
+                if ser.is_none() {
+                    let mut s = RdfSerializer::from_format(format.oxrdfio());
+                    for (name, iri) in prefixes {
+                        if let Ok(with) = s.clone().with_prefix(name.clone(), iri.clone()) {
+                            s = with;
+                        }
+                    }
+                    if let Some(o) = out.take() {
+                        *ser = Some(Box::new(s.for_writer(o)));
+                    }
+                }
+                match ser {
+                    Some(s) => s.serialize_quad(&q).map_err(|e| {
+                        if e.kind() == std::io::ErrorKind::BrokenPipe {
+                            CliError::io(out_name, &e)
+                        } else {
+                            CliError::invalid(format!("{}: {e}", at()))
+                        }
+                    }),
+                    None => Err(CliError::invalid(format!(
+                        "{}: output already closed",
+                        at()
+                    ))),
+                }
+            }
+        }
+    }
+
+    fn finish(self, prefixes: &[(String, String)], out_name: &str) -> CliResult {
+        let io = |e: std::io::Error| CliError::io(out_name, &e);
+        let out = match self {
+            Sink::NQuads { w, .. } => w.finish().map_err(io)?,
+            Sink::Ox {
+                format,
+                out,
+                ser: None,
+            } => {
+                // No statement: still write a valid (empty) document.
+                let mut s = RdfSerializer::from_format(format.oxrdfio());
+                for (name, iri) in prefixes {
+                    if let Ok(with) = s.clone().with_prefix(name.clone(), iri.clone()) {
+                        s = with;
+                    }
+                }
+                match out {
+                    Some(o) => s.for_writer(o).finish().map_err(io)?,
+                    None => return Ok(()),
+                }
+            }
+            Sink::Ox { ser: Some(s), .. } => s.finish().map_err(io)?,
+        };
+        out.finish().map_err(io)
+    }
+}
+
+/// Runs the command.
+pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
+    let in_path = args.input.as_deref().unwrap_or("-");
+    let format = args
+        .out_format
+        .or_else(|| args.to.as_deref().and_then(Format::from_path))
+        .unwrap_or(Format::Nq);
+    let range = match &args.take_frames {
+        Some(r) => FrameRange::parse(r)?,
+        None => FrameRange::ALL,
+    };
+    if let Some(dir) = &args.split_frames {
+        fs::create_dir_all(dir).map_err(|e| CliError::io(dir, &e))?;
+    }
+    let input = open_input(in_path)?;
+    let name = input.name.clone();
+    let mut progress = Progress::new(quiet, input.bytes_read.clone());
+    let mut reader = JellyReader::new(input.reader);
+    let mut prefixes: Vec<(String, String)> = Vec::new();
+    let combined_name = display_name(args.to.as_deref().unwrap_or("-"), false);
+    let mut combined = match &args.split_frames {
+        None => Some(Sink::new(format, open_output(args.to.as_deref())?)),
+        Some(_) => None,
+    };
+    let result = (|| -> CliResult {
+        loop {
+            let frame = reader.next_frame().map_err(|e| decode_error(&name, &e))?;
+            let Some(mut frame) = frame else { break };
+            let i = frame.index();
+            if range.done(i) {
+                break;
+            }
+            let take = range.contains(i);
+            let mut split: Option<(Sink, String)> = None;
+            if take && let Some(dir) = &args.split_frames {
+                let p = Path::new(dir).join(format!("frame-{i:06}.{}", format.extension()));
+                let p = p.to_string_lossy().into_owned();
+                split = Some((Sink::new(format, open_output(Some(&p))?), p));
+            }
+            let at = || format!("{name}:frame {i}");
+            while let Some(ev) = frame.next_event().map_err(|e| decode_error(&name, &e))? {
+                match ev {
+                    Event::Statement(st) if take => {
+                        progress.statement();
+                        match (&mut split, &mut combined) {
+                            (Some((s, p)), _) => s.write(st, &prefixes, &at, p)?,
+                            (None, Some(s)) => s.write(st, &prefixes, &at, &combined_name)?,
+                            (None, None) => {}
+                        }
+                    }
+                    Event::Namespace { name: n, iri } => {
+                        match prefixes.iter_mut().find(|(k, _)| k == n) {
+                            Some(slot) => slot.1 = iri.to_string(),
+                            None => prefixes.push((n.to_string(), iri.to_string())),
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if let Some((s, p)) = split {
+                s.finish(&prefixes, &p)?;
+            }
+        }
+        Ok(())
+    })();
+    progress.finish();
+    result?;
+    if let Some(s) = combined {
+        s.finish(&prefixes, &combined_name)?;
+    }
+    let _ = std::io::stderr().flush();
+    Ok(())
+}

@@ -1,0 +1,451 @@
+//! `jelly rdf inspect`: options, frames, rows by kind, statements, distinct terms and
+//! lookup table usage of a stream, in bounded memory.
+
+use std::hash::{BuildHasher, Hasher};
+use std::io::{BufRead, Read, Write};
+
+use hashbrown::HashSet;
+use jelly::{
+    Decoder, DecoderOptions, DecoderStats, Delimiting, Event, StreamOptions, TermRef,
+    detect_delimiting,
+};
+use jelly_proto::fields::{entry, frame as ff, row};
+use jelly_proto::wire::{Reader, WireType};
+
+use crate::cli::InspectArgs;
+use crate::error::{CliError, CliResult, decode_error};
+use crate::io::{Progress, display_name, open_input, open_output};
+use crate::report::{Value, map, to_json, to_yaml};
+
+/// Distinct terms kept exactly up to this many per kind.
+pub const DISTINCT_CAP: usize = 4_000_000;
+
+/// Splits a byte stream into frames (delimited or a single frame).
+pub struct RawFrames<R: BufRead> {
+    r: R,
+    delimiting: Delimiting,
+    /// Bytes consumed.
+    pub offset: u64,
+    done: bool,
+    max: u64,
+}
+
+impl<R: BufRead> RawFrames<R> {
+    /// Frames of `r`, with `delimiting` (Auto to detect).
+    pub fn new(r: R, delimiting: Delimiting, max: u64) -> Self {
+        RawFrames {
+            r,
+            delimiting,
+            offset: 0,
+            done: false,
+            max,
+        }
+    }
+
+    /// The framing, once detected.
+    pub fn delimiting(&self) -> Delimiting {
+        self.delimiting
+    }
+
+    /// Reads the next frame into `buf`; `Ok(false)` at the end. Errors are messages.
+    pub fn next(&mut self, buf: &mut Vec<u8>, index: u64) -> Result<bool, String> {
+        buf.clear();
+        if self.done {
+            return Ok(false);
+        }
+        if self.delimiting == Delimiting::Auto {
+            let head = self.r.fill_buf().map_err(|e| e.to_string())?;
+            if head.is_empty() {
+                return Err("input is empty".into());
+            }
+            self.delimiting = detect_delimiting(&head[..head.len().min(3)]);
+        }
+        if self.delimiting == Delimiting::Single {
+            self.done = true;
+            (&mut self.r)
+                .take(self.max + 1)
+                .read_to_end(buf)
+                .map_err(|e| e.to_string())?;
+            if buf.len() as u64 > self.max {
+                return Err(format!("frame {index}: larger than {} bytes", self.max));
+            }
+            self.offset += buf.len() as u64;
+            return Ok(index == 0 || !buf.is_empty());
+        }
+        let mut len = 0u64;
+        let mut shift = 0;
+        let mut n = 0;
+        loop {
+            let mut b = [0u8; 1];
+            let got = self.r.read(&mut b).map_err(|e| e.to_string())?;
+            if got == 0 {
+                if n == 0 {
+                    self.done = true;
+                    return Ok(false);
+                }
+                return Err(format!(
+                    "frame {index}: the input ends inside a length prefix"
+                ));
+            }
+            n += 1;
+            if shift > 63 {
+                return Err(format!("frame {index}: malformed length prefix"));
+            }
+            len |= u64::from(b[0] & 0x7f) << shift;
+            shift += 7;
+            if b[0] < 0x80 {
+                break;
+            }
+        }
+        self.offset += n;
+        if len > self.max {
+            return Err(format!(
+                "frame {index}: {len} bytes exceeds the limit of {} bytes",
+                self.max
+            ));
+        }
+        let got = (&mut self.r)
+            .take(len)
+            .read_to_end(buf)
+            .map_err(|e| e.to_string())?;
+        self.offset += got as u64;
+        if (got as u64) < len {
+            return Err(format!(
+                "frame {index}: the input ends in the middle of a frame (expected {len} bytes, got {got})"
+            ));
+        }
+        Ok(true)
+    }
+}
+
+/// Lookup entry ids seen in a frame, with the 0 = previous + 1 rule.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TableUse {
+    last: u64,
+    /// Highest id defined.
+    pub max_id: u64,
+    /// Entry rows.
+    pub entries: u64,
+}
+
+impl TableUse {
+    fn entry(&mut self, id: u64) {
+        let id = if id == 0 { self.last + 1 } else { id };
+        self.last = id;
+        self.max_id = self.max_id.max(id);
+        self.entries += 1;
+    }
+}
+
+/// Scans a frame's rows for lookup entries (name, prefix, datatype).
+fn scan_tables(frame: &[u8], t: &mut [TableUse; 3]) {
+    let mut r = Reader::new(frame);
+    while let Ok(Some((field, wt))) = r.tag() {
+        if field != ff::ROWS || wt != WireType::Len {
+            if r.skip(wt).is_err() {
+                return;
+            }
+            continue;
+        }
+        let Ok(mut rowr) = r.message() else { return };
+        while let Ok(Some((rf, wt))) = rowr.tag() {
+            let slot = match rf {
+                row::NAME => Some(0),
+                row::PREFIX => Some(1),
+                row::DATATYPE => Some(2),
+                _ => None,
+            };
+            match (slot, wt) {
+                (Some(i), WireType::Len) => {
+                    let Ok(mut e) = rowr.message() else { return };
+                    let mut id = 0;
+                    while let Ok(Some((ef, wt))) = e.tag() {
+                        if ef == entry::ID && wt == WireType::Varint {
+                            id = e.varint().unwrap_or(0);
+                        } else if e.skip(wt).is_err() {
+                            break;
+                        }
+                    }
+                    t[i].entry(id);
+                }
+                _ => {
+                    if rowr.skip(wt).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Counts distinct terms by 64-bit hash, exactly up to [`DISTINCT_CAP`] per kind.
+#[derive(Default)]
+pub struct Distinct {
+    sets: [HashSet<u64>; 4],
+    /// True once a set hit the cap (counts are then lower bounds).
+    pub approximate: bool,
+    hasher: foldhash::quality::FixedState,
+}
+
+const KIND_IRI: usize = 0;
+const KIND_BNODE: usize = 1;
+const KIND_LITERAL: usize = 2;
+const KIND_TRIPLE: usize = 3;
+
+impl Distinct {
+    fn hash_term(&self, t: TermRef<'_>, h: &mut impl Hasher) {
+        match t {
+            TermRef::Iri(i) => {
+                h.write_u8(0);
+                h.write(i.as_bytes());
+                h.write_u8(0xff);
+            }
+            TermRef::BlankNode(b) => {
+                h.write_u8(1);
+                h.write(b.as_bytes());
+                h.write_u8(0xff);
+            }
+            TermRef::Literal(l) => {
+                h.write_u8(2);
+                h.write(l.lex.as_bytes());
+                h.write_u8(0xff);
+                match l.kind {
+                    jelly::LiteralKind::Simple => h.write_u8(0),
+                    jelly::LiteralKind::Lang(x) => {
+                        h.write_u8(1);
+                        h.write(x.as_bytes());
+                    }
+                    jelly::LiteralKind::Typed(x) => {
+                        h.write_u8(2);
+                        h.write(x.as_bytes());
+                    }
+                }
+                h.write_u8(0xff);
+            }
+            TermRef::Triple(tr) => {
+                h.write_u8(3);
+                for i in 0..3 {
+                    self.hash_term(tr.term(i), h);
+                }
+            }
+            TermRef::DefaultGraph => h.write_u8(4),
+        }
+    }
+
+    /// Records a term (and the terms inside a quoted triple).
+    pub fn add(&mut self, t: TermRef<'_>) {
+        let kind = match t {
+            TermRef::Iri(_) => KIND_IRI,
+            TermRef::BlankNode(_) => KIND_BNODE,
+            TermRef::Literal(_) => KIND_LITERAL,
+            TermRef::Triple(tr) => {
+                for i in 0..3 {
+                    self.add(tr.term(i));
+                }
+                KIND_TRIPLE
+            }
+            TermRef::DefaultGraph => return,
+        };
+        let mut h = self.hasher.build_hasher();
+        self.hash_term(t, &mut h);
+        let v = h.finish();
+        let set = &mut self.sets[kind];
+        if set.len() >= DISTINCT_CAP {
+            if !set.contains(&v) {
+                self.approximate = true;
+            }
+        } else {
+            set.insert(v);
+        }
+    }
+
+    /// Counts: IRIs, blank nodes, literals, quoted triples.
+    pub fn counts(&self) -> [u64; 4] {
+        [0, 1, 2, 3].map(|i| self.sets[i].len() as u64)
+    }
+}
+
+fn rows_value(s: &DecoderStats) -> Value {
+    map(vec![
+        ("total", s.rows().into()),
+        ("options", s.options_rows.into()),
+        ("triple", s.triple_rows.into()),
+        ("quad", s.quad_rows.into()),
+        ("graph_start", s.graph_start_rows.into()),
+        ("graph_end", s.graph_end_rows.into()),
+        ("namespace", s.namespace_rows.into()),
+        ("name", s.name_rows.into()),
+        ("prefix", s.prefix_rows.into()),
+        ("datatype", s.datatype_rows.into()),
+    ])
+}
+
+fn diff(a: &DecoderStats, b: &DecoderStats) -> DecoderStats {
+    DecoderStats {
+        frames: a.frames - b.frames,
+        options_rows: a.options_rows - b.options_rows,
+        triple_rows: a.triple_rows - b.triple_rows,
+        quad_rows: a.quad_rows - b.quad_rows,
+        graph_start_rows: a.graph_start_rows - b.graph_start_rows,
+        graph_end_rows: a.graph_end_rows - b.graph_end_rows,
+        namespace_rows: a.namespace_rows - b.namespace_rows,
+        name_rows: a.name_rows - b.name_rows,
+        prefix_rows: a.prefix_rows - b.prefix_rows,
+        datatype_rows: a.datatype_rows - b.datatype_rows,
+    }
+}
+
+/// The options as a report value.
+pub fn options_value(o: &StreamOptions) -> Value {
+    map(vec![
+        ("stream_name", o.stream_name.as_str().into()),
+        ("physical_type", o.physical_type.name().into()),
+        ("logical_type", o.logical_type.name().into()),
+        ("generalized_statements", o.generalized_statements.into()),
+        ("rdf_star", o.rdf_star.into()),
+        ("max_name_table_size", o.max_name_table_size.into()),
+        ("max_prefix_table_size", o.max_prefix_table_size.into()),
+        ("max_datatype_table_size", o.max_datatype_table_size.into()),
+        ("version", o.version.into()),
+    ])
+}
+
+/// Builds the report of a stream.
+pub fn inspect(args: &InspectArgs, quiet: bool) -> CliResult<Value> {
+    let in_path = args.input.as_deref().unwrap_or("-");
+    let input = open_input(in_path)?;
+    let name = input.name.clone();
+    let mut progress = Progress::new(quiet, input.bytes_read.clone());
+    let cfg = DecoderOptions::default();
+    let mut frames = RawFrames::new(input.reader, Delimiting::Auto, cfg.max_frame_bytes);
+    let mut dec = Decoder::new(cfg);
+    let mut buf = Vec::new();
+    let mut tables = [TableUse::default(); 3];
+    let mut distinct = Distinct::default();
+    let mut statements = 0u64;
+    let mut per_frame = Vec::new();
+    let mut index = 0u64;
+    let mut metadata_frames = 0u64;
+    let result = (|| -> CliResult {
+        loop {
+            let start = frames.offset;
+            let more = frames
+                .next(&mut buf, index)
+                .map_err(|e| CliError::invalid(format!("{name}: {e}")))?;
+            if !more {
+                break;
+            }
+            scan_tables(&buf, &mut tables);
+            let before = dec.stats().clone();
+            let mut st_in_frame = 0u64;
+            let mut f = dec.frame_at(&buf, start);
+            if f.metadata().map(|m| !m.is_empty()).unwrap_or(false) {
+                metadata_frames += 1;
+            }
+            while let Some(ev) = f.next_event().map_err(|e| decode_error(&name, &e))? {
+                if let Event::Statement(s) = ev {
+                    st_in_frame += 1;
+                    progress.statement();
+                    distinct.add(s.subject);
+                    distinct.add(s.predicate);
+                    distinct.add(s.object);
+                    if let Some(g) = s.graph {
+                        distinct.add(g);
+                    }
+                }
+            }
+            statements += st_in_frame;
+            if args.per_frame {
+                let d = diff(dec.stats(), &before);
+                per_frame.push(map(vec![
+                    ("index", index.into()),
+                    ("bytes", (frames.offset - start).into()),
+                    ("statements", st_in_frame.into()),
+                    ("rows", rows_value(&d)),
+                ]));
+            }
+            index += 1;
+        }
+        Ok(())
+    })();
+    progress.finish();
+    result?;
+    let total_bytes = frames.offset;
+    let stats = dec.stats().clone();
+    let counts = distinct.counts();
+    let opts = dec.options().cloned();
+    let table = |i: usize, size: u32| {
+        map(vec![
+            ("size", size.into()),
+            ("max_id_used", tables[i].max_id.into()),
+            ("entries", tables[i].entries.into()),
+        ])
+    };
+    let mut top = vec![
+        ("file", Value::from(name.as_str())),
+        (
+            "delimited",
+            Value::Bool(frames.delimiting() != Delimiting::Single),
+        ),
+        ("options", opts.as_ref().map_or(Value::Null, options_value)),
+        ("frames", index.into()),
+        ("frames_with_metadata", metadata_frames.into()),
+        ("bytes", total_bytes.into()),
+        ("statements", statements.into()),
+        ("rows", rows_value(&stats)),
+        (
+            "distinct_terms",
+            map(vec![
+                ("iris", counts[KIND_IRI].into()),
+                ("blank_nodes", counts[KIND_BNODE].into()),
+                ("literals", counts[KIND_LITERAL].into()),
+                ("quoted_triples", counts[KIND_TRIPLE].into()),
+                ("approximate", distinct.approximate.into()),
+            ]),
+        ),
+        (
+            "lookup_tables",
+            map(vec![
+                (
+                    "name",
+                    table(0, opts.as_ref().map_or(0, |o| o.max_name_table_size)),
+                ),
+                (
+                    "prefix",
+                    table(1, opts.as_ref().map_or(0, |o| o.max_prefix_table_size)),
+                ),
+                (
+                    "datatype",
+                    table(2, opts.as_ref().map_or(0, |o| o.max_datatype_table_size)),
+                ),
+            ]),
+        ),
+        (
+            "bytes_per_statement",
+            if statements == 0 {
+                Value::Null
+            } else {
+                Value::Float(total_bytes as f64 / statements as f64)
+            },
+        ),
+    ];
+    if args.per_frame {
+        top.push(("frames_detail", Value::List(per_frame)));
+    }
+    Ok(map(top))
+}
+
+/// Runs the command.
+pub fn run(args: &InspectArgs, quiet: bool) -> CliResult {
+    let report = inspect(args, quiet)?;
+    let text = if args.json {
+        to_json(&report)
+    } else {
+        to_yaml(&report)
+    };
+    let out_name = display_name(args.to.as_deref().unwrap_or("-"), false);
+    let mut out = open_output(args.to.as_deref())?;
+    out.write_all(text.as_bytes())
+        .map_err(|e| CliError::io(&out_name, &e))?;
+    out.finish().map_err(|e| CliError::io(&out_name, &e))
+}

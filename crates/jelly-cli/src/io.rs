@@ -1,0 +1,278 @@
+//! Opening inputs and outputs: stdin/stdout for `-`, gzip and zstd detected by magic
+//! bytes on input and chosen by extension on output, and the progress bar.
+
+use std::cell::Cell;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
+use std::path::Path;
+use std::rc::Rc;
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::error::{CliError, CliResult};
+
+/// Display name of an input or output path (`-` is `<stdin>` / `<stdout>`).
+pub fn display_name(path: &str, stdin: bool) -> String {
+    if path == "-" {
+        if stdin { "<stdin>" } else { "<stdout>" }.to_string()
+    } else {
+        path.to_string()
+    }
+}
+
+/// Counts the bytes read through it (before decompression), for the progress bar.
+struct Counting<R> {
+    inner: R,
+    count: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.set(self.count.get() + n as u64);
+        Ok(n)
+    }
+}
+
+/// Compression of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+/// An opened input.
+pub struct Input {
+    /// Name for messages.
+    pub name: String,
+    /// The (decompressed) bytes.
+    pub reader: Box<dyn BufRead>,
+    /// Raw bytes read so far.
+    pub bytes_read: Rc<Cell<u64>>,
+    /// Compression found by magic bytes.
+    pub compression: Compression,
+}
+
+/// Opens `path` (`-` for stdin), transparently decompressing gzip and zstd.
+pub fn open_input(path: &str) -> CliResult<Input> {
+    let name = display_name(path, true);
+    let raw: Box<dyn Read> = if path == "-" {
+        Box::new(io::stdin().lock())
+    } else {
+        let f = File::open(path).map_err(|e| CliError::io(&name, &e))?;
+        if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+            return Err(CliError::usage(format!("{name}: is a directory")));
+        }
+        Box::new(f)
+    };
+    let count = Rc::new(Cell::new(0));
+    let mut buffered = BufReader::with_capacity(
+        256 * 1024,
+        Counting {
+            inner: raw,
+            count: count.clone(),
+        },
+    );
+    let head = buffered.fill_buf().map_err(|e| CliError::io(&name, &e))?;
+    let compression = if head.starts_with(&[0x1f, 0x8b]) {
+        Compression::Gzip
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Compression::Zstd
+    } else {
+        Compression::None
+    };
+    let reader: Box<dyn BufRead> = match compression {
+        Compression::None => Box::new(buffered),
+        Compression::Gzip => Box::new(BufReader::with_capacity(
+            256 * 1024,
+            flate2::bufread::MultiGzDecoder::new(buffered),
+        )),
+        Compression::Zstd => {
+            let d = zstd::Decoder::with_buffer(buffered).map_err(|e| CliError::io(&name, &e))?;
+            Box::new(BufReader::with_capacity(256 * 1024, d))
+        }
+    };
+    Ok(Input {
+        name,
+        reader,
+        bytes_read: count,
+        compression,
+    })
+}
+
+/// Strips `.gz`, `.gzip`, `.zst` or `.zstd` from a file name, and says which it was.
+pub fn strip_compression(path: &str) -> (&str, Compression) {
+    let lower = path.to_ascii_lowercase();
+    for (ext, c) in [
+        (".gz", Compression::Gzip),
+        (".gzip", Compression::Gzip),
+        (".zst", Compression::Zstd),
+        (".zstd", Compression::Zstd),
+    ] {
+        if lower.ends_with(ext) {
+            return (&path[..path.len() - ext.len()], c);
+        }
+    }
+    (path, Compression::None)
+}
+
+/// An output: a file or stdout, maybe compressed. Call [`Output::finish`] at the end.
+pub enum Output {
+    Plain(BufWriter<Box<dyn Write>>),
+    Gzip(flate2::write::GzEncoder<BufWriter<Box<dyn Write>>>),
+    Zstd(zstd::Encoder<'static, BufWriter<Box<dyn Write>>>),
+}
+
+impl Output {
+    /// Flushes and closes the compression stream.
+    pub fn finish(self) -> io::Result<()> {
+        let mut inner = match self {
+            Output::Plain(w) => w,
+            Output::Gzip(g) => g.finish()?,
+            Output::Zstd(z) => z.finish()?,
+        };
+        inner.flush()
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Output::Plain(w) => w.write(buf),
+            Output::Gzip(w) => w.write(buf),
+            Output::Zstd(w) => w.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Output::Plain(w) => w.write_all(buf),
+            Output::Gzip(w) => w.write_all(buf),
+            Output::Zstd(w) => w.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Output::Plain(w) => w.flush(),
+            Output::Gzip(w) => w.flush(),
+            Output::Zstd(w) => w.flush(),
+        }
+    }
+}
+
+/// Opens `path` for writing (`-` or `None` for stdout); compression by extension.
+pub fn open_output(path: Option<&str>) -> CliResult<Output> {
+    let path = path.unwrap_or("-");
+    let name = display_name(path, false);
+    let (raw, compression): (Box<dyn Write>, Compression) = if path == "-" {
+        (Box::new(io::stdout().lock()), Compression::None)
+    } else {
+        if let Some(dir) = Path::new(path).parent()
+            && !dir.as_os_str().is_empty()
+            && !dir.is_dir()
+        {
+            return Err(CliError::usage(format!(
+                "{name}: folder {} does not exist",
+                dir.display()
+            )));
+        }
+        let f = File::create(path).map_err(|e| CliError::io(&name, &e))?;
+        (Box::new(f), strip_compression(path).1)
+    };
+    let w = BufWriter::with_capacity(256 * 1024, raw);
+    Ok(match compression {
+        Compression::None => Output::Plain(w),
+        Compression::Gzip => Output::Gzip(flate2::write::GzEncoder::new(
+            w,
+            flate2::Compression::default(),
+        )),
+        Compression::Zstd => {
+            Output::Zstd(zstd::Encoder::new(w, 3).map_err(|e| CliError::io(&name, &e))?)
+        }
+    })
+}
+
+/// A progress line on stderr, shown only on a terminal and without `--quiet`.
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    bytes: Rc<Cell<u64>>,
+    start: Instant,
+    statements: u64,
+}
+
+impl Progress {
+    /// A progress display counting `bytes` (raw input bytes).
+    pub fn new(quiet: bool, bytes: Rc<Cell<u64>>) -> Self {
+        let bar = (!quiet && io::stderr().is_terminal()).then(|| {
+            let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            if let Ok(style) = ProgressStyle::with_template("{spinner} {elapsed} {msg}") {
+                b.set_style(style);
+            }
+            b
+        });
+        Progress {
+            bar,
+            bytes,
+            start: Instant::now(),
+            statements: 0,
+        }
+    }
+
+    /// Switches to another input's byte counter.
+    pub fn set_bytes(&mut self, bytes: Rc<Cell<u64>>) {
+        self.bytes = bytes;
+    }
+
+    /// Counts one statement.
+    #[inline]
+    pub fn statement(&mut self) {
+        self.statements += 1;
+        if self.statements & 0x3fff == 0 {
+            self.redraw();
+        }
+    }
+
+    fn redraw(&self) {
+        if let Some(b) = &self.bar {
+            let secs = self.start.elapsed().as_secs_f64().max(1e-3);
+            b.set_message(format!(
+                "{} statements ({:.0}/s), {} read",
+                self.statements,
+                self.statements as f64 / secs,
+                human_bytes(self.bytes.get())
+            ));
+            b.tick();
+        }
+    }
+
+    /// Removes the progress line.
+    pub fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+
+    /// Statements counted.
+    pub fn statements(&self) -> u64 {
+        self.statements
+    }
+}
+
+/// `1.5 MiB`-style size.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[i])
+    }
+}

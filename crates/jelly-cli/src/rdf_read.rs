@@ -1,0 +1,67 @@
+//! Reading a whole RDF file into statements (for comparisons).
+
+use std::io::Read;
+
+use jelly::oxrdf_adapter::from_ox_quad;
+use jelly::{Statement, Term};
+use oxrdfio::{RdfParseError, RdfParser};
+
+use crate::error::{CliError, CliResult};
+use crate::format::Format;
+use crate::io::open_input;
+
+/// Reads `path` (format from `format` or the extension) into owned statements.
+/// N-Triples and N-Quads use Jelly's tolerant parser (RDF-star, generalized statements).
+pub fn read_rdf_file(path: &str, format: Option<Format>) -> CliResult<Vec<Statement>> {
+    let format = match format.or_else(|| Format::from_path(path)) {
+        Some(f) => f,
+        None => {
+            return Err(CliError::usage(format!(
+                "{path}: cannot tell the RDF format from the file name; use --compare-to-format"
+            )));
+        }
+    };
+    let input = open_input(path)?;
+    let name = input.name.clone();
+    let mut reader = input.reader;
+    match format {
+        Format::Nt | Format::Nq => {
+            let mut bytes = Vec::new();
+            reader
+                .read_to_end(&mut bytes)
+                .map_err(|e| CliError::io(&name, &e))?;
+            let text = String::from_utf8(bytes).map_err(|e| {
+                CliError::invalid(format!(
+                    "{name}: invalid UTF-8 at byte {}",
+                    e.utf8_error().valid_up_to()
+                ))
+            })?;
+            jelly::nquads::parse_document(&text).map_err(|e| {
+                CliError::invalid(format!("{name}:{}:{}: {}", e.line, e.column, e.message))
+            })
+        }
+        _ => {
+            let mut out = Vec::new();
+            for q in RdfParser::from_format(format.oxrdfio()).for_reader(reader) {
+                let q = q.map_err(|e| match e {
+                    RdfParseError::Syntax(s) => match s.location() {
+                        Some(l) => CliError::invalid(format!(
+                            "{name}:{}:{}: {s}",
+                            l.start.line + 1,
+                            l.start.column + 1
+                        )),
+                        None => CliError::invalid(format!("{name}: {s}")),
+                    },
+                    RdfParseError::Io(io) => CliError::io(&name, &io),
+                })?;
+                let mut holder = None;
+                let mut st = from_ox_quad(q.as_ref(), &mut holder).to_owned();
+                if st.graph == Some(Term::DefaultGraph) {
+                    st.graph = None;
+                }
+                out.push(st);
+            }
+            Ok(out)
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! `jelly rdf to-jelly`: RDF text in, Jelly stream out, statement by statement.
+
+use std::io::{self, BufRead};
+
+use jelly::oxrdf_adapter::{from_ox_quad, from_ox_triple};
+use jelly::{PhysicalType, StatementRef, StreamOptions};
+use oxrdfio::{RdfParseError, RdfParser};
+use oxttl::{NQuadsParser, NTriplesParser, TurtleParseError};
+
+use crate::cli::{FramePer, ToJellyArgs};
+use crate::common::{GroupingWriter, apply_option_flags, base_options, logical_for_frame_per};
+use crate::error::{CliError, CliResult};
+use crate::format::{Format, is_jelly_path};
+use crate::io::{Input, Output, Progress, display_name, open_input, open_output};
+
+/// Picks the format of `input`.
+pub fn input_format(input: &str, given: Option<Format>) -> CliResult<Format> {
+    if let Some(f) = given {
+        return Ok(f);
+    }
+    if input == "-" {
+        return Ok(Format::Nq);
+    }
+    if is_jelly_path(input) {
+        return Err(CliError::usage(format!(
+            "{input}: this is a Jelly file; use `jelly rdf transcode` to re-encode it"
+        )));
+    }
+    Format::from_path(input).ok_or_else(|| {
+        CliError::usage(format!(
+            "{input}: cannot tell the RDF format from the file name; use --in-format"
+        ))
+    })
+}
+
+/// Runs the command.
+pub fn run(args: &ToJellyArgs, quiet: bool) -> CliResult {
+    let inputs: Vec<String> = if args.inputs.is_empty() {
+        vec!["-".to_string()]
+    } else {
+        args.inputs.clone()
+    };
+    if inputs.iter().filter(|i| *i == "-").count() > 1 {
+        return Err(CliError::usage("stdin (`-`) can be read only once"));
+    }
+    let formats = inputs
+        .iter()
+        .map(|i| input_format(i, args.in_format))
+        .collect::<CliResult<Vec<_>>>()?;
+    let any_dataset = formats.iter().any(|f| f.is_dataset());
+
+    let mut options = base_options(&args.opts)?.unwrap_or_else(|| {
+        StreamOptions::big().with_physical_type(if any_dataset {
+            PhysicalType::Quads
+        } else {
+            PhysicalType::Triples
+        })
+    });
+    if args.opts.options_from.is_none() && args.opts.physical_type.is_none() {
+        options.physical_type = if any_dataset {
+            PhysicalType::Quads
+        } else {
+            PhysicalType::Triples
+        };
+    }
+    options = apply_option_flags(options, &args.opts);
+    let frame_per = args.framing.frame_per;
+    if frame_per == Some(FramePer::Frame) {
+        return Err(CliError::usage(
+            "--frame-per frame only applies to transcode; use graph, dataset or input",
+        ));
+    }
+    if args.opts.logical_type.is_none()
+        && args.opts.options_from.is_none()
+        && let Some(l) = frame_per.and_then(|f| logical_for_frame_per(f, options.physical_type))
+    {
+        options.logical_type = l;
+    }
+    let own_parser = options.generalized_statements || options.rdf_star;
+
+    let out_name = display_name(args.to.as_deref().unwrap_or("-"), false);
+    let output = open_output(args.to.as_deref())?;
+    let mut w = GroupingWriter::new(
+        options,
+        &args.framing,
+        frame_per,
+        args.framing.enable_namespace_declarations,
+        output,
+        &out_name,
+    )?;
+    let mut progress: Option<Progress> = None;
+    for (path, format) in inputs.iter().zip(&formats) {
+        let input = open_input(path)?;
+        match &mut progress {
+            None => progress = Some(Progress::new(quiet, input.bytes_read.clone())),
+            Some(p) => p.set_bytes(input.bytes_read.clone()),
+        }
+        let Some(p) = progress.as_mut() else {
+            break;
+        };
+        let r = convert_one(
+            input,
+            *format,
+            own_parser,
+            args.base_iri.as_deref(),
+            &mut w,
+            p,
+        );
+        if let Err(e) = r {
+            p.finish();
+            return Err(e);
+        }
+        w.end_input()?;
+    }
+    if let Some(p) = &progress {
+        p.finish();
+    }
+    let out: Output = w.finish()?;
+    out.finish().map_err(|e| CliError::io(&out_name, &e))
+}
+
+fn turtle_err(name: &str, e: TurtleParseError) -> CliError {
+    match e {
+        TurtleParseError::Syntax(s) => {
+            let l = s.location();
+            CliError::invalid(format!(
+                "{name}:{}:{}: {}",
+                l.start.line + 1,
+                l.start.column + 1,
+                s.message()
+            ))
+        }
+        TurtleParseError::Io(io) => io_err(name, io),
+    }
+}
+
+fn io_err(name: &str, io: io::Error) -> CliError {
+    if io.kind() == io::ErrorKind::InvalidData || io.kind() == io::ErrorKind::UnexpectedEof {
+        CliError::invalid(format!("{name}: {io}"))
+    } else {
+        CliError::io(name, &io)
+    }
+}
+
+fn rdf_err(name: &str, e: RdfParseError) -> CliError {
+    match e {
+        RdfParseError::Syntax(s) => match s.location() {
+            Some(l) => CliError::invalid(format!(
+                "{name}:{}:{}: {s}",
+                l.start.line + 1,
+                l.start.column + 1
+            )),
+            None => CliError::invalid(format!("{name}: {s}")),
+        },
+        RdfParseError::Io(io) => io_err(name, io),
+    }
+}
+
+fn convert_one<W: io::Write>(
+    input: Input,
+    format: Format,
+    own_parser: bool,
+    base_iri: Option<&str>,
+    w: &mut GroupingWriter<W>,
+    progress: &mut Progress,
+) -> CliResult {
+    let name = input.name.clone();
+    let mut n: u64 = 0;
+    match format {
+        Format::Nt | Format::Nq if own_parser => {
+            let mut reader = input.reader;
+            let mut buf = Vec::with_capacity(1024);
+            let mut line_no = 0usize;
+            loop {
+                buf.clear();
+                let got = reader
+                    .read_until(b'\n', &mut buf)
+                    .map_err(|e| io_err(&name, e))?;
+                if got == 0 {
+                    break;
+                }
+                line_no += 1;
+                let line = std::str::from_utf8(&buf).map_err(|e| {
+                    CliError::invalid(format!(
+                        "{name}:{line_no}:{}: invalid UTF-8",
+                        e.valid_up_to() + 1
+                    ))
+                })?;
+                let line = line.trim_end_matches(['\n', '\r']);
+                let st = jelly::nquads::parse_line(line, line_no).map_err(|e| {
+                    CliError::invalid(format!("{name}:{}:{}: {}", e.line, e.column, e.message))
+                })?;
+                if let Some(st) = st {
+                    w.add(st.as_ref(), &|| format!("{name}:{line_no}"))?;
+                    progress.statement();
+                }
+            }
+        }
+        Format::Nt => {
+            for t in NTriplesParser::new().for_reader(input.reader) {
+                let t = t.map_err(|e| turtle_err(&name, e))?;
+                n += 1;
+                let mut holder = None;
+                let st = from_ox_triple(t.as_ref(), &mut holder);
+                w.add(st, &|| format!("{name}: statement {n}"))?;
+                progress.statement();
+            }
+        }
+        Format::Nq => {
+            for q in NQuadsParser::new().for_reader(input.reader) {
+                let q = q.map_err(|e| turtle_err(&name, e))?;
+                n += 1;
+                let mut holder = None;
+                let st = from_ox_quad(q.as_ref(), &mut holder);
+                w.add(st, &|| format!("{name}: statement {n}"))?;
+                progress.statement();
+            }
+        }
+        _ => {
+            let mut parser = RdfParser::from_format(format.oxrdfio());
+            if let Some(b) = base_iri {
+                parser = parser
+                    .with_base_iri(b)
+                    .map_err(|e| CliError::usage(format!("--base-iri {b}: {e}")))?;
+            }
+            let mut it = parser.for_reader(input.reader);
+            let mut ns = NamespaceTracker::default();
+            let want_ns = w.ns_enabled();
+            while let Some(q) = it.next() {
+                let q = q.map_err(|e| rdf_err(&name, e))?;
+                n += 1;
+                if want_ns {
+                    for (p, iri) in ns.changes(it.prefixes()) {
+                        w.namespace(&p, &iri, &|| format!("{name}: statement {n}"))?;
+                    }
+                }
+                let mut holder = None;
+                let mut st: StatementRef<'_> = from_ox_quad(q.as_ref(), &mut holder);
+                if !format.is_dataset() {
+                    st.graph = None;
+                }
+                w.add(st, &|| format!("{name}: statement {n}"))?;
+                progress.statement();
+            }
+            if want_ns {
+                for (p, iri) in ns.changes(it.prefixes()) {
+                    w.namespace(&p, &iri, &|| format!("{name}: end"))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Notices new or redefined prefixes in a parser's prefix map.
+#[derive(Default)]
+struct NamespaceTracker {
+    fingerprint: (usize, usize),
+    declared: std::collections::HashMap<String, String>,
+}
+
+impl NamespaceTracker {
+    /// The prefixes that are new or changed since the last call, sorted by name.
+    fn changes<'a>(
+        &mut self,
+        prefixes: impl Iterator<Item = (&'a str, &'a str)>,
+    ) -> Vec<(String, String)> {
+        let all: Vec<(&str, &str)> = prefixes.collect();
+        // A cheap fingerprint: the count and the addresses of the IRI strings (a
+        // redefinition allocates a new string).
+        let fp = all.iter().fold((all.len(), 0usize), |(n, h), (_, v)| {
+            (n, h.wrapping_add(v.as_ptr() as usize))
+        });
+        if fp == self.fingerprint {
+            return Vec::new();
+        }
+        self.fingerprint = fp;
+        let mut out: Vec<(String, String)> = all
+            .into_iter()
+            .filter(|(k, v)| self.declared.get(*k).is_none_or(|old| old != v))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        out.sort();
+        for (k, v) in &out {
+            self.declared.insert(k.clone(), v.clone());
+        }
+        out
+    }
+}

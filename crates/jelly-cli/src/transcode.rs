@@ -1,0 +1,126 @@
+//! `jelly rdf transcode`: decode Jelly streams and re-encode them (merge, re-frame,
+//! change options). The encoder assigns its own lookup ids.
+
+use jelly::{Event, JellyReader};
+
+use crate::cli::{FramePer, TranscodeArgs};
+use crate::common::{GroupingWriter, apply_option_flags, logical_for_frame_per, options_from_file};
+use crate::error::{CliError, CliResult, decode_error};
+use crate::io::{Output, Progress, display_name, open_input, open_output};
+
+/// Runs the command.
+pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
+    let inputs: Vec<String> = if args.inputs.is_empty() {
+        vec!["-".to_string()]
+    } else {
+        args.inputs.clone()
+    };
+    if inputs.iter().filter(|i| *i == "-").count() > 1 {
+        return Err(CliError::usage("stdin (`-`) can be read only once"));
+    }
+    // Keep the input's frame boundaries unless asked to re-frame.
+    let frame_per = match (args.framing.frame_per, args.framing.rows_per_frame) {
+        (Some(f), _) => Some(f),
+        (None, Some(_)) => None,
+        (None, None) => Some(FramePer::Frame),
+    };
+    let from_file = match &args.opts.options_from {
+        Some(p) => Some(options_from_file(p)?),
+        None => None,
+    };
+    let out_name = display_name(args.to.as_deref().unwrap_or("-"), false);
+    let mut output: Option<Output> = Some(open_output(args.to.as_deref())?);
+    let mut writer: Option<GroupingWriter<Output>> = None;
+    let mut progress: Option<Progress> = None;
+    let result = (|| -> CliResult {
+        for path in &inputs {
+            let input = open_input(path)?;
+            let name = input.name.clone();
+            match &mut progress {
+                None => progress = Some(Progress::new(quiet, input.bytes_read.clone())),
+                Some(p) => p.set_bytes(input.bytes_read.clone()),
+            }
+            let mut reader = JellyReader::new(input.reader);
+            while let Some(mut frame) = reader.next_frame().map_err(|e| decode_error(&name, &e))? {
+                let i = frame.index();
+                let at = || format!("{name}:frame {i}");
+                while let Some(ev) = frame.next_event().map_err(|e| decode_error(&name, &e))? {
+                    match ev {
+                        Event::Options(o) => {
+                            if writer.is_some() {
+                                continue;
+                            }
+                            let mut opts = from_file.clone().unwrap_or_else(|| o.clone());
+                            if let Some(p) = args.opts.preset {
+                                let t = match p {
+                                    crate::cli::Preset::Small => jelly::StreamOptions::small(),
+                                    crate::cli::Preset::Big => jelly::StreamOptions::big(),
+                                };
+                                opts.max_name_table_size = t.max_name_table_size;
+                                opts.max_prefix_table_size = t.max_prefix_table_size;
+                                opts.max_datatype_table_size = t.max_datatype_table_size;
+                            }
+                            let ns =
+                                args.framing.enable_namespace_declarations || opts.version >= 2;
+                            opts.version = 0;
+                            opts = apply_option_flags(opts, &args.opts);
+                            if args.opts.logical_type.is_none()
+                                && let Some(l) = args
+                                    .framing
+                                    .frame_per
+                                    .and_then(|f| logical_for_frame_per(f, opts.physical_type))
+                            {
+                                opts.logical_type = l;
+                            }
+                            let Some(out) = output.take() else {
+                                continue;
+                            };
+                            writer = Some(GroupingWriter::new(
+                                opts,
+                                &args.framing,
+                                frame_per,
+                                ns,
+                                out,
+                                &out_name,
+                            )?);
+                        }
+                        Event::Statement(st) => {
+                            if let Some(w) = writer.as_mut() {
+                                w.add(st, &at)?;
+                            }
+                            if let Some(p) = progress.as_mut() {
+                                p.statement();
+                            }
+                        }
+                        Event::Namespace { name: n, iri } => {
+                            if let Some(w) = writer.as_mut() {
+                                w.namespace(n, iri, &at)?;
+                            }
+                        }
+                        Event::GraphStart(_) | Event::GraphEnd => {}
+                    }
+                }
+                if let Some(w) = writer.as_mut() {
+                    w.end_input_frame()?;
+                }
+            }
+            if let Some(w) = writer.as_mut() {
+                w.end_input()?;
+            }
+        }
+        Ok(())
+    })();
+    if let Some(p) = &progress {
+        p.finish();
+    }
+    result?;
+    match writer {
+        Some(w) => w
+            .finish()?
+            .finish()
+            .map_err(|e| CliError::io(&out_name, &e)),
+        None => Err(CliError::invalid(
+            "no stream options found in the input (is it empty?)",
+        )),
+    }
+}

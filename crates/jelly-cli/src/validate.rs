@@ -1,0 +1,215 @@
+//! `jelly rdf validate`: decode a stream fully with the spec checks on, and optionally
+//! compare it with RDF data and with expected stream options.
+
+use std::collections::HashMap;
+use std::io::Read;
+
+use jelly::iso::{IsoResult, isomorphic};
+use jelly::{
+    DecoderOptions, Delimiting, Event, JellyReader, OwnedLiteralKind, Statement, StreamOptions,
+    Term,
+};
+
+use crate::cli::{DelimitedArg, ValidateArgs};
+use crate::common::FrameRange;
+use crate::conformance::read_raw_options;
+use crate::error::{CliError, CliResult, decode_error};
+use crate::io::{Progress, open_input};
+use crate::rdf_read::read_rdf_file;
+
+/// Runs the command.
+pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
+    let in_path = args.input.as_deref().unwrap_or("-");
+    let range = match &args.compare_frame_indices {
+        Some(r) => FrameRange::parse(r)?,
+        None => FrameRange::ALL,
+    };
+    // Read the expectations first, so usage errors come before the work.
+    let expected_options = match &args.options_file {
+        Some(p) => Some(read_options_file(p)?),
+        None => None,
+    };
+    let expected = match &args.compare_to_rdf_file {
+        Some(p) => Some(read_rdf_file(p, args.compare_to_format)?),
+        None => None,
+    };
+    let input = open_input(in_path)?;
+    let name = input.name.clone();
+    let delimiting = match args.delimited {
+        DelimitedArg::Either => Delimiting::Auto,
+        DelimitedArg::True => Delimiting::Delimited,
+        DelimitedArg::False => Delimiting::Single,
+    };
+    let cfg = DecoderOptions {
+        check_features: true,
+        ..DecoderOptions::default()
+    };
+    let mut progress = Progress::new(quiet, input.bytes_read.clone());
+    let mut reader = JellyReader::with_options(input.reader, cfg, delimiting);
+    let mut got: Vec<Statement> = Vec::new();
+    let mut statements = 0u64;
+    let mut frames = 0u64;
+    let result = (|| -> CliResult {
+        while let Some(mut frame) = reader.next_frame().map_err(|e| decode_error(&name, &e))? {
+            let i = frame.index();
+            frames += 1;
+            let keep = expected.is_some() && range.contains(i);
+            while let Some(ev) = frame.next_event().map_err(|e| decode_error(&name, &e))? {
+                if let Event::Statement(s) = ev {
+                    statements += 1;
+                    progress.statement();
+                    if keep {
+                        got.push(s.to_owned());
+                    }
+                }
+            }
+        }
+        Ok(())
+    })();
+    progress.finish();
+    result?;
+    if frames == 0 {
+        return Err(CliError::invalid(format!(
+            "{name}: the stream has no frames (empty input)"
+        )));
+    }
+    let Some(options) = reader.decoder().options().cloned() else {
+        return Err(CliError::invalid(format!(
+            "{name}: the stream has no options row"
+        )));
+    };
+    if let Some(want) = expected_options {
+        let diffs = option_differences(&options, &want);
+        if !diffs.is_empty() {
+            return Err(CliError::invalid(format!(
+                "{name}: stream options differ from the options file: {}",
+                diffs.join(", ")
+            )));
+        }
+    }
+    if let Some(want) = expected {
+        if args.compare_ordered {
+            compare_ordered(&got, &want).map_err(|e| {
+                CliError::invalid(format!("{name}: differs from the RDF file: {e}"))
+            })?;
+        } else {
+            match isomorphic(&got, &want) {
+                IsoResult::Isomorphic => {}
+                IsoResult::Different(why) => {
+                    return Err(CliError::invalid(format!(
+                        "{name}: differs from the RDF file: {why}"
+                    )));
+                }
+                IsoResult::TooHard => {
+                    return Err(CliError::invalid(format!(
+                        "{name}: could not decide whether it matches the RDF file (blank node search gave up)"
+                    )));
+                }
+            }
+        }
+    }
+    if !quiet {
+        eprintln!("{name}: valid ({frames} frames, {statements} statements)");
+    }
+    Ok(())
+}
+
+fn read_options_file(path: &str) -> CliResult<StreamOptions> {
+    let input = open_input(path)?;
+    let name = input.name.clone();
+    let mut bytes = Vec::new();
+    input
+        .reader
+        .take(16 << 20)
+        .read_to_end(&mut bytes)
+        .map_err(|e| CliError::io(&name, &e))?;
+    read_raw_options(&bytes).map_err(|e| CliError::usage(format!("{name}: {e}")))
+}
+
+fn option_differences(got: &StreamOptions, want: &StreamOptions) -> Vec<String> {
+    let mut d = Vec::new();
+    macro_rules! cmp {
+        ($f:ident) => {
+            if got.$f != want.$f {
+                d.push(format!(
+                    "{} is {:?}, expected {:?}",
+                    stringify!($f),
+                    got.$f,
+                    want.$f
+                ));
+            }
+        };
+    }
+    cmp!(stream_name);
+    cmp!(physical_type);
+    cmp!(logical_type);
+    cmp!(generalized_statements);
+    cmp!(rdf_star);
+    cmp!(max_name_table_size);
+    cmp!(max_prefix_table_size);
+    cmp!(max_datatype_table_size);
+    cmp!(version);
+    d
+}
+
+/// Statement by statement, with one consistent blank node mapping.
+fn compare_ordered(got: &[Statement], want: &[Statement]) -> Result<(), String> {
+    let mut fwd: HashMap<String, String> = HashMap::new();
+    let mut back: HashMap<String, String> = HashMap::new();
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let gg = g.graph.as_ref().unwrap_or(&Term::DefaultGraph);
+        let wg = w.graph.as_ref().unwrap_or(&Term::DefaultGraph);
+        let same = term_eq(&g.subject, &w.subject, &mut fwd, &mut back)
+            && term_eq(&g.predicate, &w.predicate, &mut fwd, &mut back)
+            && term_eq(&g.object, &w.object, &mut fwd, &mut back)
+            && term_eq(gg, wg, &mut fwd, &mut back);
+        if !same {
+            return Err(format!("statement {i}: stream has `{g}`, file has `{w}`"));
+        }
+    }
+    if got.len() != want.len() {
+        return Err(format!(
+            "{} statements in the stream, {} in the file",
+            got.len(),
+            want.len()
+        ));
+    }
+    Ok(())
+}
+
+fn is_xsd_string(k: &OwnedLiteralKind) -> bool {
+    match k {
+        OwnedLiteralKind::Simple => true,
+        OwnedLiteralKind::Typed(dt) => dt == jelly::term::XSD_STRING,
+        OwnedLiteralKind::Lang(_) => false,
+    }
+}
+
+fn term_eq(
+    a: &Term,
+    b: &Term,
+    fwd: &mut HashMap<String, String>,
+    back: &mut HashMap<String, String>,
+) -> bool {
+    match (a, b) {
+        (Term::BlankNode(x), Term::BlankNode(y)) => match (fwd.get(x), back.get(y)) {
+            (Some(m), Some(n)) => m == y && n == x,
+            (None, None) => {
+                fwd.insert(x.clone(), y.clone());
+                back.insert(y.clone(), x.clone());
+                true
+            }
+            _ => false,
+        },
+        (Term::Literal(x), Term::Literal(y)) => {
+            x.lex == y.lex
+                && (x.kind == y.kind || (is_xsd_string(&x.kind) && is_xsd_string(&y.kind)))
+        }
+        (Term::Triple(x), Term::Triple(y)) => {
+            term_eq(&x.subject, &y.subject, fwd, back)
+                && term_eq(&x.predicate, &y.predicate, fwd, back)
+                && term_eq(&x.object, &y.object, fwd, back)
+        }
+        _ => a == b,
+    }
+}
