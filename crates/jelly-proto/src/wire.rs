@@ -86,12 +86,11 @@ impl<'a> Reader<'a> {
     #[inline(always)]
     pub fn varint(&mut self) -> Result<u64, WireError> {
         // Fast path: one byte, which is almost every tag, length and id in Jelly.
-        if let Some(&b) = self.buf.get(self.pos) {
-            if b < 0x80 {
+        if let Some(&b) = self.buf.get(self.pos)
+            && b < 0x80 {
                 self.pos += 1;
                 return Ok(u64::from(b));
             }
-        }
         self.varint_slow()
     }
 
@@ -141,7 +140,7 @@ impl<'a> Reader<'a> {
             return Ok(None);
         };
         // Fast path: single-byte key (fields 1–15) of a supported wire type.
-        if b < 0x80 && b >= 8 {
+        if (8..0x80).contains(&b) {
             let wt = match b & 7 {
                 0 => Some(WireType::Varint),
                 2 => Some(WireType::Len),
@@ -264,7 +263,7 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 #[inline]
 pub fn varint_len(v: u64) -> usize {
     // 1 byte per started 7 bits, at least 1.
-    ((64 - (v | 1).leading_zeros() as usize) + 6) / 7
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 /// Appends a field key.

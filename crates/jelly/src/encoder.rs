@@ -21,25 +21,37 @@ pub struct EncoderConfig {
 
 /// Splits an IRI into a prefix and a name: at the first `#` after the scheme part,
 /// otherwise after the last `/`. The same rule as Jelly-JVM, so tables fill alike.
+///
+/// ```
+/// assert_eq!(jelly::split_iri("http://ex.org/a/b"), ("http://ex.org/a/", "b"));
+/// assert_eq!(jelly::split_iri("http://ex.org/v#t/x"), ("http://ex.org/v#", "t/x"));
+/// assert_eq!(jelly::split_iri("urn:x"), ("", "urn:x"));
+/// ```
 #[inline]
 pub fn split_iri(iri: &str) -> (&str, &str) {
     let b = iri.as_bytes();
-    if b.len() > 8 {
-        if let Some(i) = memchr(b'#', &b[8..]) {
+    if b.len() > 8
+        && let Some(i) = memchr::memchr(b'#', &b[8..]) {
             let cut = 8 + i + 1;
             return (&iri[..cut], &iri[cut..]);
         }
-    }
-    match b.iter().rposition(|&c| c == b'/') {
+    match memchr::memrchr(b'/', b) {
         Some(i) => (&iri[..=i], &iri[i + 1..]),
         None => ("", iri),
     }
 }
 
-#[inline]
-fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&c| c == needle)
+/// Ids an IRI was last encoded with, and the generations of those table slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct CachedIds {
+    pid: u32,
+    pgen: u32,
+    nid: u32,
+    ngen: u32,
 }
+
+/// Most IRIs kept in the encoder's IRI cache; it is cleared when full.
+const IRI_CACHE_MAX: usize = 1 << 16;
 
 /// Encodes statements into frames of the Jelly-RDF row layout.
 ///
@@ -62,6 +74,9 @@ pub struct Encoder {
     last_prefix_id: u32,
     last_name_id: u32,
     prev: [TermBuf; 4],
+    /// For a previous term that was an IRI: its ids, which identify it while the
+    /// generations hold (then `prev` is not kept up to date for that position).
+    prev_iri: [Option<CachedIds>; 4],
     have_prev: [bool; 4],
     stamp: u32,
     options_written: bool,
@@ -73,6 +88,8 @@ pub struct Encoder {
     metadata: Vec<(String, Vec<u8>)>,
     /// One scratch buffer per quoted-triple depth.
     scratch: Vec<Vec<u8>>,
+    /// Full IRI → ids, so a known IRI costs one hash lookup instead of a split and two.
+    iri_cache: hashbrown::HashMap<Box<str>, CachedIds, foldhash::fast::FixedState>,
     statements: u64,
 }
 
@@ -121,6 +138,7 @@ impl Encoder {
             last_prefix_id: 0,
             last_name_id: 0,
             prev: Default::default(),
+            prev_iri: [None; 4],
             have_prev: [false; 4],
             stamp: 0,
             options_written: false,
@@ -130,6 +148,7 @@ impl Encoder {
             rows: 0,
             metadata: Vec::new(),
             scratch: vec![Vec::with_capacity(256)],
+            iri_cache: hashbrown::HashMap::with_hasher(foldhash::fast::FixedState::default()),
             statements: 0,
         })
     }
@@ -217,8 +236,72 @@ impl Encoder {
 
     /// Resolves an IRI to the `(prefix_id, name_id)` pair to write, emitting lookup
     /// entries as needed and advancing the IRI delta state.
+    /// The cached ids of `iri`, if its table slots still hold it. No side effects.
+    #[inline]
+    fn peek_iri(&self, iri: &str) -> Option<CachedIds> {
+        let c = *self.iri_cache.get(iri)?;
+        let prefix_ok = match &self.prefixes {
+            None => true,
+            Some(p) => p.generation(c.pid) == c.pgen,
+        };
+        (prefix_ok && self.names.generation(c.nid) == c.ngen).then_some(c)
+    }
+
+    /// Makes sure `iri` is in the tables (emitting entries, touching the LRU lists) and
+    /// returns its ids. `peeked` is the result of [`Encoder::peek_iri`].
+    #[inline]
+    fn resolve_iri(
+        &mut self,
+        iri: &str,
+        peeked: Option<CachedIds>,
+    ) -> Result<CachedIds, EncodeError> {
+        let stamp = self.stamp;
+        if let Some(c) = peeked {
+            if let Some(p) = &mut self.prefixes {
+                p.touch(c.pid, stamp);
+            }
+            self.names.touch(c.nid, stamp);
+            return Ok(c);
+        }
+        let (pid, nid) = self.iri_ids_slow(iri)?;
+        if self.iri_cache.len() >= IRI_CACHE_MAX {
+            self.iri_cache.clear();
+        }
+        let pgen = self.prefixes.as_ref().map_or(0, |p| p.generation(pid));
+        let ngen = self.names.generation(nid);
+        let c = CachedIds {
+            pid,
+            pgen,
+            nid,
+            ngen,
+        };
+        self.iri_cache.insert(Box::from(iri), c);
+        Ok(c)
+    }
+
+    /// Resolves `iri` and returns the `(prefix_id, name_id)` to write.
     #[inline]
     fn iri_ids(&mut self, iri: &str) -> Result<(u32, u32), EncodeError> {
+        let c = self.resolve_iri(iri, self.peek_iri(iri))?;
+        Ok(self.wire_ids(c.pid, c.nid))
+    }
+
+    /// The ids to write for `(pid, nid)` under the delta rules; advances the delta state.
+    #[inline]
+    fn wire_ids(&mut self, pid: u32, nid: u32) -> (u32, u32) {
+        let wire_pid = if pid == self.last_prefix_id { 0 } else { pid };
+        let wire_nid = if nid == self.last_name_id.wrapping_add(1) {
+            0
+        } else {
+            nid
+        };
+        self.last_prefix_id = pid;
+        self.last_name_id = nid;
+        (wire_pid, wire_nid)
+    }
+
+    /// Splits the IRI and looks both parts up, emitting entries for new ones.
+    fn iri_ids_slow(&mut self, iri: &str) -> Result<(u32, u32), EncodeError> {
         let stamp = self.stamp;
         let (pid, name) = match &mut self.prefixes {
             None => (0, iri),
@@ -249,15 +332,7 @@ impl Encoder {
             }
             None => return Err(self.table_full_error()),
         };
-        let wire_pid = if pid == self.last_prefix_id { 0 } else { pid };
-        let wire_nid = if nid == self.last_name_id.wrapping_add(1) {
-            0
-        } else {
-            nid
-        };
-        self.last_prefix_id = pid;
-        self.last_name_id = nid;
-        Ok((wire_pid, wire_nid))
+        Ok((pid, nid))
     }
 
     /// Writes an `RdfIri` message as field `field`.
@@ -417,7 +492,30 @@ impl Encoder {
         let mut body = std::mem::take(&mut self.scratch[0]);
         body.clear();
         for (i, &t) in terms.iter().enumerate() {
-            if self.have_prev[i] && self.prev[i].as_ref() == t {
+            if let TermRef::Iri(iri) = t {
+                // A repeated IRI is one with the same ids at the same slot generations.
+                let peeked = self.peek_iri(iri);
+                if self.have_prev[i] && peeked.is_some() && peeked == self.prev_iri[i] {
+                    continue;
+                }
+                let field = if i == 3 { st::G_IRI } else { i as u32 * 4 + 1 };
+                match self.resolve_iri(iri, peeked) {
+                    Ok(c) => {
+                        let ids = self.wire_ids(c.pid, c.nid);
+                        Self::put_iri(&mut body, field, ids);
+                        self.prev_iri[i] = Some(c);
+                        self.have_prev[i] = true;
+                        continue;
+                    }
+                    Err(e) => {
+                        self.scratch[0] = body;
+                        (self.last_prefix_id, self.last_name_id) = delta_state;
+                        self.have_prev[..i].fill(false);
+                        return Err(e);
+                    }
+                }
+            }
+            if self.have_prev[i] && self.prev_iri[i].is_none() && self.prev[i].as_ref() == t {
                 continue;
             }
             if let Err(e) = self.term_field(t, i, &mut body, 0) {
@@ -429,6 +527,7 @@ impl Encoder {
                 return Err(e);
             }
             self.prev[i].set_from(t);
+            self.prev_iri[i] = None;
             self.have_prev[i] = true;
         }
         Ok(body)
@@ -447,15 +546,26 @@ impl Encoder {
         Ok(())
     }
 
+    #[inline]
     fn check_term_deep(&self, t: TermRef<'_>, position: usize) -> Result<(), EncodeError> {
+        // Fast path: the term kinds plain RDF allows in each position.
+        match (position, t) {
+            (0 | 2, TermRef::Iri(_) | TermRef::BlankNode(_))
+            | (1, TermRef::Iri(_))
+            | (3, TermRef::Iri(_) | TermRef::BlankNode(_) | TermRef::DefaultGraph) => return Ok(()),
+            (2, TermRef::Literal(l))
+                if self.datatypes.is_some() || !matches!(l.kind, LiteralKind::Typed(_)) =>
+            {
+                return Ok(());
+            }
+            _ => {}
+        }
         self.check_term(t, position)?;
-        if let TermRef::Literal(l) = t {
-            if let LiteralKind::Typed(dt) = l.kind {
-                if dt != XSD_STRING && self.datatypes.is_none() {
+        if let TermRef::Literal(l) = t
+            && let LiteralKind::Typed(dt) = l.kind
+                && dt != XSD_STRING && self.datatypes.is_none() {
                     return Err(EncodeError::DatatypeTableDisabled(dt.to_owned()));
                 }
-            }
-        }
         if let TermRef::Triple(tr) = t {
             for i in 0..3 {
                 self.check_term_deep(tr.term(i), i)?;

@@ -354,7 +354,12 @@ pub struct JellyWriterBuilder {
 impl JellyWriterBuilder {
     /// Delimited output, 256 rows per frame, no namespace declarations.
     pub fn new(options: StreamOptions) -> Self {
-        JellyWriterBuilder { options, config: EncoderConfig::default(), policy: FramePolicy::Rows(256), delimited: true }
+        JellyWriterBuilder {
+            options,
+            config: EncoderConfig::default(),
+            policy: FramePolicy::Rows(256),
+            delimited: true,
+        }
     }
     /// Frame policy (default: 256 rows).
     pub fn frame_policy(mut self, p: FramePolicy) -> Self {
@@ -441,11 +446,10 @@ impl<W: Write> JellyWriter<W> {
 
     #[inline]
     fn maybe_flush(&mut self) -> Result<(), WriteError> {
-        if let FramePolicy::Rows(n) = self.policy {
-            if self.enc.frame_rows() >= n {
+        if let FramePolicy::Rows(n) = self.policy
+            && self.enc.frame_rows() >= n {
                 self.flush_frame()?;
             }
-        }
         Ok(())
     }
 

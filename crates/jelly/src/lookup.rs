@@ -27,6 +27,8 @@ pub(crate) struct LruTable {
     /// Statement stamp of the last use of each id, so an eviction never removes an
     /// entry the statement being encoded refers to.
     stamp: Vec<u32>,
+    /// Bumped each time an id is (re)assigned, so caches can tell a stale id.
+    generation: Vec<u32>,
     head: u32,
     tail: u32,
     len: u32,
@@ -46,6 +48,7 @@ impl LruTable {
             prev: vec![NONE; n],
             next: vec![NONE; n],
             stamp: vec![0; n],
+            generation: vec![0; n],
             head: NONE,
             tail: NONE,
             len: 0,
@@ -106,6 +109,7 @@ impl LruTable {
             self.map.remove(&old);
             victim
         };
+        self.generation[id as usize] = self.generation[id as usize].wrapping_add(1);
         let boxed: Box<str> = Box::from(value);
         self.map.insert(boxed.clone(), id);
         self.keys[id as usize] = boxed;
@@ -114,6 +118,22 @@ impl LruTable {
         let wire_id = if id == self.last_emitted + 1 { 0 } else { id };
         self.last_emitted = id;
         Some(Lookup::New { id, wire_id })
+    }
+
+    /// Generation of `id`: changes whenever the id is given to another value.
+    #[inline]
+    pub fn generation(&self, id: u32) -> u32 {
+        self.generation[id as usize]
+    }
+
+    /// Marks `id` as just used (a hit found through a cache rather than [`LruTable::get_or_insert`]).
+    #[inline]
+    pub fn touch(&mut self, id: u32, stamp: u32) {
+        if self.head != id {
+            self.unlink(id);
+            self.push_front(id);
+        }
+        self.stamp[id as usize] = stamp;
     }
 
     /// The value stored under `id`.

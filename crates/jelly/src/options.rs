@@ -84,12 +84,12 @@ impl LogicalType {
     /// Whether the combination with `physical` is one the spec recommends (its support
     /// matrix marks the others "✘").
     pub fn fits(self, physical: PhysicalType) -> bool {
-        match (self.base().0, physical) {
-            (lt::UNSPECIFIED, _) => true,
-            (lt::FLAT_TRIPLES | lt::GRAPHS, PhysicalType::Triples) => true,
-            (lt::FLAT_QUADS | lt::DATASETS, PhysicalType::Quads | PhysicalType::Graphs) => true,
-            _ => false,
-        }
+        matches!(
+            (self.base().0, physical),
+            (lt::UNSPECIFIED, _)
+                | (lt::FLAT_TRIPLES | lt::GRAPHS, PhysicalType::Triples)
+                | (lt::FLAT_QUADS | lt::DATASETS, PhysicalType::Quads | PhysicalType::Graphs)
+        )
     }
 
     /// Parses a CLI-style name (`flat-triples`, `named-graphs`, …) or a number.
