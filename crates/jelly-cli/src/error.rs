@@ -81,3 +81,16 @@ pub fn decode_error(file: &str, e: &jelly::DecodeError) -> CliError {
     }
     CliError::invalid(s)
 }
+
+/// Adds a hint to a decoding error of the first frame when the file name says it is RDF text.
+pub fn not_jelly_hint(mut e: CliError, path: &str, frame: u64) -> CliError {
+    if frame == 0
+        && let Some(f) = crate::format::Format::from_path(path)
+    {
+        e.message.push_str(&format!(
+            " (the file name says {}: is this a Jelly file?)",
+            f.name()
+        ));
+    }
+    e
+}

@@ -10,7 +10,7 @@ use oxrdfio::{RdfSerializer, WriterQuadSerializer};
 
 use crate::cli::FromJellyArgs;
 use crate::common::FrameRange;
-use crate::error::{CliError, CliResult, decode_error};
+use crate::error::{CliError, CliResult, decode_error, not_jelly_hint};
 use crate::format::Format;
 use crate::io::{Output, Progress, display_name, open_input, open_output};
 
@@ -146,10 +146,21 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
         None => Some(Sink::new(format, open_output(args.to.as_deref())?)),
         Some(_) => None,
     };
+    let mut frames_seen = 0u64;
     let result = (|| -> CliResult {
         loop {
-            let frame = reader.next_frame().map_err(|e| decode_error(&name, &e))?;
-            let Some(mut frame) = frame else { break };
+            let frame = reader
+                .next_frame()
+                .map_err(|e| not_jelly_hint(decode_error(&name, &e), in_path, e.frame))?;
+            let Some(mut frame) = frame else {
+                if frames_seen == 0 {
+                    return Err(CliError::invalid(format!(
+                        "{name}: input is empty (no frames)"
+                    )));
+                }
+                break;
+            };
+            frames_seen += 1;
             let i = frame.index();
             if range.done(i) {
                 break;
@@ -162,7 +173,10 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
                 split = Some((Sink::new(format, open_output(Some(&p))?), p));
             }
             let at = || format!("{name}:frame {i}");
-            while let Some(ev) = frame.next_event().map_err(|e| decode_error(&name, &e))? {
+            while let Some(ev) = frame
+                .next_event()
+                .map_err(|e| not_jelly_hint(decode_error(&name, &e), in_path, e.frame))?
+            {
                 match ev {
                     Event::Statement(st) if take => {
                         progress.statement();

@@ -13,7 +13,7 @@ use jelly_proto::fields::{entry, frame as ff, row};
 use jelly_proto::wire::{Reader, WireType};
 
 use crate::cli::InspectArgs;
-use crate::error::{CliError, CliResult, decode_error};
+use crate::error::{CliError, CliResult, decode_error, not_jelly_hint};
 use crate::io::{Progress, display_name, open_input, open_output};
 use crate::report::{Value, map, to_json, to_yaml};
 
@@ -342,7 +342,10 @@ pub fn inspect(args: &InspectArgs, quiet: bool) -> CliResult<Value> {
             if f.metadata().map(|m| !m.is_empty()).unwrap_or(false) {
                 metadata_frames += 1;
             }
-            while let Some(ev) = f.next_event().map_err(|e| decode_error(&name, &e))? {
+            while let Some(ev) = f
+                .next_event()
+                .map_err(|e| not_jelly_hint(decode_error(&name, &e), in_path, e.frame))?
+            {
                 if let Event::Statement(s) = ev {
                     st_in_frame += 1;
                     progress.statement();

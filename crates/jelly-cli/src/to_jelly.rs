@@ -134,6 +134,15 @@ fn turtle_err(name: &str, e: TurtleParseError) -> CliError {
     }
 }
 
+fn star_hint(mut e: CliError) -> CliError {
+    if e.message.contains("must be an IRI") || e.message.contains("<<") {
+        e.message.push_str(
+            " (for RDF-star or generalized N-Triples/N-Quads use --opt.rdf-star or --opt.generalized-statements)",
+        );
+    }
+    e
+}
+
 fn io_err(name: &str, io: io::Error) -> CliError {
     if io.kind() == io::ErrorKind::InvalidData || io.kind() == io::ErrorKind::UnexpectedEof {
         CliError::invalid(format!("{name}: {io}"))
@@ -198,7 +207,7 @@ fn convert_one<W: io::Write>(
         }
         Format::Nt => {
             for t in NTriplesParser::new().for_reader(input.reader) {
-                let t = t.map_err(|e| turtle_err(&name, e))?;
+                let t = t.map_err(|e| star_hint(turtle_err(&name, e)))?;
                 n += 1;
                 let mut holder = None;
                 let st = from_ox_triple(t.as_ref(), &mut holder);
@@ -208,7 +217,7 @@ fn convert_one<W: io::Write>(
         }
         Format::Nq => {
             for q in NQuadsParser::new().for_reader(input.reader) {
-                let q = q.map_err(|e| turtle_err(&name, e))?;
+                let q = q.map_err(|e| star_hint(turtle_err(&name, e)))?;
                 n += 1;
                 let mut holder = None;
                 let st = from_ox_quad(q.as_ref(), &mut holder);
