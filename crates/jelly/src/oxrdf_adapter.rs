@@ -66,6 +66,20 @@ impl<'a> StatementRef<'a> {
         })
     }
 
+    /// Borrows the statement as an oxrdf triple (ignoring its graph), without allocating.
+    pub fn as_oxrdf_triple(&self) -> Result<OxTripleRef<'a>, NotRepresentable> {
+        let q = StatementRef {
+            graph: None,
+            ..*self
+        }
+        .as_oxrdf_quad()?;
+        Ok(OxTripleRef {
+            subject: q.subject,
+            predicate: q.predicate,
+            object: q.object,
+        })
+    }
+
     /// Converts to an owned oxrdf quad; quoted triples in the object become RDF 1.2 triple terms.
     pub fn to_oxrdf_quad(&self) -> Result<oxrdf::Quad, NotRepresentable> {
         if let TermRef::Triple(t) = self.object {
@@ -175,4 +189,109 @@ pub fn from_ox_triple<'a>(t: OxTripleRef<'a>, holder: &'a mut Option<Term>) -> S
     };
     let object = from_ox_term(t.object, holder);
     StatementRef::triple(subject, TermRef::Iri(t.predicate.as_str()), object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Event, JellyReader, JellyWriter, PhysicalType, StreamOptions};
+    use oxrdf::{GraphName, Literal, NamedNode, Quad};
+
+    fn sample() -> Vec<Quad> {
+        let ex = |s: &str| NamedNode::new_unchecked(format!("http://example.org/{s}"));
+        vec![
+            Quad::new(
+                ex("s"),
+                ex("p"),
+                Literal::new_simple_literal("plain"),
+                GraphName::DefaultGraph,
+            ),
+            Quad::new(
+                ex("s"),
+                ex("p"),
+                Literal::new_language_tagged_literal_unchecked("hallo", "de"),
+                ex("g"),
+            ),
+            Quad::new(
+                oxrdf::BlankNode::new_unchecked("b1"),
+                ex("q"),
+                Literal::new_typed_literal(
+                    "1",
+                    NamedNode::new_unchecked("http://www.w3.org/2001/XMLSchema#integer"),
+                ),
+                oxrdf::BlankNode::new_unchecked("g2"),
+            ),
+        ]
+    }
+
+    #[test]
+    fn oxrdf_quads_round_trip_borrowed_and_owned() {
+        let quads = sample();
+        let mut buf = Vec::new();
+        let mut w = JellyWriter::new(
+            &mut buf,
+            StreamOptions::small().with_physical_type(PhysicalType::Quads),
+        )
+        .unwrap();
+        for q in &quads {
+            let mut holder = None;
+            w.add(from_ox_quad(q.as_ref(), &mut holder)).unwrap();
+        }
+        w.finish().unwrap();
+        let mut borrowed = Vec::new();
+        let mut owned = Vec::new();
+        JellyReader::new(&buf[..])
+            .for_each_event(|_, ev| {
+                if let Event::Statement(st) = ev {
+                    borrowed.push(st.as_oxrdf_quad().unwrap().into_owned());
+                    owned.push(st.to_oxrdf_quad().unwrap());
+                }
+            })
+            .unwrap();
+        assert_eq!(borrowed, quads);
+        assert_eq!(owned, quads);
+    }
+
+    #[test]
+    fn rdf12_triple_terms_in_object_position_convert() {
+        let ex = |s: &str| NamedNode::new_unchecked(format!("http://example.org/{s}"));
+        let inner = oxrdf::Triple::new(ex("a"), ex("b"), ex("c"));
+        let t = oxrdf::Triple::new(ex("s"), ex("says"), inner);
+        let mut holder = None;
+        let st = from_ox_triple(t.as_ref(), &mut holder);
+        assert!(matches!(st.object, TermRef::Triple(_)));
+        let back = st.to_oxrdf_quad().unwrap();
+        assert_eq!(oxrdf::Triple::from(back), t);
+        // The zero-copy view cannot hold a triple term.
+        assert!(st.as_oxrdf_quad().is_err());
+    }
+
+    #[test]
+    fn generalized_and_subject_quoted_triples_are_refused_clearly() {
+        let lit = TermRef::Literal(LiteralRef {
+            lex: "x",
+            kind: LiteralKind::Simple,
+        });
+        let st = StatementRef::triple(lit, TermRef::Iri("http://p"), TermRef::Iri("http://o"));
+        let e = st.as_oxrdf_quad().unwrap_err();
+        assert_eq!((e.kind, e.position), ("literal", "subject"));
+        let inner = [
+            TermRef::Iri("http://a"),
+            TermRef::Iri("http://b"),
+            TermRef::Iri("http://c"),
+        ];
+        let st = StatementRef::triple(
+            TermRef::Triple(crate::TripleRef::from_terms(&inner)),
+            TermRef::Iri("http://p"),
+            lit,
+        );
+        assert_eq!(st.to_oxrdf_quad().unwrap_err().position, "subject");
+        let t = st.as_oxrdf_triple();
+        assert!(t.is_err());
+        let ok = StatementRef::triple(TermRef::Iri("http://s"), TermRef::Iri("http://p"), lit);
+        assert_eq!(
+            ok.as_oxrdf_triple().unwrap().to_string(),
+            "<http://s> <http://p> \"x\""
+        );
+    }
 }

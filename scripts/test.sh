@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs whatever the test suite needs and is missing, then runs all of it:
+# formatting, lints, unit and integration tests, the official conformance suite,
+# and the interop tests against pyjelly and Jelly-JVM.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '\n== %s\n' "$*" >&2; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+apt_updated=""
+apt_install() {
+  if [ -z "$apt_updated" ]; then as_root apt-get update -qq; apt_updated=1; fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+say "toolchains"
+if ! command -v cargo >/dev/null; then
+  echo "cargo not found: install Rust 1.85 or newer (rustup) and run this again" >&2
+  exit 2
+fi
+for c in rustfmt clippy; do
+  if ! cargo "${c/rustfmt/fmt}" --version >/dev/null 2>&1; then
+    rustup component add "$c"
+  fi
+done
+command -v java >/dev/null && command -v mvn >/dev/null || apt_install default-jdk-headless maven
+command -v python3 >/dev/null || apt_install python3 python3-venv
+python3 -c 'import venv' 2>/dev/null || apt_install python3-venv
+cargo --version; java -version 2>&1 | head -1; python3 --version
+
+say "peers: pyjelly (PyPI) and Jelly-JVM (Maven Central)"
+JELLY_PYTHON="$(bench/py/setup.sh)"
+JELLY_JVM_JAR="$(bench/jvm/build.sh)"
+export JELLY_PYTHON JELLY_JVM_JAR
+echo "pyjelly python: $JELLY_PYTHON"
+echo "Jelly-JVM jar:  $JELLY_JVM_JAR"
+
+say "cargo fmt --check"
+cargo fmt --all -- --check
+
+say "cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+
+say "cargo test"
+cargo test --workspace
