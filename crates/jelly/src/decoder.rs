@@ -265,10 +265,11 @@ fn wire_name(wt: WireType) -> &'static str {
 #[inline(always)]
 fn varint_at(b: &[u8], pos: &mut usize) -> Result<u64, K> {
     if let Some(&x) = b.get(*pos)
-        && x < 0x80 {
-            *pos += 1;
-            return Ok(u64::from(x));
-        }
+        && x < 0x80
+    {
+        *pos += 1;
+        return Ok(u64::from(x));
+    }
     varint_at_slow(b, pos)
 }
 

@@ -31,10 +31,11 @@ pub struct EncoderConfig {
 pub fn split_iri(iri: &str) -> (&str, &str) {
     let b = iri.as_bytes();
     if b.len() > 8
-        && let Some(i) = memchr::memchr(b'#', &b[8..]) {
-            let cut = 8 + i + 1;
-            return (&iri[..cut], &iri[cut..]);
-        }
+        && let Some(i) = memchr::memchr(b'#', &b[8..])
+    {
+        let cut = 8 + i + 1;
+        return (&iri[..cut], &iri[cut..]);
+    }
     match memchr::memrchr(b'/', b) {
         Some(i) => (&iri[..=i], &iri[i + 1..]),
         None => ("", iri),
@@ -563,9 +564,11 @@ impl Encoder {
         self.check_term(t, position)?;
         if let TermRef::Literal(l) = t
             && let LiteralKind::Typed(dt) = l.kind
-                && dt != XSD_STRING && self.datatypes.is_none() {
-                    return Err(EncodeError::DatatypeTableDisabled(dt.to_owned()));
-                }
+            && dt != XSD_STRING
+            && self.datatypes.is_none()
+        {
+            return Err(EncodeError::DatatypeTableDisabled(dt.to_owned()));
+        }
         if let TermRef::Triple(tr) = t {
             for i in 0..3 {
                 self.check_term_deep(tr.term(i), i)?;

@@ -447,9 +447,10 @@ impl<W: Write> JellyWriter<W> {
     #[inline]
     fn maybe_flush(&mut self) -> Result<(), WriteError> {
         if let FramePolicy::Rows(n) = self.policy
-            && self.enc.frame_rows() >= n {
-                self.flush_frame()?;
-            }
+            && self.enc.frame_rows() >= n
+        {
+            self.flush_frame()?;
+        }
         Ok(())
     }
 

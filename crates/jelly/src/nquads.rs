@@ -356,9 +356,10 @@ impl fmt::Display for StatementRef<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {} {}", self.subject, self.predicate, self.object)?;
         if let Some(g) = self.graph
-            && g != TermRef::DefaultGraph {
-                write!(f, " {g}")?;
-            }
+            && g != TermRef::DefaultGraph
+        {
+            write!(f, " {g}")?;
+        }
         f.write_str(" .")
     }
 }

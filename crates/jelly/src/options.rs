@@ -88,7 +88,10 @@ impl LogicalType {
             (self.base().0, physical),
             (lt::UNSPECIFIED, _)
                 | (lt::FLAT_TRIPLES | lt::GRAPHS, PhysicalType::Triples)
-                | (lt::FLAT_QUADS | lt::DATASETS, PhysicalType::Quads | PhysicalType::Graphs)
+                | (
+                    lt::FLAT_QUADS | lt::DATASETS,
+                    PhysicalType::Quads | PhysicalType::Graphs
+                )
         )
     }
 
