@@ -1,0 +1,229 @@
+//! Bad input and usage through the real binary: nonzero exit, a clear one-line
+//! message, never a panic (the helper fails the test if "panicked" reaches stderr).
+
+mod cli_support;
+
+use cli_support::*;
+
+const NANOPUBS: &str = "nanopubs-fair-pkd/nanopubs-fair-pkd.nq";
+
+fn small_jelly(d: &std::path::Path) -> std::path::PathBuf {
+    let src = head(NANOPUBS, 300, d, "np.nq");
+    let j = d.join("np.jelly");
+    ok(&["rdf", "to-jelly", s(&src), "-o", s(&j)], None);
+    j
+}
+
+#[test]
+fn truncated_jelly_is_invalid_with_frame_position() {
+    let d = tmp("truncated");
+    let j = small_jelly(&d);
+    let bytes = std::fs::read(&j).unwrap();
+    let cut = d.join("cut.jelly");
+    for len in [1, 7, bytes.len() / 2, bytes.len() - 1] {
+        std::fs::write(&cut, &bytes[..len]).unwrap();
+        for verb in ["from-jelly", "inspect", "validate", "transcode"] {
+            let r = jelly(&["rdf", verb, s(&cut)], None);
+            assert_eq!(r.code, 1, "{verb} on {len} bytes: {}", r.stderr);
+            assert!(r.stderr.starts_with("jelly: "), "{}", r.stderr);
+            assert!(r.stderr.contains("cut.jelly"), "{}", r.stderr);
+            assert_eq!(r.stderr.trim_end().lines().count(), 1, "{}", r.stderr);
+        }
+    }
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let r = jelly(&["rdf", "from-jelly", s(&cut)], None);
+    assert!(r.stderr.contains(":frame "), "{}", r.stderr);
+}
+
+#[test]
+fn corrupted_bytes_never_panic() {
+    let d = tmp("corrupt");
+    let j = small_jelly(&d);
+    let bytes = std::fs::read(&j).unwrap();
+    let bad = d.join("bad.jelly");
+    for (i, pos) in [3usize, 10, 40, 100, 500, 1000].into_iter().enumerate() {
+        let mut b = bytes.clone();
+        let p = pos.min(b.len() - 1);
+        b[p] ^= 0x5a + i as u8;
+        std::fs::write(&bad, &b).unwrap();
+        let r = jelly(&["rdf", "validate", s(&bad)], None);
+        assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+        let r = jelly(&["rdf", "from-jelly", s(&bad)], None);
+        assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+    }
+}
+
+#[test]
+fn wrong_format_is_explained() {
+    let d = tmp("wrong-format");
+    let src = head(NANOPUBS, 20, &d, "np.nq");
+    let r = jelly(&["rdf", "from-jelly", s(&src)], None);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("is this a Jelly file?"), "{}", r.stderr);
+    // A Jelly file given to to-jelly.
+    let j = small_jelly(&d);
+    let r = jelly(&["rdf", "to-jelly", s(&j)], None);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("transcode"), "{}", r.stderr);
+    // Turtle read as N-Triples: syntax error with line and column.
+    let ttl = d.join("x.ttl");
+    std::fs::write(&ttl, "@prefix ex: <http://e/> .\nex:a ex:b ex:c .\n").unwrap();
+    let r = jelly(&["rdf", "to-jelly", s(&ttl), "--in-format", "nt"], None);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("x.ttl:1:"), "{}", r.stderr);
+    // Unknown extension.
+    let odd = d.join("data.xyz");
+    std::fs::write(&odd, "x").unwrap();
+    let r = jelly(&["rdf", "to-jelly", s(&odd)], None);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("--in-format"), "{}", r.stderr);
+}
+
+#[test]
+fn invalid_utf8_is_reported_with_position() {
+    let d = tmp("utf8");
+    let nt = d.join("bad.nt");
+    std::fs::write(
+        &nt,
+        b"<http://a> <http://b> \"ok\" .\n<http://a> <http://b> \"\xff\xfe\" .\n",
+    )
+    .unwrap();
+    let r = jelly(&["rdf", "to-jelly", s(&nt)], None);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("bad.nt:2:"), "{}", r.stderr);
+    // Our tolerant parser (RDF-star mode) reports it too.
+    let r = jelly(&["rdf", "to-jelly", s(&nt), "--opt.rdf-star"], None);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("bad.nt:2:") && r.stderr.contains("UTF-8"),
+        "{}",
+        r.stderr
+    );
+    let ttl = d.join("bad.ttl");
+    std::fs::write(&ttl, b"<http://a> <http://b> \"\xc3\x28\" .\n").unwrap();
+    let r = jelly(&["rdf", "to-jelly", s(&ttl)], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+}
+
+#[test]
+fn empty_files() {
+    let d = tmp("empty");
+    let e = d.join("empty.jelly");
+    std::fs::write(&e, b"").unwrap();
+    for verb in ["from-jelly", "inspect", "validate", "transcode"] {
+        let r = jelly(&["rdf", verb, s(&e)], None);
+        assert_eq!(r.code, 1, "{verb}: {}", r.stderr);
+        assert!(r.stderr.contains("empty"), "{verb}: {}", r.stderr);
+    }
+    let r = jelly(&["rdf", "from-jelly"], Some(b""));
+    assert_eq!(r.code, 1);
+    // An empty RDF file is a valid empty graph: a stream with only the options.
+    let nt = d.join("empty.nt");
+    std::fs::write(&nt, b"").unwrap();
+    let j = ok(&["rdf", "to-jelly", s(&nt)], None).stdout;
+    assert!(!j.is_empty());
+    let out = ok(&["rdf", "from-jelly"], Some(&j));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn usage_and_io_errors_exit_2() {
+    let d = tmp("usage");
+    let r = jelly(&["rdf", "from-jelly", s(&d.join("missing.jelly"))], None);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("missing.jelly"), "{}", r.stderr);
+    assert_eq!(jelly(&["rdf", "bogus"], None).code, 2);
+    assert_eq!(
+        jelly(&["rdf", "to-jelly", "--opt.physical-type", "trees"], None).code,
+        2
+    );
+    let r = jelly(&["rdf", "from-jelly", "--take-frames", "x..y"], Some(b""));
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("frame range"), "{}", r.stderr);
+    let r = jelly(
+        &[
+            "rdf",
+            "to-jelly",
+            "--in-format",
+            "nt",
+            "--opt.max-name-table-size",
+            "4",
+        ],
+        Some(b""),
+    );
+    assert_eq!(r.code, 2);
+    let r = jelly(
+        &[
+            "rdf",
+            "to-jelly",
+            "--in-format",
+            "nt",
+            "-o",
+            s(&d.join("no/such/dir/x.jelly")),
+        ],
+        Some(b""),
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}
+
+#[test]
+fn statement_that_does_not_fit_the_stream() {
+    let d = tmp("nofit");
+    let src = head(NANOPUBS, 10, &d, "np.nq");
+    let r = jelly(
+        &["rdf", "to-jelly", s(&src), "--opt.physical-type", "triples"],
+        None,
+    );
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("np.nq") && r.stderr.contains("triples"),
+        "{}",
+        r.stderr
+    );
+    let j = small_jelly(&d);
+    let r = jelly(&["rdf", "from-jelly", s(&j), "--out-format", "nt"], None);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("N-Triples"), "{}", r.stderr);
+}
+
+#[test]
+fn hostile_real_world_files_never_panic() {
+    let root = dataset("hostile-real-world");
+    let mut seen = 0;
+    for sub in ["lov", "sdw", "wikidata", "lubm"] {
+        let Ok(rd) = std::fs::read_dir(root.join(sub)) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let r = jelly(&["rdf", "to-jelly", s(&p)], None);
+            assert!(r.code == 0 || r.code == 1, "{}: {}", p.display(), r.stderr);
+            if r.code == 1 {
+                assert!(r.stderr.starts_with("jelly: "), "{}", r.stderr);
+            }
+            seen += 1;
+        }
+    }
+    assert!(seen >= 5, "hostile files found: {seen}");
+}
+
+#[test]
+fn help_has_examples_and_exit_codes() {
+    for verb in ["to-jelly", "from-jelly", "transcode", "inspect", "validate"] {
+        let r = ok(&["rdf", verb, "--help"], None).out();
+        assert!(r.contains("Examples:"), "{verb}: {r}");
+        assert!(r.contains("Exit codes"), "{verb}: {r}");
+    }
+    let top = ok(&["--help"], None).out();
+    assert!(top.contains("Exit codes:"), "{top}");
+    let conf = ok(&["conformance", "--help"], None).out();
+    assert!(conf.contains("Exit codes"), "{conf}");
+}
+
+#[test]
+fn completions() {
+    for sh in ["bash", "zsh", "fish"] {
+        let r = ok(&["completions", sh], None).out();
+        assert!(r.contains("jelly") && r.contains("to-jelly"), "{sh}");
+    }
+}

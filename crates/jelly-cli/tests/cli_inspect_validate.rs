@@ -1,0 +1,319 @@
+//! `inspect`, `validate` and `conformance` through the real binary.
+
+mod cli_support;
+
+use cli_support::*;
+
+const NANOPUBS: &str = "nanopubs-fair-pkd/nanopubs-fair-pkd.nq";
+
+#[test]
+fn inspect_yaml_and_json() {
+    let d = tmp("inspect");
+    let src = head(NANOPUBS, 400, &d, "np.nq");
+    let j = d.join("np.jelly");
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&src),
+            "--rows-per-frame",
+            "100",
+            "-o",
+            s(&j),
+        ],
+        None,
+    );
+    let nframes = frames(&j).len();
+    let y = ok(&["rdf", "inspect", s(&j)], None).out();
+    for want in [
+        "options:\n",
+        "  physical_type: quads\n",
+        "  max_name_table_size: 4000\n",
+        &format!("frames: {nframes}\n"),
+        "statements: 400\n",
+        "rows:\n",
+        "  quad: 400\n",
+        "distinct_terms:\n",
+        "  iris: ",
+        "  literals: ",
+        "  approximate: false\n",
+        "lookup_tables:\n",
+        "    max_id_used: ",
+        "bytes_per_statement: ",
+    ] {
+        assert!(y.contains(want), "YAML lacks {want:?}:\n{y}");
+    }
+    assert!(!y.contains("frames_detail"));
+    let js = ok(&["rdf", "inspect", s(&j), "--json", "--per-frame"], None).out();
+    for want in [
+        "\"statements\": 400",
+        "\"physical_type\": \"quads\"",
+        "\"frames_detail\": [",
+        "\"index\": 0",
+        "\"blank_nodes\": 0",
+        "\"bytes_per_statement\": ",
+    ] {
+        assert!(js.contains(want), "JSON lacks {want:?}:\n{js}");
+    }
+    assert_eq!(js.matches("\"index\": ").count(), nframes);
+    assert!(js.trim_start().starts_with('{') && js.trim_end().ends_with('}'));
+    // Per-frame statement counts add up.
+    let per: u64 = js
+        .lines()
+        .filter(|l| l.trim_start().starts_with("\"statements\": ") && l.starts_with("      "))
+        .filter_map(|l| {
+            l.trim()
+                .trim_start_matches("\"statements\": ")
+                .trim_end_matches(',')
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    assert_eq!(per, 400, "{js}");
+}
+
+#[test]
+fn inspect_counts_distinct_terms() {
+    let d = tmp("inspect-distinct");
+    let nt = d.join("x.nt");
+    std::fs::write(
+        &nt,
+        "<http://e/a> <http://e/p> \"x\" .\n<http://e/a> <http://e/p> \"y\"@en .\n\
+         _:b1 <http://e/p> <http://e/a> .\n_:b2 <http://e/q> \"x\" .\n",
+    )
+    .unwrap();
+    let j = ok(&["rdf", "to-jelly", s(&nt)], None).stdout;
+    let y = ok(&["rdf", "inspect"], Some(&j)).out();
+    assert!(y.contains("  iris: 3\n"), "{y}");
+    assert!(y.contains("  blank_nodes: 2\n"), "{y}");
+    assert!(y.contains("  literals: 2\n"), "{y}");
+    assert!(y.contains("statements: 4\n"), "{y}");
+}
+
+#[test]
+fn validate_against_matching_and_different_rdf() {
+    let d = tmp("validate");
+    let src = head(NANOPUBS, 300, &d, "np.nq");
+    let j = d.join("np.jelly");
+    ok(&["rdf", "to-jelly", s(&src), "-o", s(&j)], None);
+    let r = ok(
+        &["rdf", "validate", s(&j), "--compare-to-rdf-file", s(&src)],
+        None,
+    );
+    assert!(r.stderr.contains("valid"), "{}", r.stderr);
+    // Ordered comparison of the same order passes; a shuffled file fails ordered, passes unordered.
+    ok(
+        &[
+            "rdf",
+            "validate",
+            s(&j),
+            "--compare-to-rdf-file",
+            s(&src),
+            "--compare-ordered",
+            "true",
+        ],
+        None,
+    );
+    let text = std::fs::read_to_string(&src).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.reverse();
+    let rev = d.join("rev.nq");
+    std::fs::write(&rev, lines.join("\n") + "\n").unwrap();
+    ok(
+        &["rdf", "validate", s(&j), "--compare-to-rdf-file", s(&rev)],
+        None,
+    );
+    let r = jelly(
+        &[
+            "rdf",
+            "validate",
+            s(&j),
+            "--compare-to-rdf-file",
+            s(&rev),
+            "--compare-ordered",
+            "true",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    // A statement missing.
+    let fewer = d.join("fewer.nq");
+    std::fs::write(&fewer, lines[1..].join("\n") + "\n").unwrap();
+    let r = jelly(
+        &["rdf", "validate", s(&j), "--compare-to-rdf-file", s(&fewer)],
+        None,
+    );
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("differs"), "{}", r.stderr);
+    // Through another format (TriG).
+    let trig = d.join("np.trig");
+    ok(&["rdf", "from-jelly", s(&j), "-o", s(&trig)], None);
+    ok(
+        &["rdf", "validate", s(&j), "--compare-to-rdf-file", s(&trig)],
+        None,
+    );
+}
+
+#[test]
+fn validate_frame_indices_options_and_delimiting() {
+    let d = tmp("validate-opts");
+    let src = head(NANOPUBS, 200, &d, "np.nq");
+    let j = d.join("np.jelly");
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&src),
+            "--rows-per-frame",
+            "30",
+            "-o",
+            s(&j),
+        ],
+        None,
+    );
+    let f = frames(&j);
+    let f2 = d.join("f2.nq");
+    ok(
+        &[
+            "rdf",
+            "from-jelly",
+            s(&j),
+            "--take-frames",
+            "2",
+            "-o",
+            s(&f2),
+        ],
+        None,
+    );
+    ok(
+        &[
+            "rdf",
+            "validate",
+            s(&j),
+            "--compare-to-rdf-file",
+            s(&f2),
+            "--compare-frame-indices",
+            "2",
+            "--compare-ordered",
+            "true",
+        ],
+        None,
+    );
+    assert!(!f[2].is_empty());
+    let r = jelly(
+        &[
+            "rdf",
+            "validate",
+            s(&j),
+            "--compare-to-rdf-file",
+            s(&f2),
+            "--compare-frame-indices",
+            "3",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1);
+    // Exact options.
+    ok(&["rdf", "validate", s(&j), "--options-file", s(&j)], None);
+    let small = d.join("small.jelly");
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&src),
+            "--preset",
+            "small",
+            "-o",
+            s(&small),
+        ],
+        None,
+    );
+    let r = jelly(
+        &["rdf", "validate", s(&j), "--options-file", s(&small)],
+        None,
+    );
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("max_name_table_size"), "{}", r.stderr);
+    // Delimiting.
+    ok(&["rdf", "validate", s(&j), "--delimited", "true"], None);
+    assert_eq!(
+        jelly(&["rdf", "validate", s(&j), "--delimited", "false"], None).code,
+        1
+    );
+    let single = d.join("single.jelly");
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&src),
+            "--frame-per",
+            "input",
+            "--delimited",
+            "false",
+            "-o",
+            s(&single),
+        ],
+        None,
+    );
+    ok(
+        &[
+            "rdf",
+            "validate",
+            s(&single),
+            "--delimited",
+            "false",
+            "--compare-to-rdf-file",
+            s(&src),
+        ],
+        None,
+    );
+    ok(&["rdf", "validate", s(&single)], None);
+}
+
+#[test]
+fn validate_rejects_spec_violations() {
+    // A negative case of the conformance suite: repeated term in a quoted triple.
+    let suite = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/jelly-conformance/rdf/from_jelly");
+    let mut checked = 0;
+    for cat in ["triples_rdf_1_1", "quads_rdf_1_1"] {
+        for n in ["neg_001", "neg_002"] {
+            let p = suite.join(cat).join(n).join("in.jelly");
+            if p.exists() {
+                let r = jelly(&["rdf", "validate", s(&p)], None);
+                assert_eq!(r.code, 1, "{}: {}", p.display(), r.stderr);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 2);
+}
+
+#[test]
+fn conformance_command_writes_earl() {
+    let d = tmp("conformance");
+    let suite = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/jelly-conformance");
+    let earl = d.join("reports/earl.ttl");
+    let r = ok(
+        &[
+            "conformance",
+            "--suite",
+            s(&suite),
+            "--earl",
+            s(&earl),
+            "--out-dir",
+            s(&d.join("out")),
+        ],
+        None,
+    );
+    assert_eq!(
+        r.out().trim(),
+        "from_jelly: 110/110 passed, to_jelly: 77/77 passed"
+    );
+    let text = std::fs::read_to_string(&earl).unwrap();
+    assert_eq!(text.matches("a earl:Assertion").count(), 187);
+    assert!(text.contains("^^xsd:dateTime"));
+    let bad = jelly(&["conformance", "--suite", s(&d)], None);
+    assert_eq!(bad.code, 2);
+}

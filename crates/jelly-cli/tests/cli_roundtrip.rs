@@ -1,0 +1,420 @@
+//! Round trips through the real `jelly` binary: every RDF format, pipes, compression,
+//! framing options, transcoding.
+
+mod cli_support;
+
+use cli_support::*;
+
+const NANOPUBS: &str = "nanopubs-fair-pkd/nanopubs-fair-pkd.nq";
+const DBPEDIA: &str = "dbpedia-ontology/dbpedia-ontology.nt";
+
+#[test]
+fn nquads_round_trip_is_byte_exact() {
+    let d = tmp("nq-exact");
+    let src = head(NANOPUBS, 400, &d, "np.nq");
+    let jf = d.join("np.jelly");
+    ok(&["rdf", "to-jelly", s(&src), "--to", s(&jf)], None);
+    let back = d.join("back.nq");
+    ok(&["rdf", "from-jelly", s(&jf), "-o", s(&back)], None);
+    assert_eq!(
+        std::fs::read(&src).unwrap(),
+        std::fs::read(&back).unwrap(),
+        "N-Quads round trip must be exact"
+    );
+}
+
+#[test]
+fn every_graph_format_round_trips() {
+    let d = tmp("graph-formats");
+    let src = head(DBPEDIA, 300, &d, "db.nt");
+    let original = parse(&std::fs::read(&src).unwrap());
+    let jf = d.join("db.jelly");
+    ok(&["rdf", "to-jelly", s(&src), "-o", s(&jf)], None);
+    for ext in ["nt", "ttl", "rdf", "jsonld"] {
+        // Jelly -> format (chosen by the extension) -> Jelly -> N-Triples.
+        let text = d.join(format!("db-out.{ext}"));
+        ok(&["rdf", "from-jelly", s(&jf), "--to", s(&text)], None);
+        let again = d.join(format!("db-{ext}.jelly"));
+        ok(&["rdf", "to-jelly", s(&text), "--to", s(&again)], None);
+        let nt = ok(
+            &["rdf", "from-jelly", s(&again), "--out-format", "nt"],
+            None,
+        );
+        assert_iso(&parse(&nt.stdout), &original, ext);
+    }
+}
+
+#[test]
+fn every_dataset_format_round_trips() {
+    let d = tmp("dataset-formats");
+    let src = head(NANOPUBS, 300, &d, "np.nq");
+    let original = parse(&std::fs::read(&src).unwrap());
+    let jf = d.join("np.jelly");
+    ok(&["rdf", "to-jelly", s(&src), "-o", s(&jf)], None);
+    for fmt in ["trig", "jsonld", "nq"] {
+        let text = d.join(format!("np-out.{fmt}"));
+        ok(
+            &[
+                "rdf",
+                "from-jelly",
+                s(&jf),
+                "--out-format",
+                fmt,
+                "-o",
+                s(&text),
+            ],
+            None,
+        );
+        let again = d.join(format!("np-{fmt}.jelly"));
+        ok(&["rdf", "to-jelly", s(&text), "-o", s(&again)], None);
+        // Dataset formats default to the QUADS physical type.
+        let insp = ok(&["rdf", "inspect", s(&again)], None).out();
+        assert!(insp.contains("physical_type: quads"), "{fmt}: {insp}");
+        let nq = ok(&["rdf", "from-jelly", s(&again)], None);
+        assert_iso(&parse(&nq.stdout), &original, fmt);
+    }
+}
+
+#[test]
+fn pipes_stdin_to_stdout() {
+    let d = tmp("pipes");
+    let src = head(NANOPUBS, 200, &d, "np.nq");
+    let text = std::fs::read(&src).unwrap();
+    let jf = ok(&["rdf", "to-jelly"], Some(&text)).stdout;
+    assert!(!jf.is_empty());
+    let back = ok(&["rdf", "from-jelly", "-"], Some(&jf)).stdout;
+    assert_eq!(back, text);
+    // A dataset cannot be written as Turtle: a clear error, not a panic.
+    let ttl = jelly(&["rdf", "from-jelly", "--out-format", "ttl"], Some(&jf));
+    assert_eq!(ttl.code, 1);
+    assert!(
+        ttl.stderr.starts_with("jelly: <stdin>:frame 0"),
+        "{}",
+        ttl.stderr
+    );
+    // Other formats through stdin need --in-format.
+    let nt = b"<http://a/s> <http://a/p> \"o\" .\n<http://a/s> <http://a/p> _:b .\n";
+    let j = ok(&["rdf", "to-jelly", "--in-format", "nt"], Some(nt)).stdout;
+    let ttl = ok(&["rdf", "from-jelly", "--out-format", "ttl"], Some(&j)).stdout;
+    let j2 = ok(&["rdf", "to-jelly", "--in-format", "ttl"], Some(&ttl)).stdout;
+    let back = ok(&["rdf", "from-jelly", "--out-format", "nt"], Some(&j2)).stdout;
+    assert_iso(&parse(&back), &parse(nt), "turtle via stdin");
+}
+
+#[test]
+fn gzip_and_zstd_in_and_out() {
+    let d = tmp("compression");
+    let src = head(NANOPUBS, 300, &d, "np.nq");
+    let text = std::fs::read(&src).unwrap();
+    let gz = d.join("np.jelly.gz");
+    ok(&["rdf", "to-jelly", s(&src), "--to", s(&gz)], None);
+    assert_eq!(
+        &std::fs::read(&gz).unwrap()[..2],
+        &[0x1f, 0x8b],
+        "gzip magic"
+    );
+    let zst = d.join("np.nq.zst");
+    ok(&["rdf", "from-jelly", s(&gz), "--to", s(&zst)], None);
+    let z = std::fs::read(&zst).unwrap();
+    assert_eq!(&z[..4], &[0x28, 0xb5, 0x2f, 0xfd], "zstd magic");
+    // Compressed RDF input (detected by magic bytes, not by name).
+    let renamed = d.join("compressed-input.nq");
+    std::fs::write(&renamed, &z).unwrap();
+    let j = d.join("from-zst.jelly.zst");
+    ok(&["rdf", "to-jelly", s(&renamed), "-o", s(&j)], None);
+    let back = ok(&["rdf", "from-jelly", s(&j)], None);
+    assert_eq!(back.stdout, text);
+    // gzip through stdin.
+    let gz_bytes = std::fs::read(&gz).unwrap();
+    let back = ok(&["rdf", "from-jelly"], Some(&gz_bytes));
+    assert_eq!(back.stdout, text);
+}
+
+#[test]
+fn take_frames_and_split_frames() {
+    let d = tmp("take-frames");
+    let src = head(NANOPUBS, 200, &d, "np.nq");
+    let jf = d.join("np.jelly");
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&src),
+            "--rows-per-frame",
+            "20",
+            "-o",
+            s(&jf),
+        ],
+        None,
+    );
+    let all = frames(&jf);
+    assert!(all.len() >= 6, "{} frames", all.len());
+    let one = ok(&["rdf", "from-jelly", s(&jf), "--take-frames", "3"], None);
+    assert_eq!(parse(&one.stdout), all[3]);
+    let range = ok(
+        &["rdf", "from-jelly", s(&jf), "--take-frames", "1..3"],
+        None,
+    );
+    let want: Vec<_> = all[1..3].concat();
+    assert_eq!(parse(&range.stdout), want);
+    let upto = ok(&["rdf", "from-jelly", s(&jf), "--take-frames", "..2"], None);
+    assert_eq!(parse(&upto.stdout), all[..2].concat());
+    let from = ok(&["rdf", "from-jelly", s(&jf), "--take-frames", "4.."], None);
+    assert_eq!(parse(&from.stdout), all[4..].concat());
+    let split = d.join("split");
+    ok(
+        &[
+            "rdf",
+            "from-jelly",
+            s(&jf),
+            "--take-frames",
+            "0..=2",
+            "--split-frames",
+            s(&split),
+        ],
+        None,
+    );
+    for (i, f) in all.iter().enumerate().take(3) {
+        let p = split.join(format!("frame-{i:06}.nq"));
+        assert_eq!(&parse(&std::fs::read(&p).unwrap()), f, "frame {i}");
+    }
+    assert!(!split.join("frame-000003.nq").exists());
+}
+
+#[test]
+fn frame_per_graph_gives_one_frame_per_graph_run() {
+    let d = tmp("frame-per-graph");
+    let src = dataset(NANOPUBS);
+    let jf = d.join("np.jelly");
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&src),
+            "--frame-per",
+            "graph",
+            "-o",
+            s(&jf),
+        ],
+        None,
+    );
+    // Runs of consecutive statements with the same graph in the source.
+    let text = std::fs::read_to_string(&src).unwrap();
+    let mut runs = 0;
+    let mut last = None;
+    let mut total = 0;
+    for (i, line) in text.lines().enumerate() {
+        if let Some(st) = jelly::nquads::parse_line(line, i + 1).unwrap() {
+            total += 1;
+            if last.as_ref() != Some(&st.graph) {
+                runs += 1;
+                last = Some(st.graph);
+            }
+        }
+    }
+    let got = frames(&jf);
+    assert_eq!(got.len(), runs, "one frame per graph");
+    assert_eq!(got.iter().map(Vec::len).sum::<usize>(), total);
+    for (i, f) in got.iter().enumerate() {
+        assert!(
+            f.iter().all(|st| st.graph == f[0].graph),
+            "frame {i} mixes graphs"
+        );
+        if i > 0 {
+            assert_ne!(
+                got[i - 1][0].graph,
+                f[0].graph,
+                "frames {i} and before share a graph"
+            );
+        }
+    }
+    let insp = ok(&["rdf", "inspect", s(&jf)], None).out();
+    assert!(insp.contains("logical_type: named-graphs"), "{insp}");
+    assert!(insp.contains(&format!("frames: {runs}\n")), "{insp}");
+}
+
+#[test]
+fn frame_per_input_and_options() {
+    let d = tmp("frame-per-input");
+    let a = head(DBPEDIA, 100, &d, "a.nt");
+    let b = head(NANOPUBS, 50, &d, "b.nq");
+    let jf = d.join("ab.jelly");
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&a),
+            s(&b),
+            "--frame-per",
+            "input",
+            "--preset",
+            "small",
+            "--opt.stream-name",
+            "demo",
+            "--opt.max-name-table-size",
+            "64",
+            "-o",
+            s(&jf),
+        ],
+        None,
+    );
+    let f = frames(&jf);
+    assert_eq!(f.iter().map(Vec::len).collect::<Vec<_>>(), vec![100, 50]);
+    let insp = ok(&["rdf", "inspect", s(&jf), "--json"], None).out();
+    for want in [
+        "\"stream_name\": \"demo\"",
+        "\"logical_type\": \"datasets\"",
+        "\"physical_type\": \"quads\"",
+        "\"max_name_table_size\": 64",
+        "\"max_prefix_table_size\": 16",
+    ] {
+        assert!(insp.contains(want), "{want} missing in {insp}");
+    }
+    // --options-from copies them.
+    let c = d.join("c.jelly");
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&a),
+            "--options-from",
+            s(&jf),
+            "-o",
+            s(&c),
+        ],
+        None,
+    );
+    let insp = ok(&["rdf", "inspect", s(&c)], None).out();
+    assert!(insp.contains("stream_name: demo"), "{insp}");
+    assert!(insp.contains("max_name_table_size: 64"), "{insp}");
+}
+
+#[test]
+fn namespace_declarations_become_prefixes() {
+    let d = tmp("namespaces");
+    let ttl = d.join("ns.ttl");
+    std::fs::write(
+        &ttl,
+        "@prefix ex: <http://example.org/> .\n@prefix foaf: <http://xmlns.com/foaf/0.1/> .\n\
+         ex:alice foaf:knows ex:bob .\nex:bob foaf:name \"Bob\" .\n",
+    )
+    .unwrap();
+    let jf = d.join("ns.jelly");
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&ttl),
+            "--enable-namespace-declarations",
+            "-o",
+            s(&jf),
+        ],
+        None,
+    );
+    let insp = ok(&["rdf", "inspect", s(&jf)], None).out();
+    assert!(insp.contains("version: 2"), "{insp}");
+    assert!(insp.contains("namespace: 2"), "{insp}");
+    let out = ok(&["rdf", "from-jelly", s(&jf), "--out-format", "ttl"], None).out();
+    assert!(out.contains("@prefix ex: <http://example.org/>"), "{out}");
+    assert!(out.contains("ex:alice foaf:knows ex:bob"), "{out}");
+    // Without the flag: no declarations, version 1.
+    let plain = d.join("plain.jelly");
+    ok(&["rdf", "to-jelly", s(&ttl), "-o", s(&plain)], None);
+    let insp = ok(&["rdf", "inspect", s(&plain)], None).out();
+    assert!(
+        insp.contains("version: 1") && insp.contains("namespace: 0"),
+        "{insp}"
+    );
+}
+
+#[test]
+fn rdf_star_and_generalized_input() {
+    let d = tmp("star");
+    let src = dataset("rdf-star-cg-tests/rdf-star-cg-positive.nq");
+    let jf = d.join("star.jelly");
+    let refused = jelly_run_to(&src, &jf, &[]);
+    assert_eq!(refused.code, 1);
+    assert!(
+        refused.stderr.contains("--opt.rdf-star"),
+        "{}",
+        refused.stderr
+    );
+    let r = jelly_run_to(
+        &src,
+        &jf,
+        &["--opt.rdf-star", "--opt.generalized-statements"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    ok(
+        &["rdf", "validate", s(&jf), "--compare-to-rdf-file", s(&src)],
+        None,
+    );
+    let out = ok(&["rdf", "from-jelly", s(&jf)], None);
+    assert_iso(
+        &parse(&out.stdout),
+        &parse(&std::fs::read(&src).unwrap()),
+        "rdf-star",
+    );
+    // Quoted triples as subjects do not fit TriG (RDF 1.2): a clear error.
+    let trig = jelly(&["rdf", "from-jelly", s(&jf), "--out-format", "trig"], None);
+    assert_eq!(trig.code, 1);
+    assert!(trig.stderr.contains("cannot"), "{}", trig.stderr);
+}
+
+fn jelly_run_to(src: &std::path::Path, out: &std::path::Path, extra: &[&str]) -> Run {
+    let mut args = vec!["rdf", "to-jelly", s(src), "-o", s(out)];
+    args.extend_from_slice(extra);
+    jelly(&args, None)
+}
+
+#[test]
+fn transcode_merges_reframes_and_changes_options() {
+    let d = tmp("transcode");
+    let a = head(NANOPUBS, 150, &d, "a.nq");
+    let b = head(
+        "nanopubs-gdpr-fines/nanopubs-gdpr-fines.nq",
+        120,
+        &d,
+        "b.nq",
+    );
+    let (ja, jb) = (d.join("a.jelly"), d.join("b.jelly"));
+    ok(&["rdf", "to-jelly", s(&a), "-o", s(&ja)], None);
+    ok(&["rdf", "to-jelly", s(&b), "-o", s(&jb)], None);
+    let merged = d.join("m.jelly");
+    ok(
+        &[
+            "rdf",
+            "transcode",
+            s(&ja),
+            s(&jb),
+            "--rows-per-frame",
+            "32",
+            "--preset",
+            "small",
+            "-o",
+            s(&merged),
+        ],
+        None,
+    );
+    let mut want = parse(&std::fs::read(&a).unwrap());
+    want.extend(parse(&std::fs::read(&b).unwrap()));
+    let got: Vec<_> = frames(&merged).concat();
+    assert_eq!(got, want, "merged statements in order");
+    let insp = ok(&["rdf", "inspect", s(&merged)], None).out();
+    assert!(insp.contains("max_name_table_size: 128"), "{insp}");
+    // Default: keep options and frame boundaries.
+    let same = d.join("same.jelly");
+    ok(&["rdf", "transcode", s(&ja), "-o", s(&same)], None);
+    assert_eq!(frames(&same), frames(&ja));
+    // Change the physical type; stdin works too.
+    let bytes = std::fs::read(&ja).unwrap();
+    let g = ok(
+        &["rdf", "transcode", "--opt.physical-type", "graphs"],
+        Some(&bytes),
+    );
+    let gj = d.join("g.jelly");
+    std::fs::write(&gj, &g.stdout).unwrap();
+    let insp = ok(&["rdf", "inspect", s(&gj)], None).out();
+    assert!(insp.contains("physical_type: graphs"), "{insp}");
+    assert_iso(&frames(&gj).concat(), &frames(&ja).concat(), "graphs");
+}

@@ -1,0 +1,113 @@
+//! Helpers for the `cli_*` integration tests: run the real `jelly` binary.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use jelly::Statement;
+
+/// What a run of the binary gave.
+pub struct Run {
+    pub code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn out(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+}
+
+/// Runs `jelly args…` with optional stdin. Fails the test if a panic reached stderr.
+pub fn jelly(args: &[&str], stdin: Option<&[u8]>) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_jelly"));
+    cmd.args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn jelly");
+    if let Some(input) = stdin {
+        let mut si = child.stdin.take().expect("stdin");
+        let data = input.to_vec();
+        std::thread::spawn(move || {
+            let _ = si.write_all(&data);
+        });
+    }
+    let out = child.wait_with_output().expect("wait jelly");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
+        "panic in jelly {args:?}: {stderr}"
+    );
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: out.stdout,
+        stderr,
+    }
+}
+
+/// Runs and asserts success.
+pub fn ok(args: &[&str], stdin: Option<&[u8]>) -> Run {
+    let r = jelly(args, stdin);
+    assert_eq!(r.code, 0, "jelly {args:?} failed: {}", r.stderr);
+    r
+}
+
+/// A dataset file.
+pub fn dataset(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/datasets")
+        .join(rel)
+}
+
+/// A fresh temporary folder for one test.
+pub fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("jelly-cli-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("tmp dir");
+    d
+}
+
+/// The first `n` lines of a dataset file, written to `dir/name`.
+pub fn head(rel: &str, n: usize, dir: &Path, name: &str) -> PathBuf {
+    let text = std::fs::read_to_string(dataset(rel)).expect("dataset");
+    let mut s: String = text.lines().take(n).collect::<Vec<_>>().join("\n");
+    s.push('\n');
+    let p = dir.join(name);
+    std::fs::write(&p, s).expect("write head");
+    p
+}
+
+/// Path as &str.
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// Parses N-Triples / N-Quads text.
+pub fn parse(bytes: &[u8]) -> Vec<Statement> {
+    jelly::nquads::parse_document(std::str::from_utf8(bytes).expect("utf-8"))
+        .expect("valid N-Quads")
+}
+
+/// Asserts two statement lists are isomorphic datasets.
+pub fn assert_iso(a: &[Statement], b: &[Statement], what: &str) {
+    if jelly::iso::normalize(a) == jelly::iso::normalize(b) {
+        return;
+    }
+    let r = jelly::iso::isomorphic(a, b);
+    assert!(r.is_iso(), "{what}: not isomorphic: {r:?}");
+}
+
+/// Decodes a Jelly file with the library, one Vec per frame.
+pub fn frames(path: &Path) -> Vec<Vec<Statement>> {
+    let bytes = std::fs::read(path).expect("read jelly");
+    jelly::JellyReader::new(&bytes[..])
+        .read_all_frames()
+        .expect("decodes")
+}
