@@ -30,6 +30,7 @@ pub mod nquads;
 pub mod options;
 pub mod oxrdf_adapter;
 pub mod term;
+mod term_decoder;
 
 pub use decoder::{Decoder, DecoderOptions, DecoderStats, Event, FrameCursor, frame_metadata};
 pub use encoder::{Encoder, EncoderConfig, split_iri};

@@ -1,0 +1,663 @@
+//! Term decoding shared by Jelly-RDF and Jelly-Patch streams: the lookup tables, the
+//! IRI delta state (`prefix_id`/`name_id` zero rules), the full-IRI cache and the
+//! repeated-term buffers of the current statement.
+
+use jelly_proto::fields::{iri, literal as lit, statement as st};
+use jelly_proto::wire::{Reader, WireError, WireType};
+
+use crate::error::{DecodeErrorKind as K, POSITIONS, Table};
+use crate::term::{BufKind, TermBuf, TermRef};
+
+#[derive(Debug, Default)]
+struct Lookup {
+    values: Vec<String>,
+    defined: Vec<bool>,
+    last_id: u32,
+    max: u32,
+}
+
+impl Lookup {
+    fn reset(&mut self, max: u32) {
+        self.max = max;
+        self.last_id = 0;
+        self.values.clear();
+        self.values.resize_with(max as usize + 1, String::new);
+        self.defined.clear();
+        self.defined.resize(max as usize + 1, false);
+    }
+
+    #[inline]
+    fn get(&self, id: u32, table: Table) -> Result<&str, K> {
+        match self.defined.get(id as usize) {
+            Some(true) => Ok(&self.values[id as usize]),
+            _ if id == 0 || id > self.max => {
+                if table == Table::Prefix && self.max == 0 {
+                    Err(K::PrefixTableDisabled)
+                } else {
+                    Err(K::EntryIdOutOfRange {
+                        table,
+                        id: u64::from(id),
+                        max: self.max,
+                    })
+                }
+            }
+            _ => Err(K::UndefinedEntry {
+                table,
+                id: u64::from(id),
+            }),
+        }
+    }
+
+    fn set(&mut self, raw_id: u32, value: &str, table: Table) -> Result<(), K> {
+        if self.max == 0 && table == Table::Prefix {
+            return Err(K::PrefixTableDisabled);
+        }
+        let id = if raw_id == 0 {
+            u64::from(self.last_id) + 1
+        } else {
+            u64::from(raw_id)
+        };
+        if id == 0 || id > u64::from(self.max) {
+            return Err(K::EntryIdOutOfRange {
+                table,
+                id,
+                max: self.max,
+            });
+        }
+        let i = id as usize;
+        self.values[i].clear();
+        self.values[i].push_str(value);
+        self.defined[i] = true;
+        self.last_id = id as u32;
+        Ok(())
+    }
+}
+
+/// A full IRI built from a name entry and a prefix entry, kept so that statements
+/// can refer to it instead of copying it.
+#[derive(Debug, Default)]
+struct CachedIri {
+    valid: bool,
+    pid: u32,
+    /// Version of the prefix entry `pid` when the IRI was built.
+    pver: u32,
+    iri: String,
+}
+
+/// Lookup tables and the IRI delta state (`prefix_id`/`name_id` zero rules).
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    /// Full IRIs by name id.
+    iri_cache: Vec<CachedIri>,
+    /// Bumped whenever a prefix entry changes, which makes cached IRIs with it stale.
+    prefix_ver: Vec<u32>,
+    names: Lookup,
+    prefixes: Lookup,
+    datatypes: Lookup,
+    last_prefix_id: u32,
+    last_name_id: u32,
+    generalized: bool,
+    rdf_star: bool,
+    pub(crate) check_features: bool,
+    pub(crate) max_nesting: usize,
+}
+
+/// Which kind of term a wire field carries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TermField {
+    Iri,
+    Bnode,
+    Literal,
+    Triple,
+    DefaultGraph,
+}
+
+impl TermField {
+    fn kind_name(self) -> &'static str {
+        match self {
+            TermField::Iri => "IRI",
+            TermField::Bnode => "blank node",
+            TermField::Literal => "literal",
+            TermField::Triple => "quoted triple",
+            TermField::DefaultGraph => "default graph",
+        }
+    }
+}
+
+#[inline]
+fn spo_field(field: u32) -> Option<(usize, TermField)> {
+    let kind = match (field - 1) % 4 {
+        0 => TermField::Iri,
+        1 => TermField::Bnode,
+        2 => TermField::Literal,
+        _ => TermField::Triple,
+    };
+    Some(((field as usize - 1) / 4, kind))
+}
+
+#[inline]
+pub(crate) fn quad_graph_field(field: u32) -> TermField {
+    match field {
+        st::G_IRI => TermField::Iri,
+        st::G_BNODE => TermField::Bnode,
+        st::G_DEFAULT => TermField::DefaultGraph,
+        _ => TermField::Literal,
+    }
+}
+
+pub(crate) fn expect_len(field: u32, wt: WireType) -> Result<(), K> {
+    if wt == WireType::Len {
+        Ok(())
+    } else {
+        Err(K::WrongWireType {
+            field,
+            got: wire_name(wt),
+            expected: "length-delimited",
+        })
+    }
+}
+
+pub(crate) fn wire_code(wt: WireType) -> u8 {
+    match wt {
+        WireType::Varint => 0,
+        WireType::Fixed64 => 1,
+        WireType::Len => 2,
+        WireType::Fixed32 => 5,
+    }
+}
+
+pub(crate) fn wire_name(wt: WireType) -> &'static str {
+    match wt {
+        WireType::Varint => "varint",
+        WireType::Fixed64 => "fixed64",
+        WireType::Len => "length-delimited",
+        WireType::Fixed32 => "fixed32",
+    }
+}
+
+/// Reads a varint from `b` at `*pos` (one-byte fast path inlined).
+#[inline(always)]
+pub(crate) fn varint_at(b: &[u8], pos: &mut usize) -> Result<u64, K> {
+    if let Some(&x) = b.get(*pos)
+        && x < 0x80
+    {
+        *pos += 1;
+        return Ok(u64::from(x));
+    }
+    varint_at_slow(b, pos)
+}
+
+#[cold]
+#[inline(never)]
+fn varint_at_slow(b: &[u8], pos: &mut usize) -> Result<u64, K> {
+    let mut r = Reader::new(&b[*pos..]);
+    let v = r.varint()?;
+    *pos += r.offset();
+    Ok(v)
+}
+
+/// Parses an `RdfIri` payload into `(prefix_id, name_id)`.
+#[inline(always)]
+fn iri_ids(b: &[u8]) -> Result<(u32, u32), K> {
+    // Common encodings: empty, `08 p`, `10 n`, `08 p 10 n` with one-byte ids.
+    match *b {
+        [] => return Ok((0, 0)),
+        [0x10, n] if n < 0x80 => return Ok((0, u32::from(n))),
+        [0x08, p] if p < 0x80 => return Ok((u32::from(p), 0)),
+        [0x08, p, 0x10, n] if p < 0x80 && n < 0x80 => return Ok((u32::from(p), u32::from(n))),
+        _ => {}
+    }
+    let mut r = Reader::new(b);
+    let (mut prefix_id, mut name_id) = (0u32, 0u32);
+    while let Some((field, wt)) = r.tag()? {
+        match (field, wt) {
+            (iri::PREFIX_ID, WireType::Varint) => prefix_id = r.varint32()?,
+            (iri::NAME_ID, WireType::Varint) => name_id = r.varint32()?,
+            (_, wt) => r.skip(wt)?,
+        }
+    }
+    Ok((prefix_id, name_id))
+}
+
+/// Term kind and payload range of one statement position, as found on the wire.
+#[derive(Clone, Copy)]
+struct RawSlot {
+    kind: Option<TermField>,
+    start: usize,
+    end: usize,
+}
+
+const EMPTY_SLOT: RawSlot = RawSlot {
+    kind: None,
+    start: 0,
+    end: 0,
+};
+
+impl State {
+    /// Applies the IRI rules to an `RdfIri` payload and writes the IRI into `dest`.
+    #[inline(always)]
+    fn resolve_iri_bytes(&mut self, b: &[u8], dest: &mut TermBuf) -> Result<(), K> {
+        let (prefix_id, name_id) = iri_ids(b)?;
+        let pid = if prefix_id == 0 {
+            self.last_prefix_id
+        } else {
+            prefix_id
+        };
+        let prefix = if pid == 0 {
+            ""
+        } else {
+            self.prefixes.get(pid, Table::Prefix)?
+        };
+        let nid = if name_id == 0 {
+            self.last_name_id.saturating_add(1)
+        } else {
+            name_id
+        };
+        let name = self.names.get(nid, Table::Name)?;
+        dest.set_iri2(prefix, name);
+        self.last_prefix_id = pid;
+        self.last_name_id = nid;
+        Ok(())
+    }
+
+    /// Applies the IRI rules and writes the resolved IRI into `dest`.
+    #[inline]
+    pub(crate) fn resolve_iri(&mut self, mut r: Reader<'_>, dest: &mut TermBuf) -> Result<(), K> {
+        self.resolve_iri_bytes(r.remaining(), dest)
+    }
+
+    fn resolve_literal(&mut self, mut r: Reader<'_>, dest: &mut TermBuf) -> Result<(), K> {
+        let mut lex = "";
+        let mut lang: Option<&str> = None;
+        let mut dt: Option<u32> = None;
+        while let Some((field, wt)) = r.tag()? {
+            match (field, wt) {
+                (lit::LEX, WireType::Len) => lex = r.str()?,
+                (lit::LANGTAG, WireType::Len) => lang = Some(r.str()?),
+                (lit::DATATYPE, WireType::Varint) => dt = Some(r.varint32()?),
+                (lit::LEX | lit::LANGTAG | lit::DATATYPE, wt) => {
+                    let expected = if field == lit::DATATYPE {
+                        "varint"
+                    } else {
+                        "length-delimited"
+                    };
+                    return Err(K::WrongWireType {
+                        field,
+                        got: wire_name(wt),
+                        expected,
+                    });
+                }
+                (_, wt) => r.skip(wt)?,
+            }
+        }
+        match (lang, dt) {
+            (Some(_), Some(_)) => return Err(K::LangAndDatatype),
+            (Some(l), None) => {
+                dest.set_str(BufKind::Lang, lex);
+                dest.b.clear();
+                dest.b.push_str(l);
+            }
+            (None, Some(0)) => return Err(K::DatatypeZero),
+            (None, Some(id)) => {
+                let dt = self.datatypes.get(id, Table::Datatype)?;
+                dest.set_str(BufKind::Typed, lex);
+                dest.b.clear();
+                dest.b.push_str(dt);
+            }
+            (None, None) => dest.set_str(BufKind::Simple, lex),
+        }
+        Ok(())
+    }
+
+    /// Resolves one term field into `dest`. `depth` is the quoted-triple nesting level of `dest`.
+    pub(crate) fn resolve_term(
+        &mut self,
+        kind: TermField,
+        payload: Reader<'_>,
+        dest: &mut TermBuf,
+        position: usize,
+        depth: usize,
+    ) -> Result<(), K> {
+        if self.check_features {
+            self.check_feature(kind, position)?;
+        }
+        match kind {
+            TermField::Iri => self.resolve_iri(payload, dest),
+            TermField::Bnode => {
+                let mut r = payload;
+                // The payload of a string field is the string itself.
+                let s = std::str::from_utf8(r_rest(&mut r))
+                    .map_err(|e| WireError::BadUtf8(r.offset() + e.valid_up_to()))?;
+                dest.set_str(BufKind::Bnode, s);
+                Ok(())
+            }
+            TermField::Literal => self.resolve_literal(payload, dest),
+            TermField::DefaultGraph => {
+                dest.kind = BufKind::DefaultGraph;
+                Ok(())
+            }
+            TermField::Triple => {
+                if depth >= self.max_nesting {
+                    return Err(K::TooDeep(self.max_nesting));
+                }
+                let slots = collect_spo(payload, 3)?;
+                let q = dest.quoted.get_or_insert_with(Default::default);
+                for (i, slot) in slots.into_iter().take(3).enumerate() {
+                    let Some((k, r)) = slot else {
+                        return Err(K::RepeatedTermInQuoted {
+                            position: POSITIONS[i],
+                        });
+                    };
+                    self.resolve_term(k, r, &mut q[i], i, depth + 1)?;
+                }
+                dest.kind = BufKind::Triple;
+                Ok(())
+            }
+        }
+    }
+
+    #[inline]
+    fn check_feature(&self, kind: TermField, position: usize) -> Result<(), K> {
+        let allowed = match (position, kind) {
+            (_, TermField::Triple) => {
+                if !self.rdf_star {
+                    return Err(K::RdfStarNotAllowed {
+                        position: POSITIONS[position],
+                    });
+                }
+                position != 1 || self.generalized
+            }
+            (0, TermField::Iri | TermField::Bnode) => true,
+            (1, TermField::Iri) => true,
+            (2, _) => true,
+            (3, TermField::Iri | TermField::Bnode | TermField::DefaultGraph) => true,
+            _ => self.generalized,
+        };
+        if allowed {
+            Ok(())
+        } else {
+            Err(K::GeneralizedNotAllowed {
+                kind: kind.kind_name(),
+                position: POSITIONS[position],
+            })
+        }
+    }
+}
+
+/// The remaining bytes of a reader (a string field's payload).
+#[inline]
+fn r_rest<'a>(r: &mut Reader<'a>) -> &'a [u8] {
+    r.remaining()
+}
+
+type Slot<'b> = Option<(TermField, Reader<'b>)>;
+
+/// Collects the term fields of an `RdfTriple` (n = 3) or `RdfQuad` (n = 4).
+#[inline]
+fn collect_spo(mut r: Reader<'_>, n: usize) -> Result<[Slot<'_>; 4], K> {
+    let mut slots: [Slot<'_>; 4] = [None, None, None, None];
+    while let Some((field, wt)) = r.tag()? {
+        let (pos, kind) = match field {
+            1..=12 => match spo_field(field) {
+                Some(x) => x,
+                None => continue,
+            },
+            13..=16 if n == 4 => (3, quad_graph_field(field)),
+            _ => {
+                r.skip(wt)?;
+                continue;
+            }
+        };
+        expect_len(field, wt)?;
+        let payload = r.message()?;
+        if slots[pos].is_some() {
+            return Err(K::MultipleTermFields {
+                position: POSITIONS[pos],
+            });
+        }
+        slots[pos] = Some((kind, payload));
+    }
+    Ok(slots)
+}
+
+/// Term state of one stream. The statement being decoded lives in `cur` (positions
+/// S, P, O, G); a position left unset by a row keeps its term (repeated terms).
+#[derive(Debug, Default)]
+pub(crate) struct TermDecoder {
+    pub(crate) state: State,
+    pub(crate) cur: [TermBuf; 4],
+    pub(crate) have: [bool; 4],
+}
+
+impl TermDecoder {
+    /// Sizes the tables for a new stream and sets the allowed features.
+    pub(crate) fn reset(
+        &mut self,
+        names: u32,
+        prefixes: u32,
+        datatypes: u32,
+        generalized: bool,
+        rdf_star: bool,
+    ) {
+        let st = &mut self.state;
+        st.names.reset(names);
+        st.prefixes.reset(prefixes);
+        st.datatypes.reset(datatypes);
+        st.iri_cache.clear();
+        st.iri_cache
+            .resize_with(names as usize + 1, CachedIri::default);
+        st.prefix_ver.clear();
+        st.prefix_ver.resize(prefixes as usize + 1, 0);
+        st.generalized = generalized;
+        st.rdf_star = rdf_star;
+    }
+
+    /// Applies a lookup entry row (`RdfLookupEntry` payload) to `table`.
+    pub(crate) fn entry_row(&mut self, table: Table, mut r: Reader<'_>) -> Result<(), K> {
+        let mut id = 0u32;
+        let mut value = "";
+        while let Some((f, wt)) = r.tag()? {
+            match (f, wt) {
+                (jelly_proto::fields::entry::ID, WireType::Varint) => id = r.varint32()?,
+                (jelly_proto::fields::entry::VALUE, WireType::Len) => value = r.str()?,
+                (_, wt) => r.skip(wt)?,
+            }
+        }
+        let lookup = match table {
+            Table::Name => &mut self.state.names,
+            Table::Prefix => &mut self.state.prefixes,
+            Table::Datatype => &mut self.state.datatypes,
+        };
+        lookup.set(id, value, table)?;
+        let id = lookup.last_id;
+        match table {
+            Table::Name => {
+                // Terms still pointing at the cached IRI of this name keep their own copy.
+                if self
+                    .cur
+                    .iter()
+                    .any(|t| t.kind == BufKind::IriCached && t.nid == id)
+                {
+                    Self::materialize(&mut self.cur, &self.state.iri_cache, id);
+                }
+                if let Some(e) = self.state.iri_cache.get_mut(id as usize) {
+                    e.valid = false;
+                }
+            }
+            Table::Prefix => {
+                if let Some(v) = self.state.prefix_ver.get_mut(id as usize) {
+                    *v = v.wrapping_add(1);
+                }
+            }
+            Table::Datatype => {}
+        }
+        Ok(())
+    }
+
+    /// Decodes an `RdfTriple` (n = 3) or `RdfQuad` (n = 4) payload into the current
+    /// statement. Fields are first located on the wire, then resolved in S, P, O, G
+    /// order, as the IRI delta rules require whatever the field order.
+    pub(crate) fn statement(&mut self, b: &[u8], n: usize) -> Result<(), K> {
+        let mut slots = [EMPTY_SLOT; 4];
+        let mut pos = 0;
+        while pos < b.len() {
+            let key = varint_at(b, &mut pos)?;
+            let field = key >> 3;
+            let term_field = match field {
+                1..=12 => true,
+                13..=16 => n == 4,
+                _ => false,
+            };
+            if !term_field {
+                // Unknown field: skip it with the general reader.
+                let mut r = Reader::new(&b[pos..]);
+                let wt = match key & 7 {
+                    0 => WireType::Varint,
+                    1 => WireType::Fixed64,
+                    2 => WireType::Len,
+                    5 => WireType::Fixed32,
+                    w => {
+                        return Err(WireError::BadWireType {
+                            wire_type: w as u8,
+                            offset: pos,
+                        }
+                        .into());
+                    }
+                };
+                r.skip(wt)?;
+                pos += r.offset();
+                continue;
+            }
+            let field = field as u32;
+            if key & 7 != 2 {
+                return Err(K::WrongWireType {
+                    field,
+                    got: "non-length-delimited",
+                    expected: "length-delimited",
+                });
+            }
+            let len = varint_at(b, &mut pos)?;
+            if len > (b.len() - pos) as u64 {
+                return Err(WireError::Truncated(b.len()).into());
+            }
+            let (p, kind) = if field <= 12 {
+                let p = (field as usize - 1) / 4;
+                let kind = match (field - 1) % 4 {
+                    0 => TermField::Iri,
+                    1 => TermField::Bnode,
+                    2 => TermField::Literal,
+                    _ => TermField::Triple,
+                };
+                (p, kind)
+            } else {
+                (3, quad_graph_field(field))
+            };
+            if slots[p].kind.is_some() {
+                return Err(K::MultipleTermFields {
+                    position: POSITIONS[p],
+                });
+            }
+            let end = pos + len as usize;
+            slots[p] = RawSlot {
+                kind: Some(kind),
+                start: pos,
+                end,
+            };
+            pos = end;
+        }
+        for (i, slot) in slots.iter().enumerate().take(n) {
+            match slot.kind {
+                Some(TermField::Iri) => {
+                    // IRIs are allowed in every position: no feature check needed.
+                    self.resolve_iri_cached(&b[slot.start..slot.end], i)?;
+                    self.have[i] = true;
+                }
+                Some(kind) => {
+                    let payload = Reader::new(&b[slot.start..slot.end]);
+                    self.state
+                        .resolve_term(kind, payload, &mut self.cur[i], i, 0)?;
+                    self.have[i] = true;
+                }
+                None if self.have[i] => {}
+                None => {
+                    return Err(K::RepeatedTermFirst {
+                        position: POSITIONS[i],
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Resolves a top-level IRI of position `i` through the IRI cache: no copy when the
+    /// cache already holds it.
+    #[inline(always)]
+    fn resolve_iri_cached(&mut self, b: &[u8], i: usize) -> Result<(), K> {
+        let (prefix_id, name_id) = iri_ids(b)?;
+        let st = &mut self.state;
+        let pid = if prefix_id == 0 {
+            st.last_prefix_id
+        } else {
+            prefix_id
+        };
+        let nid = if name_id == 0 {
+            st.last_name_id.saturating_add(1)
+        } else {
+            name_id
+        };
+        let pver = if pid == 0 {
+            0
+        } else {
+            st.prefix_ver.get(pid as usize).copied().unwrap_or(0)
+        };
+        let hit = match st.iri_cache.get(nid as usize) {
+            Some(e) => e.valid && e.pid == pid && e.pver == pver,
+            None => false,
+        };
+        if !hit {
+            let prefix = if pid == 0 {
+                ""
+            } else {
+                st.prefixes.get(pid, Table::Prefix)?
+            };
+            let name = st.names.get(nid, Table::Name)?;
+            // The entry is about to change: terms still pointing at it keep their own copy.
+            Self::materialize(&mut self.cur, &st.iri_cache, nid);
+            let e = &mut st.iri_cache[nid as usize];
+            e.iri.clear();
+            e.iri.push_str(prefix);
+            e.iri.push_str(name);
+            e.valid = true;
+            e.pid = pid;
+            e.pver = pver;
+        }
+        st.last_prefix_id = pid;
+        st.last_name_id = nid;
+        let dest = &mut self.cur[i];
+        dest.kind = BufKind::IriCached;
+        dest.nid = nid;
+        Ok(())
+    }
+
+    /// Copies the cached IRI of `nid` into every current term that points at it.
+    #[cold]
+    fn materialize(cur: &mut [TermBuf; 4], cache: &[CachedIri], nid: u32) {
+        for t in cur.iter_mut() {
+            if t.kind == BufKind::IriCached && t.nid == nid {
+                t.a.clear();
+                t.a.push_str(&cache[nid as usize].iri);
+                t.kind = BufKind::Iri;
+            }
+        }
+    }
+
+    /// The term in a buffer, resolving IRIs held in the cache.
+    #[inline(always)]
+    pub(crate) fn term_ref<'a>(&'a self, b: &'a TermBuf) -> TermRef<'a> {
+        if b.kind == BufKind::IriCached {
+            TermRef::Iri(&self.state.iri_cache[b.nid as usize].iri)
+        } else {
+            b.as_ref()
+        }
+    }
+}
