@@ -185,13 +185,16 @@ impl<W: Write> GroupingWriter<W> {
         out_name: &str,
     ) -> CliResult<Self> {
         check_options(&options)?;
+        let delimited = framing.delimited.unwrap_or(true);
         let policy = match frame_per {
             Some(_) => FramePolicy::Manual,
+            // Non-delimited output is exactly one frame.
+            None if !delimited && framing.rows_per_frame.is_none() => FramePolicy::Manual,
             None => FramePolicy::Rows(framing.rows_per_frame.unwrap_or(256).max(1)),
         };
         let writer = JellyWriterBuilder::new(options)
             .frame_policy(policy)
-            .delimited(framing.delimited.unwrap_or(true))
+            .delimited(delimited)
             .namespace_declarations(ns_enabled)
             .build(out)
             .map_err(|e| CliError::usage(format!("invalid stream options: {e}")))?;
