@@ -1,16 +1,12 @@
 //! The Jelly-RDF encoder: statements in, frame bytes out.
 
-use jelly_proto::fields::{
-    entry, frame, iri as iri_f, literal as lit, namespace as ns, row, statement as st,
-};
-use jelly_proto::wire::{
-    WireType, put_bytes_field, put_tag, put_uint_field, put_varint, varint_len,
-};
+use jelly_proto::fields::{frame, namespace as ns, row};
+use jelly_proto::wire::{put_bytes_field, put_varint};
 
-use crate::error::{EncodeError, POSITIONS};
-use crate::lookup::{Lookup, LruTable};
+use crate::error::EncodeError;
 use crate::options::{PhysicalType, StreamOptions, VERSION_1_0, VERSION_1_1};
-use crate::term::{LiteralKind, StatementRef, TermBuf, TermRef, TripleRef, XSD_STRING};
+use crate::term::{StatementRef, TermBuf, TermRef};
+use crate::term_encoder::{EntryFields, TermEncoder};
 
 /// Choices of the encoder that are not stream options.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -18,41 +14,6 @@ pub struct EncoderConfig {
     /// Allow [`Encoder::declare_namespace`]; raises the version tag to 2 (Jelly 1.1).
     pub namespace_declarations: bool,
 }
-
-/// Splits an IRI into a prefix and a name: at the first `#` after the scheme part,
-/// otherwise after the last `/`. The same rule as Jelly-JVM, so tables fill alike.
-///
-/// ```
-/// assert_eq!(jelly::split_iri("http://ex.org/a/b"), ("http://ex.org/a/", "b"));
-/// assert_eq!(jelly::split_iri("http://ex.org/v#t/x"), ("http://ex.org/v#", "t/x"));
-/// assert_eq!(jelly::split_iri("urn:x"), ("", "urn:x"));
-/// ```
-#[inline]
-pub fn split_iri(iri: &str) -> (&str, &str) {
-    let b = iri.as_bytes();
-    if b.len() > 8
-        && let Some(i) = memchr::memchr(b'#', &b[8..])
-    {
-        let cut = 8 + i + 1;
-        return (&iri[..cut], &iri[cut..]);
-    }
-    match memchr::memrchr(b'/', b) {
-        Some(i) => (&iri[..=i], &iri[i + 1..]),
-        None => ("", iri),
-    }
-}
-
-/// Ids an IRI was last encoded with, and the generations of those table slots.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct CachedIds {
-    pid: u32,
-    pgen: u32,
-    nid: u32,
-    ngen: u32,
-}
-
-/// Most IRIs kept in the encoder's IRI cache; it is cleared when full.
-const IRI_CACHE_MAX: usize = 1 << 16;
 
 /// Encodes statements into frames of the Jelly-RDF row layout.
 ///
@@ -69,28 +30,11 @@ const IRI_CACHE_MAX: usize = 1 << 16;
 pub struct Encoder {
     opts: StreamOptions,
     cfg: EncoderConfig,
-    names: LruTable,
-    prefixes: Option<LruTable>,
-    datatypes: Option<LruTable>,
-    last_prefix_id: u32,
-    last_name_id: u32,
-    prev: [TermBuf; 4],
-    /// For a previous term that was an IRI: its ids, which identify it while the
-    /// generations hold (then `prev` is not kept up to date for that position).
-    prev_iri: [Option<CachedIds>; 4],
-    have_prev: [bool; 4],
-    stamp: u32,
+    terms: TermEncoder,
     options_written: bool,
     graph_open: bool,
     current_graph: TermBuf,
-    /// Rows of the current frame, already framed as `RdfStreamFrame.rows` fields.
-    buf: Vec<u8>,
-    rows: usize,
     metadata: Vec<(String, Vec<u8>)>,
-    /// One scratch buffer per quoted-triple depth.
-    scratch: Vec<Vec<u8>>,
-    /// Full IRI → ids, so a known IRI costs one hash lookup instead of a split and two.
-    iri_cache: hashbrown::HashMap<Box<str>, CachedIds, foldhash::fast::FixedState>,
     statements: u64,
 }
 
@@ -126,30 +70,25 @@ impl Encoder {
         } else if cfg.namespace_declarations && options.version < VERSION_1_1 {
             return Err(EncodeError::VersionTooLowForNamespaces(options.version));
         }
-        let prefixes = (options.max_prefix_table_size > 0)
-            .then(|| LruTable::new(options.max_prefix_table_size));
-        let datatypes = (options.max_datatype_table_size > 0)
-            .then(|| LruTable::new(options.max_datatype_table_size));
         Ok(Encoder {
-            names: LruTable::new(options.max_name_table_size),
-            prefixes,
-            datatypes,
+            terms: TermEncoder::new(
+                options.max_name_table_size,
+                options.max_prefix_table_size,
+                options.max_datatype_table_size,
+                options.generalized_statements,
+                options.rdf_star,
+                EntryFields {
+                    name: row::NAME,
+                    prefix: row::PREFIX,
+                    datatype: row::DATATYPE,
+                },
+            ),
             opts: options,
             cfg,
-            last_prefix_id: 0,
-            last_name_id: 0,
-            prev: Default::default(),
-            prev_iri: [None; 4],
-            have_prev: [false; 4],
-            stamp: 0,
             options_written: false,
             graph_open: false,
             current_graph: TermBuf::default(),
-            buf: Vec::with_capacity(64 * 1024),
-            rows: 0,
             metadata: Vec::new(),
-            scratch: vec![Vec::with_capacity(256)],
-            iri_cache: hashbrown::HashMap::with_hasher(foldhash::fast::FixedState::default()),
             statements: 0,
         })
     }
@@ -161,12 +100,12 @@ impl Encoder {
 
     /// Rows in the current (unfinished) frame.
     pub fn frame_rows(&self) -> usize {
-        self.rows
+        self.terms.rows
     }
 
     /// Bytes in the current (unfinished) frame.
     pub fn frame_bytes(&self) -> usize {
-        self.buf.len()
+        self.terms.buf.len()
     }
 
     /// Statements encoded so far.
@@ -188,392 +127,18 @@ impl Encoder {
         if !self.options_written {
             self.options_written = true;
             let body = self.opts.encode_to_vec();
-            self.push_row(row::OPTIONS, &body);
+            self.terms.push_row(row::OPTIONS, &body);
         }
-    }
-
-    /// Appends one `rows` element holding a row whose oneof field `field` has `body`.
-    #[inline]
-    fn push_row(&mut self, field: u32, body: &[u8]) {
-        let row_len = 1 + varint_len(body.len() as u64) + body.len();
-        self.buf.push((frame::ROWS << 3 | 2) as u8);
-        put_varint(&mut self.buf, row_len as u64);
-        put_tag(&mut self.buf, field, WireType::Len);
-        put_varint(&mut self.buf, body.len() as u64);
-        self.buf.extend_from_slice(body);
-        self.rows += 1;
-    }
-
-    #[inline]
-    fn push_entry(buf: &mut Vec<u8>, rows: &mut usize, field: u32, wire_id: u32, value: &str) {
-        let id_len = if wire_id == 0 {
-            0
-        } else {
-            1 + varint_len(u64::from(wire_id))
-        };
-        let val_len = if value.is_empty() {
-            0
-        } else {
-            1 + varint_len(value.len() as u64) + value.len()
-        };
-        let entry_len = id_len + val_len;
-        let row_len = 1 + varint_len(entry_len as u64) + entry_len;
-        buf.push((frame::ROWS << 3 | 2) as u8);
-        put_varint(buf, row_len as u64);
-        put_tag(buf, field, WireType::Len);
-        put_varint(buf, entry_len as u64);
-        put_uint_field(buf, entry::ID, u64::from(wire_id));
-        if !value.is_empty() {
-            put_bytes_field(buf, entry::VALUE, value.as_bytes());
-        }
-        *rows += 1;
-    }
-
-    fn table_full_error(&self) -> EncodeError {
-        // Every entry is used by the statement being encoded: only possible with deep
-        // quoted triples in a small table. Report it as the table being too small.
-        EncodeError::NameTableTooSmall(self.opts.max_name_table_size)
-    }
-
-    /// Resolves an IRI to the `(prefix_id, name_id)` pair to write, emitting lookup
-    /// entries as needed and advancing the IRI delta state.
-    /// The cached ids of `iri`, if its table slots still hold it. No side effects.
-    #[inline]
-    fn peek_iri(&self, iri: &str) -> Option<CachedIds> {
-        let c = *self.iri_cache.get(iri)?;
-        let prefix_ok = match &self.prefixes {
-            None => true,
-            Some(p) => p.generation(c.pid) == c.pgen,
-        };
-        (prefix_ok && self.names.generation(c.nid) == c.ngen).then_some(c)
-    }
-
-    /// Makes sure `iri` is in the tables (emitting entries, touching the LRU lists) and
-    /// returns its ids. `peeked` is the result of [`Encoder::peek_iri`].
-    #[inline]
-    fn resolve_iri(
-        &mut self,
-        iri: &str,
-        peeked: Option<CachedIds>,
-    ) -> Result<CachedIds, EncodeError> {
-        let stamp = self.stamp;
-        if let Some(c) = peeked {
-            if let Some(p) = &mut self.prefixes {
-                p.touch(c.pid, stamp);
-            }
-            self.names.touch(c.nid, stamp);
-            return Ok(c);
-        }
-        let (pid, nid) = self.iri_ids_slow(iri)?;
-        if self.iri_cache.len() >= IRI_CACHE_MAX {
-            self.iri_cache.clear();
-        }
-        let pgen = self.prefixes.as_ref().map_or(0, |p| p.generation(pid));
-        let ngen = self.names.generation(nid);
-        let c = CachedIds {
-            pid,
-            pgen,
-            nid,
-            ngen,
-        };
-        self.iri_cache.insert(Box::from(iri), c);
-        Ok(c)
-    }
-
-    /// Resolves `iri` and returns the `(prefix_id, name_id)` to write.
-    #[inline]
-    fn iri_ids(&mut self, iri: &str) -> Result<(u32, u32), EncodeError> {
-        let c = self.resolve_iri(iri, self.peek_iri(iri))?;
-        Ok(self.wire_ids(c.pid, c.nid))
-    }
-
-    /// The ids to write for `(pid, nid)` under the delta rules; advances the delta state.
-    #[inline]
-    fn wire_ids(&mut self, pid: u32, nid: u32) -> (u32, u32) {
-        let wire_pid = if pid == self.last_prefix_id { 0 } else { pid };
-        let wire_nid = if nid == self.last_name_id.wrapping_add(1) {
-            0
-        } else {
-            nid
-        };
-        self.last_prefix_id = pid;
-        self.last_name_id = nid;
-        (wire_pid, wire_nid)
-    }
-
-    /// Splits the IRI and looks both parts up, emitting entries for new ones.
-    fn iri_ids_slow(&mut self, iri: &str) -> Result<(u32, u32), EncodeError> {
-        let stamp = self.stamp;
-        let (pid, name) = match &mut self.prefixes {
-            None => (0, iri),
-            Some(prefixes) => {
-                let (prefix, name) = split_iri(iri);
-                let pid = match prefixes.get_or_insert(prefix, stamp) {
-                    Some(Lookup::Hit(id)) => id,
-                    Some(Lookup::New { id, wire_id }) => {
-                        Self::push_entry(
-                            &mut self.buf,
-                            &mut self.rows,
-                            row::PREFIX,
-                            wire_id,
-                            prefix,
-                        );
-                        id
-                    }
-                    None => return Err(self.table_full_error()),
-                };
-                (pid, name)
-            }
-        };
-        let nid = match self.names.get_or_insert(name, stamp) {
-            Some(Lookup::Hit(id)) => id,
-            Some(Lookup::New { id, wire_id }) => {
-                Self::push_entry(&mut self.buf, &mut self.rows, row::NAME, wire_id, name);
-                id
-            }
-            None => return Err(self.table_full_error()),
-        };
-        Ok((pid, nid))
-    }
-
-    /// Writes an `RdfIri` message as field `field`.
-    #[inline]
-    fn put_iri(out: &mut Vec<u8>, field: u32, (pid, nid): (u32, u32)) {
-        let len = if pid == 0 {
-            0
-        } else {
-            1 + varint_len(u64::from(pid))
-        } + if nid == 0 {
-            0
-        } else {
-            1 + varint_len(u64::from(nid))
-        };
-        put_tag(out, field, WireType::Len);
-        put_varint(out, len as u64);
-        put_uint_field(out, iri_f::PREFIX_ID, u64::from(pid));
-        put_uint_field(out, iri_f::NAME_ID, u64::from(nid));
-    }
-
-    fn literal_body(
-        &mut self,
-        lex: &str,
-        kind: LiteralKind<'_>,
-        out: &mut Vec<u8>,
-    ) -> Result<(), EncodeError> {
-        if !lex.is_empty() {
-            put_bytes_field(out, lit::LEX, lex.as_bytes());
-        }
-        match kind {
-            LiteralKind::Simple => {}
-            LiteralKind::Typed(dt) if dt == XSD_STRING => {}
-            LiteralKind::Lang(tag) => put_bytes_field(out, lit::LANGTAG, tag.as_bytes()),
-            LiteralKind::Typed(dt) => {
-                let stamp = self.stamp;
-                let Some(table) = &mut self.datatypes else {
-                    return Err(EncodeError::DatatypeTableDisabled(dt.to_owned()));
-                };
-                let id = match table.get_or_insert(dt, stamp) {
-                    Some(Lookup::Hit(id)) => id,
-                    Some(Lookup::New { id, wire_id }) => {
-                        Self::push_entry(&mut self.buf, &mut self.rows, row::DATATYPE, wire_id, dt);
-                        id
-                    }
-                    None => return Err(EncodeError::DatatypeTableDisabled(dt.to_owned())),
-                };
-                put_tag(out, lit::DATATYPE, WireType::Varint);
-                put_varint(out, u64::from(id));
-            }
-        }
-        Ok(())
-    }
-
-    fn check_term(&self, t: TermRef<'_>, position: usize) -> Result<(), EncodeError> {
-        let ok = match (position, t) {
-            // RdfQuad's graph oneof has no quoted-triple field.
-            (3, TermRef::Triple(_)) => false,
-            (_, TermRef::Triple(_)) => {
-                if !self.opts.rdf_star {
-                    return Err(EncodeError::RdfStarNotEnabled(POSITIONS[position]));
-                }
-                position != 1 || self.opts.generalized_statements
-            }
-            (_, TermRef::DefaultGraph) if position != 3 => {
-                return Err(EncodeError::DefaultGraphMisplaced);
-            }
-            (0, TermRef::Iri(_) | TermRef::BlankNode(_)) => true,
-            (1, TermRef::Iri(_)) => true,
-            (2, _) => true,
-            (3, TermRef::Iri(_) | TermRef::BlankNode(_) | TermRef::DefaultGraph) => true,
-            _ => self.opts.generalized_statements,
-        };
-        if ok {
-            Ok(())
-        } else {
-            Err(EncodeError::GeneralizedNotEnabled {
-                kind: t.kind_name(),
-                position: POSITIONS[position],
-            })
-        }
-    }
-
-    /// Writes the field for term `t` at `position` (0–2: S/P/O; 3: quad graph;
-    /// 4: graph_start graph) into `out`.
-    fn term_field(
-        &mut self,
-        t: TermRef<'_>,
-        position: usize,
-        out: &mut Vec<u8>,
-        depth: usize,
-    ) -> Result<(), EncodeError> {
-        self.check_term(t, position.min(3))?;
-        // Field numbers: S/P/O use base+0..3 (iri, bnode, literal, triple); the quad
-        // graph uses 13 (iri), 14 (bnode), 15 (default), 16 (literal); graph_start 1..4.
-        let (f_iri, f_bnode, f_lit, f_other) = match position {
-            0..=2 => {
-                let b = position as u32 * 4 + 1;
-                (b, b + 1, b + 2, b + 3)
-            }
-            3 => (st::G_IRI, st::G_BNODE, st::G_LITERAL, st::G_DEFAULT),
-            _ => (1, 2, 4, 3),
-        };
-        match t {
-            TermRef::Iri(iri) => {
-                let ids = self.iri_ids(iri)?;
-                Self::put_iri(out, f_iri, ids);
-            }
-            TermRef::BlankNode(b) => put_bytes_field(out, f_bnode, b.as_bytes()),
-            TermRef::Literal(l) => {
-                let mut v = std::mem::take(self.scratch_at(depth + 1));
-                v.clear();
-                let r = self.literal_body(l.lex, l.kind, &mut v);
-                if r.is_ok() {
-                    put_bytes_field(out, f_lit, &v);
-                }
-                *self.scratch_at(depth + 1) = v;
-                r?;
-            }
-            TermRef::DefaultGraph => put_bytes_field(out, f_other, &[]),
-            TermRef::Triple(tr) => {
-                let mut v = std::mem::take(self.scratch_at(depth + 1));
-                v.clear();
-                let r = self.quoted_body(tr, &mut v, depth + 1);
-                if r.is_ok() {
-                    put_bytes_field(out, f_other, &v);
-                }
-                *self.scratch_at(depth + 1) = v;
-                r?;
-            }
-        }
-        Ok(())
-    }
-
-    fn quoted_body(
-        &mut self,
-        t: TripleRef<'_>,
-        out: &mut Vec<u8>,
-        depth: usize,
-    ) -> Result<(), EncodeError> {
-        for i in 0..3 {
-            self.term_field(t.term(i), i, out, depth)?;
-        }
-        Ok(())
-    }
-
-    fn scratch_at(&mut self, depth: usize) -> &mut Vec<u8> {
-        while self.scratch.len() <= depth {
-            self.scratch.push(Vec::with_capacity(128));
-        }
-        &mut self.scratch[depth]
-    }
-
-    /// Encodes the statement body (all non-repeated terms) into scratch[0] and returns it.
-    fn statement_body(&mut self, terms: &[TermRef<'_>]) -> Result<Vec<u8>, EncodeError> {
-        self.stamp = self.stamp.wrapping_add(1);
-        let delta_state = (self.last_prefix_id, self.last_name_id);
-        let mut body = std::mem::take(&mut self.scratch[0]);
-        body.clear();
-        for (i, &t) in terms.iter().enumerate() {
-            if let TermRef::Iri(iri) = t {
-                // A repeated IRI is one with the same ids at the same slot generations.
-                let peeked = self.peek_iri(iri);
-                if self.have_prev[i] && peeked.is_some() && peeked == self.prev_iri[i] {
-                    continue;
-                }
-                let field = if i == 3 { st::G_IRI } else { i as u32 * 4 + 1 };
-                match self.resolve_iri(iri, peeked) {
-                    Ok(c) => {
-                        let ids = self.wire_ids(c.pid, c.nid);
-                        Self::put_iri(&mut body, field, ids);
-                        self.prev_iri[i] = Some(c);
-                        self.have_prev[i] = true;
-                        continue;
-                    }
-                    Err(e) => {
-                        self.scratch[0] = body;
-                        (self.last_prefix_id, self.last_name_id) = delta_state;
-                        self.have_prev[..i].fill(false);
-                        return Err(e);
-                    }
-                }
-            }
-            if self.have_prev[i] && self.prev_iri[i].is_none() && self.prev[i].as_ref() == t {
-                continue;
-            }
-            if let Err(e) = self.term_field(t, i, &mut body, 0) {
-                self.scratch[0] = body;
-                // The row is not written: undo the IRI delta state its terms advanced (entry
-                // rows already emitted stay valid) and forget the repeated terms it set.
-                (self.last_prefix_id, self.last_name_id) = delta_state;
-                self.have_prev[..i].fill(false);
-                return Err(e);
-            }
-            self.prev[i].set_from(t);
-            self.prev_iri[i] = None;
-            self.have_prev[i] = true;
-        }
-        Ok(body)
     }
 
     fn emit_statement(&mut self, field: u32, terms: &[TermRef<'_>]) -> Result<(), EncodeError> {
         // Validate before touching any state, so a refused statement leaves the stream intact.
         for (i, &t) in terms.iter().enumerate() {
-            self.check_term_deep(t, i)?;
+            self.terms.check_term_deep(t, i)?;
         }
         self.ensure_options();
-        let body = self.statement_body(terms)?;
-        self.push_row(field, &body);
-        self.scratch[0] = body;
+        self.terms.write_statement(field, terms)?;
         self.statements += 1;
-        Ok(())
-    }
-
-    #[inline]
-    fn check_term_deep(&self, t: TermRef<'_>, position: usize) -> Result<(), EncodeError> {
-        // Fast path: the term kinds plain RDF allows in each position.
-        match (position, t) {
-            (0 | 2, TermRef::Iri(_) | TermRef::BlankNode(_))
-            | (1, TermRef::Iri(_))
-            | (3, TermRef::Iri(_) | TermRef::BlankNode(_) | TermRef::DefaultGraph) => return Ok(()),
-            (2, TermRef::Literal(l))
-                if self.datatypes.is_some() || !matches!(l.kind, LiteralKind::Typed(_)) =>
-            {
-                return Ok(());
-            }
-            _ => {}
-        }
-        self.check_term(t, position)?;
-        if let TermRef::Literal(l) = t
-            && let LiteralKind::Typed(dt) = l.kind
-            && dt != XSD_STRING
-            && self.datatypes.is_none()
-        {
-            return Err(EncodeError::DatatypeTableDisabled(dt.to_owned()));
-        }
-        if let TermRef::Triple(tr) = t {
-            for i in 0..3 {
-                self.check_term_deep(tr.term(i), i)?;
-            }
-        }
         Ok(())
     }
 
@@ -636,7 +201,7 @@ impl Encoder {
         if self.graph_open {
             return Err(EncodeError::GraphAlreadyOpen);
         }
-        self.check_term_deep(g, 3)?;
+        self.terms.check_term_deep(g, 3)?;
         if matches!(g, TermRef::Triple(_)) {
             return Err(EncodeError::GeneralizedNotEnabled {
                 kind: "quoted triple",
@@ -644,16 +209,16 @@ impl Encoder {
             });
         }
         self.ensure_options();
-        self.stamp = self.stamp.wrapping_add(1);
-        let mut body = std::mem::take(&mut self.scratch[0]);
+        self.terms.stamp = self.terms.stamp.wrapping_add(1);
+        let mut body = std::mem::take(&mut self.terms.scratch[0]);
         body.clear();
-        let r = self.term_field(g, 4, &mut body, 0);
+        let r = self.terms.term_field(g, 4, &mut body, 0);
         if r.is_ok() {
-            self.push_row(row::GRAPH_START, &body);
+            self.terms.push_row(row::GRAPH_START, &body);
             self.current_graph.set_from(g);
             self.graph_open = true;
         }
-        self.scratch[0] = body;
+        self.terms.scratch[0] = body;
         r
     }
 
@@ -663,7 +228,7 @@ impl Encoder {
             return Err(self.wrong_type("graph_end"));
         }
         self.ensure_options();
-        self.push_row(row::GRAPH_END, &[]);
+        self.terms.push_row(row::GRAPH_END, &[]);
         self.graph_open = false;
         Ok(())
     }
@@ -674,18 +239,18 @@ impl Encoder {
             return Err(EncodeError::VersionTooLowForNamespaces(self.opts.version));
         }
         self.ensure_options();
-        self.stamp = self.stamp.wrapping_add(1);
-        let mut v = std::mem::take(&mut self.scratch[0]);
+        self.terms.stamp = self.terms.stamp.wrapping_add(1);
+        let mut v = std::mem::take(&mut self.terms.scratch[0]);
         v.clear();
-        let r = self.iri_ids(iri);
+        let r = self.terms.iri_ids(iri);
         if let Ok(ids) = r {
             if !name.is_empty() {
                 put_bytes_field(&mut v, ns::NAME, name.as_bytes());
             }
-            Self::put_iri(&mut v, ns::VALUE, ids);
-            self.push_row(row::NAMESPACE, &v);
+            TermEncoder::put_iri(&mut v, ns::VALUE, ids);
+            self.terms.push_row(row::NAMESPACE, &v);
         }
-        self.scratch[0] = v;
+        self.terms.scratch[0] = v;
         r.map(|_| ())
     }
 
@@ -709,11 +274,11 @@ impl Encoder {
             put_bytes_field(&mut meta, frame::METADATA, &e);
         }
         if delimited {
-            put_varint(out, (self.buf.len() + meta.len()) as u64);
+            put_varint(out, (self.terms.buf.len() + meta.len()) as u64);
         }
-        out.extend_from_slice(&self.buf);
+        out.extend_from_slice(&self.terms.buf);
         out.extend_from_slice(&meta);
-        self.buf.clear();
-        self.rows = 0;
+        self.terms.buf.clear();
+        self.terms.rows = 0;
     }
 }

@@ -31,9 +31,10 @@ pub mod options;
 pub mod oxrdf_adapter;
 pub mod term;
 mod term_decoder;
+mod term_encoder;
 
 pub use decoder::{Decoder, DecoderOptions, DecoderStats, Event, FrameCursor, frame_metadata};
-pub use encoder::{Encoder, EncoderConfig, split_iri};
+pub use encoder::{Encoder, EncoderConfig};
 pub use error::{DecodeError, DecodeErrorKind, EncodeError, Table};
 pub use framing::{
     Delimiting, FramePolicy, JellyReader, JellyWriter, JellyWriterBuilder, WriteError,
@@ -44,3 +45,4 @@ pub use term::{
     Literal, LiteralKind, LiteralRef, OwnedLiteralKind, Statement, StatementRef, Term, TermRef,
     Triple, TripleRef,
 };
+pub use term_encoder::split_iri;
