@@ -474,12 +474,12 @@ fn frame_metadata_is_exposed_and_does_not_change_the_rdf() {
         .build();
 
     assert_eq!(
-        decode(&[plain.clone()]).unwrap(),
-        decode(&[with_meta.clone()]).unwrap()
+        decode(std::slice::from_ref(&plain)).unwrap(),
+        decode(std::slice::from_ref(&with_meta)).unwrap()
     );
     assert_eq!(
         decode(&[plain]).unwrap(),
-        decode(&[meta_first.clone()]).unwrap()
+        decode(std::slice::from_ref(&meta_first)).unwrap()
     );
 
     let mut dec = Decoder::default();
@@ -958,7 +958,12 @@ fn hostile_deep_nesting_errors_without_overflow() {
     let start = Instant::now();
     let body = nested_subject(100_000, None);
     let deep = star_head().row(row::TRIPLE, &body).build();
-    let e = assert_err_at!(decode_err(&[deep.clone()]), 0, 4, K::TooDeep(100));
+    let e = assert_err_at!(
+        decode_err(std::slice::from_ref(&deep)),
+        0,
+        4,
+        K::TooDeep(100)
+    );
     assert!(e.to_string().contains("100"));
     // Also through the reader, delimited.
     let stream = delimited(&[deep]);
