@@ -97,10 +97,25 @@ impl<'a> StatementRef<'a> {
     }
 }
 
+/// Jelly-RDF 1.1 has no base direction; like pyjelly, we carry an RDF 1.2 base
+/// direction inside the language tag as `lang--ltr` / `lang--rtl`.
+fn split_direction(tag: &str) -> (&str, Option<oxrdf::BaseDirection>) {
+    match tag.rsplit_once("--") {
+        Some((lang, "ltr")) => (lang, Some(oxrdf::BaseDirection::Ltr)),
+        Some((lang, "rtl")) => (lang, Some(oxrdf::BaseDirection::Rtl)),
+        _ => (tag, None),
+    }
+}
+
 fn ox_literal(l: LiteralRef<'_>) -> OxLiteralRef<'_> {
     match l.kind {
         LiteralKind::Simple => OxLiteralRef::new_simple_literal(l.lex),
-        LiteralKind::Lang(tag) => OxLiteralRef::new_language_tagged_literal_unchecked(l.lex, tag),
+        LiteralKind::Lang(tag) => match split_direction(tag) {
+            (lang, Some(dir)) => {
+                OxLiteralRef::new_directional_language_tagged_literal_unchecked(l.lex, lang, dir)
+            }
+            (_, None) => OxLiteralRef::new_language_tagged_literal_unchecked(l.lex, tag),
+        },
         LiteralKind::Typed(dt) if dt == XSD_STRING => OxLiteralRef::new_simple_literal(l.lex),
         LiteralKind::Typed(dt) => {
             OxLiteralRef::new_typed_literal(l.lex, NamedNodeRef::new_unchecked(dt))
@@ -120,7 +135,23 @@ pub fn from_ox_term<'a>(t: OxTermRef<'a>, holder: &'a mut Option<Term>) -> TermR
     match t {
         OxTermRef::NamedNode(n) => TermRef::Iri(n.as_str()),
         OxTermRef::BlankNode(b) => TermRef::BlankNode(b.as_str()),
-        OxTermRef::Literal(l) => TermRef::Literal(literal_from_ox(l)),
+        OxTermRef::Literal(l) => match (l.language(), l.direction()) {
+            (Some(lang), Some(dir)) => {
+                let dir = match dir {
+                    oxrdf::BaseDirection::Ltr => "ltr",
+                    oxrdf::BaseDirection::Rtl => "rtl",
+                };
+                *holder = Some(Term::Literal(crate::term::Literal {
+                    lex: l.value().to_owned(),
+                    kind: crate::term::OwnedLiteralKind::Lang(format!("{lang}--{dir}")),
+                }));
+                match holder {
+                    Some(t) => t.as_ref(),
+                    None => TermRef::DefaultGraph,
+                }
+            }
+            _ => TermRef::Literal(literal_from_ox(l)),
+        },
         OxTermRef::Triple(tr) => {
             *holder = Some(owned_from_ox_triple(tr.as_ref()));
             match holder {
@@ -250,6 +281,28 @@ mod tests {
             .unwrap();
         assert_eq!(borrowed, quads);
         assert_eq!(owned, quads);
+    }
+
+    #[test]
+    fn base_direction_travels_in_the_language_tag() {
+        let ex = NamedNode::new_unchecked("http://example.org/p");
+        let lit = Literal::new_directional_language_tagged_literal_unchecked(
+            "chat",
+            "en",
+            oxrdf::BaseDirection::Rtl,
+        );
+        let t = oxrdf::Triple::new(ex.clone(), ex.clone(), lit.clone());
+        let mut holder = None;
+        let st = from_ox_triple(t.as_ref(), &mut holder);
+        assert_eq!(
+            st.object,
+            TermRef::Literal(LiteralRef {
+                lex: "chat",
+                kind: LiteralKind::Lang("en--rtl")
+            })
+        );
+        let back = st.as_oxrdf_quad().unwrap();
+        assert_eq!(back.object, oxrdf::TermRef::Literal(lit.as_ref()));
     }
 
     #[test]
