@@ -121,3 +121,73 @@ pub mod logical_type {
     pub const NAMED_GRAPHS: u32 = 14;
     pub const TIMESTAMPED_NAMED_GRAPHS: u32 = 114;
 }
+
+/// Jelly-Patch (`patch.proto`, package `eu.ostrzyciel.jelly.core.proto.v1.patch`).
+pub mod patch {
+    /// `RdfPatchFrame.rows = 1`.
+    pub const FRAME_ROWS: u32 = 1;
+
+    /// `RdfPatchRow` oneof `row`.
+    pub mod row {
+        pub const OPTIONS: u32 = 1;
+        pub const STATEMENT_ADD: u32 = 2;
+        pub const STATEMENT_DELETE: u32 = 3;
+        pub const NAMESPACE_ADD: u32 = 4;
+        pub const NAMESPACE_DELETE: u32 = 5;
+        pub const TRANSACTION_START: u32 = 6;
+        pub const TRANSACTION_COMMIT: u32 = 7;
+        pub const TRANSACTION_ABORT: u32 = 8;
+        pub const NAME: u32 = 11;
+        pub const PREFIX: u32 = 12;
+        pub const DATATYPE: u32 = 13;
+        pub const HEADER: u32 = 14;
+        pub const PUNCTUATION: u32 = 15;
+    }
+
+    /// `RdfPatchOptions`.
+    pub mod options {
+        pub const STATEMENT_TYPE: u32 = 1;
+        pub const STREAM_TYPE: u32 = 2;
+        pub const GENERALIZED_STATEMENTS: u32 = 3;
+        pub const RDF_STAR: u32 = 4;
+        pub const MAX_NAME_TABLE_SIZE: u32 = 9;
+        pub const MAX_PREFIX_TABLE_SIZE: u32 = 10;
+        pub const MAX_DATATYPE_TABLE_SIZE: u32 = 11;
+        pub const VERSION: u32 = 15;
+    }
+
+    /// `RdfPatchNamespace`: name, value IRI, and a graph oneof (IRI, blank node,
+    /// default graph, literal) that shares the repeated-term state of statements.
+    pub mod namespace {
+        pub const NAME: u32 = 1;
+        pub const VALUE: u32 = 2;
+        pub const G_IRI: u32 = 3;
+        pub const G_BNODE: u32 = 4;
+        pub const G_DEFAULT: u32 = 5;
+        pub const G_LITERAL: u32 = 6;
+    }
+
+    /// `RdfPatchHeader`: key and a value oneof (IRI, blank node, literal, quoted triple).
+    pub mod header {
+        pub const KEY: u32 = 1;
+        pub const H_IRI: u32 = 2;
+        pub const H_BNODE: u32 = 3;
+        pub const H_LITERAL: u32 = 4;
+        pub const H_TRIPLE: u32 = 5;
+    }
+
+    /// Values of `PatchStatementType`.
+    pub mod statement_type {
+        pub const UNSPECIFIED: u32 = 0;
+        pub const TRIPLES: u32 = 1;
+        pub const QUADS: u32 = 2;
+    }
+
+    /// Values of `PatchStreamType`.
+    pub mod stream_type {
+        pub const UNSPECIFIED: u32 = 0;
+        pub const FRAME: u32 = 1;
+        pub const FLAT: u32 = 2;
+        pub const PUNCTUATED: u32 = 3;
+    }
+}

@@ -100,15 +100,8 @@ type Source<R> = BufReader<PeekReader<R>>;
 /// assert_eq!(count, 1);
 /// ```
 pub struct JellyReader<R: Read> {
-    src: Source<R>,
+    frames: FrameReader<R>,
     dec: Decoder,
-    buf: Vec<u8>,
-    delimiting: Delimiting,
-    /// Bytes consumed so far.
-    offset: u64,
-    /// Frames read so far (the index of the next frame).
-    frames_read: u64,
-    done: bool,
 }
 
 impl<R: Read> JellyReader<R> {
@@ -119,23 +112,9 @@ impl<R: Read> JellyReader<R> {
 
     /// A reader with explicit limits and delimiting.
     pub fn with_options(inner: R, cfg: DecoderOptions, delimiting: Delimiting) -> Self {
-        let src = BufReader::with_capacity(
-            256 * 1024,
-            PeekReader {
-                head: [0; 3],
-                head_len: 0,
-                head_pos: 0,
-                inner,
-            },
-        );
         JellyReader {
-            src,
+            frames: FrameReader::new(inner, delimiting, cfg.max_frame_bytes),
             dec: Decoder::new(cfg),
-            buf: Vec::new(),
-            delimiting,
-            offset: 0,
-            frames_read: 0,
-            done: false,
         }
     }
 
@@ -146,12 +125,135 @@ impl<R: Read> JellyReader<R> {
 
     /// The framing in use, once known (after the first frame is read).
     pub fn delimiting(&self) -> Delimiting {
+        self.frames.delimiting()
+    }
+
+    /// Bytes consumed from the input.
+    pub fn bytes_read(&self) -> u64 {
+        self.frames.bytes_read()
+    }
+
+    /// Reads the next frame and opens it for decoding. Returns `None` at the end of the stream.
+    pub fn next_frame(&mut self) -> Result<Option<FrameCursor<'_, '_>>, DecodeError> {
+        match self.frames.next_frame()? {
+            Some(f) => Ok(Some(self.dec.frame_at(f.bytes, f.offset))),
+            None => Ok(None),
+        }
+    }
+
+    /// Runs `f` on every event of the stream, with the index of the frame it is in.
+    pub fn for_each_event(&mut self, mut f: impl FnMut(u64, Event<'_>)) -> Result<(), DecodeError> {
+        while let Some(mut frame) = self.next_frame()? {
+            let i = frame.index();
+            while let Some(ev) = frame.next_event()? {
+                f(i, ev);
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on every statement of the stream.
+    pub fn for_each_statement(
+        &mut self,
+        mut f: impl FnMut(StatementRef<'_>),
+    ) -> Result<(), DecodeError> {
+        self.for_each_event(|_, ev| {
+            if let Event::Statement(s) = ev {
+                f(s)
+            }
+        })
+    }
+
+    /// Decodes the whole stream into owned statements, one `Vec` per frame.
+    /// Convenient for tests and small inputs; it holds everything in memory.
+    pub fn read_all_frames(&mut self) -> Result<Vec<Vec<Statement>>, DecodeError> {
+        let mut frames: Vec<Vec<Statement>> = Vec::new();
+        while let Some(mut frame) = self.next_frame()? {
+            let mut v = Vec::new();
+            while let Some(ev) = frame.next_event()? {
+                if let Event::Statement(s) = ev {
+                    v.push(s.to_owned());
+                }
+            }
+            frames.push(v);
+        }
+        Ok(frames)
+    }
+}
+
+/// One frame's bytes as read by a [`FrameReader`].
+#[derive(Debug, Clone, Copy)]
+pub struct RawFrame<'a> {
+    /// The frame message (no length prefix).
+    pub bytes: &'a [u8],
+    /// Index of the frame in the stream, from 0.
+    pub index: u64,
+    /// Offset of `bytes` in the input.
+    pub offset: u64,
+}
+
+/// Splits a byte stream into frames (delimited, or a single non-delimited frame,
+/// autodetected by default) without decoding them. Holds one frame at a time, and
+/// never allocates more than the declared frame length's worth of bytes actually read.
+///
+/// Jelly-RDF and Jelly-Patch streams share this framing.
+///
+/// ```
+/// use jelly::{FrameReader, Delimiting};
+/// let stream = [2u8, 0x0a, 0x00, 1, 0x00]; // two delimited frames
+/// let mut r = FrameReader::new(&stream[..], Delimiting::Auto, 1 << 20);
+/// assert_eq!(r.next_frame().unwrap().unwrap().bytes, &[0x0a, 0x00]);
+/// assert_eq!(r.next_frame().unwrap().unwrap().index, 1);
+/// assert!(r.next_frame().unwrap().is_none());
+/// ```
+pub struct FrameReader<R: Read> {
+    src: Source<R>,
+    buf: Vec<u8>,
+    delimiting: Delimiting,
+    max_frame_bytes: u64,
+    /// Bytes consumed so far.
+    offset: u64,
+    /// Frames read so far (the index of the next frame).
+    frames_read: u64,
+    done: bool,
+}
+
+impl<R: Read> FrameReader<R> {
+    /// A frame reader over `inner`.
+    pub fn new(inner: R, delimiting: Delimiting, max_frame_bytes: u64) -> Self {
+        let src = BufReader::with_capacity(
+            256 * 1024,
+            PeekReader {
+                head: [0; 3],
+                head_len: 0,
+                head_pos: 0,
+                inner,
+            },
+        );
+        FrameReader {
+            src,
+            buf: Vec::new(),
+            delimiting,
+            max_frame_bytes,
+            offset: 0,
+            frames_read: 0,
+            done: false,
+        }
+    }
+
+    /// The framing in use, once known (after the first frame is read).
+    pub fn delimiting(&self) -> Delimiting {
         self.delimiting
     }
 
     /// Bytes consumed from the input.
     pub fn bytes_read(&self) -> u64 {
         self.offset
+    }
+
+    /// Frames read so far.
+    pub fn frames_read(&self) -> u64 {
+        self.frames_read
     }
 
     fn err(&self, kind: DecodeErrorKind) -> DecodeError {
@@ -183,7 +285,7 @@ impl<R: Read> JellyReader<R> {
         if self.delimiting == Delimiting::Auto {
             self.detect()?;
         }
-        let max = self.dec.config().max_frame_bytes;
+        let max = self.max_frame_bytes;
         self.buf.clear();
         match self.delimiting {
             Delimiting::Single => {
@@ -225,54 +327,20 @@ impl<R: Read> JellyReader<R> {
         }
     }
 
-    /// Reads the next frame and opens it for decoding. Returns `None` at the end of the stream.
-    pub fn next_frame(&mut self) -> Result<Option<FrameCursor<'_, '_>>, DecodeError> {
+    /// The next frame, or `None` at the end of the stream.
+    pub fn next_frame(&mut self) -> Result<Option<RawFrame<'_>>, DecodeError> {
         if !self.load_frame()? {
             return Ok(None);
         }
-        let start = self.offset;
+        let offset = self.offset;
         self.offset += self.buf.len() as u64;
+        let index = self.frames_read;
         self.frames_read += 1;
-        Ok(Some(self.dec.frame_at(&self.buf, start)))
-    }
-
-    /// Runs `f` on every event of the stream, with the index of the frame it is in.
-    pub fn for_each_event(&mut self, mut f: impl FnMut(u64, Event<'_>)) -> Result<(), DecodeError> {
-        while let Some(mut frame) = self.next_frame()? {
-            let i = frame.index();
-            while let Some(ev) = frame.next_event()? {
-                f(i, ev);
-            }
-        }
-        Ok(())
-    }
-
-    /// Runs `f` on every statement of the stream.
-    pub fn for_each_statement(
-        &mut self,
-        mut f: impl FnMut(StatementRef<'_>),
-    ) -> Result<(), DecodeError> {
-        self.for_each_event(|_, ev| {
-            if let Event::Statement(s) = ev {
-                f(s)
-            }
-        })
-    }
-
-    /// Decodes the whole stream into owned statements, one `Vec` per frame.
-    /// Convenient for tests and small inputs; it holds everything in memory.
-    pub fn read_all_frames(&mut self) -> Result<Vec<Vec<Statement>>, DecodeError> {
-        let mut frames: Vec<Vec<Statement>> = Vec::new();
-        while let Some(mut frame) = self.next_frame()? {
-            let mut v = Vec::new();
-            while let Some(ev) = frame.next_event()? {
-                if let Event::Statement(s) = ev {
-                    v.push(s.to_owned());
-                }
-            }
-            frames.push(v);
-        }
-        Ok(frames)
+        Ok(Some(RawFrame {
+            bytes: &self.buf,
+            index,
+            offset,
+        }))
     }
 }
 
