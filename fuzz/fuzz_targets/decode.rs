@@ -1,0 +1,70 @@
+//! Arbitrary bytes → `JellyReader` (delimiting autodetected) with small limits; every
+//! event is consumed and turned into owned terms. Must never panic, hang or allocate
+//! without bound: run with `-malloc_limit_mb` to catch large allocations.
+#![no_main]
+
+use jelly::{Decoder, DecoderOptions, Delimiting, Event, JellyReader};
+use libfuzzer_sys::fuzz_target;
+
+fn cfg() -> DecoderOptions {
+    DecoderOptions {
+        max_name_table_size: 512,
+        max_prefix_table_size: 64,
+        max_datatype_table_size: 32,
+        max_nesting: 24,
+        max_frame_bytes: 1 << 20,
+        check_features: true,
+    }
+}
+
+fn consume(ev: Event<'_>, sink: &mut usize) {
+    match ev {
+        Event::Statement(s) => {
+            let owned = s.to_owned();
+            assert_eq!(owned.as_ref(), s);
+            *sink += owned.to_string().len();
+        }
+        Event::Namespace { name, iri } => *sink += name.len() + iri.len(),
+        Event::GraphStart(g) => *sink += g.to_owned().to_string().len(),
+        Event::Options(o) => *sink += o.stream_name.len(),
+        Event::GraphEnd => {}
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut sink = 0usize;
+    // The byte-stream path, as a user would read a file.
+    let mut r = JellyReader::with_options(data, cfg(), Delimiting::Auto);
+    'frames: loop {
+        match r.next_frame() {
+            Ok(Some(mut f)) => {
+                let _ = f.metadata();
+                loop {
+                    match f.next_event() {
+                        Ok(Some(ev)) => consume(ev, &mut sink),
+                        Ok(None) => break,
+                        Err(e) => {
+                            sink += e.to_string().len();
+                            break 'frames;
+                        }
+                    }
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                sink += e.to_string().len();
+                break;
+            }
+        }
+    }
+    // The raw-frame path (no framing), with features unchecked, as a gRPC server would.
+    let mut dec = Decoder::new(DecoderOptions {
+        check_features: false,
+        ..cfg()
+    });
+    let mut f = dec.frame(data);
+    while let Ok(Some(ev)) = f.next_event() {
+        consume(ev, &mut sink);
+    }
+    std::hint::black_box(sink);
+});

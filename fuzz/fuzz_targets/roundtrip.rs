@@ -1,0 +1,173 @@
+//! Arbitrary statements → `JellyWriter` → `JellyReader` → the same statements, in order.
+//! Statements the encoder refuses are dropped from the expectation; everything it
+//! accepts must come back exactly (after the documented normalizations).
+#![no_main]
+
+use arbitrary::Arbitrary;
+use jelly::{
+    DecoderOptions, Delimiting, FramePolicy, JellyReader, JellyWriterBuilder, Literal, LogicalType,
+    OwnedLiteralKind, PhysicalType, Statement, StreamOptions, Term, Triple,
+};
+use libfuzzer_sys::fuzz_target;
+
+const PREFIXES: [&str; 6] = [
+    "http://example.org/",
+    "http://example.org/ns#",
+    "https://w3id.org/x/y/",
+    "urn:uuid:",
+    "",
+    "http://é.example/ü/",
+];
+const DATATYPES: [&str; 5] = [
+    "http://www.w3.org/2001/XMLSchema#integer",
+    "http://www.w3.org/2001/XMLSchema#string",
+    "http://www.w3.org/2001/XMLSchema#dateTime",
+    "http://example.org/dt",
+    "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString",
+];
+const LANGS: [&str; 3] = ["en", "de-CH", "x-private"];
+
+#[derive(Arbitrary, Debug)]
+enum T {
+    Iri(u8, u8),
+    Bnode(u8),
+    Simple(String),
+    Lang(String, u8),
+    Typed(String, u8),
+    Quoted(Box<(T, T, T)>),
+    Default,
+}
+
+#[derive(Arbitrary, Debug)]
+struct St {
+    s: T,
+    p: T,
+    o: T,
+    g: Option<T>,
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    physical: u8,
+    rdf_star: bool,
+    generalized: bool,
+    name: u8,
+    prefix: u8,
+    datatype: u8,
+    rows_per_frame: u8,
+    delimited: bool,
+    statements: Vec<St>,
+}
+
+fn term(t: &T, depth: usize) -> Term {
+    match t {
+        T::Iri(p, n) => Term::Iri(format!(
+            "{}n{}",
+            PREFIXES[*p as usize % PREFIXES.len()],
+            n % 32
+        )),
+        T::Bnode(b) => Term::BlankNode(format!("b{}", b % 16)),
+        T::Simple(s) => Term::simple_literal(s.clone()),
+        T::Lang(s, l) => Term::Literal(Literal {
+            lex: s.clone(),
+            kind: OwnedLiteralKind::Lang(LANGS[*l as usize % LANGS.len()].into()),
+        }),
+        T::Typed(s, d) => Term::Literal(Literal {
+            lex: s.clone(),
+            kind: OwnedLiteralKind::Typed(DATATYPES[*d as usize % DATATYPES.len()].into()),
+        }),
+        T::Quoted(b) if depth < 4 => Term::Triple(Box::new(Triple {
+            subject: term(&b.0, depth + 1),
+            predicate: term(&b.1, depth + 1),
+            object: term(&b.2, depth + 1),
+        })),
+        T::Quoted(_) => Term::BlankNode("deep".into()),
+        T::Default => Term::DefaultGraph,
+    }
+}
+
+/// `"x"^^xsd:string` is written as the simple literal `"x"` (the same RDF term).
+fn normalize_term(t: &mut Term) {
+    match t {
+        Term::Literal(l) => {
+            if matches!(&l.kind, OwnedLiteralKind::Typed(d) if d == jelly::term::XSD_STRING) {
+                l.kind = OwnedLiteralKind::Simple;
+            }
+        }
+        Term::Triple(tr) => {
+            normalize_term(&mut tr.subject);
+            normalize_term(&mut tr.predicate);
+            normalize_term(&mut tr.object);
+        }
+        _ => {}
+    }
+}
+
+fuzz_target!(|input: Input| {
+    let physical = match input.physical % 3 {
+        0 => PhysicalType::Triples,
+        1 => PhysicalType::Quads,
+        _ => PhysicalType::Graphs,
+    };
+    let mut opts = StreamOptions::with_tables(
+        8 + u32::from(input.name % 32),
+        u32::from(input.prefix % 8),
+        u32::from(input.datatype % 6),
+    )
+    .with_physical_type(physical)
+    .with_rdf_star(input.rdf_star)
+    .with_generalized_statements(input.generalized);
+    if physical == PhysicalType::Quads {
+        opts = opts.with_logical_type(LogicalType::FLAT_QUADS);
+    }
+    let rows = 1 + usize::from(input.rows_per_frame % 64);
+    let mut out = Vec::new();
+    let mut w = JellyWriterBuilder::new(opts)
+        .frame_policy(if input.delimited {
+            FramePolicy::Rows(rows)
+        } else {
+            FramePolicy::Manual // non-delimited output is exactly one frame
+        })
+        .delimited(input.delimited)
+        .build(&mut out)
+        .expect("valid options");
+    let mut expected: Vec<Statement> = Vec::new();
+    for st in input.statements.iter().take(256) {
+        let mut s = Statement {
+            subject: term(&st.s, 0),
+            predicate: term(&st.p, 0),
+            object: term(&st.o, 0),
+            graph: st.g.as_ref().map(|g| term(g, 0)),
+        };
+        if w.add(s.as_ref()).is_err() {
+            continue;
+        }
+        for t in [&mut s.subject, &mut s.predicate, &mut s.object] {
+            normalize_term(t);
+        }
+        match physical {
+            PhysicalType::Triples => s.graph = None,
+            _ => {
+                let mut g = s.graph.take().unwrap_or(Term::DefaultGraph);
+                normalize_term(&mut g);
+                s.graph = Some(g);
+            }
+        }
+        expected.push(s);
+    }
+    w.finish().expect("finish");
+    let cfg = DecoderOptions {
+        max_nesting: 8,
+        ..Default::default()
+    };
+    let got: Vec<Statement> = JellyReader::with_options(&out[..], cfg, Delimiting::Auto)
+        .read_all_frames()
+        .unwrap_or_else(|e| panic!("decoding our own output failed: {e}"))
+        .into_iter()
+        .flatten()
+        .collect();
+    assert_eq!(got.len(), expected.len());
+    for (k, (g, e)) in got.iter().zip(&expected).enumerate() {
+        assert_eq!(g, e, "statement {k}");
+    }
+});
