@@ -212,7 +212,9 @@ impl Encoder {
         self.terms.stamp = self.terms.stamp.wrapping_add(1);
         let mut body = std::mem::take(&mut self.terms.scratch[0]);
         body.clear();
-        let r = self.terms.term_field(g, 4, &mut body, 0);
+        let r = self
+            .terms
+            .term_field(g, crate::term_encoder::AT_GRAPH_START, &mut body, 0);
         if r.is_ok() {
             self.terms.push_row(row::GRAPH_START, &body);
             self.current_graph.set_from(g);

@@ -107,6 +107,32 @@ pub enum DecodeErrorKind {
     },
     #[error("input is empty")]
     EmptyInput,
+    #[error("graph set on a statement or namespace in a TRIPLES patch stream")]
+    GraphInTriplesPatch,
+    #[error("patch statement type is UNSPECIFIED or unknown ({0})")]
+    PatchStatementType(u32),
+    #[error("patch stream type is UNSPECIFIED or unknown ({0})")]
+    PatchStreamType(u32),
+    #[error("patch version {0} is not supported (Jelly-Patch 1.0.x is version 1)")]
+    PatchVersion(u32),
+    #[error("transaction start inside a transaction (transactions do not nest)")]
+    NestedTransaction,
+    #[error("{0} outside a transaction")]
+    NoTransaction(&'static str),
+    #[error(
+        "transaction still open at the end of the frame (in a FRAME stream a transaction must not span frames)"
+    )]
+    TransactionSpansFrames,
+    #[error("transaction still open at the end of the patch")]
+    UnterminatedTransaction,
+    #[error("punctuation inside a transaction")]
+    PunctuationInTransaction,
+    #[error("punctuation is only allowed in PUNCTUATED patch streams")]
+    PunctuationNotAllowed,
+    #[error("namespace add (PA) without an IRI value")]
+    PatchNamespaceWithoutIri,
+    #[error("header without a value")]
+    HeaderWithoutValue,
 }
 
 /// A decoding error with its location.
@@ -164,4 +190,8 @@ pub enum EncodeError {
     GraphAlreadyOpen,
     #[error("triple outside a graph in a GRAPHS stream")]
     NoOpenGraph,
+    #[error("one row needs more distinct {table} entries than the {table} table holds ({size})")]
+    TableTooSmallForRow { table: Table, size: u32 },
+    #[error("Jelly-Patch rule: {0}")]
+    PatchRule(&'static str),
 }

@@ -29,6 +29,7 @@ mod lookup;
 pub mod nquads;
 pub mod options;
 pub mod oxrdf_adapter;
+pub mod patch;
 pub mod term;
 mod term_decoder;
 mod term_encoder;

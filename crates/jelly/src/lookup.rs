@@ -120,6 +120,11 @@ impl LruTable {
         Some(Lookup::New { id, wire_id })
     }
 
+    /// Number of ids (the table's maximum size).
+    pub fn size(&self) -> u32 {
+        self.max
+    }
+
     /// Generation of `id`: changes whenever the id is given to another value.
     #[inline]
     pub fn generation(&self, id: u32) -> u32 {

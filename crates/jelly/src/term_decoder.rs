@@ -427,6 +427,8 @@ pub(crate) struct TermDecoder {
     pub(crate) state: State,
     pub(crate) cur: [TermBuf; 4],
     pub(crate) have: [bool; 4],
+    /// Reject graph fields in 3-term statements (Jelly-Patch TRIPLES streams).
+    pub(crate) forbid_graph: bool,
 }
 
 impl TermDecoder {
@@ -505,7 +507,8 @@ impl TermDecoder {
             let field = key >> 3;
             let term_field = match field {
                 1..=12 => true,
-                13..=16 => n == 4,
+                13..=16 if n == 4 => true,
+                13..=16 if self.forbid_graph => return Err(K::GraphInTriplesPatch),
                 _ => false,
             };
             if !term_field {
@@ -566,24 +569,32 @@ impl TermDecoder {
             pos = end;
         }
         for (i, slot) in slots.iter().enumerate().take(n) {
-            match slot.kind {
-                Some(TermField::Iri) => {
-                    // IRIs are allowed in every position: no feature check needed.
-                    self.resolve_iri_cached(&b[slot.start..slot.end], i)?;
-                    self.have[i] = true;
-                }
-                Some(kind) => {
-                    let payload = Reader::new(&b[slot.start..slot.end]);
-                    self.state
-                        .resolve_term(kind, payload, &mut self.cur[i], i, 0)?;
-                    self.have[i] = true;
-                }
-                None if self.have[i] => {}
-                None => {
-                    return Err(K::RepeatedTermFirst {
-                        position: POSITIONS[i],
-                    });
-                }
+            let found = slot.kind.map(|k| (k, &b[slot.start..slot.end]));
+            self.slot(i, found)?;
+        }
+        Ok(())
+    }
+
+    /// Resolves the term found for repeat slot `i` (0–3: S, P, O, G), or keeps the
+    /// slot's previous term when none was found (a repeated term).
+    #[inline]
+    pub(crate) fn slot(&mut self, i: usize, found: Option<(TermField, &[u8])>) -> Result<(), K> {
+        match found {
+            Some((TermField::Iri, payload)) => {
+                // IRIs are allowed in every position: no feature check needed.
+                self.resolve_iri_cached(payload, i)?;
+                self.have[i] = true;
+            }
+            Some((kind, payload)) => {
+                self.state
+                    .resolve_term(kind, Reader::new(payload), &mut self.cur[i], i, 0)?;
+                self.have[i] = true;
+            }
+            None if self.have[i] => {}
+            None => {
+                return Err(K::RepeatedTermFirst {
+                    position: POSITIONS[i],
+                });
             }
         }
         Ok(())

@@ -7,7 +7,7 @@ use jelly_proto::wire::{
     WireType, put_bytes_field, put_tag, put_uint_field, put_varint, varint_len,
 };
 
-use crate::error::{EncodeError, POSITIONS};
+use crate::error::{EncodeError, POSITIONS, Table};
 use crate::lookup::{Lookup, LruTable};
 use crate::term::{LiteralKind, TermBuf, TermRef, TripleRef, XSD_STRING};
 
@@ -54,6 +54,30 @@ struct CachedIds {
 
 /// Most IRIs kept in the encoder's IRI cache; it is cleared when full.
 const IRI_CACHE_MAX: usize = 1 << 16;
+
+/// Where a term is written; decides the field numbers of its oneof.
+pub(crate) const AT_GRAPH_START: usize = 4;
+/// The graph of a Jelly-Patch `RdfPatchNamespace`.
+pub(crate) const AT_PATCH_NAMESPACE_GRAPH: usize = 5;
+/// The value of a Jelly-Patch `RdfPatchHeader`.
+pub(crate) const AT_PATCH_HEADER: usize = 6;
+
+/// Field numbers `(iri, blank node, literal, other)` for a term written at `position`
+/// (0–2: S/P/O of a statement, where "other" is the quoted triple; 3: a quad's graph,
+/// where "other" is the default graph; or one of the `AT_*` places).
+#[inline]
+fn term_fields(position: usize) -> (u32, u32, u32, u32) {
+    match position {
+        0..=2 => {
+            let b = position as u32 * 4 + 1;
+            (b, b + 1, b + 2, b + 3)
+        }
+        3 => (st::G_IRI, st::G_BNODE, st::G_LITERAL, st::G_DEFAULT),
+        AT_GRAPH_START => (1, 2, 4, 3),
+        AT_PATCH_NAMESPACE_GRAPH => (3, 4, 6, 5),
+        _ => (2, 3, 4, 5),
+    }
+}
 
 /// Term state of one stream being encoded.
 #[derive(Debug)]
@@ -163,10 +187,11 @@ impl TermEncoder {
         *rows += 1;
     }
 
-    fn table_full_error(&self) -> EncodeError {
-        // Every entry is used by the statement being encoded: only possible with deep
-        // quoted triples in a small table. Report it as the table being too small.
-        EncodeError::NameTableTooSmall(self.max_name)
+    /// Every entry of `table` is used by the row being encoded: the row needs more
+    /// distinct entries than the table holds.
+    #[cold]
+    fn table_full_error(table: Table, size: u32) -> EncodeError {
+        EncodeError::TableTooSmallForRow { table, size }
     }
 
     /// Resolves an IRI to the `(prefix_id, name_id)` pair to write, emitting lookup
@@ -254,7 +279,7 @@ impl TermEncoder {
                         );
                         id
                     }
-                    None => return Err(self.table_full_error()),
+                    None => return Err(Self::table_full_error(Table::Prefix, prefixes.size())),
                 };
                 (pid, name)
             }
@@ -271,7 +296,7 @@ impl TermEncoder {
                 );
                 id
             }
-            None => return Err(self.table_full_error()),
+            None => return Err(Self::table_full_error(Table::Name, self.max_name)),
         };
         Ok((pid, nid))
     }
@@ -324,7 +349,7 @@ impl TermEncoder {
                         );
                         id
                     }
-                    None => return Err(EncodeError::DatatypeTableDisabled(dt.to_owned())),
+                    None => return Err(Self::table_full_error(Table::Datatype, table.size())),
                 };
                 put_tag(out, lit::DATATYPE, WireType::Varint);
                 put_varint(out, u64::from(id));
@@ -374,14 +399,7 @@ impl TermEncoder {
         self.check_term(t, position.min(3))?;
         // Field numbers: S/P/O use base+0..3 (iri, bnode, literal, triple); the quad
         // graph uses 13 (iri), 14 (bnode), 15 (default), 16 (literal); graph_start 1..4.
-        let (f_iri, f_bnode, f_lit, f_other) = match position {
-            0..=2 => {
-                let b = position as u32 * 4 + 1;
-                (b, b + 1, b + 2, b + 3)
-            }
-            3 => (st::G_IRI, st::G_BNODE, st::G_LITERAL, st::G_DEFAULT),
-            _ => (1, 2, 4, 3),
-        };
+        let (f_iri, f_bnode, f_lit, f_other) = term_fields(position);
         match t {
             TermRef::Iri(iri) => {
                 let ids = self.iri_ids(iri)?;
@@ -439,33 +457,7 @@ impl TermEncoder {
         let mut body = std::mem::take(&mut self.scratch[0]);
         body.clear();
         for (i, &t) in terms.iter().enumerate() {
-            if let TermRef::Iri(iri) = t {
-                // A repeated IRI is one with the same ids at the same slot generations.
-                let peeked = self.peek_iri(iri);
-                if self.have_prev[i] && peeked.is_some() && peeked == self.prev_iri[i] {
-                    continue;
-                }
-                let field = if i == 3 { st::G_IRI } else { i as u32 * 4 + 1 };
-                match self.resolve_iri(iri, peeked) {
-                    Ok(c) => {
-                        let ids = self.wire_ids(c.pid, c.nid);
-                        Self::put_iri(&mut body, field, ids);
-                        self.prev_iri[i] = Some(c);
-                        self.have_prev[i] = true;
-                        continue;
-                    }
-                    Err(e) => {
-                        self.scratch[0] = body;
-                        (self.last_prefix_id, self.last_name_id) = delta_state;
-                        self.have_prev[..i].fill(false);
-                        return Err(e);
-                    }
-                }
-            }
-            if self.have_prev[i] && self.prev_iri[i].is_none() && self.prev[i].as_ref() == t {
-                continue;
-            }
-            if let Err(e) = self.term_field(t, i, &mut body, 0) {
+            if let Err(e) = self.repeatable_term(i, t, i, &mut body) {
                 self.scratch[0] = body;
                 // The row is not written: undo the IRI delta state its terms advanced (entry
                 // rows already emitted stay valid) and forget the repeated terms it set.
@@ -473,11 +465,41 @@ impl TermEncoder {
                 self.have_prev[..i].fill(false);
                 return Err(e);
             }
-            self.prev[i].set_from(t);
-            self.prev_iri[i] = None;
-            self.have_prev[i] = true;
         }
         Ok(body)
+    }
+
+    /// Writes term `t` of repeat slot `slot` (0–3: S, P, O, G) as the fields of
+    /// `position` (see [`term_fields`]), or nothing when it repeats the slot's previous term.
+    #[inline]
+    pub(crate) fn repeatable_term(
+        &mut self,
+        slot: usize,
+        t: TermRef<'_>,
+        position: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        if let TermRef::Iri(iri) = t {
+            // A repeated IRI is one with the same ids at the same slot generations.
+            let peeked = self.peek_iri(iri);
+            if self.have_prev[slot] && peeked.is_some() && peeked == self.prev_iri[slot] {
+                return Ok(());
+            }
+            let c = self.resolve_iri(iri, peeked)?;
+            let ids = self.wire_ids(c.pid, c.nid);
+            Self::put_iri(out, term_fields(position).0, ids);
+            self.prev_iri[slot] = Some(c);
+            self.have_prev[slot] = true;
+            return Ok(());
+        }
+        if self.have_prev[slot] && self.prev_iri[slot].is_none() && self.prev[slot].as_ref() == t {
+            return Ok(());
+        }
+        self.term_field(t, position, out, 0)?;
+        self.prev[slot].set_from(t);
+        self.prev_iri[slot] = None;
+        self.have_prev[slot] = true;
+        Ok(())
     }
 
     #[inline]

@@ -289,7 +289,7 @@ fn round_trip(c: &Config, input: &[Statement]) -> Result<(), TestCaseError> {
             // Only allowed when the statement alone needs more distinct entries than a
             // table holds (all entry rows precede the statement row that uses them).
             Err(WriteError::Encode(
-                e @ (EncodeError::NameTableTooSmall(_) | EncodeError::DatatypeTableDisabled(_)),
+                e @ EncodeError::TableTooSmallForRow { .. },
             )) => {
                 let (p, n, d) = needs(c, s);
                 prop_assert!(

@@ -1,0 +1,370 @@
+//! Jelly-Patch: round trips through the writer and reader, and one hand-built stream
+//! per validation rule of the specification.
+
+use jelly::patch::{
+    PatchEncoder, PatchEvent, PatchOptions, PatchReader, PatchStatementType as St, PatchStreamType as Sty, PatchWriter,
+};
+use jelly::{DecodeErrorKind as K, EncodeError, Statement, StatementRef, Term, TermRef};
+use jelly_proto::fields::patch::{header as hf, namespace as nf, options as of, row};
+use jelly_proto::wire::{put_bytes_field, put_uint_field, put_varint};
+
+/// Owned copy of an event, for comparisons.
+#[derive(Debug, Clone, PartialEq)]
+enum Ev {
+    Header(String, Term),
+    Tx,
+    Tc,
+    Ta,
+    Pa(String, String, Option<Term>),
+    Pd(String, Option<String>, Option<Term>),
+    A(Statement),
+    D(Statement),
+    Punct,
+}
+
+fn own(ev: PatchEvent<'_>) -> Option<Ev> {
+    Some(match ev {
+        PatchEvent::Options(_) => return None,
+        PatchEvent::Header { key, value } => Ev::Header(key.into(), value.to_owned()),
+        PatchEvent::TransactionStart => Ev::Tx,
+        PatchEvent::TransactionCommit => Ev::Tc,
+        PatchEvent::TransactionAbort => Ev::Ta,
+        PatchEvent::AddNamespace { name, iri, graph } => Ev::Pa(name.into(), iri.into(), graph.map(|g| g.to_owned())),
+        PatchEvent::DeleteNamespace { name, iri, graph } => {
+            Ev::Pd(name.into(), iri.map(Into::into), graph.map(|g| g.to_owned()))
+        }
+        PatchEvent::Add(s) => Ev::A(s.to_owned()),
+        PatchEvent::Delete(s) => Ev::D(s.to_owned()),
+        PatchEvent::Punctuation => Ev::Punct,
+    })
+}
+
+fn read(bytes: &[u8]) -> Result<Vec<(u64, Ev)>, jelly::DecodeError> {
+    let mut out = Vec::new();
+    PatchReader::new(bytes).for_each_event(|f, ev| {
+        if let Some(e) = own(ev) {
+            out.push((f, e))
+        }
+    })?;
+    Ok(out)
+}
+
+fn iri(s: &str) -> TermRef<'_> {
+    TermRef::Iri(s)
+}
+
+/// A change log: two transactions, namespaces, headers, blank nodes, literals.
+fn change_log(quads: bool) -> Vec<Ev> {
+    let g = |s: &str| if quads { Some(Term::Iri(s.into())) } else { None };
+    let st = |s: &str, o: Term, graph: Option<Term>| Statement {
+        subject: Term::Iri(format!("http://ex.org/{s}")),
+        predicate: Term::Iri("http://ex.org/p".into()),
+        object: o,
+        graph,
+    };
+    vec![
+        Ev::Header("id".into(), Term::Iri("urn:uuid:0b6e".into())),
+        Ev::Header("prev".into(), Term::Iri("urn:uuid:0a11".into())),
+        Ev::Tx,
+        Ev::Pa("ex".into(), "http://ex.org/".into(), g("http://ex.org/g1")),
+        Ev::A(st("s1", Term::simple_literal("one"), g("http://ex.org/g1"))),
+        Ev::A(st("s2", Term::BlankNode("b0".into()), g("http://ex.org/g1"))),
+        Ev::D(st("s1", Term::simple_literal("one"), g("http://ex.org/g2"))),
+        Ev::Tc,
+        Ev::Tx,
+        Ev::Pd("ex".into(), None, g("http://ex.org/g2")),
+        Ev::A(st("s3", Term::Iri("http://ex.org/o".into()), g("http://ex.org/g2"))),
+        Ev::Ta,
+    ]
+}
+
+fn write(opts: PatchOptions, events: &[Ev], patches: usize) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut w = PatchWriter::new(&mut buf, opts).unwrap().with_rows_per_frame(4);
+    for _ in 0..patches {
+        for e in events {
+            let enc = w.encoder();
+            match e {
+                Ev::Header(k, v) => enc.header(k, v.as_ref()).unwrap(),
+                Ev::Tx => enc.transaction_start().unwrap(),
+                Ev::Tc => enc.transaction_commit().unwrap(),
+                Ev::Ta => enc.transaction_abort().unwrap(),
+                Ev::Pa(n, i, g) => enc.add_namespace(n, i, g.as_ref().map(Term::as_ref)).unwrap(),
+                Ev::Pd(n, i, g) => enc.delete_namespace(n, i.as_deref(), g.as_ref().map(Term::as_ref)).unwrap(),
+                Ev::A(s) => enc.add(s.as_ref()).unwrap(),
+                Ev::D(s) => enc.delete(s.as_ref()).unwrap(),
+                Ev::Punct => enc.punctuation().unwrap(),
+            }
+            if !matches!(e, Ev::Tx) && !w.encoder().in_transaction() {
+                w.maybe_flush().unwrap();
+            }
+        }
+        w.end_patch().unwrap();
+    }
+    w.finish().unwrap();
+    buf
+}
+
+#[test]
+fn round_trip_every_stream_and_statement_type() {
+    for quads in [false, true] {
+        for sty in [Sty::Frame, Sty::Flat, Sty::Punctuated] {
+            let st = if quads { St::Quads } else { St::Triples };
+            let events = change_log(quads);
+            let bytes = write(PatchOptions::small(st, sty), &events, 3);
+            let got = read(&bytes).unwrap_or_else(|e| panic!("{st:?} {sty:?}: {e}"));
+            let mut want = Vec::new();
+            for _ in 0..3 {
+                want.extend(events.iter().cloned());
+                if sty == Sty::Punctuated {
+                    want.push(Ev::Punct);
+                }
+            }
+            let got_events: Vec<Ev> = got.iter().map(|(_, e)| e.clone()).collect();
+            assert_eq!(got_events, want, "{st:?} {sty:?}");
+            if sty == Sty::Frame {
+                // One frame per patch.
+                let frames: std::collections::BTreeSet<u64> = got.iter().map(|(f, _)| *f).collect();
+                assert_eq!(frames.len(), 3);
+            }
+        }
+    }
+}
+
+#[test]
+fn repeated_terms_make_rows_small_and_survive_lru_eviction() {
+    let opts = PatchOptions::with_tables(St::Quads, Sty::Flat, 8, 4, 2);
+    let mut events = Vec::new();
+    for i in 0..300 {
+        let s = Statement {
+            subject: Term::Iri(format!("http://ex{}.org/ns/s{}", i % 7, i % 13)),
+            predicate: Term::Iri(format!("http://ex.org/p{}", i % 3)),
+            object: Term::simple_literal(format!("v{}", i % 5)),
+            graph: Some(Term::Iri(format!("http://g.org/{}", i % 4))),
+        };
+        events.push(if i % 5 == 0 { Ev::D(s) } else { Ev::A(s) });
+        if i % 50 == 0 {
+            events.push(Ev::Pa(format!("p{i}"), format!("http://ns{i}.org/"), Some(Term::Iri(format!("http://g.org/{}", i % 4)))));
+        }
+    }
+    let bytes = write(opts, &events, 1);
+    let got: Vec<Ev> = read(&bytes).unwrap().into_iter().map(|(_, e)| e).collect();
+    assert_eq!(got, events);
+}
+
+// ---- hand-built streams ------------------------------------------------------------
+
+fn row_msg(field: u32, body: &[u8]) -> Vec<u8> {
+    let mut r = Vec::new();
+    put_bytes_field(&mut r, field, body);
+    r
+}
+
+fn frame(rows: &[Vec<u8>]) -> Vec<u8> {
+    let mut f = Vec::new();
+    for r in rows {
+        put_bytes_field(&mut f, 1, r);
+    }
+    let mut out = Vec::new();
+    put_varint(&mut out, f.len() as u64);
+    out.extend_from_slice(&f);
+    out
+}
+
+fn options(st: u32, sty: u32, version: u32) -> Vec<u8> {
+    let mut o = Vec::new();
+    put_uint_field(&mut o, of::STATEMENT_TYPE, u64::from(st));
+    put_uint_field(&mut o, of::STREAM_TYPE, u64::from(sty));
+    put_uint_field(&mut o, of::MAX_NAME_TABLE_SIZE, 8);
+    put_uint_field(&mut o, of::VERSION, u64::from(version));
+    row_msg(row::OPTIONS, &o)
+}
+
+fn name_entry(value: &str) -> Vec<u8> {
+    let mut e = Vec::new();
+    put_bytes_field(&mut e, 2, value.as_bytes());
+    row_msg(row::NAME, &e)
+}
+
+fn iri_msg(name_id: u32) -> Vec<u8> {
+    let mut m = Vec::new();
+    put_uint_field(&mut m, 2, u64::from(name_id));
+    m
+}
+
+/// A quad row (A) with S/P/O = names 1, 2, 3 and an optional graph field.
+fn add_row(graph_iri: Option<u32>) -> Vec<u8> {
+    let mut q = Vec::new();
+    put_bytes_field(&mut q, 1, &iri_msg(1));
+    put_bytes_field(&mut q, 5, &iri_msg(2));
+    put_bytes_field(&mut q, 9, &iri_msg(3));
+    if let Some(g) = graph_iri {
+        put_bytes_field(&mut q, 13, &iri_msg(g));
+    }
+    row_msg(row::STATEMENT_ADD, &q)
+}
+
+fn names() -> Vec<Vec<u8>> {
+    vec![name_entry("http://s"), name_entry("http://p"), name_entry("http://o"), name_entry("http://g")]
+}
+
+fn marker(field: u32) -> Vec<u8> {
+    row_msg(field, &[])
+}
+
+const TRIPLES: u32 = 1;
+const QUADS: u32 = 2;
+const FRAME: u32 = 1;
+const FLAT: u32 = 2;
+const PUNCTUATED: u32 = 3;
+
+fn err_of(bytes: &[u8]) -> jelly::DecodeError {
+    match read(bytes) {
+        Ok(evs) => panic!("expected an error, decoded {evs:?}"),
+        Err(e) => e,
+    }
+}
+
+fn stream(frames: &[Vec<Vec<u8>>]) -> Vec<u8> {
+    frames.iter().flat_map(|rows| frame(rows)).collect()
+}
+
+#[test]
+fn transaction_must_not_span_frames_in_frame_streams() {
+    let mut first = vec![options(TRIPLES, FRAME, 1)];
+    first.extend(names());
+    first.push(marker(row::TRANSACTION_START));
+    first.push(add_row(None));
+    let bytes = stream(&[first.clone(), vec![marker(row::TRANSACTION_COMMIT)]]);
+    let e = err_of(&bytes);
+    assert!(matches!(e.kind, K::TransactionSpansFrames), "{e}");
+    assert_eq!(e.frame, 0);
+    // The same rows in a FLAT stream are fine.
+    first[0] = options(TRIPLES, FLAT, 1);
+    let ok = stream(&[first, vec![marker(row::TRANSACTION_COMMIT)]]);
+    assert_eq!(read(&ok).unwrap().len(), 3);
+}
+
+#[test]
+fn punctuation_rules() {
+    let mut rows = vec![options(TRIPLES, PUNCTUATED, 1), marker(row::TRANSACTION_START), marker(row::PUNCTUATION)];
+    let e = err_of(&stream(&[rows.clone()]));
+    assert!(matches!(e.kind, K::PunctuationInTransaction), "{e}");
+    assert_eq!(e.row, Some(2));
+    rows[0] = options(TRIPLES, FLAT, 1);
+    rows.remove(1);
+    let e = err_of(&stream(&[rows.clone()]));
+    assert!(matches!(e.kind, K::PunctuationNotAllowed), "{e}");
+    rows[0] = options(TRIPLES, FRAME, 1);
+    assert!(matches!(err_of(&stream(&[rows])).kind, K::PunctuationNotAllowed));
+}
+
+#[test]
+fn transactions_do_not_nest_and_commit_needs_a_transaction() {
+    let tx = marker(row::TRANSACTION_START);
+    let e = err_of(&stream(&[vec![options(TRIPLES, FLAT, 1), tx.clone(), tx.clone()]]));
+    assert!(matches!(e.kind, K::NestedTransaction), "{e}");
+    let e = err_of(&stream(&[vec![options(TRIPLES, FLAT, 1), marker(row::TRANSACTION_COMMIT)]]));
+    assert!(matches!(e.kind, K::NoTransaction(_)), "{e}");
+    let e = err_of(&stream(&[vec![options(TRIPLES, FLAT, 1), marker(row::TRANSACTION_ABORT)]]));
+    assert!(matches!(e.kind, K::NoTransaction(_)), "{e}");
+    // A transaction left open at the end of the stream.
+    let e = err_of(&stream(&[vec![options(QUADS, FLAT, 1), tx]]));
+    assert!(matches!(e.kind, K::UnterminatedTransaction), "{e}");
+}
+
+#[test]
+fn triples_streams_set_no_graph() {
+    let mut rows = vec![options(TRIPLES, FLAT, 1)];
+    rows.extend(names());
+    rows.push(add_row(Some(4)));
+    let e = err_of(&stream(&[rows]));
+    assert!(matches!(e.kind, K::GraphInTriplesPatch), "{e}");
+    // A namespace with a graph, too.
+    let mut ns = Vec::new();
+    put_bytes_field(&mut ns, nf::NAME, b"ex");
+    put_bytes_field(&mut ns, nf::VALUE, &iri_msg(1));
+    put_bytes_field(&mut ns, nf::G_DEFAULT, &[]);
+    let mut rows = vec![options(TRIPLES, FLAT, 1)];
+    rows.extend(names());
+    rows.push(row_msg(row::NAMESPACE_ADD, &ns));
+    assert!(matches!(err_of(&stream(&[rows])).kind, K::GraphInTriplesPatch));
+}
+
+#[test]
+fn namespace_graph_shares_the_repeated_graph_with_statements() {
+    let mut ns = Vec::new();
+    put_bytes_field(&mut ns, nf::NAME, b"ex");
+    put_bytes_field(&mut ns, nf::VALUE, &iri_msg(1));
+    put_bytes_field(&mut ns, nf::G_IRI, &iri_msg(4));
+    let mut rows = vec![options(QUADS, FLAT, 1)];
+    rows.extend(names());
+    rows.push(row_msg(row::NAMESPACE_ADD, &ns));
+    rows.push(add_row(None)); // graph repeated from the namespace row
+    let got = read(&stream(&[rows])).unwrap();
+    let Ev::A(st) = &got[1].1 else { panic!("{got:?}") };
+    assert_eq!(st.graph, Some(Term::Iri("http://g".into())));
+    // Without any earlier graph, a quad must set one.
+    let mut rows = vec![options(QUADS, FLAT, 1)];
+    rows.extend(names());
+    rows.push(add_row(None));
+    assert!(matches!(err_of(&stream(&[rows])).kind, K::RepeatedTermFirst { position: "graph" }));
+}
+
+#[test]
+fn options_rules() {
+    assert!(matches!(err_of(&stream(&[vec![options(TRIPLES, FLAT, 0)]])).kind, K::ZeroVersion));
+    assert!(matches!(err_of(&stream(&[vec![options(TRIPLES, FLAT, 2)]])).kind, K::PatchVersion(2)));
+    assert!(matches!(err_of(&stream(&[vec![options(0, FLAT, 1)]])).kind, K::PatchStatementType(0)));
+    assert!(matches!(err_of(&stream(&[vec![options(TRIPLES, 0, 1)]])).kind, K::PatchStreamType(0)));
+    assert!(matches!(err_of(&stream(&[vec![options(TRIPLES, 9, 1)]])).kind, K::PatchStreamType(9)));
+    let changed = stream(&[vec![options(TRIPLES, FLAT, 1)], vec![options(QUADS, FLAT, 1)]]);
+    let e = err_of(&changed);
+    assert!(matches!(e.kind, K::OptionsChanged), "{e}");
+    assert_eq!((e.frame, e.row), (1, Some(0)));
+    let same = stream(&[vec![options(TRIPLES, FLAT, 1)], vec![options(TRIPLES, FLAT, 1)]]);
+    assert!(read(&same).unwrap().is_empty());
+    assert!(matches!(err_of(&stream(&[vec![marker(row::TRANSACTION_START)]])).kind, K::MissingOptions));
+}
+
+#[test]
+fn namespace_add_needs_an_iri_and_header_needs_a_value() {
+    let mut ns = Vec::new();
+    put_bytes_field(&mut ns, nf::NAME, b"ex");
+    let e = err_of(&stream(&[vec![options(TRIPLES, FLAT, 1), row_msg(row::NAMESPACE_ADD, &ns)]]));
+    assert!(matches!(e.kind, K::PatchNamespaceWithoutIri), "{e}");
+    // PD without an IRI is fine.
+    let got = read(&stream(&[vec![options(TRIPLES, FLAT, 1), row_msg(row::NAMESPACE_DELETE, &ns)]])).unwrap();
+    assert_eq!(got[0].1, Ev::Pd("ex".into(), None, None));
+    let mut h = Vec::new();
+    put_bytes_field(&mut h, hf::KEY, b"id");
+    let e = err_of(&stream(&[vec![options(TRIPLES, FLAT, 1), row_msg(row::HEADER, &h)]]));
+    assert!(matches!(e.kind, K::HeaderWithoutValue), "{e}");
+}
+
+#[test]
+fn encoder_refuses_what_the_rules_forbid() {
+    let mut t = PatchEncoder::new(PatchOptions::small(St::Triples, Sty::Frame)).unwrap();
+    let q = StatementRef::quad(iri("http://s"), iri("http://p"), iri("http://o"), iri("http://g"));
+    assert!(matches!(t.add(q), Err(EncodeError::PatchRule(_))));
+    assert!(matches!(t.add_namespace("ex", "http://e/", Some(iri("http://g"))), Err(EncodeError::PatchRule(_))));
+    assert!(matches!(t.punctuation(), Err(EncodeError::PatchRule(_))));
+    assert!(t.transaction_commit().is_err());
+    t.transaction_start().unwrap();
+    assert!(t.transaction_start().is_err());
+    assert!(matches!(
+        PatchEncoder::new(PatchOptions::with_tables(St::Triples, Sty::Flat, 7, 0, 0)),
+        Err(EncodeError::NameTableTooSmall(7))
+    ));
+    // A row needing three prefixes cannot fit a two-entry prefix table.
+    let mut q3 = PatchEncoder::new(PatchOptions::with_tables(St::Quads, Sty::Flat, 8, 2, 0)).unwrap();
+    let three = StatementRef::quad(iri("http://a/s"), iri("http://b/p"), iri("http://c/o"), TermRef::DefaultGraph);
+    assert_eq!(
+        q3.add(three),
+        Err(EncodeError::TableTooSmallForRow { table: jelly::Table::Prefix, size: 2 })
+    );
+    let mut buf = Vec::new();
+    let mut w = PatchWriter::new(&mut buf, PatchOptions::small(St::Triples, Sty::Frame)).unwrap();
+    w.encoder().transaction_start().unwrap();
+    assert!(w.end_patch().is_err(), "a FRAME patch cannot end inside a transaction");
+}
