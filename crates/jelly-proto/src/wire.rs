@@ -87,10 +87,11 @@ impl<'a> Reader<'a> {
     pub fn varint(&mut self) -> Result<u64, WireError> {
         // Fast path: one byte, which is almost every tag, length and id in Jelly.
         if let Some(&b) = self.buf.get(self.pos)
-            && b < 0x80 {
-                self.pos += 1;
-                return Ok(u64::from(b));
-            }
+            && b < 0x80
+        {
+            self.pos += 1;
+            return Ok(u64::from(b));
+        }
         self.varint_slow()
     }
 
