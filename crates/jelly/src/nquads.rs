@@ -45,11 +45,7 @@ pub fn parse_document(text: &str) -> Result<Vec<Statement>, SyntaxError> {
 
 /// Parses one line. `Ok(None)` for blank and comment lines.
 pub fn parse_line(line: &str, line_no: usize) -> Result<Option<Statement>, SyntaxError> {
-    let mut p = Parser {
-        s: line,
-        pos: 0,
-        line: line_no,
-    };
+    let mut p = Parser::new(line, line_no);
     p.ws();
     if p.eof() || p.peek() == Some('#') {
         return Ok(None);
@@ -85,14 +81,19 @@ pub fn parse_line(line: &str, line_no: usize) -> Result<Option<Statement>, Synta
     }
 }
 
-struct Parser<'a> {
-    s: &'a str,
-    pos: usize,
+/// Term tokenizer over one line, shared with [`crate::rdf_patch`].
+pub(crate) struct Parser<'a> {
+    pub(crate) s: &'a str,
+    /// Byte offset of the next character.
+    pub(crate) pos: usize,
     line: usize,
 }
 
-impl Parser<'_> {
-    fn err(&self, msg: &str) -> SyntaxError {
+impl<'a> Parser<'a> {
+    pub(crate) fn new(s: &'a str, line: usize) -> Self {
+        Parser { s, pos: 0, line }
+    }
+    pub(crate) fn err(&self, msg: &str) -> SyntaxError {
         let column = self.s[..self.pos.min(self.s.len())].chars().count() + 1;
         SyntaxError {
             line: self.line,
@@ -100,16 +101,16 @@ impl Parser<'_> {
             message: msg.to_owned(),
         }
     }
-    fn eof(&self) -> bool {
+    pub(crate) fn eof(&self) -> bool {
         self.pos >= self.s.len()
     }
-    fn peek(&self) -> Option<char> {
+    pub(crate) fn peek(&self) -> Option<char> {
         self.s[self.pos..].chars().next()
     }
-    fn rest(&self) -> &str {
+    pub(crate) fn rest(&self) -> &str {
         &self.s[self.pos..]
     }
-    fn ws(&mut self) {
+    pub(crate) fn ws(&mut self) {
         while let Some(c) = self.peek() {
             if c == ' ' || c == '\t' || c == '\r' {
                 self.pos += 1;
@@ -119,7 +120,7 @@ impl Parser<'_> {
         }
     }
 
-    fn term(&mut self) -> Result<Term, SyntaxError> {
+    pub(crate) fn term(&mut self) -> Result<Term, SyntaxError> {
         if self.rest().starts_with("<<") {
             let paren = self.rest().starts_with("<<(");
             self.pos += if paren { 3 } else { 2 };
@@ -274,7 +275,7 @@ impl Parser<'_> {
     }
 }
 
-fn write_iri(f: &mut impl fmt::Write, iri: &str) -> fmt::Result {
+pub(crate) fn write_iri(f: &mut impl fmt::Write, iri: &str) -> fmt::Result {
     f.write_char('<')?;
     for c in iri.chars() {
         match c {
@@ -287,7 +288,7 @@ fn write_iri(f: &mut impl fmt::Write, iri: &str) -> fmt::Result {
     f.write_char('>')
 }
 
-fn write_lex(f: &mut impl fmt::Write, lex: &str) -> fmt::Result {
+pub(crate) fn write_lex(f: &mut impl fmt::Write, lex: &str) -> fmt::Result {
     f.write_char('"')?;
     for c in lex.chars() {
         match c {
