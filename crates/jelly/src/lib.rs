@@ -30,6 +30,7 @@ pub mod nquads;
 pub mod options;
 pub mod oxrdf_adapter;
 pub mod patch;
+pub mod rdf_patch;
 pub mod term;
 mod term_decoder;
 mod term_encoder;
