@@ -502,7 +502,7 @@ impl<'d, 'b> FrameCursor<'d, 'b> {
                 Some(&(0x12 | 0x1a)) => {
                     let mut p = 1;
                     match varint_at(row, &mut p) {
-                        Ok(l) if p as u64 + l == row.len() as u64 => {
+                        Ok(l) if l == (row.len() - p) as u64 => {
                             self.dec.statement_row(row[0] == 0x1a, &row[p..])
                         }
                         _ => self.dec.row(Reader::new(row)),

@@ -64,3 +64,32 @@ fn decoder_rejects_faulty_encoder_output() {
     );
     assert_eq!((e.frame, e.row), (0, Some(2)));
 }
+
+/// `decode` crash-74c713e2788c3f827f936cf634847ead3cee9dea
+/// (`ChQa////////////Ae316goOAQAAAAAAAnh6/ocB`): a non-delimited frame whose row starts
+/// with a quad field (`1a`) declaring a length of 2^64 - 1. The statement-row fast path
+/// computed `offset + length` and overflowed (a panic in debug builds, a wrapped
+/// comparison in release). It must be an ordinary decoding error.
+#[test]
+fn decode_quad_row_with_huge_declared_length() {
+    let bytes: [u8; 30] = [
+        0x0a, 0x14, 0x1a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0xed, 0xf5,
+        0xea, 0x0a, 0x0e, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x78, 0x7a, 0xfe, 0x87, 0x01,
+    ];
+    let e = JellyReader::new(&bytes[..]).read_all_frames().unwrap_err();
+    assert_eq!((e.frame, e.row), (0, Some(0)), "{e}");
+    // The same row with every length that could wrap `offset + length`.
+    for len in [u64::MAX, u64::MAX - 1, u64::MAX - 10, 1 << 63] {
+        let mut row = vec![0x1a];
+        let mut v = Vec::new();
+        jelly_proto::wire::put_varint(&mut v, len);
+        row.extend_from_slice(&v);
+        row.extend_from_slice(&[0x0a, 0x00]);
+        let mut frame = vec![0x0a];
+        jelly_proto::wire::put_varint(&mut frame, row.len() as u64);
+        frame.extend_from_slice(&row);
+        let mut dec = jelly::Decoder::default();
+        let mut f = dec.frame(&frame);
+        assert!(f.next_event().is_err(), "length {len}");
+    }
+}
