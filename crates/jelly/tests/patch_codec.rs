@@ -2,7 +2,8 @@
 //! per validation rule of the specification.
 
 use jelly::patch::{
-    PatchEncoder, PatchEvent, PatchOptions, PatchReader, PatchStatementType as St, PatchStreamType as Sty, PatchWriter,
+    PatchEncoder, PatchEvent, PatchOptions, PatchReader, PatchStatementType as St,
+    PatchStreamType as Sty, PatchWriter,
 };
 use jelly::{DecodeErrorKind as K, EncodeError, Statement, StatementRef, Term, TermRef};
 use jelly_proto::fields::patch::{header as hf, namespace as nf, options as of, row};
@@ -29,10 +30,14 @@ fn own(ev: PatchEvent<'_>) -> Option<Ev> {
         PatchEvent::TransactionStart => Ev::Tx,
         PatchEvent::TransactionCommit => Ev::Tc,
         PatchEvent::TransactionAbort => Ev::Ta,
-        PatchEvent::AddNamespace { name, iri, graph } => Ev::Pa(name.into(), iri.into(), graph.map(|g| g.to_owned())),
-        PatchEvent::DeleteNamespace { name, iri, graph } => {
-            Ev::Pd(name.into(), iri.map(Into::into), graph.map(|g| g.to_owned()))
+        PatchEvent::AddNamespace { name, iri, graph } => {
+            Ev::Pa(name.into(), iri.into(), graph.map(|g| g.to_owned()))
         }
+        PatchEvent::DeleteNamespace { name, iri, graph } => Ev::Pd(
+            name.into(),
+            iri.map(Into::into),
+            graph.map(|g| g.to_owned()),
+        ),
         PatchEvent::Add(s) => Ev::A(s.to_owned()),
         PatchEvent::Delete(s) => Ev::D(s.to_owned()),
         PatchEvent::Punctuation => Ev::Punct,
@@ -55,7 +60,13 @@ fn iri(s: &str) -> TermRef<'_> {
 
 /// A change log: two transactions, namespaces, headers, blank nodes, literals.
 fn change_log(quads: bool) -> Vec<Ev> {
-    let g = |s: &str| if quads { Some(Term::Iri(s.into())) } else { None };
+    let g = |s: &str| {
+        if quads {
+            Some(Term::Iri(s.into()))
+        } else {
+            None
+        }
+    };
     let st = |s: &str, o: Term, graph: Option<Term>| Statement {
         subject: Term::Iri(format!("http://ex.org/{s}")),
         predicate: Term::Iri("http://ex.org/p".into()),
@@ -68,19 +79,29 @@ fn change_log(quads: bool) -> Vec<Ev> {
         Ev::Tx,
         Ev::Pa("ex".into(), "http://ex.org/".into(), g("http://ex.org/g1")),
         Ev::A(st("s1", Term::simple_literal("one"), g("http://ex.org/g1"))),
-        Ev::A(st("s2", Term::BlankNode("b0".into()), g("http://ex.org/g1"))),
+        Ev::A(st(
+            "s2",
+            Term::BlankNode("b0".into()),
+            g("http://ex.org/g1"),
+        )),
         Ev::D(st("s1", Term::simple_literal("one"), g("http://ex.org/g2"))),
         Ev::Tc,
         Ev::Tx,
         Ev::Pd("ex".into(), None, g("http://ex.org/g2")),
-        Ev::A(st("s3", Term::Iri("http://ex.org/o".into()), g("http://ex.org/g2"))),
+        Ev::A(st(
+            "s3",
+            Term::Iri("http://ex.org/o".into()),
+            g("http://ex.org/g2"),
+        )),
         Ev::Ta,
     ]
 }
 
 fn write(opts: PatchOptions, events: &[Ev], patches: usize) -> Vec<u8> {
     let mut buf = Vec::new();
-    let mut w = PatchWriter::new(&mut buf, opts).unwrap().with_rows_per_frame(4);
+    let mut w = PatchWriter::new(&mut buf, opts)
+        .unwrap()
+        .with_rows_per_frame(4);
     for _ in 0..patches {
         for e in events {
             let enc = w.encoder();
@@ -89,8 +110,12 @@ fn write(opts: PatchOptions, events: &[Ev], patches: usize) -> Vec<u8> {
                 Ev::Tx => enc.transaction_start().unwrap(),
                 Ev::Tc => enc.transaction_commit().unwrap(),
                 Ev::Ta => enc.transaction_abort().unwrap(),
-                Ev::Pa(n, i, g) => enc.add_namespace(n, i, g.as_ref().map(Term::as_ref)).unwrap(),
-                Ev::Pd(n, i, g) => enc.delete_namespace(n, i.as_deref(), g.as_ref().map(Term::as_ref)).unwrap(),
+                Ev::Pa(n, i, g) => enc
+                    .add_namespace(n, i, g.as_ref().map(Term::as_ref))
+                    .unwrap(),
+                Ev::Pd(n, i, g) => enc
+                    .delete_namespace(n, i.as_deref(), g.as_ref().map(Term::as_ref))
+                    .unwrap(),
                 Ev::A(s) => enc.add(s.as_ref()).unwrap(),
                 Ev::D(s) => enc.delete(s.as_ref()).unwrap(),
                 Ev::Punct => enc.punctuation().unwrap(),
@@ -144,7 +169,11 @@ fn repeated_terms_make_rows_small_and_survive_lru_eviction() {
         };
         events.push(if i % 5 == 0 { Ev::D(s) } else { Ev::A(s) });
         if i % 50 == 0 {
-            events.push(Ev::Pa(format!("p{i}"), format!("http://ns{i}.org/"), Some(Term::Iri(format!("http://g.org/{}", i % 4)))));
+            events.push(Ev::Pa(
+                format!("p{i}"),
+                format!("http://ns{i}.org/"),
+                Some(Term::Iri(format!("http://g.org/{}", i % 4))),
+            ));
         }
     }
     let bytes = write(opts, &events, 1);
@@ -205,7 +234,12 @@ fn add_row(graph_iri: Option<u32>) -> Vec<u8> {
 }
 
 fn names() -> Vec<Vec<u8>> {
-    vec![name_entry("http://s"), name_entry("http://p"), name_entry("http://o"), name_entry("http://g")]
+    vec![
+        name_entry("http://s"),
+        name_entry("http://p"),
+        name_entry("http://o"),
+        name_entry("http://g"),
+    ]
 }
 
 fn marker(field: u32) -> Vec<u8> {
@@ -247,7 +281,11 @@ fn transaction_must_not_span_frames_in_frame_streams() {
 
 #[test]
 fn punctuation_rules() {
-    let mut rows = vec![options(TRIPLES, PUNCTUATED, 1), marker(row::TRANSACTION_START), marker(row::PUNCTUATION)];
+    let mut rows = vec![
+        options(TRIPLES, PUNCTUATED, 1),
+        marker(row::TRANSACTION_START),
+        marker(row::PUNCTUATION),
+    ];
     let e = err_of(&stream(&[rows.clone()]));
     assert!(matches!(e.kind, K::PunctuationInTransaction), "{e}");
     assert_eq!(e.row, Some(2));
@@ -256,17 +294,30 @@ fn punctuation_rules() {
     let e = err_of(&stream(&[rows.clone()]));
     assert!(matches!(e.kind, K::PunctuationNotAllowed), "{e}");
     rows[0] = options(TRIPLES, FRAME, 1);
-    assert!(matches!(err_of(&stream(&[rows])).kind, K::PunctuationNotAllowed));
+    assert!(matches!(
+        err_of(&stream(&[rows])).kind,
+        K::PunctuationNotAllowed
+    ));
 }
 
 #[test]
 fn transactions_do_not_nest_and_commit_needs_a_transaction() {
     let tx = marker(row::TRANSACTION_START);
-    let e = err_of(&stream(&[vec![options(TRIPLES, FLAT, 1), tx.clone(), tx.clone()]]));
+    let e = err_of(&stream(&[vec![
+        options(TRIPLES, FLAT, 1),
+        tx.clone(),
+        tx.clone(),
+    ]]));
     assert!(matches!(e.kind, K::NestedTransaction), "{e}");
-    let e = err_of(&stream(&[vec![options(TRIPLES, FLAT, 1), marker(row::TRANSACTION_COMMIT)]]));
+    let e = err_of(&stream(&[vec![
+        options(TRIPLES, FLAT, 1),
+        marker(row::TRANSACTION_COMMIT),
+    ]]));
     assert!(matches!(e.kind, K::NoTransaction(_)), "{e}");
-    let e = err_of(&stream(&[vec![options(TRIPLES, FLAT, 1), marker(row::TRANSACTION_ABORT)]]));
+    let e = err_of(&stream(&[vec![
+        options(TRIPLES, FLAT, 1),
+        marker(row::TRANSACTION_ABORT),
+    ]]));
     assert!(matches!(e.kind, K::NoTransaction(_)), "{e}");
     // A transaction left open at the end of the stream.
     let e = err_of(&stream(&[vec![options(QUADS, FLAT, 1), tx]]));
@@ -288,7 +339,10 @@ fn triples_streams_set_no_graph() {
     let mut rows = vec![options(TRIPLES, FLAT, 1)];
     rows.extend(names());
     rows.push(row_msg(row::NAMESPACE_ADD, &ns));
-    assert!(matches!(err_of(&stream(&[rows])).kind, K::GraphInTriplesPatch));
+    assert!(matches!(
+        err_of(&stream(&[rows])).kind,
+        K::GraphInTriplesPatch
+    ));
 }
 
 #[test]
@@ -302,52 +356,99 @@ fn namespace_graph_shares_the_repeated_graph_with_statements() {
     rows.push(row_msg(row::NAMESPACE_ADD, &ns));
     rows.push(add_row(None)); // graph repeated from the namespace row
     let got = read(&stream(&[rows])).unwrap();
-    let Ev::A(st) = &got[1].1 else { panic!("{got:?}") };
+    let Ev::A(st) = &got[1].1 else {
+        panic!("{got:?}")
+    };
     assert_eq!(st.graph, Some(Term::Iri("http://g".into())));
     // Without any earlier graph, a quad must set one.
     let mut rows = vec![options(QUADS, FLAT, 1)];
     rows.extend(names());
     rows.push(add_row(None));
-    assert!(matches!(err_of(&stream(&[rows])).kind, K::RepeatedTermFirst { position: "graph" }));
+    assert!(matches!(
+        err_of(&stream(&[rows])).kind,
+        K::RepeatedTermFirst { position: "graph" }
+    ));
 }
 
 #[test]
 fn options_rules() {
-    assert!(matches!(err_of(&stream(&[vec![options(TRIPLES, FLAT, 0)]])).kind, K::ZeroVersion));
-    assert!(matches!(err_of(&stream(&[vec![options(TRIPLES, FLAT, 2)]])).kind, K::PatchVersion(2)));
-    assert!(matches!(err_of(&stream(&[vec![options(0, FLAT, 1)]])).kind, K::PatchStatementType(0)));
-    assert!(matches!(err_of(&stream(&[vec![options(TRIPLES, 0, 1)]])).kind, K::PatchStreamType(0)));
-    assert!(matches!(err_of(&stream(&[vec![options(TRIPLES, 9, 1)]])).kind, K::PatchStreamType(9)));
-    let changed = stream(&[vec![options(TRIPLES, FLAT, 1)], vec![options(QUADS, FLAT, 1)]]);
+    assert!(matches!(
+        err_of(&stream(&[vec![options(TRIPLES, FLAT, 0)]])).kind,
+        K::ZeroVersion
+    ));
+    assert!(matches!(
+        err_of(&stream(&[vec![options(TRIPLES, FLAT, 2)]])).kind,
+        K::PatchVersion(2)
+    ));
+    assert!(matches!(
+        err_of(&stream(&[vec![options(0, FLAT, 1)]])).kind,
+        K::PatchStatementType(0)
+    ));
+    assert!(matches!(
+        err_of(&stream(&[vec![options(TRIPLES, 0, 1)]])).kind,
+        K::PatchStreamType(0)
+    ));
+    assert!(matches!(
+        err_of(&stream(&[vec![options(TRIPLES, 9, 1)]])).kind,
+        K::PatchStreamType(9)
+    ));
+    let changed = stream(&[
+        vec![options(TRIPLES, FLAT, 1)],
+        vec![options(QUADS, FLAT, 1)],
+    ]);
     let e = err_of(&changed);
     assert!(matches!(e.kind, K::OptionsChanged), "{e}");
     assert_eq!((e.frame, e.row), (1, Some(0)));
-    let same = stream(&[vec![options(TRIPLES, FLAT, 1)], vec![options(TRIPLES, FLAT, 1)]]);
+    let same = stream(&[
+        vec![options(TRIPLES, FLAT, 1)],
+        vec![options(TRIPLES, FLAT, 1)],
+    ]);
     assert!(read(&same).unwrap().is_empty());
-    assert!(matches!(err_of(&stream(&[vec![marker(row::TRANSACTION_START)]])).kind, K::MissingOptions));
+    assert!(matches!(
+        err_of(&stream(&[vec![marker(row::TRANSACTION_START)]])).kind,
+        K::MissingOptions
+    ));
 }
 
 #[test]
 fn namespace_add_needs_an_iri_and_header_needs_a_value() {
     let mut ns = Vec::new();
     put_bytes_field(&mut ns, nf::NAME, b"ex");
-    let e = err_of(&stream(&[vec![options(TRIPLES, FLAT, 1), row_msg(row::NAMESPACE_ADD, &ns)]]));
+    let e = err_of(&stream(&[vec![
+        options(TRIPLES, FLAT, 1),
+        row_msg(row::NAMESPACE_ADD, &ns),
+    ]]));
     assert!(matches!(e.kind, K::PatchNamespaceWithoutIri), "{e}");
     // PD without an IRI is fine.
-    let got = read(&stream(&[vec![options(TRIPLES, FLAT, 1), row_msg(row::NAMESPACE_DELETE, &ns)]])).unwrap();
+    let got = read(&stream(&[vec![
+        options(TRIPLES, FLAT, 1),
+        row_msg(row::NAMESPACE_DELETE, &ns),
+    ]]))
+    .unwrap();
     assert_eq!(got[0].1, Ev::Pd("ex".into(), None, None));
     let mut h = Vec::new();
     put_bytes_field(&mut h, hf::KEY, b"id");
-    let e = err_of(&stream(&[vec![options(TRIPLES, FLAT, 1), row_msg(row::HEADER, &h)]]));
+    let e = err_of(&stream(&[vec![
+        options(TRIPLES, FLAT, 1),
+        row_msg(row::HEADER, &h),
+    ]]));
     assert!(matches!(e.kind, K::HeaderWithoutValue), "{e}");
 }
 
 #[test]
 fn encoder_refuses_what_the_rules_forbid() {
     let mut t = PatchEncoder::new(PatchOptions::small(St::Triples, Sty::Frame)).unwrap();
-    let q = StatementRef::quad(iri("http://s"), iri("http://p"), iri("http://o"), iri("http://g"));
+    let q = StatementRef::quad(
+        iri("http://s"),
+        iri("http://p"),
+        iri("http://o"),
+        iri("http://g"),
+    );
     assert!(matches!(t.add(q), Err(EncodeError::PatchRule(_))));
-    assert!(matches!(t.add_namespace("ex", "http://e/", Some(iri("http://g"))), Err(EncodeError::PatchRule(_))));
+    assert!(matches!(
+        t.add_namespace("ex", "http://e/", Some(iri("http://g"))),
+        Err(EncodeError::PatchRule(_))
+    ));
     assert!(matches!(t.punctuation(), Err(EncodeError::PatchRule(_))));
     assert!(t.transaction_commit().is_err());
     t.transaction_start().unwrap();
@@ -357,14 +458,26 @@ fn encoder_refuses_what_the_rules_forbid() {
         Err(EncodeError::NameTableTooSmall(7))
     ));
     // A row needing three prefixes cannot fit a two-entry prefix table.
-    let mut q3 = PatchEncoder::new(PatchOptions::with_tables(St::Quads, Sty::Flat, 8, 2, 0)).unwrap();
-    let three = StatementRef::quad(iri("http://a/s"), iri("http://b/p"), iri("http://c/o"), TermRef::DefaultGraph);
+    let mut q3 =
+        PatchEncoder::new(PatchOptions::with_tables(St::Quads, Sty::Flat, 8, 2, 0)).unwrap();
+    let three = StatementRef::quad(
+        iri("http://a/s"),
+        iri("http://b/p"),
+        iri("http://c/o"),
+        TermRef::DefaultGraph,
+    );
     assert_eq!(
         q3.add(three),
-        Err(EncodeError::TableTooSmallForRow { table: jelly::Table::Prefix, size: 2 })
+        Err(EncodeError::TableTooSmallForRow {
+            table: jelly::Table::Prefix,
+            size: 2
+        })
     );
     let mut buf = Vec::new();
     let mut w = PatchWriter::new(&mut buf, PatchOptions::small(St::Triples, Sty::Frame)).unwrap();
     w.encoder().transaction_start().unwrap();
-    assert!(w.end_patch().is_err(), "a FRAME patch cannot end inside a transaction");
+    assert!(
+        w.end_patch().is_err(),
+        "a FRAME patch cannot end inside a transaction"
+    );
 }
