@@ -29,7 +29,7 @@ use jelly::iso::{IsoResult, isomorphic};
 use jelly::nquads::parse_document;
 use jelly::{
     Event, FramePolicy, JellyReader, JellyWriterBuilder, Literal, LogicalType, OwnedLiteralKind,
-    PhysicalType, Statement, StatementRef, StreamOptions, Term, TermRef,
+    PhysicalType, Statement, StreamOptions, Term, TermRef,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -98,7 +98,7 @@ impl Peer {
     }
 
     /// Peer decodes `jelly` to N-Quads; returns the statements and the peer's summary.
-    fn from_jelly(&self, jelly: &Path, out: &Path) -> (Vec<Statement>, Json) {
+    fn decode_to_nquads(&self, jelly: &Path, out: &Path) -> (Vec<Statement>, Json) {
         let run = self.run(&[OsStr::new("from-jelly"), jelly.as_os_str(), out.as_os_str()]);
         let text = fs::read_to_string(out).expect("peer output readable");
         let st = parse_document(&text)
@@ -107,7 +107,7 @@ impl Peer {
     }
 
     /// Peer encodes an N-Triples/N-Quads file; returns the peer's summary.
-    fn to_jelly(&self, input: &Path, out: &Path, extra: &[&str]) -> Json {
+    fn encode_file(&self, input: &Path, out: &Path, extra: &[&str]) -> Json {
         let mut args: Vec<&OsStr> =
             vec![OsStr::new("to-jelly"), input.as_os_str(), out.as_os_str()];
         args.extend(extra.iter().map(OsStr::new));
@@ -860,7 +860,7 @@ fn we_write_peers_read(
         fs::write(&jelly_path, &bytes).unwrap();
         for peer in peers {
             let out = scratch.path(&format!("{}.{}.{}.nq", input.name, c.label(), peer.name));
-            let (got, summary) = peer.from_jelly(&jelly_path, &out);
+            let (got, summary) = peer.decode_to_nquads(&jelly_path, &out);
             let ctx = format!(
                 "{} encoded by us ({}), decoded by {}",
                 input.name,
@@ -1006,7 +1006,7 @@ fn peer_writes_we_read(
     args: &[&str],
 ) -> Decoded {
     let out = scratch.path(&format!("{}.{}.{label}.jelly", input.name, peer.name));
-    let summary = peer.to_jelly(&input.file, &out, args);
+    let summary = peer.encode_file(&input.file, &out, args);
     let ctx = format!(
         "{} encoded by {} ({label}), decoded by us",
         input.name, peer.name
@@ -1321,4 +1321,374 @@ fn peers_write_we_read_w3c_tests_and_rdf_star() {
         &["--grouped-per-graph", "--physical", "graphs"],
     );
     assert_one_frame_per_graph("pyjelly RDF-star graphs", &input.statements, &d);
+}
+
+// ---------------------------------------------------------------------------------------
+// Frame metadata and namespace declarations
+// ---------------------------------------------------------------------------------------
+
+/// Prints pyjelly's view of namespace declarations through its rdflib integration (which,
+/// unlike 0.8.2's generic decoder, handles namespace rows): `NS\t<statements before>\t<name>\t<iri>`
+/// lines, then `N\t<statement count>`.
+const PY_NAMESPACES: &str = r#"
+import sys
+import rdflib
+rdflib.NORMALIZE_LITERALS = False
+from pyjelly.integrations.rdflib.parse import Prefix, parse_jelly_flat
+n = 0
+with open(sys.argv[1], "rb") as f:
+    for item in parse_jelly_flat(f):
+        if isinstance(item, Prefix):
+            print("NS\t%d\t%s\t%s" % (n, item.prefix, str(item.iri)))
+        else:
+            n += 1
+print("N\t%d" % n)
+"#;
+
+#[test]
+fn frame_metadata_and_namespace_declarations() {
+    let Some([py, jvm]) = both_peers() else {
+        return;
+    };
+    let s = Scratch::new("meta-ns");
+    let input = load(&s, "iot-assist-weather/iot-assist-weather.nt", Some(3000));
+    let all_bytes: Vec<u8> = (0..=255u8).collect();
+    // Per frame: metadata entries (keys are unique within a frame: it is a proto map).
+    let metadata: Vec<Vec<(&str, Vec<u8>)>> = vec![
+        vec![
+            ("source", b"iot-assist-weather".to_vec()),
+            // Not UTF-8: the values are `bytes`.
+            ("raw", vec![0x00, 0xff, 0xfe, 0x80, 0xc3, 0x28, 0x0a, 0x0d]),
+            ("schlüssel/ключ", "värde ✓".as_bytes().to_vec()),
+        ],
+        vec![("seq", 1u64.to_be_bytes().to_vec())],
+        vec![],
+        vec![("empty", Vec::new()), ("all-bytes", all_bytes)],
+    ];
+    // Per frame: namespaces declared before its first statement.
+    let namespaces: Vec<Vec<(&str, &str)>> = vec![
+        vec![
+            ("sosa", "http://www.w3.org/ns/sosa/"),
+            ("xsd", "http://www.w3.org/2001/XMLSchema#"),
+            ("", "https://assist-iot.eu/pilot2_rdf/"),
+        ],
+        vec![],
+        vec![
+            (
+                "om",
+                "http://www.ontology-of-units-of-measure.org/resource/om-2/",
+            ),
+            // Re-declared, and a non-ASCII IRI.
+            ("sosa", "http://example.org/sösa#"),
+        ],
+        vec![("rdf", "http://www.w3.org/1999/02/22-rdf-syntax-ns#")],
+    ];
+    let per_frame = input.statements.len() / metadata.len();
+    let mut w = JellyWriterBuilder::new(
+        StreamOptions::small().with_logical_type(LogicalType::FLAT_TRIPLES),
+    )
+    .namespace_declarations(true)
+    .frame_policy(FramePolicy::Manual)
+    .build(Vec::new())
+    .unwrap();
+    let mut expected_ns = Vec::new();
+    for (i, chunk) in input.statements.chunks(per_frame).enumerate() {
+        if i > 0 {
+            w.flush_frame().unwrap();
+        }
+        for (k, v) in &metadata[i] {
+            w.encoder().set_frame_metadata(*k, v.clone());
+        }
+        for (name, iri) in &namespaces[i] {
+            w.declare_namespace(name, iri).unwrap();
+            expected_ns.push((i * per_frame, name.to_string(), iri.to_string()));
+        }
+        for st in chunk {
+            w.add(st.as_ref()).unwrap();
+        }
+    }
+    let bytes = w.finish().unwrap();
+    let path = s.path("meta-ns.jelly");
+    fs::write(&path, &bytes).unwrap();
+
+    // Our own reader, for reference.
+    let ours = decode(&bytes);
+    let owned_meta: Vec<Vec<(String, Vec<u8>)>> = metadata
+        .iter()
+        .map(|m| m.iter().map(|(k, v)| (k.to_string(), v.clone())).collect())
+        .collect();
+    assert_eq!(ours.metadata, owned_meta, "our reader: frame metadata");
+    assert_eq!(ours.namespaces, expected_ns, "our reader: namespaces");
+    assert_eq!(
+        ours.options.as_ref().unwrap().version,
+        2,
+        "namespaces need version 2"
+    );
+    assert_same("our reader", &input.statements, &ours.statements(), false);
+
+    // pyjelly's frame dump: options, row kinds and metadata (hex) per frame.
+    let dump = dump_frames(py, &path);
+    assert_eq!(dump.options.get("version").u64(), 2, "pyjelly: version");
+    assert_eq!(dump.frames.len(), metadata.len(), "pyjelly: frames");
+    for (i, f) in dump.frames.iter().enumerate() {
+        let mut want: Vec<(String, String)> = metadata[i]
+            .iter()
+            .map(|(k, v)| (k.to_string(), hex(v)))
+            .collect();
+        want.sort();
+        let mut got: Vec<(String, String)> = f
+            .get("metadata")
+            .entries()
+            .into_iter()
+            .map(|(k, v)| (k, v.str().to_owned()))
+            .collect();
+        got.sort();
+        assert_eq!(got, want, "pyjelly: metadata of frame {i}");
+        let kinds = f.get("row_kinds");
+        let count = |k: &str| match kinds.get(k) {
+            Json::Null => 0,
+            v => v.u64(),
+        };
+        assert_eq!(
+            count("namespace"),
+            namespaces[i].len() as u64,
+            "pyjelly: namespace rows of frame {i}"
+        );
+        assert_eq!(
+            count("triple"),
+            per_frame as u64,
+            "pyjelly: triple rows of frame {i}"
+        );
+        assert_eq!(
+            count("options"),
+            u64::from(i == 0),
+            "pyjelly: options rows of frame {i}"
+        );
+        assert_eq!(
+            f.get("rows").u64(),
+            kinds.entries().iter().map(|(_, v)| v.u64()).sum::<u64>()
+        );
+    }
+
+    // pyjelly's decoders: statements (generic API, via the peer tool's namespace-row
+    // workaround) and namespace declarations with their positions (rdflib API).
+    let (got, _) = py.decode_to_nquads(&path, &s.path("meta-ns.pyjelly.nq"));
+    assert_same(
+        "pyjelly (generic) on a stream with metadata and namespaces",
+        &input.statements,
+        &got,
+        true,
+    );
+    let run = py_snippet(py, PY_NAMESPACES, &path);
+    let mut py_ns = Vec::new();
+    let mut py_count = None;
+    for line in run.stdout.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        match f[..] {
+            ["NS", n, name, iri] => {
+                py_ns.push((n.parse::<usize>().unwrap(), name.to_owned(), iri.to_owned()))
+            }
+            ["N", n] => py_count = Some(n.parse::<usize>().unwrap()),
+            _ => panic!("unexpected line from pyjelly snippet: {line:?}"),
+        }
+    }
+    assert_eq!(
+        py_count,
+        Some(input.statements.len()),
+        "pyjelly (rdflib): statements"
+    );
+    assert_eq!(
+        py_ns, expected_ns,
+        "pyjelly (rdflib): namespace declarations and positions"
+    );
+
+    // Jelly-JVM decodes the statements (its N-Quads output drops namespaces and metadata).
+    let (got, summary) = jvm.decode_to_nquads(&path, &s.path("meta-ns.jvm.nq"));
+    assert_eq!(
+        summary.get("frames").u64(),
+        metadata.len() as u64,
+        "jelly-jvm: frames"
+    );
+    assert_same(
+        "jelly-jvm on a stream with metadata and namespaces",
+        &lower_lang_tags(&input.statements),
+        &lower_lang_tags(&got),
+        true,
+    );
+}
+
+/// Runs a Python snippet with the pyjelly venv's interpreter.
+fn py_snippet(py: &Peer, code: &str, arg: &Path) -> Run {
+    let python = Peer {
+        name: "pyjelly (snippet)",
+        program: py.program.clone(),
+        lead: Vec::new(),
+        recases_lang_tags: false,
+    };
+    python.run(&[OsStr::new("-c"), OsStr::new(code), arg.as_os_str()])
+}
+
+// ---------------------------------------------------------------------------------------
+// Stream options
+// ---------------------------------------------------------------------------------------
+
+const OPTION_TRIPLES: &str = r#"<http://ex.org/s> <http://ex.org/p> "plain" .
+<http://ex.org/s> <http://ex.org/p> "chat"@fr .
+_:b1 <http://ex.org/p> <http://ex.org/o> .
+<http://ex.org/s> <http://ex.org/p> _:b1 .
+"#;
+const OPTION_QUADS: &str = r#"<http://ex.org/s> <http://ex.org/p> "plain" <http://ex.org/g1> .
+<http://ex.org/s> <http://ex.org/p> "chat"@fr <http://ex.org/g1> .
+_:b1 <http://ex.org/p> <http://ex.org/o> .
+<http://ex.org/s> <http://ex.org/p> _:b1 _:g .
+"#;
+const OPTION_TYPED: &str =
+    "<http://ex.org/s> <http://ex.org/q> \"1\"^^<http://www.w3.org/2001/XMLSchema#integer> .\n";
+const OPTION_STAR: &str =
+    "<< <http://ex.org/s> <http://ex.org/p> _:b1 >> <http://ex.org/q> \"x\" .\n";
+
+const OPTION_GENERALIZED: &str = "\"lit\" _:p <http://ex.org/o> .\n_:b1 \"pred\"@en _:b1 .\n";
+
+#[test]
+fn stream_options_as_seen_by_peers() {
+    let Some([py, jvm]) = both_peers() else {
+        return;
+    };
+    let s = Scratch::new("options");
+    let lt = LogicalType;
+    let cases: Vec<(&str, StreamOptions, bool)> = vec![
+        (
+            "big-flat-triples",
+            StreamOptions::big().with_logical_type(LogicalType::FLAT_TRIPLES),
+            true,
+        ),
+        (
+            "small-unspecified-v1",
+            StreamOptions {
+                version: 1,
+                ..StreamOptions::small()
+            },
+            true,
+        ),
+        (
+            "custom-8-0-0-graphs",
+            StreamOptions::with_tables(8, 0, 0).with_logical_type(LogicalType::GRAPHS),
+            true,
+        ),
+        (
+            "max-subject-graphs-named",
+            StreamOptions::with_tables(4096, 1024, 256)
+                .with_logical_type(LogicalType::SUBJECT_GRAPHS)
+                .with_stream_name("weather/ストリーム"),
+            true,
+        ),
+        (
+            "quads-flat-star",
+            StreamOptions::big()
+                .with_physical_type(PhysicalType::Quads)
+                .with_logical_type(LogicalType::FLAT_QUADS)
+                .with_rdf_star(true),
+            true,
+        ),
+        (
+            "quads-named-graphs-nondelimited",
+            StreamOptions::small()
+                .with_physical_type(PhysicalType::Quads)
+                .with_logical_type(LogicalType::NAMED_GRAPHS),
+            false,
+        ),
+        (
+            "graphs-datasets",
+            StreamOptions::small()
+                .with_physical_type(PhysicalType::Graphs)
+                .with_logical_type(LogicalType::DATASETS),
+            true,
+        ),
+        (
+            "graphs-timestamped-star-v2",
+            StreamOptions {
+                version: 2,
+                ..StreamOptions::with_tables(64, 8, 4)
+                    .with_physical_type(PhysicalType::Graphs)
+                    .with_logical_type(lt(114))
+                    .with_rdf_star(true)
+            },
+            true,
+        ),
+        (
+            "generalized-star",
+            StreamOptions::small()
+                .with_generalized_statements(true)
+                .with_rdf_star(true),
+            true,
+        ),
+    ];
+    for (label, opts, delimited) in cases {
+        let mut text = String::from(if opts.physical_type == PhysicalType::Triples {
+            OPTION_TRIPLES
+        } else {
+            OPTION_QUADS
+        });
+        if opts.max_datatype_table_size > 0 {
+            text.push_str(OPTION_TYPED);
+        }
+        if opts.rdf_star {
+            text.push_str(OPTION_STAR);
+        }
+        if opts.generalized_statements {
+            text.push_str(OPTION_GENERALIZED);
+        }
+        let statements = parse_document(&text).unwrap();
+        let mut w = JellyWriterBuilder::new(opts.clone())
+            .delimited(delimited)
+            .frame_policy(FramePolicy::Manual)
+            .build(Vec::new())
+            .unwrap();
+        for st in &statements {
+            w.add(st.as_ref())
+                .unwrap_or_else(|e| panic!("{label}: {st}: {e}"));
+        }
+        let bytes = w.finish().unwrap();
+        let path = s.path(&format!("{label}.jelly"));
+        fs::write(&path, &bytes).unwrap();
+        let want_version = if opts.version == 0 { 1 } else { opts.version };
+
+        let o = dump_frames(py, &path).options;
+        let got = (
+            o.get("physical_type_value").u64() as u32,
+            o.get("logical_type_value").u64() as u32,
+            o.get("max_name_table_size").u64() as u32,
+            o.get("max_prefix_table_size").u64() as u32,
+            o.get("max_datatype_table_size").u64() as u32,
+            o.get("version").u64() as u32,
+            o.get("stream_name").str().to_owned(),
+            o.get("rdf_star").bool(),
+            o.get("generalized_statements").bool(),
+            o.get("delimited").bool(),
+        );
+        let want = (
+            opts.physical_type.to_u32(),
+            opts.logical_type.0,
+            opts.max_name_table_size,
+            opts.max_prefix_table_size,
+            opts.max_datatype_table_size,
+            want_version,
+            opts.stream_name.clone(),
+            opts.rdf_star,
+            opts.generalized_statements,
+            delimited,
+        );
+        assert_eq!(got, want, "{label}: options as read by pyjelly");
+        let physical_name = format!(
+            "PHYSICAL_STREAM_TYPE_{}",
+            opts.physical_type.name().to_uppercase()
+        );
+        assert_eq!(o.get("physical_type").str(), physical_name, "{label}");
+
+        let (from_py, _) = py.decode_to_nquads(&path, &s.path(&format!("{label}.pyjelly.nq")));
+        assert_same(&format!("{label}: pyjelly"), &statements, &from_py, true);
+        let (from_jvm, summary) = jvm.decode_to_nquads(&path, &s.path(&format!("{label}.jvm.nq")));
+        assert_eq!(summary.get("frames").u64(), 1, "{label}: jelly-jvm frames");
+        assert_same(&format!("{label}: jelly-jvm"), &statements, &from_jvm, true);
+    }
 }
