@@ -3,8 +3,6 @@
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
 
-const NONE: u32 = 0;
-
 /// Result of looking a value up in an [`LruTable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Lookup {
@@ -15,22 +13,23 @@ pub(crate) enum Lookup {
     New { id: u32, wire_id: u32 },
 }
 
-/// A lookup table of at most `max` entries with ids 1..=max, evicting the least
-/// recently used entry when full. The LRU list is a doubly linked list over ids,
-/// stored in two flat arrays.
+/// A lookup table of at most `max` entries with ids 1..=max. When full, a new value
+/// takes the id of an entry not used recently, chosen by the clock (second-chance)
+/// approximation of LRU: a hit only sets a flag, so the hot path does one store
+/// instead of relinking a list.
 #[derive(Debug)]
 pub(crate) struct LruTable {
     map: HashMap<Box<str>, u32, FixedState>,
     keys: Vec<Box<str>>,
-    prev: Vec<u32>,
-    next: Vec<u32>,
+    /// Set on every use; cleared when the clock hand passes.
+    referenced: Vec<bool>,
     /// Statement stamp of the last use of each id, so an eviction never removes an
     /// entry the statement being encoded refers to.
     stamp: Vec<u32>,
     /// Bumped each time an id is (re)assigned, so caches can tell a stale id.
     generation: Vec<u32>,
-    head: u32,
-    tail: u32,
+    /// Next eviction candidate.
+    hand: u32,
     len: u32,
     max: u32,
     last_emitted: u32,
@@ -45,43 +44,36 @@ impl LruTable {
                 FixedState::default(),
             ),
             keys: vec![Box::from(""); n],
-            prev: vec![NONE; n],
-            next: vec![NONE; n],
+            referenced: vec![false; n],
             stamp: vec![0; n],
             generation: vec![0; n],
-            head: NONE,
-            tail: NONE,
+            hand: 1,
             len: 0,
             max,
             last_emitted: 0,
         }
     }
 
-    #[inline]
-    fn unlink(&mut self, id: u32) {
-        let (p, n) = (self.prev[id as usize], self.next[id as usize]);
-        if p != NONE {
-            self.next[p as usize] = n;
-        } else {
-            self.head = n;
+    /// Finds an id to reuse, skipping ids used by the current statement.
+    fn victim(&mut self, stamp: u32) -> Option<u32> {
+        // Two sweeps clear every flag once, so an unprotected entry is found if one exists.
+        for _ in 0..2 * self.max as usize + 1 {
+            let id = self.hand;
+            self.hand = if self.hand >= self.max {
+                1
+            } else {
+                self.hand + 1
+            };
+            if self.stamp[id as usize] == stamp {
+                continue;
+            }
+            if self.referenced[id as usize] {
+                self.referenced[id as usize] = false;
+                continue;
+            }
+            return Some(id);
         }
-        if n != NONE {
-            self.prev[n as usize] = p;
-        } else {
-            self.tail = p;
-        }
-    }
-
-    #[inline]
-    fn push_front(&mut self, id: u32) {
-        self.prev[id as usize] = NONE;
-        self.next[id as usize] = self.head;
-        if self.head != NONE {
-            self.prev[self.head as usize] = id;
-        } else {
-            self.tail = id;
-        }
-        self.head = id;
+        None
     }
 
     /// Looks `value` up, assigning an id (and evicting) on a miss.
@@ -89,22 +81,14 @@ impl LruTable {
     #[inline]
     pub fn get_or_insert(&mut self, value: &str, stamp: u32) -> Option<Lookup> {
         if let Some(&id) = self.map.get(value) {
-            if self.head != id {
-                self.unlink(id);
-                self.push_front(id);
-            }
-            self.stamp[id as usize] = stamp;
+            self.touch(id, stamp);
             return Some(Lookup::Hit(id));
         }
         let id = if self.len < self.max {
             self.len += 1;
             self.len
         } else {
-            let victim = self.tail;
-            if victim == NONE || self.stamp[victim as usize] == stamp {
-                return None;
-            }
-            self.unlink(victim);
+            let victim = self.victim(stamp)?;
             let old = std::mem::take(&mut self.keys[victim as usize]);
             self.map.remove(&old);
             victim
@@ -113,7 +97,7 @@ impl LruTable {
         let boxed: Box<str> = Box::from(value);
         self.map.insert(boxed.clone(), id);
         self.keys[id as usize] = boxed;
-        self.push_front(id);
+        self.referenced[id as usize] = false;
         self.stamp[id as usize] = stamp;
         let wire_id = if id == self.last_emitted + 1 { 0 } else { id };
         self.last_emitted = id;
@@ -131,13 +115,10 @@ impl LruTable {
         self.generation[id as usize]
     }
 
-    /// Marks `id` as just used (a hit found through a cache rather than [`LruTable::get_or_insert`]).
+    /// Marks `id` as just used.
     #[inline]
     pub fn touch(&mut self, id: u32, stamp: u32) {
-        if self.head != id {
-            self.unlink(id);
-            self.push_front(id);
-        }
+        self.referenced[id as usize] = true;
         self.stamp[id as usize] = stamp;
     }
 

@@ -55,6 +55,18 @@ struct CachedIds {
 /// Most IRIs kept in the encoder's IRI cache; it is cleared when full.
 const IRI_CACHE_MAX: usize = 1 << 16;
 
+/// Writes `v` as a varint into `b` at `at`; returns the position after it.
+#[inline(always)]
+fn put_varint_at(b: &mut [u8; 16], mut at: usize, mut v: u64) -> usize {
+    while v >= 0x80 {
+        b[at] = (v as u8) | 0x80;
+        v >>= 7;
+        at += 1;
+    }
+    b[at] = v as u8;
+    at + 1
+}
+
 /// Where a term is written; decides the field numbers of its oneof.
 pub(crate) const AT_GRAPH_START: usize = 4;
 /// The graph of a Jelly-Patch `RdfPatchNamespace`.
@@ -304,19 +316,23 @@ impl TermEncoder {
     /// Writes an `RdfIri` message as field `field`.
     #[inline]
     pub(crate) fn put_iri(out: &mut Vec<u8>, field: u32, (pid, nid): (u32, u32)) {
-        let len = if pid == 0 {
-            0
-        } else {
-            1 + varint_len(u64::from(pid))
-        } + if nid == 0 {
-            0
-        } else {
-            1 + varint_len(u64::from(nid))
-        };
-        put_tag(out, field, WireType::Len);
-        put_varint(out, len as u64);
-        put_uint_field(out, iri_f::PREFIX_ID, u64::from(pid));
-        put_uint_field(out, iri_f::NAME_ID, u64::from(nid));
+        // Assembled on the stack and appended once: at most 2 (tag) + 1 (length)
+        // + 2 × (1 + 5) bytes.
+        let mut b = [0u8; 16];
+        let mut n = put_varint_at(&mut b, 0, u64::from(field << 3 | 2));
+        let len_at = n;
+        n += 1;
+        if pid != 0 {
+            b[n] = (iri_f::PREFIX_ID << 3) as u8;
+            n = put_varint_at(&mut b, n + 1, u64::from(pid));
+        }
+        if nid != 0 {
+            b[n] = (iri_f::NAME_ID << 3) as u8;
+            n = put_varint_at(&mut b, n + 1, u64::from(nid));
+        }
+        // The body is at most 12 bytes, so its length is one byte.
+        b[len_at] = (n - len_at - 1) as u8;
+        out.extend_from_slice(&b[..n]);
     }
 
     fn literal_body(
@@ -502,12 +518,25 @@ impl TermEncoder {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn check_term_deep(
         &self,
         t: TermRef<'_>,
         position: usize,
     ) -> Result<(), EncodeError> {
+        match (position, t) {
+            (0 | 2, TermRef::Iri(_) | TermRef::BlankNode(_)) | (1, TermRef::Iri(_)) => Ok(()),
+            (2, TermRef::Literal(l))
+                if self.datatypes.is_some() || !matches!(l.kind, LiteralKind::Typed(_)) =>
+            {
+                Ok(())
+            }
+            _ => self.check_term_slow(t, position),
+        }
+    }
+
+    #[inline(never)]
+    fn check_term_slow(&self, t: TermRef<'_>, position: usize) -> Result<(), EncodeError> {
         // Fast path: the term kinds plain RDF allows in each position.
         match (position, t) {
             (0 | 2, TermRef::Iri(_) | TermRef::BlankNode(_))
