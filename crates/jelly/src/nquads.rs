@@ -192,7 +192,8 @@ impl<'a> Parser<'a> {
         let Some(k) = self.peek() else {
             return Err(self.err("dangling backslash"));
         };
-        self.pos += 1;
+        // `k` may be any character (a multi-byte one after a bad escape): step over all of it.
+        self.pos += k.len_utf8();
         let n = match k {
             'u' => 4,
             'U' => 8,
