@@ -41,7 +41,9 @@ fn bad_escape_before_multibyte_char_is_an_error_not_a_panic() {
         0x2e, 0x63, 0x20, 0x0e, 0x0a,
     ];
     for generalized in [false, true] {
-        let rows: Vec<_> = RdfPatchParser::new(crash).generalized(generalized).collect();
+        let rows: Vec<_> = RdfPatchParser::new(crash)
+            .generalized(generalized)
+            .collect();
         assert!(rows.last().unwrap().is_err());
     }
 }
