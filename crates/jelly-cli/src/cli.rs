@@ -11,7 +11,7 @@ Exit codes:
   1  invalid input data, failed validation or comparison, failed conformance cases
   2  usage error, or an I/O error (missing file, unwritable output)";
 
-/// Convert, inspect, validate and transcode Jelly-RDF streams.
+/// Convert, inspect, validate and transcode Jelly-RDF and Jelly-Patch streams.
 #[derive(Debug, Parser)]
 #[command(name = "jelly", version, about, after_help = EXIT_CODES)]
 pub struct Cli {
@@ -27,6 +27,9 @@ pub enum Command {
     /// Commands on RDF data and Jelly-RDF streams.
     #[command(subcommand)]
     Rdf(RdfCommand),
+    /// Commands on RDF Patch text and Jelly-Patch streams.
+    #[command(subcommand)]
+    Patch(crate::patch::args::PatchCommand),
     /// Run the official Jelly-RDF conformance suite and write an EARL report.
     #[command(after_help = CONFORMANCE_HELP)]
     Conformance(ConformanceArgs),

@@ -10,6 +10,7 @@ pub mod format;
 pub mod from_jelly;
 pub mod inspect;
 pub mod io;
+pub mod patch;
 pub mod rdf_read;
 pub mod report;
 pub mod to_jelly;
@@ -30,6 +31,7 @@ pub fn run(cli: &Cli) -> CliResult {
         Command::Rdf(RdfCommand::Transcode(a)) => transcode::run(a, q),
         Command::Rdf(RdfCommand::Inspect(a)) => inspect::run(a, q),
         Command::Rdf(RdfCommand::Validate(a)) => validate::run(a, q),
+        Command::Patch(p) => patch::run(p, q),
         Command::Conformance(a) => conformance_cmd::run(a, q),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();

@@ -1,0 +1,197 @@
+//! Reading a whole RDF file into a [`Dataset`] (with its prefixes), and writing one.
+
+use std::io::{self, BufRead};
+
+use jelly::nquads::NQuadsWriter;
+use jelly::oxrdf_adapter::from_ox_quad;
+use jelly::{Event, JellyReader, Statement};
+use oxrdfio::{RdfParseError, RdfParser, RdfSerializer};
+
+use super::common::{Dataset, normalize, text_io_err};
+use crate::error::{CliError, CliResult, decode_error};
+use crate::format::{Format, is_jelly_path};
+use crate::io::{Output, Progress, open_input};
+
+/// A loaded RDF file.
+pub struct Loaded {
+    pub data: Dataset,
+    /// Prefixes declared by the file, in declaration order.
+    pub prefixes: Vec<(String, String)>,
+}
+
+/// Sets a prefix, keeping the order of first declaration.
+pub fn set_prefix(prefixes: &mut Vec<(String, String)>, name: &str, iri: &str) {
+    match prefixes.iter_mut().find(|(k, _)| k == name) {
+        Some(slot) => slot.1 = iri.to_string(),
+        None => prefixes.push((name.to_string(), iri.to_string())),
+    }
+}
+
+fn rdf_err(name: &str, e: RdfParseError) -> CliError {
+    match e {
+        RdfParseError::Syntax(s) => match s.location() {
+            Some(l) => CliError::invalid(format!(
+                "{name}:{}:{}: {s}",
+                l.start.line + 1,
+                l.start.column + 1
+            )),
+            None => CliError::invalid(format!("{name}: {s}")),
+        },
+        RdfParseError::Io(io) => text_io_err(name, io),
+    }
+}
+
+/// Reads `path` (`-` for stdin: N-Quads unless `format` says otherwise). N-Triples and
+/// N-Quads use Jelly's own line parser (blank node labels kept, RDF-star accepted);
+/// `.jelly` files are decoded.
+pub fn load_rdf(path: &str, format: Option<Format>, quiet: bool) -> CliResult<Loaded> {
+    let jelly = format.is_none() && path != "-" && is_jelly_path(path);
+    let format = match format {
+        Some(f) => Some(f),
+        None if path == "-" => Some(Format::Nq),
+        None if jelly => None,
+        None => Some(Format::from_path(path).ok_or_else(|| {
+            CliError::usage(format!(
+                "{path}: cannot tell the RDF format from the file name; use --in-format"
+            ))
+        })?),
+    };
+    let input = open_input(path)?;
+    let name = input.name.clone();
+    let mut progress = Progress::new(quiet, input.bytes_read.clone());
+    let mut out = Loaded {
+        data: Dataset::default(),
+        prefixes: Vec::new(),
+    };
+    let r = (|| -> CliResult {
+        match format {
+            None => {
+                let mut reader = JellyReader::new(input.reader);
+                while let Some(mut frame) =
+                    reader.next_frame().map_err(|e| decode_error(&name, &e))?
+                {
+                    while let Some(ev) = frame.next_event().map_err(|e| decode_error(&name, &e))? {
+                        match ev {
+                            Event::Statement(s) => {
+                                progress.statement();
+                                out.data.insert(normalize(s.to_owned()));
+                            }
+                            Event::Namespace { name: n, iri } => {
+                                set_prefix(&mut out.prefixes, n, iri)
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            Some(Format::Nt | Format::Nq) => {
+                let mut reader = input.reader;
+                let mut buf = Vec::with_capacity(1024);
+                let mut line_no = 0usize;
+                loop {
+                    buf.clear();
+                    let got = reader
+                        .read_until(b'\n', &mut buf)
+                        .map_err(|e| text_io_err(&name, e))?;
+                    if got == 0 {
+                        break;
+                    }
+                    line_no += 1;
+                    let line = std::str::from_utf8(&buf).map_err(|e| {
+                        CliError::invalid(format!(
+                            "{name}:{line_no}:{}: invalid UTF-8",
+                            e.valid_up_to() + 1
+                        ))
+                    })?;
+                    let line = line.trim_end_matches(['\n', '\r']);
+                    let st = jelly::nquads::parse_line(line, line_no).map_err(|e| {
+                        CliError::invalid(format!("{name}:{}:{}: {}", e.line, e.column, e.message))
+                    })?;
+                    if let Some(st) = st {
+                        progress.statement();
+                        out.data.insert(normalize(st));
+                    }
+                }
+            }
+            Some(f) => {
+                let mut it = RdfParser::from_format(f.oxrdfio()).for_reader(input.reader);
+                for q in it.by_ref() {
+                    let q = q.map_err(|e| rdf_err(&name, e))?;
+                    let mut holder = None;
+                    let mut st: Statement = from_ox_quad(q.as_ref(), &mut holder).to_owned();
+                    if !f.is_dataset() {
+                        st.graph = None;
+                    }
+                    progress.statement();
+                    out.data.insert(normalize(st));
+                }
+                for (p, iri) in it.prefixes() {
+                    set_prefix(&mut out.prefixes, p, iri);
+                }
+            }
+        }
+        Ok(())
+    })();
+    progress.finish();
+    r?;
+    Ok(out)
+}
+
+/// Writes statements in `format` (prefixes are used by Turtle and TriG).
+pub fn write_rdf<'a>(
+    statements: impl IntoIterator<Item = &'a Statement>,
+    prefixes: &[(String, String)],
+    format: Format,
+    out: Output,
+    out_name: &str,
+) -> CliResult {
+    let io = |e: io::Error| CliError::io(out_name, &e);
+    match format {
+        Format::Nt | Format::Nq => {
+            let mut w = NQuadsWriter::new(out);
+            for st in statements {
+                if format == Format::Nt && st.graph.is_some() {
+                    return Err(CliError::invalid(format!(
+                        "{out_name}: statement in a named graph cannot be written as N-Triples ({st}); use --out-format nq"
+                    )));
+                }
+                w.write(st.as_ref()).map_err(io)?;
+            }
+            w.finish().map_err(io)?.finish().map_err(io)
+        }
+        Format::N3 => Err(CliError::usage(
+            "N3 is an input format only; use ttl, trig, nt or nq",
+        )),
+        _ => {
+            let mut s = RdfSerializer::from_format(format.oxrdfio());
+            for (name, iri) in prefixes {
+                if let Ok(with) = s.clone().with_prefix(name.clone(), iri.clone()) {
+                    s = with;
+                }
+            }
+            let mut ser = s.for_writer(out);
+            for st in statements {
+                if !format.is_dataset() && st.graph.is_some() {
+                    return Err(CliError::invalid(format!(
+                        "{out_name}: statement in a named graph cannot be written as {} ({st}); use --out-format nq or trig",
+                        format.name()
+                    )));
+                }
+                let q = st.as_ref().to_oxrdf_quad().map_err(|e| {
+                    CliError::invalid(format!(
+                        "{out_name}: {e}; {} cannot hold this statement, use --out-format nq",
+                        format.name()
+                    ))
+                })?;
+                ser.serialize_quad(&q).map_err(|e| {
+                    if e.kind() == io::ErrorKind::BrokenPipe {
+                        CliError::io(out_name, &e)
+                    } else {
+                        CliError::invalid(format!("{out_name}: {e}"))
+                    }
+                })?;
+            }
+            ser.finish().map_err(io)?.finish().map_err(io)
+        }
+    }
+}
