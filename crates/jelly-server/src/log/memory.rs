@@ -1,0 +1,124 @@
+//! A log kept in memory: for tests and for topics that need no durability.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use tokio::sync::watch;
+
+use super::{Log, LogError, ReadLimits, now_ms};
+use crate::item::{Item, NewItem};
+
+/// An in-memory [`Log`] that keeps at most `capacity` items (older ones are dropped).
+///
+/// ```
+/// use jelly_server::log::{Log, MemoryLog, ReadLimits};
+/// use jelly_server::item::NewItem;
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let log = MemoryLog::new(10);
+/// let item = NewItem { frame: bytes::Bytes::from_static(b"\x00"), statements: 0, source: "s".into(), headers: vec![] };
+/// assert_eq!(log.append(vec![item.clone(), item]).await.unwrap(), vec![0, 1]);
+/// assert_eq!(log.read(1, ReadLimits::default()).await.unwrap()[0].offset, 1);
+/// # });
+/// ```
+pub struct MemoryLog {
+    inner: Mutex<Inner>,
+    capacity: usize,
+    tx: watch::Sender<u64>,
+}
+
+struct Inner {
+    items: VecDeque<Item>,
+    next: u64,
+}
+
+impl MemoryLog {
+    /// A log retaining at most `capacity` items.
+    pub fn new(capacity: usize) -> Self {
+        let (tx, _) = watch::channel(0);
+        MemoryLog {
+            inner: Mutex::new(Inner {
+                items: VecDeque::new(),
+                next: 0,
+            }),
+            capacity: capacity.max(1),
+            tx,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave the deque inconsistent.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Log for MemoryLog {
+    async fn append(&self, items: Vec<NewItem>) -> Result<Vec<u64>, LogError> {
+        let mut g = self.lock();
+        let ts = now_ms();
+        let mut offsets = Vec::with_capacity(items.len());
+        for it in items {
+            let offset = g.next;
+            g.next += 1;
+            g.items.push_back(Item {
+                offset,
+                timestamp_ms: ts,
+                frame: it.frame,
+                statements: it.statements,
+                source: it.source,
+                headers: it.headers,
+            });
+            offsets.push(offset);
+        }
+        while g.items.len() > self.capacity {
+            g.items.pop_front();
+        }
+        let next = g.next;
+        drop(g);
+        self.tx.send_replace(next);
+        Ok(offsets)
+    }
+
+    async fn read(&self, from: u64, limits: ReadLimits) -> Result<Vec<Item>, LogError> {
+        let g = self.lock();
+        let first = g.items.front().map_or(g.next, |i| i.offset);
+        if from < first {
+            return Err(LogError::Truncated {
+                requested: from,
+                first,
+            });
+        }
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        for it in g.items.iter().skip((from - first) as usize) {
+            if out.len() >= limits.max_items
+                || (!out.is_empty() && bytes + it.frame.len() > limits.max_bytes)
+            {
+                break;
+            }
+            bytes += it.frame.len();
+            out.push(it.clone());
+        }
+        Ok(out)
+    }
+
+    fn first_offset(&self) -> u64 {
+        let g = self.lock();
+        g.items.front().map_or(g.next, |i| i.offset)
+    }
+
+    fn next_offset(&self) -> u64 {
+        self.lock().next
+    }
+
+    async fn offset_for_timestamp(&self, timestamp_ms: u64) -> Result<u64, LogError> {
+        let g = self.lock();
+        Ok(g.items
+            .iter()
+            .find(|i| i.timestamp_ms >= timestamp_ms)
+            .map_or(g.next, |i| i.offset))
+    }
+
+    fn watch(&self) -> watch::Receiver<u64> {
+        self.tx.subscribe()
+    }
+}
