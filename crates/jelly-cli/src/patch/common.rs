@@ -237,7 +237,7 @@ pub fn event_row<'a>(ev: &PatchEvent<'a>) -> Option<PatchRowRef<'a>> {
 /// Reads a Jelly-Patch stream, calling `f` for every row of the frames in `range` and
 /// at the end of every frame read. Errors are `FILE:frame N:row M (byte B): message`.
 pub fn read_binary(
-    reader: impl BufRead,
+    mut reader: impl BufRead,
     name: &str,
     range: FrameRange,
     progress: &mut Progress,
@@ -247,12 +247,16 @@ pub fn read_binary(
         check_features: true,
         ..DecoderOptions::default()
     };
+    // A hint for text given as binary (by extension or --in-format).
+    let text_like = reader
+        .fill_buf()
+        .is_ok_and(|h| !h.is_empty() && looks_like_text(h));
     let mut frames = FrameReader::new(reader, Delimiting::Auto, cfg.max_frame_bytes);
     let mut dec = PatchDecoder::new(cfg);
     let mut options_seen = false;
     let hint = |e: &DecodeError| {
         let mut err = decode_error(name, e);
-        if e.frame == 0 {
+        if e.frame == 0 && text_like {
             err.message
                 .push_str(" (is this a Jelly-Patch file? RDF Patch text needs --in-format rdfp)");
         }
@@ -271,7 +275,7 @@ pub fn read_binary(
                 decode_error(
                     name,
                     &DecodeError {
-                        frame: count,
+                        frame: count - 1,
                         row: None,
                         offset: Some(offset),
                         kind,

@@ -1,0 +1,947 @@
+//! `jelly patch …` through the real binary: text ↔ binary round trips, stream types,
+//! inspect, validate, diff and apply, compression, and bad input.
+
+mod cli_support;
+
+use std::path::Path;
+
+use cli_support::*;
+use jelly::patch::{
+    PatchEncoder, PatchEvent, PatchOptions, PatchReader, PatchStatementType, PatchStreamType,
+};
+use jelly::rdf_patch::{PatchRow, parse_str};
+use jelly::{StatementRef, TermRef};
+use jelly_proto::wire::{Reader, put_varint};
+
+const NANOPUBS: &str = "nanopubs-fair-pkd/nanopubs-fair-pkd.nq";
+
+const HAND: &str = r#"H id <uuid:0686c69d-8f89-4496-acb5-744f0157a8db> .
+H prev <uuid:00000000-0000-0000-0000-000000000000> .
+TX .
+PA "ex" "http://example.org/" .
+PA "g" "http://example.org/g#" <http://example.org/g> .
+A <http://example.org/s> <http://example.org/p> "o"@en .
+A _:b0 <http://example.org/p> "42"^^<http://www.w3.org/2001/XMLSchema#integer> <http://example.org/g> .
+A <http://example.org/s> <http://example.org/p> "multi\nline \"quoted\" \u00e9" .
+A _:b0 <http://example.org/q> _:b1 _:graph1 .
+TC .
+TX .
+D <http://example.org/s> <http://example.org/p> "o"@en .
+PD "ex" .
+TA .
+TX .
+D _:b0 <http://example.org/p> "42"^^<http://www.w3.org/2001/XMLSchema#integer> <http://example.org/g> .
+PD "g" <http://example.org/g> .
+TC .
+A <http://example.org/outside> <http://example.org/p> <http://example.org/o> .
+"#;
+
+/// The rows of a text patch (segments dropped: they are patch boundaries).
+fn rows(text: &[u8]) -> Vec<PatchRow> {
+    let text = std::str::from_utf8(text).expect("utf-8");
+    parse_str(text)
+        .expect("valid RDF Patch")
+        .into_iter()
+        .filter(|r| *r != PatchRow::Segment)
+        .collect()
+}
+
+/// Counts frames and punctuation rows of a Jelly-Patch file, and checks it decodes.
+fn binary_shape(path: &Path) -> (u64, u64, PatchOptions) {
+    let bytes = read_maybe_compressed(path);
+    let mut r = PatchReader::new(&bytes[..]);
+    let mut punct = 0;
+    let mut opts = None;
+    r.for_each_event(|_, ev| match ev {
+        PatchEvent::Punctuation => punct += 1,
+        PatchEvent::Options(o) => opts = Some(o.clone()),
+        _ => {}
+    })
+    .expect("decodes");
+    (r.decoder().stats().frames, punct, opts.expect("options"))
+}
+
+fn read_maybe_compressed(path: &Path) -> Vec<u8> {
+    use std::io::Read;
+    let raw = std::fs::read(path).expect("read");
+    let mut out = Vec::new();
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .expect("gunzip");
+    } else if raw.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        out = zstd::decode_all(&raw[..]).expect("unzstd");
+    } else {
+        out = raw;
+    }
+    out
+}
+
+/// A delimited stream of the given frames.
+fn delimited(frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for f in frames {
+        put_varint(&mut out, f.len() as u64);
+        out.extend_from_slice(f);
+    }
+    out
+}
+
+/// One raw row `RdfPatchRow{field: {}}` as a frame entry.
+fn marker_row(field: u8) -> [u8; 4] {
+    [0x0a, 0x02, (field << 3) | 2, 0x00]
+}
+
+fn iri(s: &str) -> TermRef<'_> {
+    TermRef::Iri(s)
+}
+
+#[test]
+fn hand_built_round_trip_all_stream_types() {
+    let d = tmp("patch-hand");
+    let src = d.join("hand.rdfp");
+    std::fs::write(&src, HAND).expect("write");
+    let want = rows(HAND.as_bytes());
+    assert_eq!(want.len(), 19);
+    for st in ["frame", "flat", "punctuated"] {
+        for extra in [&[][..], &["--preset", "small", "--rows-per-frame", "3"][..]] {
+            let bin = d.join(format!("hand-{st}.jellyp"));
+            let mut args = vec![
+                "patch",
+                "to-jelly",
+                s(&src),
+                "--stream-type",
+                st,
+                "-o",
+                s(&bin),
+            ];
+            args.extend_from_slice(extra);
+            ok(&args, None);
+            let (frames, punct, opts) = binary_shape(&bin);
+            assert_eq!(opts.stream_type.name(), st);
+            assert_eq!(opts.statement_type, PatchStatementType::Quads);
+            match st {
+                "frame" => assert_eq!((frames, punct), (1, 0)),
+                "punctuated" => assert_eq!(punct, 1),
+                _ => assert_eq!(punct, 0),
+            }
+            if !extra.is_empty() && st != "frame" {
+                assert!(frames > 3, "{st}: {frames} frames with 3 rows per frame");
+            }
+            let back = ok(&["patch", "from-jelly", s(&bin)], None);
+            assert_eq!(rows(&back.stdout), want, "{st} {extra:?}");
+        }
+    }
+    // Through pipes, with the text parser's synonyms and Jena's forms.
+    let jena = "TB .\nA <_:x> <http://e/p> 42 .\nA <http://e/s> <http://e/p> <<( <http://e/a> <http://e/b> true )>> .\nTC .\n";
+    let bin = ok(
+        &["patch", "to-jelly", "--opt.rdf-star"],
+        Some(jena.as_bytes()),
+    );
+    let back = ok(&["patch", "from-jelly"], Some(&bin.stdout));
+    assert_eq!(rows(&back.stdout), rows(jena.as_bytes()));
+    assert!(back.out().contains("A _:x <http://e/p> \"42\"^^"));
+}
+
+#[test]
+fn triples_statement_type() {
+    let d = tmp("patch-triples");
+    let text =
+        "TX .\nPA \"ex\" \"http://e/\" .\nA <http://e/s> <http://e/p> <http://e/o> .\nTC .\n";
+    let bin = d.join("t.jellyp");
+    ok(
+        &[
+            "patch",
+            "to-jelly",
+            "--statement-type",
+            "triples",
+            "-o",
+            s(&bin),
+        ],
+        Some(text.as_bytes()),
+    );
+    let (_, _, opts) = binary_shape(&bin);
+    assert_eq!(opts.statement_type, PatchStatementType::Triples);
+    let back = ok(&["patch", "from-jelly", s(&bin)], None);
+    assert_eq!(rows(&back.stdout), rows(text.as_bytes()));
+    // A graph in a TRIPLES stream is refused, with the line.
+    let r = jelly(
+        &["patch", "to-jelly", "--statement-type", "triples"],
+        Some(b"TX .\nA <http://e/s> <http://e/p> <http://e/o> <http://e/g> .\nTC .\n"),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("<stdin>:2: "), "{}", r.stderr);
+    assert!(r.stderr.contains("TRIPLES"), "{}", r.stderr);
+}
+
+#[test]
+fn patch_boundaries_and_separators() {
+    let d = tmp("patch-bounds");
+    let a = d.join("a.rdfp");
+    let b = d.join("b.rdfp");
+    std::fs::write(&a, "TX .\nA <http://e/a> <http://e/p> \"1\" .\nTC .\nTX .\nA <http://e/a> <http://e/p> \"2\" .\nTA .\n").expect("write");
+    std::fs::write(
+        &b,
+        "A <http://e/b> <http://e/p> \"3\" .\nZ .\nD <http://e/b> <http://e/p> \"3\" .\n",
+    )
+    .expect("write");
+    let out = d.join("o.jellyp");
+    let run = |extra: &[&str]| -> (u64, u64) {
+        let mut args = vec!["patch", "to-jelly", s(&a), s(&b), "-o", s(&out)];
+        args.extend_from_slice(extra);
+        ok(&args, None);
+        let (f, p, _) = binary_shape(&out);
+        (f, p)
+    };
+    // Per input, and at the Z segment of b: 3 patches.
+    assert_eq!(run(&["--stream-type", "frame"]), (3, 0));
+    assert_eq!(run(&["--stream-type", "punctuated"]).1, 3);
+    // Per transaction: a has two, b's rows outside transactions make two more.
+    assert_eq!(
+        run(&["--stream-type", "frame", "--patch-per", "transaction"]),
+        (4, 0)
+    );
+    assert_eq!(
+        run(&["--stream-type", "punctuated", "--patch-per", "transaction"]).1,
+        4
+    );
+    assert_eq!(run(&["--stream-type", "flat"]), (1, 0));
+
+    // from-jelly separators.
+    run(&["--stream-type", "frame"]);
+    let c = ok(&["patch", "from-jelly", s(&out)], None).out();
+    assert_eq!(c.matches("# end of patch ").count(), 3, "{c}");
+    assert!(c.contains("# end of patch 2\n"), "{c}");
+    let blank = ok(
+        &["patch", "from-jelly", s(&out), "--patch-separator", "blank"],
+        None,
+    )
+    .out();
+    assert_eq!(blank.matches("\n\n").count(), 3, "{blank}");
+    let none = ok(
+        &["patch", "from-jelly", s(&out), "--patch-separator", "none"],
+        None,
+    )
+    .out();
+    assert!(!none.contains("\n\n") && !none.contains('#'), "{none}");
+    // Segments carry the boundaries back through text.
+    let seg = ok(
+        &[
+            "patch",
+            "from-jelly",
+            s(&out),
+            "--patch-separator",
+            "segment",
+        ],
+        None,
+    );
+    assert_eq!(seg.out().matches("Z .\n").count(), 3);
+    let again = ok(
+        &["patch", "to-jelly", "--stream-type", "frame"],
+        Some(&seg.stdout),
+    );
+    let again_path = d.join("again.jellyp");
+    std::fs::write(&again_path, &again.stdout).expect("write");
+    assert_eq!(binary_shape(&again_path).0, 3);
+    // A Jelly-Patch input is re-encoded, its patches kept.
+    let re = d.join("re.jellyp");
+    ok(
+        &[
+            "patch",
+            "to-jelly",
+            s(&out),
+            "--stream-type",
+            "punctuated",
+            "-o",
+            s(&re),
+        ],
+        None,
+    );
+    assert_eq!(binary_shape(&re).1, 3);
+    // --take-frames picks patches of a FRAME stream.
+    let one = ok(
+        &["patch", "from-jelly", s(&out), "--take-frames", "1"],
+        None,
+    );
+    assert_eq!(
+        rows(&one.stdout),
+        rows(b"A <http://e/b> <http://e/p> \"3\" .\n")
+    );
+    // A FRAME stream cannot end a patch inside a transaction.
+    let r = jelly(
+        &["patch", "to-jelly", "--stream-type", "frame"],
+        Some(b"TX .\nZ .\nTC .\n"),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("<stdin>:2: "), "{}", r.stderr);
+}
+
+#[test]
+fn non_delimited_output() {
+    let d = tmp("patch-nondelim");
+    let out = d.join("one.jellyp");
+    ok(
+        &["patch", "to-jelly", "--delimited", "false", "-o", s(&out)],
+        Some(HAND.as_bytes()),
+    );
+    let bytes = std::fs::read(&out).expect("read");
+    assert_eq!(bytes[0], 0x0a, "a bare frame starts with its first row");
+    let back = ok(&["patch", "from-jelly", s(&out)], None);
+    assert_eq!(rows(&back.stdout), rows(HAND.as_bytes()));
+    let y = ok(&["patch", "inspect", s(&out)], None).out();
+    assert!(y.contains("delimited: false\n"), "{y}");
+    let r = jelly(
+        &[
+            "patch",
+            "to-jelly",
+            "--delimited",
+            "false",
+            "--stream-type",
+            "frame",
+        ],
+        Some(b"TX .\nTC .\nZ .\nTX .\nTC .\n"),
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("exactly one frame"), "{}", r.stderr);
+}
+
+#[test]
+fn inspect_fields() {
+    let d = tmp("patch-inspect");
+    let src = d.join("hand.rdfp");
+    std::fs::write(&src, HAND).expect("write");
+    let bin = d.join("hand.jellyp.zst");
+    ok(
+        &[
+            "patch",
+            "to-jelly",
+            s(&src),
+            "--stream-type",
+            "punctuated",
+            "--rows-per-frame",
+            "4",
+            "-o",
+            s(&bin),
+        ],
+        None,
+    );
+    let y = ok(&["patch", "inspect", s(&bin)], None).out();
+    for want in [
+        "options:\n",
+        "  statement_type: quads\n",
+        "  stream_type: punctuated\n",
+        "  max_name_table_size: 4000\n",
+        "  version: 1\n",
+        "delimited: true\n",
+        "patches: 1\n",
+        "operations: 20\n",
+        "statements: 7\n",
+        "rows:\n",
+        "  add: 5\n",
+        "  delete: 2\n",
+        "  namespace_add: 2\n",
+        "  namespace_delete: 2\n",
+        "  header: 2\n",
+        "  transaction_start: 3\n",
+        "  transaction_commit: 2\n",
+        "  transaction_abort: 1\n",
+        "  punctuation: 1\n",
+        "transactions:\n",
+        "  started: 3\n",
+        "  committed: 2\n",
+        "  aborted: 1\n",
+        "compressed_bytes: ",
+        "bytes_per_operation: ",
+    ] {
+        assert!(y.contains(want), "YAML lacks {want:?}:\n{y}");
+    }
+    assert!(!y.contains("frames_detail"));
+    let js = ok(
+        &["patch", "inspect", s(&bin), "--json", "--per-frame"],
+        None,
+    )
+    .out();
+    let (frames, _, _) = binary_shape(&bin);
+    assert!(frames > 1);
+    assert!(js.contains(&format!("\"frames\": {frames},")), "{js}");
+    assert_eq!(js.matches("\"index\": ").count() as u64, frames, "{js}");
+    assert!(js.contains("\"stream_type\": \"punctuated\""), "{js}");
+    // Per-frame operations add up to the total.
+    let per: u64 = js
+        .lines()
+        .filter(|l| l.starts_with("      \"operations\": "))
+        .filter_map(|l| {
+            l.trim()
+                .trim_start_matches("\"operations\": ")
+                .trim_end_matches(',')
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    assert_eq!(per, 20, "{js}");
+    // Text is not inspected.
+    let r = jelly(&["patch", "inspect", s(&src)], None);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("RDF Patch text"), "{}", r.stderr);
+}
+
+fn encoder(stream: PatchStreamType) -> PatchEncoder {
+    PatchEncoder::new(PatchOptions::small(PatchStatementType::Triples, stream)).expect("encoder")
+}
+
+#[test]
+fn validate_text_and_binary() {
+    let d = tmp("patch-validate");
+    let good = d.join("good.rdfp");
+    std::fs::write(&good, HAND).expect("write");
+    let r = ok(&["patch", "validate", s(&good)], None);
+    assert!(
+        r.stderr.contains("valid RDF Patch (19 rows)"),
+        "{}",
+        r.stderr
+    );
+    let bin = d.join("good.jellyp");
+    ok(&["patch", "to-jelly", s(&good), "-o", s(&bin)], None);
+    let r = ok(&["patch", "validate", s(&bin)], None);
+    assert!(r.stderr.contains("valid Jelly-Patch"), "{}", r.stderr);
+    // Content sniffing, stdin, --quiet.
+    let r = ok(
+        &["patch", "validate", "-q"],
+        Some(&std::fs::read(&bin).expect("read")),
+    );
+    assert!(r.stderr.is_empty());
+    ok(&["patch", "validate"], Some(HAND.as_bytes()));
+
+    // Bad text.
+    for (text, code, want) in [
+        (
+            "TX .\nTX .\nTC .\n",
+            1,
+            "<stdin>:2: TX inside the transaction started on line 1",
+        ),
+        ("TC .\n", 1, "<stdin>:1: TC without a transaction"),
+        ("TA .\n", 1, "<stdin>:1: TA without a transaction"),
+        (
+            "TX .\nA <http://e/s> <http://e/p> <http://e/o> .\n",
+            1,
+            "<stdin>:1: the transaction started here is not ended",
+        ),
+        (
+            "TX .\nTC .\nH id <uuid:1> .\n",
+            1,
+            "<stdin>:3: header row after the header",
+        ),
+        (
+            "TX .\nA <http://e/s> <http://e/p> <http://e/o>\n",
+            1,
+            "<stdin>:2:",
+        ),
+        (
+            "A \"lit\" <http://e/p> <http://e/o> .\n",
+            1,
+            "<stdin>:1:3: ",
+        ),
+        ("Q .\n", 1, "<stdin>:1:1: "),
+    ] {
+        let r = jelly(
+            &["patch", "validate", "--in-format", "rdfp"],
+            Some(text.as_bytes()),
+        );
+        assert_eq!(r.code, code, "{text:?}: {}", r.stderr);
+        assert!(r.stderr.contains(want), "{text:?}: {}", r.stderr);
+    }
+    ok(
+        &["patch", "validate", "--allow-late-headers"],
+        Some(b"TX .\nTC .\nH id <uuid:1> .\n"),
+    );
+
+    // Bad binary, built with the encoder plus hand-made rows.
+    let s1 = || StatementRef::triple(iri("http://e/s"), iri("http://e/p"), iri("http://e/o"));
+    // Nested TX: options, TX (rows 0-1 after the lookup entries), then a raw TX row.
+    let mut e = encoder(PatchStreamType::Flat);
+    e.transaction_start().expect("tx");
+    let mut f = e.finish_frame();
+    f.extend_from_slice(&marker_row(6));
+    let nested = delimited(&[f]);
+    // TC outside a transaction.
+    let mut e = encoder(PatchStreamType::Flat);
+    e.add(s1()).expect("add");
+    let mut f = e.finish_frame();
+    f.extend_from_slice(&marker_row(7));
+    let tc_outside = delimited(&[f]);
+    // A transaction spanning frames of a FRAME stream.
+    let mut e = encoder(PatchStreamType::Frame);
+    e.transaction_start().expect("tx");
+    e.add(s1()).expect("add");
+    let f0 = e.finish_frame();
+    e.transaction_commit().expect("tc");
+    let f1 = e.finish_frame();
+    let spanning = delimited(&[f0, f1]);
+    // The same frames are fine in a FLAT stream.
+    let mut e = encoder(PatchStreamType::Flat);
+    e.transaction_start().expect("tx");
+    e.add(s1()).expect("add");
+    let f0 = e.finish_frame();
+    e.transaction_commit().expect("tc");
+    let f1 = e.finish_frame();
+    let flat_spanning = delimited(&[f0, f1]);
+    // Punctuation in a FLAT stream.
+    let mut e = encoder(PatchStreamType::Flat);
+    e.add(s1()).expect("add");
+    let mut f = e.finish_frame();
+    f.extend_from_slice(&marker_row(15));
+    let punct_flat = delimited(&[f]);
+    // A transaction left open at the end.
+    let mut e = encoder(PatchStreamType::Flat);
+    e.transaction_start().expect("tx");
+    let open_tx = delimited(&[e.finish_frame()]);
+    // No options row.
+    let no_options = delimited(&[marker_row(6).to_vec()]);
+
+    let p = d.join("flat-spanning.jellyp");
+    std::fs::write(&p, &flat_spanning).expect("write");
+    ok(&["patch", "validate", s(&p)], None);
+
+    for (name, bytes, want) in [
+        ("nested", &nested, "frame 0:row 2 (byte "),
+        (
+            "tc-outside",
+            &tc_outside,
+            "commit (TC) outside a transaction",
+        ),
+        ("spanning", &spanning, "frame 0"),
+        (
+            "punct-flat",
+            &punct_flat,
+            "punctuation is only allowed in PUNCTUATED",
+        ),
+        ("open-tx", &open_tx, "transaction still open at the end"),
+        ("no-options", &no_options, "frame 0:row 0"),
+    ] {
+        let p = d.join(format!("{name}.jellyp"));
+        std::fs::write(&p, bytes).expect("write");
+        let r = jelly(&["patch", "validate", s(&p)], None);
+        assert_eq!(r.code, 1, "{name}: {}", r.stderr);
+        assert!(r.stderr.contains(want), "{name}: {}", r.stderr);
+        assert!(
+            r.stderr.starts_with(&format!("jelly: {}", s(&p))),
+            "{name}: {}",
+            r.stderr
+        );
+        // Every reader of binary patches refuses it the same way.
+        let r = jelly(&["patch", "from-jelly", s(&p)], None);
+        assert_eq!(r.code, 1, "{name}: {}", r.stderr);
+    }
+    let r = jelly(&["patch", "validate", "-"], Some(&nested));
+    assert!(r.stderr.contains("nest"), "{}", r.stderr);
+    let r = jelly(&["patch", "validate", "-"], Some(&spanning));
+    assert!(r.stderr.to_lowercase().contains("frame"), "{}", r.stderr);
+    // Empty input.
+    let r = jelly(&["patch", "validate", "--in-format", "jellyp"], Some(b""));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("empty"), "{}", r.stderr);
+    // Text forced to binary gets a hint; a real decode error does not.
+    let r = jelly(
+        &["patch", "validate", "--in-format", "jellyp", s(&good)],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is this a Jelly-Patch file?"),
+        "{}",
+        r.stderr
+    );
+    let r = jelly(&["patch", "validate", "-"], Some(&nested));
+    assert!(!r.stderr.contains("is this"), "{}", r.stderr);
+    // Missing file.
+    let r = jelly(&["patch", "validate", s(&d.join("missing.jellyp"))], None);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}
+
+/// Two overlapping slices of the nanopubs dataset, as N-Quads files.
+fn two_versions(d: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let text = std::fs::read_to_string(dataset(NANOPUBS)).expect("dataset");
+    let lines: Vec<&str> = text.lines().collect();
+    let old: String = lines[..3000].iter().map(|l| format!("{l}\n")).collect();
+    // Drop every 7th statement, add the next 1200, and a blank node or two.
+    let mut new: String = lines[..3000]
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 7 != 3)
+        .map(|(_, l)| format!("{l}\n"))
+        .collect();
+    for l in &lines[3000..4200] {
+        new.push_str(l);
+        new.push('\n');
+    }
+    new.push_str("_:b1 <http://e/p> \"x\"@en <http://e/g> .\n_:b1 <http://e/q> _:b2 .\n");
+    let (o, n) = (d.join("old.nq"), d.join("new.nq"));
+    std::fs::write(&o, old).expect("write");
+    std::fs::write(&n, new).expect("write");
+    (o, n)
+}
+
+#[test]
+fn change_log_round_trip_and_diff_apply() {
+    let d = tmp("patch-difflog");
+    let (old, new) = two_versions(&d);
+    let patch = d.join("d.rdfp");
+    let r = ok(&["patch", "diff", s(&old), s(&new), "-o", s(&patch)], None);
+    assert!(r.stderr.contains("429 deleted, 1202 added"), "{}", r.stderr);
+    let text = std::fs::read(&patch).expect("read");
+    let want = rows(&text);
+    assert_eq!(want.first(), Some(&PatchRow::TxStart));
+    assert_eq!(want.last(), Some(&PatchRow::TxCommit));
+    assert_eq!(want.len(), 429 + 1202 + 2);
+    ok(&["patch", "validate", s(&patch)], None);
+
+    // Text → binary → text, every stream type, compressed too.
+    for (st, ext) in [
+        ("flat", "jellyp"),
+        ("frame", "jellyp.gz"),
+        ("punctuated", "jellyp.zst"),
+    ] {
+        let bin = d.join(format!("d-{st}.{ext}"));
+        ok(
+            &[
+                "patch",
+                "to-jelly",
+                s(&patch),
+                "--stream-type",
+                st,
+                "-o",
+                s(&bin),
+            ],
+            None,
+        );
+        let back = ok(&["patch", "from-jelly", s(&bin)], None);
+        assert_eq!(rows(&back.stdout), want, "{st}");
+        // Binary is smaller than text.
+        assert!(std::fs::metadata(&bin).expect("meta").len() < text.len() as u64 / 2);
+    }
+    // diff straight to binary gives the same rows.
+    let bin = d.join("direct.jellyp");
+    ok(&["patch", "diff", s(&old), s(&new), "-o", s(&bin)], None);
+    let (_, _, opts) = binary_shape(&bin);
+    assert_eq!(opts.statement_type, PatchStatementType::Quads);
+    let back = ok(&["patch", "from-jelly", s(&bin)], None);
+    assert_eq!(rows(&back.stdout), want);
+
+    // apply reproduces NEW exactly, from text, binary or compressed patches.
+    let want_new = parse(&std::fs::read(&new).expect("read"));
+    for p in [&patch, &bin, &d.join("d-frame.jellyp.gz")] {
+        let out = d.join("result.nq");
+        ok(
+            &["patch", "apply", s(&old), s(p), "--strict", "-o", s(&out)],
+            None,
+        );
+        let got = parse(&std::fs::read(&out).expect("read"));
+        assert_eq!(got.len(), want_new.len());
+        let set =
+            |v: &[jelly::Statement]| v.iter().cloned().collect::<std::collections::HashSet<_>>();
+        assert_eq!(set(&got), set(&want_new), "{}", s(p));
+    }
+    // The patch from stdin, and gzip output.
+    let out = d.join("result.nq.gz");
+    ok(
+        &["patch", "apply", s(&old), "-", "-o", s(&out)],
+        Some(&std::fs::read(&bin).expect("read")),
+    );
+    let got = parse(&read_maybe_compressed(&out));
+    assert_iso(&got, &want_new, "apply from stdin");
+    // Applying twice: non-strict changes nothing more, strict names the first row.
+    let r = ok(
+        &[
+            "patch",
+            "apply",
+            s(&new),
+            s(&patch),
+            "-o",
+            s(&d.join("x.nq")),
+        ],
+        None,
+    );
+    assert!(r.stderr.contains("rows changed nothing"), "{}", r.stderr);
+    let r = jelly(&["patch", "apply", s(&new), s(&patch), "--strict"], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "{}:2: D deletes a statement that is not in the dataset",
+            s(&patch)
+        )),
+        "{}",
+        r.stderr
+    );
+    // Reverse diff then apply goes back.
+    let rev = d.join("rev.rdfp");
+    ok(&["patch", "diff", s(&new), s(&old), "-o", s(&rev)], None);
+    let out = d.join("back.nq");
+    ok(
+        &[
+            "patch",
+            "apply",
+            s(&new),
+            s(&rev),
+            "--strict",
+            "-o",
+            s(&out),
+        ],
+        None,
+    );
+    assert_iso(
+        &parse(&std::fs::read(&out).expect("read")),
+        &parse(&std::fs::read(&old).expect("read")),
+        "reverse",
+    );
+}
+
+#[test]
+fn strict_apply_names_binary_row() {
+    let d = tmp("patch-strict");
+    let base = d.join("base.nt");
+    std::fs::write(&base, "<http://e/s> <http://e/p> <http://e/o> .\n").expect("write");
+    let text = "TX .\nA <http://e/s> <http://e/p> <http://e/o2> .\nD <http://e/s> <http://e/p> <http://e/missing> .\nTC .\n";
+    let bin = d.join("p.jellyp");
+    ok(&["patch", "to-jelly", "-o", s(&bin)], Some(text.as_bytes()));
+    let r = jelly(&["patch", "apply", s(&base), s(&bin), "--strict"], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let prefix = format!("jelly: {}:frame 0:row ", s(&bin));
+    assert!(r.stderr.starts_with(&prefix), "{}", r.stderr);
+    assert!(r.stderr.contains("D deletes a statement that is not in the dataset: <http://e/s> <http://e/p> <http://e/missing>"), "{}", r.stderr);
+    // The row named is the D row of the frame.
+    let row: usize = r.stderr[prefix.len()..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("row number");
+    let bytes = std::fs::read(&bin).expect("read");
+    let mut outer = Reader::new(&bytes);
+    let frame = outer.bytes().expect("frame");
+    let mut fr = Reader::new(frame);
+    let mut kinds = Vec::new();
+    while let Some((_, _)) = fr.tag().expect("tag") {
+        let mut row = fr.message().expect("row");
+        let (field, _) = row.tag().expect("tag").expect("field");
+        kinds.push(field);
+    }
+    assert_eq!(kinds[row], 3, "row {row} of {kinds:?}");
+    // Text: the line. Adding a present statement fails too.
+    let r = jelly(
+        &["patch", "apply", s(&base), "-", "--strict"],
+        Some(b"A <http://e/s> <http://e/p> <http://e/o> .\n"),
+    );
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr
+            .contains("<stdin>:1: A adds a statement already in the dataset"),
+        "{}",
+        r.stderr
+    );
+    // Without --strict both are no-ops.
+    let r = ok(&["patch", "apply", s(&base), s(&bin)], None);
+    assert_eq!(parse(&r.stdout).len(), 2);
+}
+
+#[test]
+fn apply_transactions_and_prefixes() {
+    let d = tmp("patch-apply-tx");
+    let base = d.join("base.ttl");
+    std::fs::write(
+        &base,
+        "@prefix ex: <http://example.org/> .\nex:s ex:p ex:o .\nex:s ex:p ex:gone .\n",
+    )
+    .expect("write");
+    let p1 = d.join("p1.rdfp");
+    std::fs::write(
+        &p1,
+        "TX .\nPA \"foaf\" \"http://xmlns.com/foaf/0.1/\" .\nA <http://example.org/s> <http://xmlns.com/foaf/0.1/name> \"S\" .\nD <http://example.org/s> <http://example.org/p> <http://example.org/gone> .\nTC .\n\
+         TX .\nPD \"ex\" .\nA <http://example.org/aborted> <http://example.org/p> \"no\" .\nD <http://example.org/s> <http://example.org/p> <http://example.org/o> .\nTA .\n",
+    )
+    .expect("write");
+    // A second patch, binary and gzipped, outside any transaction.
+    let p2 = d.join("p2.jellyp.gz");
+    ok(
+        &["patch", "to-jelly", "-o", s(&p2)],
+        Some(b"A <http://example.org/t> <http://example.org/p> _:b0 .\n"),
+    );
+    let out = d.join("out.ttl");
+    let r = ok(
+        &[
+            "patch",
+            "apply",
+            s(&base),
+            s(&p1),
+            s(&p2),
+            "--strict",
+            "-o",
+            s(&out),
+        ],
+        None,
+    );
+    assert!(
+        r.stderr
+            .contains("3 statements (2 added, 1 deleted, 1 aborted transactions)"),
+        "{}",
+        r.stderr
+    );
+    let ttl = std::fs::read_to_string(&out).expect("read");
+    assert!(ttl.contains("@prefix ex: <http://example.org/>"), "{ttl}");
+    assert!(
+        ttl.contains("@prefix foaf: <http://xmlns.com/foaf/0.1/>"),
+        "{ttl}"
+    );
+    assert!(ttl.contains("foaf:name"), "{ttl}");
+    assert!(!ttl.contains("aborted") && !ttl.contains("gone"), "{ttl}");
+    // N-Quads by default, on stdout; base order first.
+    let nq = ok(&["patch", "apply", s(&base), s(&p1), s(&p2)], None).out();
+    let lines: Vec<&str> = nq.lines().collect();
+    assert_eq!(lines.len(), 3, "{nq}");
+    assert!(
+        lines[0]
+            .starts_with("<http://example.org/s> <http://example.org/p> <http://example.org/o>")
+    );
+    // A named graph cannot go to Turtle.
+    let r = jelly(
+        &["patch", "apply", s(&base), "-", "--out-format", "ttl"],
+        Some(b"A <http://e/s> <http://e/p> <http://e/o> <http://e/g> .\n"),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    // An unterminated transaction in a text patch is an error.
+    let r = jelly(
+        &["patch", "apply", s(&base), "-"],
+        Some(b"TX .\nA <http://e/s> <http://e/p> <http://e/o> .\n"),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("<stdin>:1: the transaction started here is not ended"),
+        "{}",
+        r.stderr
+    );
+    // Usage errors.
+    let r = jelly(&["patch", "apply", s(&base), "-", "-"], None);
+    assert_eq!(r.code, 2);
+    let r = jelly(&["patch", "apply", s(&base)], None);
+    assert_eq!(r.code, 2);
+}
+
+#[test]
+fn diff_prefixes_and_turtle() {
+    let d = tmp("patch-diff-ttl");
+    let a = d.join("a.ttl");
+    let b = d.join("b.ttl");
+    std::fs::write(
+        &a,
+        "@prefix ex: <http://example.org/> .\n@prefix old: <http://old/> .\nex:s ex:p \"1\" .\n",
+    )
+    .expect("write");
+    std::fs::write(
+        &b,
+        "@prefix ex: <http://example.org/> .\n@prefix new: <http://new/> .\nex:s ex:p \"2\" .\n",
+    )
+    .expect("write");
+    let r = ok(&["patch", "diff", s(&a), s(&b)], None);
+    let got = rows(&r.stdout);
+    let want = rows(
+        b"TX .\nPD \"old\" .\nPA \"new\" \"http://new/\" .\nD <http://example.org/s> <http://example.org/p> \"1\" .\nA <http://example.org/s> <http://example.org/p> \"2\" .\nTC .\n",
+    );
+    assert_eq!(got, want);
+    // --format jelly on stdout, TRIPLES because nothing is in a named graph.
+    let bin = ok(&["patch", "diff", s(&a), s(&b), "--format", "jelly"], None);
+    let p = d.join("d.jellyp");
+    std::fs::write(&p, &bin.stdout).expect("write");
+    assert_eq!(
+        binary_shape(&p).2.statement_type,
+        PatchStatementType::Triples
+    );
+    let out = d.join("b2.ttl");
+    ok(&["patch", "apply", s(&a), s(&p), "-o", s(&out)], None);
+    let ttl = std::fs::read_to_string(&out).expect("read");
+    assert!(
+        ttl.contains("@prefix new: <http://new/>") && !ttl.contains("old:"),
+        "{ttl}"
+    );
+    // Unknown extension.
+    let r = jelly(&["patch", "diff", s(&a), s(&d.join("x.unknown"))], None);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}
+
+#[test]
+fn bad_input_never_panics() {
+    let d = tmp("patch-fuzz");
+    let src = d.join("hand.rdfp");
+    std::fs::write(&src, HAND).expect("write");
+    let bin = d.join("hand.jellyp");
+    ok(
+        &[
+            "patch",
+            "to-jelly",
+            s(&src),
+            "--stream-type",
+            "punctuated",
+            "--rows-per-frame",
+            "5",
+            "-o",
+            s(&bin),
+        ],
+        None,
+    );
+    let good = std::fs::read(&bin).expect("read");
+    let base = d.join("base.nq");
+    std::fs::write(&base, "").expect("write");
+    // Truncations and byte flips through every binary reader.
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut cases: Vec<Vec<u8>> =
+        vec![vec![0xff; 16], vec![0x0a], b"\x05\x0a\x03\x08\x01".to_vec()];
+    for cut in [1, 2, 5, good.len() / 2, good.len() - 1] {
+        cases.push(good[..cut].to_vec());
+    }
+    for _ in 0..24 {
+        let mut m = good.clone();
+        for _ in 0..3 {
+            let i = (next() % m.len() as u64) as usize;
+            m[i] = next() as u8;
+        }
+        cases.push(m);
+    }
+    for (i, c) in cases.iter().enumerate() {
+        let verb = ["from-jelly", "inspect", "validate"][i % 3];
+        let args: &[&str] = if verb == "validate" {
+            &["patch", "validate", "--in-format", "jellyp"]
+        } else {
+            &["patch", verb]
+        };
+        let r = jelly(args, Some(c));
+        assert!(
+            r.code == 0 || r.code == 1,
+            "{verb} case {i}: {} {}",
+            r.code,
+            r.stderr
+        );
+        if r.code == 1 {
+            assert!(r.stderr.starts_with("jelly: "), "{}", r.stderr);
+        }
+        let r = jelly(
+            &["patch", "apply", s(&base), "-", "--in-format", "nq"],
+            Some(c),
+        );
+        assert!(r.code == 0 || r.code == 1, "apply case {i}: {}", r.stderr);
+    }
+    // Garbage text.
+    for t in [
+        &b"A <unterminated\n"[..],
+        b"\xff\xfe\n",
+        b"TX .\nA <a> <b> \"x\"^^ .\n",
+        b"PA \"x\" .\n",
+    ] {
+        let r = jelly(&["patch", "to-jelly"], Some(t));
+        assert_eq!(r.code, 1, "{t:?}: {}", r.stderr);
+        assert!(r.stderr.contains("<stdin>:"), "{}", r.stderr);
+    }
+}
