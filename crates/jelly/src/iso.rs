@@ -103,18 +103,6 @@ fn hash_term(t: &Term, colors: &HashMap<&str, u64>, me: &str, h: &mut DefaultHas
     }
 }
 
-fn term_mentions(t: &Term, b: &str) -> bool {
-    match t {
-        Term::BlankNode(x) => x == b,
-        Term::Triple(tr) => {
-            term_mentions(&tr.subject, b)
-                || term_mentions(&tr.predicate, b)
-                || term_mentions(&tr.object, b)
-        }
-        _ => false,
-    }
-}
-
 /// Colours of the blank nodes of `set` after refinement.
 fn colors(set: &[&Statement]) -> HashMap<String, u64> {
     let mut bnodes = BTreeSet::new();
@@ -163,7 +151,6 @@ fn colors(set: &[&Statement]) -> HashMap<String, u64> {
         }
         classes = n.len();
     }
-    let _ = term_mentions;
     col.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
 }
 
@@ -177,17 +164,6 @@ fn relabel(t: &Term, map: &HashMap<String, String>) -> Term {
         })),
         t => t.clone(),
     }
-}
-
-fn relabel_set(set: &[&Statement], map: &HashMap<String, String>) -> HashSet<Statement> {
-    set.iter()
-        .map(|s| Statement {
-            subject: relabel(&s.subject, map),
-            predicate: relabel(&s.predicate, map),
-            object: relabel(&s.object, map),
-            graph: s.graph.as_ref().map(|g| relabel(g, map)),
-        })
-        .collect()
 }
 
 /// Compares two statement lists as RDF datasets, up to blank node renaming.
@@ -249,21 +225,12 @@ pub fn isomorphic(a: &[Statement], b: &[Statement]) -> IsoResult {
     for (k, v) in &cb {
         by_color.entry(*v).or_default().push(k);
     }
+    for v in by_color.values_mut() {
+        v.sort_unstable();
+    }
     let mut order: Vec<(&str, u64)> = ca.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     order.sort_by_key(|(k, c)| (by_color.get(c).map_or(0, Vec::len), *k));
-    let mut map = HashMap::new();
-    let mut used = HashSet::new();
-    let mut budget = 200_000u32;
-    match search(
-        &order,
-        0,
-        &by_color,
-        &mut map,
-        &mut used,
-        &va,
-        &target,
-        &mut budget,
-    ) {
+    match search(&order, &by_color, &va, &target, 2_000_000) {
         Some(true) => IsoResult::Isomorphic,
         Some(false) => {
             IsoResult::Different("no blank node mapping makes the datasets equal".into())
@@ -272,41 +239,97 @@ pub fn isomorphic(a: &[Statement], b: &[Statement]) -> IsoResult {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn search<'a>(
-    order: &[(&'a str, u64)],
-    i: usize,
-    by_color: &HashMap<u64, Vec<&'a str>>,
-    map: &mut HashMap<String, String>,
-    used: &mut HashSet<&'a str>,
+/// Depth-first search for a blank node mapping, with an explicit stack (no recursion,
+/// so any number of blank nodes is fine). After each assignment, every statement whose
+/// blank nodes are now all mapped must be in `target`, which prunes wrong branches at
+/// once. `budget` bounds the number of candidate tries; `None` means it ran out.
+fn search(
+    order: &[(&str, u64)],
+    by_color: &HashMap<u64, Vec<&str>>,
     va: &[&Statement],
     target: &HashSet<Statement>,
-    budget: &mut u32,
+    mut budget: u64,
 ) -> Option<bool> {
-    if *budget == 0 {
-        return None;
+    let n = order.len();
+    let step_of: HashMap<&str, usize> = order
+        .iter()
+        .enumerate()
+        .map(|(i, (b, _))| (*b, i))
+        .collect();
+    // completes[i]: the statements whose last-mapped blank node is order[i].
+    let mut completes: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (si, s) in va.iter().enumerate() {
+        let mut bn = BTreeSet::new();
+        for t in terms(s) {
+            collect_bnodes(t, &mut bn);
+        }
+        if let Some(last) = bn.iter().filter_map(|b| step_of.get(b).copied()).max() {
+            completes[last].push(si);
+        }
     }
-    *budget -= 1;
-    if i == order.len() {
-        return Some(relabel_set(va, map) == *target);
-    }
-    let (b, c) = order[i];
-    let cands = by_color.get(&c)?;
-    for &cand in cands {
-        if used.contains(cand) {
+    let empty: Vec<&str> = Vec::new();
+    let cands: Vec<&Vec<&str>> = order
+        .iter()
+        .map(|(_, c)| by_color.get(c).unwrap_or(&empty))
+        .collect();
+    let mut next_choice = vec![0usize; n];
+    let mut chosen: Vec<Option<&str>> = vec![None; n];
+    let mut map: HashMap<String, String> = HashMap::with_capacity(n);
+    let mut used: HashSet<&str> = HashSet::with_capacity(n);
+    let mut i = 0;
+    while i < n {
+        let mut placed = false;
+        while next_choice[i] < cands[i].len() {
+            if budget == 0 {
+                return None;
+            }
+            budget -= 1;
+            let c = cands[i][next_choice[i]];
+            next_choice[i] += 1;
+            if used.contains(c) {
+                continue;
+            }
+            map.insert(order[i].0.to_owned(), c.to_owned());
+            let consistent = completes[i]
+                .iter()
+                .all(|&si| target.contains(&relabel_statement(va[si], &map)));
+            if consistent {
+                used.insert(c);
+                chosen[i] = Some(c);
+                placed = true;
+                break;
+            }
+            map.remove(order[i].0);
+        }
+        if placed {
+            i += 1;
+            if i < n {
+                next_choice[i] = 0;
+            }
             continue;
         }
-        map.insert(b.to_owned(), cand.to_owned());
-        used.insert(cand);
-        match search(order, i + 1, by_color, map, used, va, target, budget) {
-            Some(true) => return Some(true),
-            None => return None,
-            Some(false) => {}
+        // Exhausted the candidates of step i: undo step i - 1 and try its next one.
+        if i == 0 {
+            return Some(false);
         }
-        used.remove(cand);
-        map.remove(b);
+        i -= 1;
+        if let Some(c) = chosen[i].take() {
+            used.remove(c);
+        }
+        map.remove(order[i].0);
     }
-    Some(false)
+    // Every statement was checked when its last blank node was mapped, and the sets
+    // have equal sizes, so the mapping is a bijection between them.
+    Some(true)
+}
+
+fn relabel_statement(s: &Statement, map: &HashMap<String, String>) -> Statement {
+    Statement {
+        subject: relabel(&s.subject, map),
+        predicate: relabel(&s.predicate, map),
+        object: relabel(&s.object, map),
+        graph: s.graph.as_ref().map(|g| relabel(g, map)),
+    }
 }
 
 #[cfg(test)]
@@ -328,6 +351,34 @@ mod tests {
         let c = parse_document("<< _:z <p> _:y >> <q> _:y .\n").unwrap();
         assert!(isomorphic(&a, &b).is_iso());
         assert!(!isomorphic(&a, &c).is_iso());
+    }
+
+    #[test]
+    fn many_blank_nodes_need_no_deep_recursion() {
+        let text: String = (0..20_000)
+            .map(|i| format!("_:b{i} <http://ex.org/p> \"{i}\" .\n"))
+            .collect();
+        let a = parse_document(&text).unwrap();
+        let relabelled: String = (0..20_000)
+            .map(|i| format!("_:x{i} <http://ex.org/p> \"{i}\" .\n"))
+            .collect();
+        let b = parse_document(&relabelled).unwrap();
+        assert!(isomorphic(&a, &b).is_iso());
+        // One changed literal breaks it.
+        let changed = relabelled.replace("\"19999\"", "\"-1\"");
+        assert!(!isomorphic(&a, &parse_document(&changed).unwrap()).is_iso());
+    }
+
+    #[test]
+    fn symmetric_structures_are_matched_by_backtracking() {
+        // Two 3-cycles vs one 6-cycle: same degrees everywhere, colour refinement cannot
+        // tell them apart, the search must.
+        let two = "_:a <p> _:b .\n_:b <p> _:c .\n_:c <p> _:a .\n_:d <p> _:e .\n_:e <p> _:f .\n_:f <p> _:d .\n";
+        let six = "_:1 <p> _:2 .\n_:2 <p> _:3 .\n_:3 <p> _:4 .\n_:4 <p> _:5 .\n_:5 <p> _:6 .\n_:6 <p> _:1 .\n";
+        let two_again = "_:u <p> _:v .\n_:v <p> _:w .\n_:w <p> _:u .\n_:x <p> _:y .\n_:y <p> _:z .\n_:z <p> _:x .\n";
+        let a = parse_document(two).unwrap();
+        assert!(!isomorphic(&a, &parse_document(six).unwrap()).is_iso());
+        assert!(isomorphic(&a, &parse_document(two_again).unwrap()).is_iso());
     }
 
     #[test]
