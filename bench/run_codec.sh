@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Codec benchmark, side by side in one run: jellyfish (this repo), Jelly-JVM 3.7.1 with
+# Jena, pyjelly, and oxttl's N-Triples/N-Quads as the text baseline. Each tool loads
+# the data into memory first, warms up, then loops for a fixed time (see each tool's
+# bench mode). Writes one JSON line per measurement to bench/out/codec.jsonl and a
+# Markdown table to bench/out/codec.md.
+#
+# Usage: bench/run_codec.sh [SECONDS]   (default 6 s per measurement)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS="${1:-6}"
+D=../shared/datasets
+OUT=bench/out
+mkdir -p "$OUT/data"
+: > "$OUT/codec.jsonl"
+
+cargo build -q --release -p jelly-bench
+B=target/release/jelly-bench
+J="$(bench/jvm/build.sh)"
+PY="$(bench/py/setup.sh)"
+
+# name | file | kind (flat: 512 rows per frame, BIG preset; grouped: one frame per graph)
+CASES=(
+  "iot-weather|$D/iot-assist-weather/iot-assist-weather.nt|flat"
+  "nanopubs|$D/nanopubs-fair-pkd/nanopubs-fair-pkd.nq|flat"
+  "nanopubs|$D/nanopubs-fair-pkd/nanopubs-fair-pkd.nq|grouped"
+  "dbpedia-ontology|$D/dbpedia-ontology/dbpedia-ontology.nt|flat"
+  "bsbm-200k-graphs|$D/bsbm-200k-graphs/bsbm-200k-graphs.nq.gz|grouped"
+  "bsbm-1m|$D/bsbm-1m/bsbm-1m.nt.gz|flat"
+  "lubm-10|$D/lubm-10/lubm-10.nt.gz|flat"
+)
+
+tag() { python3 -c 'import json,sys; d=json.loads(sys.stdin.readline()); d.update(json.loads(sys.argv[1])); print(json.dumps(d))' "$1"; }
+
+ONLY="${ONLY:-}"   # e.g. ONLY=iot-weather for a quick run
+for c in "${CASES[@]}"; do
+  IFS='|' read -r name file kind <<<"$c"
+  if [ -n "$ONLY" ] && [ "$name" != "$ONLY" ]; then continue; fi
+  [ -f "$file" ] || { echo "missing $file" >&2; exit 1; }
+  meta="{\"dataset\":\"$name\",\"kind\":\"$kind\"}"
+  g_rust=""; g_jvm=""; g_py=""
+  if [ "$kind" = grouped ]; then g_rust="--grouped"; g_jvm="--grouped-per-graph"; g_py="--grouped-per-graph"; fi
+  jelly="$OUT/data/$name-$kind.jelly"
+  echo "== $name ($kind)" >&2
+  $B encode "$file" --preset big --rows-per-frame 512 $g_rust --seconds "$SECS" --out "$jelly" | tag "$meta" >> "$OUT/codec.jsonl"
+  $B encode-interned "$file" --preset big --rows-per-frame 512 $g_rust --seconds "$SECS" | tag "$meta" >> "$OUT/codec.jsonl"
+  $B decode "$jelly" --seconds "$SECS" | tag "$meta" >> "$OUT/codec.jsonl"
+  java -Xmx8g -jar "$J" bench-encode "$file" --preset big --rows-per-frame 512 $g_jvm --seconds "$SECS" 2>/dev/null | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"
+  java -Xmx8g -jar "$J" bench-decode "$jelly" --seconds "$SECS" 2>/dev/null | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"
+  "$PY" bench/py/pyjelly_peer.py bench-encode "$file" --preset big --rows-per-frame 512 $g_py --seconds "$SECS" | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"
+  "$PY" bench/py/pyjelly_peer.py bench-decode "$jelly" --seconds "$SECS" | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"
+  if [ "$kind" = flat ]; then
+    $B oxttl-parse "$file" --seconds "$SECS" | tag "$meta" >> "$OUT/codec.jsonl"
+    $B oxttl-write "$file" --seconds "$SECS" | tag "$meta" >> "$OUT/codec.jsonl"
+  fi
+done
+
+python3 bench/report_codec.py "$OUT/codec.jsonl" > "$OUT/codec.md"
+cat "$OUT/codec.md"
