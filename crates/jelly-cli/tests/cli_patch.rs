@@ -141,6 +141,13 @@ fn hand_built_round_trip_all_stream_types() {
     let back = ok(&["patch", "from-jelly"], Some(&bin.stdout));
     assert_eq!(rows(&back.stdout), rows(jena.as_bytes()));
     assert!(back.out().contains("A _:x <http://e/p> \"42\"^^"));
+    let r = jelly(&["patch", "to-jelly"], Some(jena.as_bytes()));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("<stdin>:3: ") && r.stderr.contains("--opt.rdf-star"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

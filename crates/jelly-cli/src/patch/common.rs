@@ -426,7 +426,15 @@ impl<W: Write> PatchOut<W> {
     }
 
     fn enc_err(e: EncodeError, at: &dyn Fn() -> String) -> CliError {
-        CliError::invalid(format!("{}: {e}", at()))
+        let hint = match &e {
+            EncodeError::RdfStarNotEnabled(_) => " (use --opt.rdf-star)",
+            EncodeError::GeneralizedNotEnabled { .. } => " (use --opt.generalized-statements)",
+            EncodeError::DatatypeTableDisabled(_) => {
+                " (use --opt.max-datatype-table-size 1 or more)"
+            }
+            _ => "",
+        };
+        CliError::invalid(format!("{}: {e}{hint}", at()))
     }
 
     /// Writes one row; a `Z` segment row ends the patch.
