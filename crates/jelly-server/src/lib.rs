@@ -7,8 +7,24 @@
 //! Layers, lowest first:
 //! - [`item`]: what the log stores — a self-contained Jelly frame plus metadata.
 //! - [`log`]: the [`log::Log`] trait and its implementations (in-memory, file).
+//! - [`topic`]: the registry of named topics, their options, counters and subscribers.
+//! - [`ingest`]: a publish body → self-contained items (decoded and checked whole first).
+//! - [`deliver`]: stored items → one subscriber's stream (one encoder per subscription).
+//! - [`http`]: the axum routes; [`server`] starts and stops them; [`config`], [`metrics`].
+//! - [`demo`]: the `jelly serve --demo` publisher.
 //!
-//! The design is written down in `docs/server-design.md`.
+//! The design is written down in `docs/server-design.md`, the API in `docs/http-api.md`.
 
+pub mod config;
+pub mod deliver;
+pub mod demo;
+pub mod http;
+pub mod ingest;
 pub mod item;
 pub mod log;
+pub mod metrics;
+pub mod server;
+pub mod topic;
+
+pub use config::ServerConfig;
+pub use server::Server;

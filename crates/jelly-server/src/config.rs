@@ -1,0 +1,123 @@
+//! Server configuration: embedded defaults, optionally overridden by a TOML file and
+//! then by command-line flags.
+//!
+//! ```toml
+//! listen = "127.0.0.1:8686"
+//! data = "./data"
+//! log = "memory"            # or "file" once the durable log is wired in
+//! max_body_bytes = 67108864
+//! max_item_bytes = 16777216
+//!
+//! [topic_defaults]
+//! physical = "quads"        # triples | quads
+//! logical = "datasets"      # flat-triples, flat-quads, graphs, datasets, named-graphs, …
+//! retention_items = 1000000
+//! ```
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::topic::TopicOptions;
+
+/// Which log implementation backs new topics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LogKind {
+    /// In memory: lost on restart (tests, demos).
+    #[default]
+    Memory,
+}
+
+/// Everything `jelly serve` can be told.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Address to listen on (port 0 picks a free port).
+    pub listen: SocketAddr,
+    /// Directory of the durable logs (one sub-directory per topic).
+    pub data: PathBuf,
+    /// Log implementation for new topics.
+    pub log: LogKind,
+    /// Largest accepted request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Largest accepted item (its self-contained Jelly frame), in bytes.
+    pub max_item_bytes: usize,
+    /// Create a topic on its first publish (otherwise `PUT /topics/{name}` first).
+    pub auto_create_topics: bool,
+    /// Options of topics created without explicit options.
+    pub topic_defaults: TopicOptions,
+    /// Items per read while delivering (bounds the memory of one subscription step).
+    pub delivery_batch_items: usize,
+    /// Seconds between SSE keep-alive comments.
+    pub sse_keepalive_secs: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8686)),
+            data: PathBuf::from("./data"),
+            log: LogKind::Memory,
+            max_body_bytes: 64 << 20,
+            max_item_bytes: 16 << 20,
+            auto_create_topics: true,
+            topic_defaults: TopicOptions::default(),
+            delivery_batch_items: 256,
+            sse_keepalive_secs: 15,
+        }
+    }
+}
+
+/// A configuration file that could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Parse { path: String, message: String },
+}
+
+impl ServerConfig {
+    /// Parses TOML text (missing keys keep their defaults).
+    pub fn from_toml(text: &str, path: &str) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_string(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Reads a TOML file.
+    pub fn from_file(path: &std::path::Path) -> Result<Self, ConfigError> {
+        let p = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: p.clone(),
+            source,
+        })?;
+        Self::from_toml(&text, &p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_overrides_defaults() {
+        let c = ServerConfig::from_toml(
+            "listen = \"0.0.0.0:9000\"\nmax_body_bytes = 10\n[topic_defaults]\nphysical = \"triples\"\nretention_items = 5\n",
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(c.listen.port(), 9000);
+        assert_eq!(c.max_body_bytes, 10);
+        assert_eq!(c.max_item_bytes, 16 << 20);
+        assert_eq!(c.topic_defaults.physical, crate::topic::Physical::Triples);
+        assert_eq!(c.topic_defaults.retention_items, 5);
+        assert!(ServerConfig::from_toml("nope = 1", "x.toml").is_err());
+    }
+}

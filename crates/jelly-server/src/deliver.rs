@@ -1,0 +1,425 @@
+//! Delivery: stored items out to one subscriber, in the format it asked for.
+//!
+//! Jelly output uses **one encoder per subscription**: the statements of every stored
+//! item (each a self-contained frame) go into it, and each item becomes one output
+//! frame carrying the item's metadata (`offset`, `ts`, `source`, `h:<name>`). Tables
+//! carry over between items, so the wire stream is as compact as a normal Jelly
+//! stream. Text output is written item by item and cut at item boundaries.
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::Stream;
+use jelly::{Decoder, Encoder, EncoderConfig, Event};
+use tokio::sync::watch;
+
+use crate::item::Item;
+use crate::log::{LogError, ReadLimits};
+use crate::topic::{Physical, SubscriberGuard, Topic, TopicOptions};
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutFormat {
+    /// Delimited Jelly-RDF: one frame per item, with frame metadata.
+    Jelly,
+    NQuads,
+    NTriples,
+    TriG,
+    Turtle,
+}
+
+impl OutFormat {
+    /// The media type.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            OutFormat::Jelly => "application/x-jelly-rdf",
+            OutFormat::NQuads => "application/n-quads",
+            OutFormat::NTriples => "application/n-triples",
+            OutFormat::TriG => "application/trig",
+            OutFormat::Turtle => "text/turtle",
+        }
+    }
+
+    /// Short name (`?format=` values, metrics labels).
+    pub fn name(self) -> &'static str {
+        match self {
+            OutFormat::Jelly => "jelly",
+            OutFormat::NQuads => "nquads",
+            OutFormat::NTriples => "ntriples",
+            OutFormat::TriG => "trig",
+            OutFormat::Turtle => "turtle",
+        }
+    }
+
+    /// From a `?format=` value or a media type.
+    pub fn parse(s: &str) -> Option<OutFormat> {
+        let s = s.trim().to_ascii_lowercase();
+        Some(match s.as_str() {
+            "jelly" | "application/x-jelly-rdf" | "application/jelly" => OutFormat::Jelly,
+            "nquads" | "nq" | "n-quads" | "application/n-quads" | "text/x-nquads" => {
+                OutFormat::NQuads
+            }
+            "ntriples" | "nt" | "n-triples" | "application/n-triples" => OutFormat::NTriples,
+            "trig" | "application/trig" | "application/x-trig" => OutFormat::TriG,
+            "turtle" | "ttl" | "text/turtle" | "application/x-turtle" => OutFormat::Turtle,
+            _ => return None,
+        })
+    }
+
+    /// Picks the format from an `Accept` header (highest q first, then order). `None`
+    /// or `*/*` gives `default`; `Err` when nothing acceptable is offered.
+    pub fn negotiate(accept: Option<&str>, default: OutFormat) -> Result<OutFormat, ()> {
+        let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+            return Ok(default);
+        };
+        let mut best: Option<(f32, OutFormat)> = None;
+        for part in accept.split(',') {
+            let mut it = part.split(';');
+            let mime = it.next().unwrap_or("").trim();
+            let mut q = 1.0f32;
+            for p in it {
+                if let Some(v) = p.trim().strip_prefix("q=") {
+                    q = v.trim().parse().unwrap_or(0.0);
+                }
+            }
+            if q <= 0.0 {
+                continue;
+            }
+            let f = match mime {
+                "*/*" | "application/*" => Some(default),
+                "text/*" => Some(OutFormat::Turtle),
+                m => OutFormat::parse(m),
+            };
+            if let Some(f) = f
+                && best.is_none_or(|(bq, _)| q > bq)
+            {
+                best = Some((q, f));
+            }
+        }
+        best.map(|(_, f)| f).ok_or(())
+    }
+
+    /// Whether the format can carry the topic's statements (named graphs need a dataset format).
+    pub fn fits(self, topic: &TopicOptions) -> bool {
+        !(topic.physical == Physical::Quads
+            && matches!(self, OutFormat::NTriples | OutFormat::Turtle))
+    }
+}
+
+/// A stored item that could not be delivered (should not happen: items are checked on publish).
+#[derive(Debug, thiserror::Error)]
+#[error("item {offset}: {message}")]
+pub struct DeliverError {
+    pub offset: u64,
+    pub message: String,
+}
+
+/// Per-subscription output state.
+pub struct Delivery {
+    format: OutFormat,
+    enc: Option<Encoder>,
+    delimited: bool,
+}
+
+impl Delivery {
+    /// A new output stream. `delimited` only matters for Jelly (false: each item is a
+    /// bare frame message, as in SSE events).
+    pub fn new(format: OutFormat, topic: &TopicOptions, delimited: bool) -> Delivery {
+        let enc = (format == OutFormat::Jelly).then(|| {
+            Encoder::with_config(topic.stream_options(), EncoderConfig::default())
+                .expect("topic stream options are valid")
+        });
+        Delivery {
+            format,
+            enc,
+            delimited,
+        }
+    }
+
+    pub fn format(&self) -> OutFormat {
+        self.format
+    }
+
+    /// Appends one item to `out`.
+    pub fn write_item(&mut self, item: &Item, out: &mut Vec<u8>) -> Result<(), DeliverError> {
+        let err = |message: String| DeliverError {
+            offset: item.offset,
+            message,
+        };
+        let mut dec = Decoder::default();
+        let mut cur = dec.frame(&item.frame);
+        match self.format {
+            OutFormat::Jelly => {
+                let enc = self.enc.as_mut().expect("jelly delivery has an encoder");
+                while let Some(ev) = cur.next_event().map_err(|e| err(e.to_string()))? {
+                    if let Event::Statement(st) = ev {
+                        enc.add(st).map_err(|e| err(e.to_string()))?;
+                    }
+                }
+                if enc.graph_open() {
+                    enc.end_graph().map_err(|e| err(e.to_string()))?;
+                }
+                enc.set_frame_metadata("offset", item.offset.to_string());
+                enc.set_frame_metadata("ts", item.timestamp_ms.to_string());
+                if !item.source.is_empty() {
+                    enc.set_frame_metadata("source", item.source.as_bytes());
+                }
+                for (k, v) in &item.headers {
+                    enc.set_frame_metadata(format!("h:{k}"), v.as_bytes());
+                }
+                enc.finish_frame_into(out, self.delimited);
+            }
+            OutFormat::NQuads | OutFormat::NTriples => {
+                while let Some(ev) = cur.next_event().map_err(|e| err(e.to_string()))? {
+                    if let Event::Statement(st) = ev {
+                        let _ = writeln!(out, "{st}");
+                    }
+                }
+            }
+            OutFormat::Turtle => {
+                let mut ser = oxttl::TurtleSerializer::new().for_writer(&mut *out);
+                while let Some(ev) = cur.next_event().map_err(|e| err(e.to_string()))? {
+                    if let Event::Statement(st) = ev {
+                        let q = st.to_oxrdf_quad().map_err(|e| err(e.to_string()))?;
+                        ser.serialize_triple(oxrdf::TripleRef::from(q.as_ref()))
+                            .map_err(|e| err(e.to_string()))?;
+                    }
+                }
+                ser.finish().map_err(|e| err(e.to_string()))?;
+            }
+            OutFormat::TriG => {
+                let mut ser = oxttl::TriGSerializer::new().for_writer(&mut *out);
+                while let Some(ev) = cur.next_event().map_err(|e| err(e.to_string()))? {
+                    if let Event::Statement(st) = ev {
+                        let q = st.to_oxrdf_quad().map_err(|e| err(e.to_string()))?;
+                        ser.serialize_quad(q.as_ref())
+                            .map_err(|e| err(e.to_string()))?;
+                    }
+                }
+                ser.finish().map_err(|e| err(e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How items are wrapped on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wrapping {
+    /// Items back to back (chunked HTTP body).
+    Raw,
+    /// Server-sent events: `id: <offset>`, data lines (text) or one base64 line (Jelly).
+    Sse,
+}
+
+/// Everything a live subscription needs.
+pub struct Follow {
+    pub topic: Arc<Topic>,
+    pub guard: SubscriberGuard,
+    pub next: u64,
+    /// Stop (end the body) once this offset is reached (`follow=false`).
+    pub end: Option<u64>,
+    pub delivery: Delivery,
+    pub wrapping: Wrapping,
+    pub batch: ReadLimits,
+    pub shutdown: watch::Receiver<bool>,
+    /// SSE keep-alive interval.
+    pub keepalive: Duration,
+    pub metrics: Arc<crate::metrics::Metrics>,
+    watch: watch::Receiver<u64>,
+}
+
+impl Follow {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        topic: Arc<Topic>,
+        guard: SubscriberGuard,
+        next: u64,
+        end: Option<u64>,
+        delivery: Delivery,
+        wrapping: Wrapping,
+        batch: ReadLimits,
+        shutdown: watch::Receiver<bool>,
+        keepalive: Duration,
+        metrics: Arc<crate::metrics::Metrics>,
+    ) -> Follow {
+        let watch = topic.log.watch();
+        Follow {
+            topic,
+            guard,
+            next,
+            end,
+            delivery,
+            wrapping,
+            batch,
+            shutdown,
+            keepalive,
+            metrics,
+            watch,
+        }
+    }
+
+    /// The next chunk of output, or `None` when the subscription ends (shutdown,
+    /// `follow=false` reached its end, or the subscriber fell behind retention).
+    pub async fn next_chunk(&mut self) -> Option<Bytes> {
+        loop {
+            if *self.shutdown.borrow() {
+                return None;
+            }
+            if self.end.is_some_and(|e| self.next >= e) {
+                return None;
+            }
+            let mut limits = self.batch;
+            if let Some(e) = self.end {
+                limits.max_items = limits.max_items.min((e - self.next) as usize);
+            }
+            let items = match self.topic.log.read(self.next, limits).await {
+                Ok(items) => items,
+                Err(LogError::Truncated { requested, first }) => {
+                    tracing::warn!(
+                        topic = %self.topic.name,
+                        requested,
+                        first,
+                        "subscriber fell behind retention; closing its stream"
+                    );
+                    return None;
+                }
+                Err(e) => {
+                    tracing::error!(topic = %self.topic.name, error = %e, "log read failed");
+                    return None;
+                }
+            };
+            if items.is_empty() {
+                let next = self.next;
+                let keepalive = tokio::time::sleep(self.keepalive);
+                tokio::select! {
+                    r = self.watch.wait_for(|n| *n > next) => {
+                        if r.is_err() {
+                            return None;
+                        }
+                    }
+                    _ = self.shutdown.changed() => return None,
+                    _ = keepalive, if self.wrapping == Wrapping::Sse => {
+                        return Some(Bytes::from_static(b": keep-alive\n\n"));
+                    }
+                }
+                continue;
+            }
+            let mut out = Vec::new();
+            for it in &items {
+                if let Err(e) = self.write(it, &mut out) {
+                    tracing::error!(topic = %self.topic.name, error = %e, "cannot deliver item");
+                    return None;
+                }
+                self.next = it.offset + 1;
+            }
+            let n = items.len() as u64;
+            self.topic.stats.items_out.fetch_add(n, Ordering::Relaxed);
+            self.topic
+                .stats
+                .bytes_out
+                .fetch_add(out.len() as u64, Ordering::Relaxed);
+            self.metrics.items_out.fetch_add(n, Ordering::Relaxed);
+            self.metrics
+                .bytes_out
+                .fetch_add(out.len() as u64, Ordering::Relaxed);
+            self.guard.advance(self.next);
+            return Some(Bytes::from(out));
+        }
+    }
+
+    fn write(&mut self, it: &Item, out: &mut Vec<u8>) -> Result<(), DeliverError> {
+        match self.wrapping {
+            Wrapping::Raw => self.delivery.write_item(it, out),
+            Wrapping::Sse => {
+                let mut body = Vec::new();
+                self.delivery.write_item(it, &mut body)?;
+                sse_event(it.offset, self.delivery.format(), &body, out);
+                Ok(())
+            }
+        }
+    }
+
+    /// The subscription as a body stream.
+    pub fn into_stream(self) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Send {
+        futures_util::stream::unfold(self, |mut f| async move {
+            f.next_chunk().await.map(|b| (Ok(b), f))
+        })
+    }
+}
+
+/// Writes one SSE event.
+pub fn sse_event(offset: u64, format: OutFormat, body: &[u8], out: &mut Vec<u8>) {
+    let _ = write!(out, "id: {offset}\nevent: item\n");
+    if format == OutFormat::Jelly {
+        out.extend_from_slice(b"data: ");
+        base64_into(body, out);
+        out.push(b'\n');
+    } else {
+        let text = String::from_utf8_lossy(body);
+        let mut any = false;
+        for line in text.lines() {
+            out.extend_from_slice(b"data: ");
+            out.extend_from_slice(line.as_bytes());
+            out.push(b'\n');
+            any = true;
+        }
+        if !any {
+            out.extend_from_slice(b"data:\n");
+        }
+    }
+    out.push(b'\n');
+}
+
+/// Standard base64 with padding.
+pub fn base64_into(data: &[u8], out: &mut Vec<u8>) {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for c in data.chunks(3) {
+        let b = [c[0], *c.get(1).unwrap_or(&0), *c.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        out.push(T[(n >> 18) as usize & 63]);
+        out.push(T[(n >> 12) as usize & 63]);
+        out.push(if c.len() > 1 {
+            T[(n >> 6) as usize & 63]
+        } else {
+            b'='
+        });
+        out.push(if c.len() > 2 {
+            T[n as usize & 63]
+        } else {
+            b'='
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64() {
+        let mut o = Vec::new();
+        base64_into(b"foobar", &mut o);
+        o.push(b' ');
+        base64_into(b"fooba", &mut o);
+        o.push(b' ');
+        base64_into(b"f", &mut o);
+        assert_eq!(o, b"Zm9vYmFy Zm9vYmE= Zg==");
+    }
+
+    #[test]
+    fn negotiation() {
+        let n = |a| OutFormat::negotiate(a, OutFormat::Jelly);
+        assert_eq!(n(None), Ok(OutFormat::Jelly));
+        assert_eq!(n(Some("*/*")), Ok(OutFormat::Jelly));
+        assert_eq!(n(Some("application/n-quads")), Ok(OutFormat::NQuads));
+        assert_eq!(
+            n(Some("text/turtle;q=0.5, application/trig")),
+            Ok(OutFormat::TriG)
+        );
+        assert_eq!(n(Some("image/png")), Err(()));
+    }
+}

@@ -1,0 +1,128 @@
+//! `jelly serve --demo`: replays a recorded stream into a topic, a few items a second.
+//!
+//! The weather dataset (`iot-assist-weather.nt` with `frames.txt`, the number of
+//! triples in each frame of the source stream) becomes one item per source frame.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::http::AppState;
+use crate::ingest::{InputFormat, PublishMeta, ingest};
+use crate::topic::{Physical, TopicOptions};
+
+/// One recorded item: N-Triples text.
+pub struct DemoData {
+    pub items: Vec<String>,
+}
+
+impl DemoData {
+    /// Reads `data.nt` and splits it by the counts in `frames.txt` (comment lines start with `#`).
+    pub fn load(nt: &Path, frames: &Path) -> std::io::Result<DemoData> {
+        let text = std::fs::read_to_string(nt)?;
+        let counts = std::fs::read_to_string(frames)?;
+        let mut lines = text.lines();
+        let mut items = Vec::new();
+        for c in counts.lines() {
+            let c = c.trim();
+            if c.is_empty() || c.starts_with('#') {
+                continue;
+            }
+            let n: usize = c.parse().map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{}: `{c}` is not a count", frames.display()),
+                )
+            })?;
+            let mut item = String::new();
+            for line in lines.by_ref().take(n) {
+                item.push_str(line);
+                item.push('\n');
+            }
+            if !item.is_empty() {
+                items.push(item);
+            }
+        }
+        Ok(DemoData { items })
+    }
+}
+
+/// Publishes the demo items into `topic` (created as a triples topic) at `per_sec`
+/// items a second, from the start again when done, until shutdown.
+pub async fn run(
+    state: AppState,
+    data: DemoData,
+    topic: &str,
+    per_sec: f64,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let options = TopicOptions {
+        physical: Physical::Triples,
+        logical: Some("graphs".into()),
+        ..state.config.topic_defaults.clone()
+    };
+    let t = match state.topics.create(topic, Some(options)) {
+        Ok((t, _)) => t,
+        Err(e) => {
+            tracing::error!(topic, error = %e, "demo publisher cannot create its topic");
+            return;
+        }
+    };
+    let period = Duration::from_secs_f64(1.0 / per_sec.max(0.01));
+    let mut tick = tokio::time::interval(period);
+    let meta = PublishMeta {
+        source: "demo:iot-assist-weather".into(),
+        ..Default::default()
+    };
+    tracing::info!(
+        topic,
+        items = data.items.len(),
+        per_sec,
+        "demo publisher started"
+    );
+    for round in 0u64.. {
+        for (i, text) in data.items.iter().enumerate() {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+            let mut m = meta.clone();
+            m.headers = vec![
+                ("round".into(), round.to_string()),
+                ("frame".into(), i.to_string()),
+            ];
+            let items = match ingest(
+                text.as_bytes(),
+                InputFormat::NTriples,
+                &t.options,
+                &m,
+                state.config.max_item_bytes,
+            ) {
+                Ok(items) => items,
+                Err(e) => {
+                    tracing::warn!(frame = i, error = %e, "demo item skipped");
+                    continue;
+                }
+            };
+            let n = items.len() as u64;
+            let bytes: u64 = items.iter().map(|i| i.frame.len() as u64).sum();
+            if let Err(e) = t.log.append(items).await {
+                tracing::error!(error = %e, "demo append failed");
+                return;
+            }
+            t.stats.items_in.fetch_add(n, Ordering::Relaxed);
+            t.stats.bytes_in.fetch_add(bytes, Ordering::Relaxed);
+            state.metrics.items_in.fetch_add(n, Ordering::Relaxed);
+            state.metrics.bytes_in.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Starts the demo publisher in the background.
+pub fn spawn(state: AppState, data: DemoData, per_sec: f64, shutdown: watch::Receiver<bool>) {
+    let state: AppState = Arc::clone(&state);
+    tokio::spawn(async move { run(state, data, "weather", per_sec, shutdown).await });
+}

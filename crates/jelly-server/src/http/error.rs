@@ -1,0 +1,72 @@
+//! Error answers: a status and a JSON body `{"error": "...", ...}`.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::topic::TopicError;
+
+/// An error answer.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub body: Value,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            body: json!({ "error": message.into() }),
+        }
+    }
+
+    /// Adds a field to the JSON body.
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> ApiError {
+        if let Value::Object(m) = &mut self.body {
+            m.insert(key.to_string(), value.into());
+        }
+        self
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        Self::new(StatusCode::NOT_FOUND, message)
+    }
+
+    pub fn unknown_topic(name: &str) -> ApiError {
+        Self::not_found(format!("topic `{name}` does not exist")).with("topic", name)
+    }
+
+    /// An offset below the first retained one.
+    pub fn gone(requested: u64, first: u64) -> ApiError {
+        Self::new(
+            StatusCode::GONE,
+            format!(
+                "offset {requested} is no longer retained; the first retained offset is {first}"
+            ),
+        )
+        .with("first_offset", first)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body)).into_response()
+    }
+}
+
+impl From<TopicError> for ApiError {
+    fn from(e: TopicError) -> ApiError {
+        let status = match e {
+            TopicError::BadName(_) | TopicError::BadOptions(_) => StatusCode::BAD_REQUEST,
+            TopicError::Conflict(_) => StatusCode::CONFLICT,
+            TopicError::NotFound(_) => StatusCode::NOT_FOUND,
+        };
+        ApiError::new(status, e.to_string())
+    }
+}

@@ -1,0 +1,70 @@
+//! The HTTP front-end (axum): topics, publish, subscribe (chunked stream, long-poll,
+//! SSE), health and metrics. `docs/http-api.md` describes the API.
+
+mod error;
+mod publish;
+mod subscribe;
+mod topics;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use tokio::sync::watch;
+
+pub use error::ApiError;
+
+use crate::config::ServerConfig;
+use crate::metrics::Metrics;
+use crate::topic::Registry;
+
+/// What every handler sees.
+pub struct Shared {
+    pub config: ServerConfig,
+    pub topics: Registry,
+    pub metrics: Arc<Metrics>,
+    /// Becomes true when the server shuts down: live subscriptions end.
+    pub shutdown: watch::Receiver<bool>,
+}
+
+/// Handler state.
+pub type AppState = Arc<Shared>;
+
+/// All routes.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
+        .route("/topics", get(topics::list))
+        .route("/topics/{name}", get(topics::describe).put(topics::create))
+        .route(
+            "/topics/{name}/items",
+            get(subscribe::stream).post(publish::publish),
+        )
+        .route("/topics/{name}/poll", get(subscribe::poll))
+        .route("/topics/{name}/sse", get(subscribe::sse))
+        .fallback(|| async { ApiError::not_found("no such endpoint") })
+        // Bodies are read with our own limit (and a JSON error), not axum's default 2 MB.
+        .layer(DefaultBodyLimit::disable())
+        .with_state(state)
+}
+
+async fn health(State(s): State<AppState>) -> impl IntoResponse {
+    axum::Json(serde_json::json!({
+        "status": "ok",
+        "topics": s.topics.list().len(),
+    }))
+}
+
+async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        s.metrics.render(&s.topics),
+    )
+}

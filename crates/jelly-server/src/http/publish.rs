@@ -1,0 +1,171 @@
+//! `POST /topics/{name}/items`: publish.
+
+use std::sync::atomic::Ordering;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ApiError, AppState};
+use crate::ingest::{ACCEPTED_CONTENT_TYPES, IngestError, InputFormat, PublishMeta, ingest};
+use crate::log::LogError;
+use crate::topic::valid_name;
+
+#[derive(Debug, Deserialize)]
+pub struct PublishQuery {
+    /// `graph`: one item per named graph (text bodies).
+    split: Option<String>,
+    /// Base IRI for relative IRIs in Turtle and TriG.
+    base: Option<String>,
+}
+
+/// Prefix of the headers stored with each item.
+const HEADER_PREFIX: &str = "x-jelly-header-";
+
+fn meta_from(headers: &HeaderMap, q: &PublishQuery) -> Result<PublishMeta, ApiError> {
+    let text = |name: &str, v: &axum::http::HeaderValue| {
+        v.to_str()
+            .map(str::to_string)
+            .map_err(|_| ApiError::bad_request(format!("header {name} is not visible ASCII")))
+    };
+    let source = match headers.get("x-jelly-source") {
+        Some(v) => text("X-Jelly-Source", v)?,
+        None => String::new(),
+    };
+    let mut hs = Vec::new();
+    for (k, v) in headers {
+        if let Some(name) = k.as_str().strip_prefix(HEADER_PREFIX)
+            && !name.is_empty()
+        {
+            hs.push((name.to_string(), text(k.as_str(), v)?));
+        }
+    }
+    let split_graph = match q.split.as_deref() {
+        None | Some("none") | Some("") => false,
+        Some("graph") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "unknown split `{other}` (graph or none)"
+            )));
+        }
+    };
+    Ok(PublishMeta {
+        source,
+        headers: hs,
+        split_graph,
+        base_iri: q.base.clone(),
+    })
+}
+
+fn ingest_error(e: IngestError) -> ApiError {
+    let status = match e {
+        IngestError::Invalid(_) => StatusCode::BAD_REQUEST,
+        IngestError::NotAllowed(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        IngestError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+    };
+    ApiError::new(status, e.to_string())
+}
+
+/// Decodes and checks the whole body, then appends all its items as one batch.
+pub async fn publish(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    Query(q): Query<PublishQuery>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<Value>, ApiError> {
+    s.metrics.requests_publish.fetch_add(1, Ordering::Relaxed);
+    let r = publish_inner(&s, &name, &q, &headers, body).await;
+    if r.is_err() {
+        s.metrics.publish_rejected.fetch_add(1, Ordering::Relaxed);
+    }
+    r
+}
+
+async fn publish_inner(
+    s: &AppState,
+    name: &str,
+    q: &PublishQuery,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Json<Value>, ApiError> {
+    if !valid_name(name) {
+        return Err(crate::topic::TopicError::BadName(name.to_string()).into());
+    }
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let format = InputFormat::from_content_type(ct).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("unsupported Content-Type `{ct}`; use one of {ACCEPTED_CONTENT_TYPES}"),
+        )
+    })?;
+    let meta = meta_from(headers, q)?;
+    let max_body = s.config.max_body_bytes;
+    let body = axum::body::to_bytes(body, max_body).await.map_err(|e| {
+        // to_bytes fails for an over-long body, or when the connection breaks.
+        if e.to_string().contains("length limit") {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("request body over the limit of {max_body} bytes"),
+            )
+            .with("max_body_bytes", max_body)
+        } else {
+            ApiError::bad_request(format!("cannot read the request body: {e}"))
+        }
+    })?;
+
+    // Check the body against the topic's options (or the defaults for a new topic)
+    // before the topic is created, so a refused body creates nothing.
+    let mut options = match s.topics.get(name) {
+        Some(t) => t.options.clone(),
+        None => s.config.topic_defaults.clone(),
+    };
+    let max_item = s.config.max_item_bytes;
+    let items = loop {
+        let (b, o, m) = (body.clone(), options.clone(), meta.clone());
+        let items = tokio::task::spawn_blocking(move || ingest(&b, format, &o, &m, max_item))
+            .await
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("ingest failed: {e}"),
+                )
+            })?
+            .map_err(ingest_error)?;
+        let topic = s.topics.for_publish(name)?;
+        if topic.options == options {
+            break (topic, items);
+        }
+        // Created concurrently with other options: check again against those.
+        options = topic.options.clone();
+    };
+    let (topic, items) = items;
+    let n = items.len() as u64;
+    let bytes: u64 = items.iter().map(|i| i.frame.len() as u64).sum();
+    let statements: u64 = items.iter().map(|i| u64::from(i.statements)).sum();
+    let offsets = topic.log.append(items).await.map_err(|e| match e {
+        LogError::ItemTooLarge { .. } => {
+            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, e.to_string())
+        }
+        e => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("append failed: {e}"),
+        ),
+    })?;
+    topic.stats.items_in.fetch_add(n, Ordering::Relaxed);
+    topic.stats.bytes_in.fetch_add(bytes, Ordering::Relaxed);
+    topic
+        .stats
+        .statements_in
+        .fetch_add(statements, Ordering::Relaxed);
+    s.metrics.items_in.fetch_add(n, Ordering::Relaxed);
+    s.metrics.bytes_in.fetch_add(bytes, Ordering::Relaxed);
+    tracing::debug!(topic = name, items = n, "published");
+    Ok(Json(json!({ "topic": name, "offsets": offsets })))
+}

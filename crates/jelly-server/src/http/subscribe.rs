@@ -1,0 +1,296 @@
+//! Reading a topic: `GET /topics/{name}/items` (a long-lived chunked stream),
+//! `GET /topics/{name}/poll` (a bounded page) and `GET /topics/{name}/sse`.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use super::{ApiError, AppState};
+use crate::deliver::{Delivery, Follow, OutFormat, Wrapping};
+use crate::log::{LogError, ReadLimits};
+use crate::topic::Topic;
+
+#[derive(Debug, Deserialize, Default)]
+pub struct SubscribeQuery {
+    /// `earliest`, `latest`, `<offset>`, `ts:<ms>` or `last:<n>`.
+    from: Option<String>,
+    /// Overrides `Accept`: jelly, nquads, ntriples, trig, turtle.
+    format: Option<String>,
+    /// `false`: end the response once the items present at the request are sent.
+    follow: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+pub struct PollQuery {
+    from: Option<String>,
+    format: Option<String>,
+    max_items: Option<usize>,
+    max_bytes: Option<usize>,
+    wait_ms: Option<u64>,
+}
+
+/// Longest wait of one long-poll request.
+const MAX_WAIT_MS: u64 = 60_000;
+/// Most items in one poll page.
+const MAX_POLL_ITEMS: usize = 10_000;
+
+fn topic(s: &AppState, name: &str) -> Result<Arc<Topic>, ApiError> {
+    s.topics
+        .get(name)
+        .ok_or_else(|| ApiError::unknown_topic(name))
+}
+
+/// Resolves a `from` value to an offset, checking retention.
+async fn resolve_from(t: &Topic, from: Option<&str>, default: &str) -> Result<u64, ApiError> {
+    let from = from.unwrap_or(default).trim();
+    let first = t.log.first_offset();
+    let next = t.log.next_offset();
+    let bad = || {
+        ApiError::bad_request(format!(
+            "bad `from` value `{from}`: use earliest, latest, an offset, ts:<ms> or last:<n>"
+        ))
+    };
+    let offset = match from {
+        "earliest" => first,
+        "latest" => next,
+        f => {
+            if let Some(ms) = f.strip_prefix("ts:") {
+                let ms: u64 = ms.parse().map_err(|_| bad())?;
+                t.log
+                    .offset_for_timestamp(ms)
+                    .await
+                    .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?
+            } else if let Some(n) = f.strip_prefix("last:") {
+                let n: u64 = n.parse().map_err(|_| bad())?;
+                next.saturating_sub(n).max(first)
+            } else {
+                let o: u64 = f.parse().map_err(|_| bad())?;
+                if o < first {
+                    return Err(ApiError::gone(o, first));
+                }
+                if o > next {
+                    return Err(ApiError::new(
+                        StatusCode::RANGE_NOT_SATISFIABLE,
+                        format!("offset {o} is past the end of the topic (next offset {next})"),
+                    )
+                    .with("next_offset", next));
+                }
+                o
+            }
+        }
+    };
+    Ok(offset)
+}
+
+/// The output format: `?format=` if given, else `Accept`.
+fn pick_format(
+    t: &Topic,
+    format: Option<&str>,
+    headers: &HeaderMap,
+    default: OutFormat,
+) -> Result<OutFormat, ApiError> {
+    let f = match format {
+        Some(f) => OutFormat::parse(f).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "unknown format `{f}` (jelly, nquads, ntriples, trig, turtle)"
+            ))
+        })?,
+        None => {
+            let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+            OutFormat::negotiate(accept, default).map_err(|()| {
+                ApiError::new(
+                    StatusCode::NOT_ACCEPTABLE,
+                    "none of the accepted types is offered: application/x-jelly-rdf, \
+                     application/n-quads, application/n-triples, application/trig, text/turtle",
+                )
+            })?
+        }
+    };
+    if !f.fits(&t.options) {
+        return Err(ApiError::new(
+            StatusCode::NOT_ACCEPTABLE,
+            format!(
+                "topic `{}` holds quads; {} cannot carry named graphs (use n-quads, trig or jelly)",
+                t.name,
+                f.content_type()
+            ),
+        ));
+    }
+    Ok(f)
+}
+
+fn offset_header(v: u64) -> HeaderValue {
+    HeaderValue::from(v)
+}
+
+fn streaming_response(content_type: &'static str, start: u64, follow: Follow) -> Response {
+    let mut r = Response::new(Body::from_stream(follow.into_stream()));
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-jelly-start-offset", offset_header(start));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+fn follow(
+    s: &AppState,
+    t: Arc<Topic>,
+    kind: &'static str,
+    format: OutFormat,
+    start: u64,
+    end: Option<u64>,
+    wrapping: Wrapping,
+    delimited: bool,
+) -> Follow {
+    let guard = t.subscribe(kind, format.name(), start);
+    let delivery = Delivery::new(format, &t.options, delimited);
+    let batch = ReadLimits {
+        max_items: s.config.delivery_batch_items.max(1),
+        max_bytes: 4 << 20,
+    };
+    Follow::new(
+        t,
+        guard,
+        start,
+        end,
+        delivery,
+        wrapping,
+        batch,
+        s.shutdown.clone(),
+        Duration::from_secs(s.config.sse_keepalive_secs.max(1)),
+        s.metrics.clone(),
+    )
+}
+
+/// `GET /topics/{name}/items`: a chunked stream that follows new items.
+pub async fn stream(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    Query(q): Query<SubscribeQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let t = topic(&s, &name)?;
+    let format = pick_format(&t, q.format.as_deref(), &headers, OutFormat::Jelly)?;
+    let start = resolve_from(&t, q.from.as_deref(), "earliest").await?;
+    let end = (q.follow == Some(false)).then(|| t.log.next_offset());
+    let f = follow(&s, t, "stream", format, start, end, Wrapping::Raw, true);
+    Ok(streaming_response(format.content_type(), start, f))
+}
+
+/// `GET /topics/{name}/sse`: server-sent events, one per item, `id: <offset>`.
+/// `Last-Event-ID` (sent by browsers on reconnect) overrides `from`.
+pub async fn sse(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    Query(q): Query<SubscribeQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let t = topic(&s, &name)?;
+    let format = match q.format.as_deref() {
+        Some(f) => OutFormat::parse(f).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "unknown format `{f}` (jelly, nquads, ntriples, trig, turtle)"
+            ))
+        })?,
+        None => OutFormat::NQuads,
+    };
+    if !format.fits(&t.options) {
+        return Err(pick_format(&t, Some(format.name()), &headers, format).unwrap_err());
+    }
+    let last_id = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty());
+    let start = match last_id {
+        Some(id) => {
+            let id: u64 = id.parse().map_err(|_| {
+                ApiError::bad_request(format!("Last-Event-ID `{id}` is not an offset"))
+            })?;
+            resolve_from(&t, Some(&(id + 1).to_string()), "earliest").await?
+        }
+        None => resolve_from(&t, q.from.as_deref(), "earliest").await?,
+    };
+    let end = (q.follow == Some(false)).then(|| t.log.next_offset());
+    let f = follow(&s, t, "sse", format, start, end, Wrapping::Sse, false);
+    Ok(streaming_response("text/event-stream", start, f))
+}
+
+/// `GET /topics/{name}/poll`: at most `max_items` / `max_bytes` from `from`, waiting
+/// up to `wait_ms` when nothing is there yet. `X-Jelly-Next-Offset` tells where to go on.
+pub async fn poll(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    Query(q): Query<PollQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let t = topic(&s, &name)?;
+    let format = pick_format(&t, q.format.as_deref(), &headers, OutFormat::Jelly)?;
+    let from = resolve_from(&t, q.from.as_deref(), "earliest").await?;
+    let limits = ReadLimits {
+        max_items: q.max_items.unwrap_or(100).clamp(1, MAX_POLL_ITEMS),
+        max_bytes: q.max_bytes.unwrap_or(1 << 20).max(1),
+    };
+    let wait = Duration::from_millis(q.wait_ms.unwrap_or(0).min(MAX_WAIT_MS));
+    let read = |from| {
+        let t = t.clone();
+        async move {
+            t.log.read(from, limits).await.map_err(|e| match e {
+                LogError::Truncated { requested, first } => ApiError::gone(requested, first),
+                e => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+            })
+        }
+    };
+    let mut items = read(from).await?;
+    if items.is_empty() && !wait.is_zero() {
+        let mut w = t.log.watch();
+        let mut shutdown = s.shutdown.clone();
+        tokio::select! {
+            _ = tokio::time::timeout(wait, w.wait_for(|n| *n > from)) => {}
+            _ = shutdown.changed() => {}
+        }
+        items = read(from).await?;
+    }
+    let mut delivery = Delivery::new(format, &t.options, true);
+    let mut out = Vec::new();
+    let mut next = from;
+    for it in &items {
+        delivery
+            .write_item(it, &mut out)
+            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+        next = it.offset + 1;
+    }
+    let n = items.len() as u64;
+    t.stats.items_out.fetch_add(n, Ordering::Relaxed);
+    t.stats
+        .bytes_out
+        .fetch_add(out.len() as u64, Ordering::Relaxed);
+    s.metrics.items_out.fetch_add(n, Ordering::Relaxed);
+    s.metrics
+        .bytes_out
+        .fetch_add(out.len() as u64, Ordering::Relaxed);
+    let mut r = (
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(format.content_type()),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        out,
+    )
+        .into_response();
+    let h = r.headers_mut();
+    h.insert("x-jelly-next-offset", offset_header(next));
+    h.insert("x-jelly-first-offset", offset_header(t.log.first_offset()));
+    h.insert("x-jelly-items", offset_header(n));
+    Ok(r)
+}

@@ -1,0 +1,96 @@
+//! `PUT /topics/{name}`, `GET /topics`, `GET /topics/{name}`.
+
+use std::sync::atomic::Ordering;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use serde_json::{Value, json};
+
+use super::{ApiError, AppState};
+use crate::topic::{Topic, TopicOptions};
+
+/// The description of a topic, as JSON.
+pub fn describe_json(t: &Topic) -> Value {
+    let first = t.log.first_offset();
+    let next = t.log.next_offset();
+    let mut options = serde_json::to_value(&t.options).unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut options {
+        let lt = t.options.logical_type().unwrap_or_default();
+        m.insert("logical".into(), json!(lt.name()));
+    }
+    let subscribers: Vec<Value> = t
+        .subscribers()
+        .iter()
+        .map(|s| {
+            let pos = s.position.load(Ordering::Relaxed);
+            json!({
+                "id": s.id,
+                "kind": s.kind,
+                "format": s.format,
+                "position": pos,
+                "lag": next.saturating_sub(pos),
+                "since_ms": s.since_ms,
+            })
+        })
+        .collect();
+    json!({
+        "name": t.name,
+        "options": options,
+        "first_offset": first,
+        "next_offset": next,
+        "items": next - first,
+        "items_in": t.stats.items_in.load(Ordering::Relaxed),
+        "statements_in": t.stats.statements_in.load(Ordering::Relaxed),
+        "bytes_in": t.stats.bytes_in.load(Ordering::Relaxed),
+        "items_out": t.stats.items_out.load(Ordering::Relaxed),
+        "bytes_out": t.stats.bytes_out.load(Ordering::Relaxed),
+        "created_ms": t.created_ms,
+        "subscribers": subscribers,
+    })
+}
+
+pub async fn list(State(s): State<AppState>) -> impl IntoResponse {
+    let topics: Vec<Value> = s.topics.list().iter().map(|t| describe_json(t)).collect();
+    Json(json!({ "topics": topics }))
+}
+
+pub async fn describe(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let t = s
+        .topics
+        .get(&name)
+        .ok_or_else(|| ApiError::unknown_topic(&name))?;
+    Ok(Json(describe_json(&t)))
+}
+
+/// Creates a topic. The body is optional JSON options; an empty body takes the
+/// server's defaults. 201 when created, 200 when it exists with the same options,
+/// 409 when it exists with other options.
+pub async fn create(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    body: Body,
+) -> Result<impl IntoResponse, ApiError> {
+    let body = axum::body::to_bytes(body, 64 << 10)
+        .await
+        .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "topic options over 64 KiB"))?;
+    let options = if body.iter().all(|b| b.is_ascii_whitespace()) {
+        None
+    } else {
+        let o: TopicOptions = serde_json::from_slice(&body)
+            .map_err(|e| ApiError::bad_request(format!("bad topic options: {e}")))?;
+        Some(o)
+    };
+    let (t, created) = s.topics.create(&name, options)?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(describe_json(&t))))
+}

@@ -1,0 +1,412 @@
+//! Publishing: turns a request body into self-contained items.
+//!
+//! A Jelly body is decoded with one decoder for the whole request (the publisher's
+//! tables carry over from frame to frame), and every frame that holds statements
+//! becomes one item. A text body becomes one item, or one item per graph with
+//! `split=graph`. Every item is re-encoded with a fresh [`jelly::Encoder`], so it is a
+//! complete one-frame stream (options row first, tables empty) — see
+//! `docs/server-design.md`.
+//!
+//! The whole body is checked before anything is appended: a bad statement anywhere
+//! refuses the request.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use jelly::oxrdf_adapter::from_ox_quad;
+use jelly::{
+    DecodeError, Decoder, DecoderOptions, Delimiting, EncodeError, Encoder, Event, FrameReader,
+    StatementRef, StreamOptions, Term, TermRef,
+};
+
+use crate::item::NewItem;
+use crate::topic::TopicOptions;
+
+/// Formats a publisher may send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputFormat {
+    /// `application/x-jelly-rdf`: a delimited stream (or one non-delimited frame).
+    Jelly,
+    NQuads,
+    NTriples,
+    Turtle,
+    TriG,
+}
+
+impl InputFormat {
+    /// From a `Content-Type` value (parameters such as `charset` are ignored).
+    pub fn from_content_type(ct: &str) -> Option<InputFormat> {
+        let mime = ct
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        Some(match mime.as_str() {
+            "application/x-jelly-rdf" | "application/jelly" => InputFormat::Jelly,
+            "application/n-quads" | "text/x-nquads" => InputFormat::NQuads,
+            "application/n-triples" | "text/plain" => InputFormat::NTriples,
+            "text/turtle" | "application/x-turtle" => InputFormat::Turtle,
+            "application/trig" | "application/x-trig" => InputFormat::TriG,
+            _ => return None,
+        })
+    }
+}
+
+/// The content types accepted by [`InputFormat::from_content_type`], for error messages.
+pub const ACCEPTED_CONTENT_TYPES: &str = "application/x-jelly-rdf, application/n-quads, application/n-triples, text/turtle, application/trig";
+
+/// What a publish request asks for besides its body.
+#[derive(Debug, Clone, Default)]
+pub struct PublishMeta {
+    pub source: String,
+    pub headers: Vec<(String, String)>,
+    /// Text bodies: one item per graph instead of one for the whole body.
+    pub split_graph: bool,
+    /// Base IRI for relative IRIs in Turtle and TriG.
+    pub base_iri: Option<String>,
+}
+
+/// Why a body was refused. Nothing of it was appended.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    /// Malformed input (400).
+    #[error("{0}")]
+    Invalid(String),
+    /// Input that is well-formed but does not fit the topic (422).
+    #[error("{0}")]
+    NotAllowed(String),
+    /// An item over the size limit (413).
+    #[error("item {index} is {size} bytes as a Jelly frame; the limit is {max}")]
+    TooLarge {
+        index: usize,
+        size: usize,
+        max: usize,
+    },
+}
+
+/// Builds one item with a fresh encoder.
+struct ItemBuilder {
+    enc: Encoder,
+    statements: u32,
+}
+
+impl ItemBuilder {
+    fn new(opts: &StreamOptions) -> ItemBuilder {
+        ItemBuilder {
+            // The topic's options were validated when it was created.
+            enc: Encoder::new(opts.clone()).expect("topic stream options are valid"),
+            statements: 0,
+        }
+    }
+
+    fn add(&mut self, st: StatementRef<'_>) -> Result<(), EncodeError> {
+        self.enc.add(st)?;
+        self.statements = self.statements.saturating_add(1);
+        Ok(())
+    }
+
+    fn finish(mut self, meta: &PublishMeta) -> NewItem {
+        NewItem {
+            frame: Bytes::from(self.enc.finish_frame()),
+            statements: self.statements,
+            source: meta.source.clone(),
+            headers: meta.headers.clone(),
+        }
+    }
+}
+
+fn not_allowed(item: usize, e: EncodeError, topic: &TopicOptions) -> IngestError {
+    let hint = match e {
+        EncodeError::WrongPhysicalType { .. } => {
+            " (the topic holds triples; create it with physical=quads for named graphs)"
+        }
+        EncodeError::GeneralizedNotEnabled { .. } if !topic.rdf_star || !topic.generalized => {
+            " (create the topic with rdf_star / generalized enabled)"
+        }
+        _ => "",
+    };
+    IngestError::NotAllowed(format!("item {item}: {e}{hint}"))
+}
+
+fn decode_error(e: DecodeError) -> IngestError {
+    IngestError::Invalid(format!("malformed Jelly: {e}"))
+}
+
+fn check_size(items: &[NewItem], max: usize) -> Result<(), IngestError> {
+    for (index, it) in items.iter().enumerate() {
+        if it.frame.len() > max {
+            return Err(IngestError::TooLarge {
+                index,
+                size: it.frame.len(),
+                max,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Turns a whole request body into items for `topic`.
+pub fn ingest(
+    body: &[u8],
+    format: InputFormat,
+    topic: &TopicOptions,
+    meta: &PublishMeta,
+    max_item_bytes: usize,
+) -> Result<Vec<NewItem>, IngestError> {
+    if body.is_empty() {
+        return Err(IngestError::Invalid("empty body".into()));
+    }
+    let opts = topic.stream_options();
+    let items = match format {
+        InputFormat::Jelly => ingest_jelly(body, &opts, topic, meta)?,
+        _ => ingest_text(body, format, &opts, topic, meta)?,
+    };
+    if items.is_empty() {
+        return Err(IngestError::Invalid("the body holds no statements".into()));
+    }
+    check_size(&items, max_item_bytes)?;
+    Ok(items)
+}
+
+fn ingest_jelly(
+    body: &[u8],
+    opts: &StreamOptions,
+    topic: &TopicOptions,
+    meta: &PublishMeta,
+) -> Result<Vec<NewItem>, IngestError> {
+    let cfg = DecoderOptions::default();
+    let mut frames = FrameReader::new(body, Delimiting::Auto, cfg.max_frame_bytes);
+    let mut dec = Decoder::new(cfg);
+    let mut items = Vec::new();
+    while let Some(f) = frames.next_frame().map_err(decode_error)? {
+        let mut cur = dec.frame_at(f.bytes, f.offset);
+        let mut b = ItemBuilder::new(opts);
+        let index = items.len();
+        while let Some(ev) = cur.next_event().map_err(decode_error)? {
+            if let Event::Statement(st) = ev {
+                b.add(st).map_err(|e| not_allowed(index, e, topic))?;
+            }
+        }
+        // Frames without statements (options only, namespaces) are not items.
+        if b.statements > 0 {
+            items.push(b.finish(meta));
+        }
+    }
+    Ok(items)
+}
+
+/// Groups statements into items: one for all, or one per graph (in order of first appearance).
+struct Grouper<'a> {
+    opts: &'a StreamOptions,
+    topic: &'a TopicOptions,
+    split: bool,
+    order: Vec<ItemBuilder>,
+    by_graph: HashMap<Term, usize>,
+}
+
+impl Grouper<'_> {
+    fn add(&mut self, st: StatementRef<'_>) -> Result<(), IngestError> {
+        let idx = if self.split {
+            let key = match st.graph {
+                None | Some(TermRef::DefaultGraph) => Term::DefaultGraph,
+                Some(g) => g.to_owned(),
+            };
+            match self.by_graph.get(&key) {
+                Some(&i) => i,
+                None => {
+                    self.order.push(ItemBuilder::new(self.opts));
+                    self.by_graph.insert(key, self.order.len() - 1);
+                    self.order.len() - 1
+                }
+            }
+        } else {
+            if self.order.is_empty() {
+                self.order.push(ItemBuilder::new(self.opts));
+            }
+            0
+        };
+        self.order[idx]
+            .add(st)
+            .map_err(|e| not_allowed(idx, e, self.topic))
+    }
+}
+
+fn ingest_text(
+    body: &[u8],
+    format: InputFormat,
+    opts: &StreamOptions,
+    topic: &TopicOptions,
+    meta: &PublishMeta,
+) -> Result<Vec<NewItem>, IngestError> {
+    let mut g = Grouper {
+        opts,
+        topic,
+        split: meta.split_graph,
+        order: Vec::new(),
+        by_graph: HashMap::new(),
+    };
+    match format {
+        InputFormat::NQuads | InputFormat::NTriples => {
+            let text = std::str::from_utf8(body).map_err(|e| {
+                IngestError::Invalid(format!("invalid UTF-8 at byte {}", e.valid_up_to()))
+            })?;
+            for (i, line) in text.lines().enumerate() {
+                let st = jelly::nquads::parse_line(line, i + 1)
+                    .map_err(|e| IngestError::Invalid(format!("syntax error: {e}")))?;
+                if let Some(st) = st {
+                    if format == InputFormat::NTriples && st.graph.is_some() {
+                        return Err(IngestError::Invalid(format!(
+                            "line {}: a quad in N-Triples (send it as application/n-quads)",
+                            i + 1
+                        )));
+                    }
+                    g.add(st.as_ref())?;
+                }
+            }
+        }
+        InputFormat::Turtle => {
+            let mut p = oxttl::TurtleParser::new();
+            if let Some(b) = &meta.base_iri {
+                p = p
+                    .with_base_iri(b.as_str())
+                    .map_err(|e| IngestError::Invalid(format!("bad base IRI: {e}")))?;
+            }
+            for t in p.for_slice(body) {
+                let t = t.map_err(|e| IngestError::Invalid(format!("syntax error: {e}")))?;
+                let mut holder = None;
+                g.add(jelly::oxrdf_adapter::from_ox_triple(
+                    t.as_ref(),
+                    &mut holder,
+                ))?;
+            }
+        }
+        InputFormat::TriG => {
+            let mut p = oxttl::TriGParser::new();
+            if let Some(b) = &meta.base_iri {
+                p = p
+                    .with_base_iri(b.as_str())
+                    .map_err(|e| IngestError::Invalid(format!("bad base IRI: {e}")))?;
+            }
+            for q in p.for_slice(body) {
+                let q = q.map_err(|e| IngestError::Invalid(format!("syntax error: {e}")))?;
+                let mut holder = None;
+                let mut st = from_ox_quad(q.as_ref(), &mut holder);
+                if st.graph == Some(TermRef::DefaultGraph) {
+                    st.graph = None;
+                }
+                g.add(st)?;
+            }
+        }
+        InputFormat::Jelly => unreachable!("handled by ingest_jelly"),
+    }
+    Ok(g.order.into_iter().map(|b| b.finish(meta)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topic::Physical;
+
+    fn decode_item(frame: &[u8]) -> Vec<jelly::Statement> {
+        let mut r =
+            jelly::JellyReader::with_options(frame, DecoderOptions::default(), Delimiting::Single);
+        let frames = r.read_all_frames().unwrap();
+        assert_eq!(frames.len(), 1);
+        frames.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn trig_split_by_graph() {
+        let body =
+            b"<s> <p> <o> .\n<g1> { <s> <p> <o1> . }\n<g2> { <s> <p> <o2> . <s> <p> <o3> . }\n";
+        let meta = PublishMeta {
+            split_graph: true,
+            base_iri: Some("http://ex/".into()),
+            ..Default::default()
+        };
+        let items = ingest(
+            body,
+            InputFormat::TriG,
+            &TopicOptions::default(),
+            &meta,
+            1 << 20,
+        )
+        .unwrap();
+        assert_eq!(
+            items.iter().map(|i| i.statements).collect::<Vec<_>>(),
+            [1, 1, 2]
+        );
+        let st = decode_item(&items[2].frame);
+        assert_eq!(st[0].graph, Some(Term::Iri("http://ex/g2".into())));
+    }
+
+    #[test]
+    fn jelly_frames_become_self_contained_items() {
+        let mut buf = Vec::new();
+        let mut w = jelly::JellyWriterBuilder::new(StreamOptions::small())
+            .frame_policy(jelly::FramePolicy::Manual)
+            .build(&mut buf)
+            .unwrap();
+        let s = TermRef::Iri("http://ex/s");
+        for i in 0..3 {
+            let o = format!("http://ex/o{i}");
+            w.add(StatementRef::triple(
+                s,
+                TermRef::Iri("http://ex/p"),
+                TermRef::Iri(&o),
+            ))
+            .unwrap();
+            w.flush_frame().unwrap();
+        }
+        w.finish().unwrap();
+        let opts = TopicOptions {
+            physical: Physical::Triples,
+            ..Default::default()
+        };
+        let items = ingest(
+            &buf,
+            InputFormat::Jelly,
+            &opts,
+            &PublishMeta::default(),
+            1 << 20,
+        )
+        .unwrap();
+        assert_eq!(items.len(), 3);
+        // Frame 2 of the publisher's stream repeats terms from frame 0; the item does not need it.
+        let st = decode_item(&items[2].frame);
+        assert_eq!(st[0].subject, Term::Iri("http://ex/s".into()));
+        assert_eq!(st[0].object, Term::Iri("http://ex/o2".into()));
+    }
+
+    #[test]
+    fn refusals() {
+        let t = TopicOptions {
+            physical: Physical::Triples,
+            ..Default::default()
+        };
+        let m = PublishMeta::default();
+        assert!(matches!(
+            ingest(b"<s> <p> <o> <g> .\n", InputFormat::NQuads, &t, &m, 1 << 20),
+            Err(IngestError::NotAllowed(_))
+        ));
+        assert!(matches!(
+            ingest(b"<s> <p> .\n", InputFormat::NQuads, &t, &m, 1 << 20),
+            Err(IngestError::Invalid(_))
+        ));
+        assert!(matches!(
+            ingest(b"\x05\x0a\x03", InputFormat::Jelly, &t, &m, 1 << 20),
+            Err(IngestError::Invalid(_))
+        ));
+        assert!(matches!(
+            ingest(
+                b"<http://s> <http://p> <http://o> .\n",
+                InputFormat::NTriples,
+                &t,
+                &m,
+                10
+            ),
+            Err(IngestError::TooLarge { .. })
+        ));
+    }
+}

@@ -1,0 +1,137 @@
+//! Prometheus text exposition (format 0.0.4), written by hand.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::topic::Registry;
+
+/// Server-wide counters.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub requests_publish: AtomicU64,
+    pub publish_rejected: AtomicU64,
+    pub items_in: AtomicU64,
+    pub bytes_in: AtomicU64,
+    pub items_out: AtomicU64,
+    pub bytes_out: AtomicU64,
+}
+
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+impl Metrics {
+    /// Renders all metrics.
+    pub fn render(&self, topics: &Registry) -> String {
+        let mut s = String::new();
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let counter = |s: &mut String, name: &str, help: &str, v: u64| {
+            let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
+        };
+        counter(
+            &mut s,
+            "jelly_publish_requests_total",
+            "Publish requests received.",
+            g(&self.requests_publish),
+        );
+        counter(
+            &mut s,
+            "jelly_publish_rejected_total",
+            "Publish requests refused (nothing appended).",
+            g(&self.publish_rejected),
+        );
+        counter(
+            &mut s,
+            "jelly_items_in_total",
+            "Items appended.",
+            g(&self.items_in),
+        );
+        counter(
+            &mut s,
+            "jelly_bytes_in_total",
+            "Bytes of stored item frames appended.",
+            g(&self.bytes_in),
+        );
+        counter(
+            &mut s,
+            "jelly_items_out_total",
+            "Items sent to subscribers.",
+            g(&self.items_out),
+        );
+        counter(
+            &mut s,
+            "jelly_bytes_out_total",
+            "Bytes sent to subscribers.",
+            g(&self.bytes_out),
+        );
+
+        let topics = topics.list();
+        let per_topic: [(&str, &str, &str, fn(&crate::topic::Topic) -> u64); 6] = [
+            (
+                "jelly_topic_items_in_total",
+                "counter",
+                "Items appended to the topic.",
+                |t| t.stats.items_in.load(Ordering::Relaxed),
+            ),
+            (
+                "jelly_topic_bytes_in_total",
+                "counter",
+                "Bytes of item frames appended to the topic.",
+                |t| t.stats.bytes_in.load(Ordering::Relaxed),
+            ),
+            (
+                "jelly_topic_items_out_total",
+                "counter",
+                "Items sent to the topic's subscribers.",
+                |t| t.stats.items_out.load(Ordering::Relaxed),
+            ),
+            (
+                "jelly_topic_bytes_out_total",
+                "counter",
+                "Bytes sent to the topic's subscribers.",
+                |t| t.stats.bytes_out.load(Ordering::Relaxed),
+            ),
+            (
+                "jelly_topic_next_offset",
+                "gauge",
+                "Offset the next item will get.",
+                |t| t.log.next_offset(),
+            ),
+            (
+                "jelly_topic_subscribers",
+                "gauge",
+                "Live subscriptions.",
+                |t| t.subscribers().len() as u64,
+            ),
+        ];
+        for (name, kind, help, f) in per_topic {
+            let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            for t in &topics {
+                let _ = writeln!(s, "{name}{{topic=\"{}\"}} {}", label(&t.name), f(t));
+            }
+        }
+        let name = "jelly_subscriber_lag_items";
+        let _ = writeln!(
+            s,
+            "# HELP {name} Items appended but not yet sent to the subscriber.\n# TYPE {name} gauge"
+        );
+        for t in &topics {
+            let next = t.log.next_offset();
+            for sub in t.subscribers() {
+                let pos = sub.position.load(Ordering::Relaxed);
+                let _ = writeln!(
+                    s,
+                    "{name}{{topic=\"{}\",subscriber=\"{}\",kind=\"{}\",format=\"{}\"}} {}",
+                    label(&t.name),
+                    sub.id,
+                    sub.kind,
+                    sub.format,
+                    next.saturating_sub(pos)
+                );
+            }
+        }
+        s
+    }
+}

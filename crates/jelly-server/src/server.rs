@@ -1,0 +1,112 @@
+//! Starting and stopping the server.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::ServerConfig;
+use crate::http::{AppState, Shared, router};
+use crate::metrics::Metrics;
+use crate::topic::Registry;
+
+/// A running server.
+pub struct Server {
+    addr: SocketAddr,
+    state: AppState,
+    shutdown: watch::Sender<bool>,
+    task: JoinHandle<io::Result<()>>,
+}
+
+impl Server {
+    /// Binds `config.listen` and starts serving in the background.
+    pub async fn start(config: ServerConfig) -> io::Result<Server> {
+        let listener = tokio::net::TcpListener::bind(config.listen).await?;
+        let addr = listener.local_addr()?;
+        let (tx, rx) = watch::channel(false);
+        let state: AppState = Arc::new(Shared {
+            topics: Registry::new(&config),
+            config,
+            metrics: Arc::new(Metrics::default()),
+            shutdown: rx.clone(),
+        });
+        let app = router(state.clone());
+        let mut stop = rx;
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                })
+                .await
+        });
+        tracing::info!(%addr, "listening");
+        Ok(Server {
+            addr,
+            state,
+            shutdown: tx,
+            task,
+        })
+    }
+
+    /// The address it listens on (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://<addr>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The shared state (topics, metrics).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// A receiver that turns true when shutdown begins (for background tasks).
+    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    /// Stops accepting connections, ends live subscriptions and waits for the
+    /// in-flight requests to finish.
+    pub async fn shutdown(self) -> io::Result<()> {
+        self.shutdown.send_replace(true);
+        match self.task.await {
+            Ok(r) => r,
+            Err(e) => Err(io::Error::other(e)),
+        }
+    }
+
+    /// Serves until `signal` completes, then shuts down gracefully.
+    pub async fn run_until(self, signal: impl Future<Output = ()>) -> io::Result<()> {
+        signal.await;
+        tracing::info!("shutting down");
+        self.shutdown().await
+    }
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn termination_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}

@@ -1,0 +1,400 @@
+//! Topics: named logs with their options, counters and live subscriptions.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use jelly::{LogicalType, PhysicalType, StreamOptions};
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+use crate::config::{LogKind, ServerConfig};
+use crate::item::{Item, NewItem};
+use crate::log::{Log, LogError, MemoryLog, ReadLimits, now_ms};
+
+/// Physical stream type of a topic's items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Physical {
+    Triples,
+    #[default]
+    Quads,
+}
+
+impl Physical {
+    pub fn jelly(self) -> PhysicalType {
+        match self {
+            Physical::Triples => PhysicalType::Triples,
+            Physical::Quads => PhysicalType::Quads,
+        }
+    }
+}
+
+/// Options of a topic, fixed when it is created.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TopicOptions {
+    /// `triples` (named graphs are refused) or `quads`.
+    pub physical: Physical,
+    /// Logical stream type name (`graphs`, `datasets`, `named-graphs`, `flat-quads`, …).
+    /// Default: `graphs` for triples topics, `datasets` for quads topics (one item is one frame).
+    pub logical: Option<String>,
+    /// Allow RDF-star quoted triples in items.
+    pub rdf_star: bool,
+    /// Allow generalized statements in items.
+    pub generalized: bool,
+    /// Keep at most this many items.
+    pub retention_items: u64,
+    /// Keep at most about this many bytes (file log; 0 = no limit).
+    pub retention_bytes: u64,
+    /// Drop items older than this, in milliseconds (file log; 0 = no limit).
+    pub retention_ms: u64,
+}
+
+impl Default for TopicOptions {
+    fn default() -> Self {
+        TopicOptions {
+            physical: Physical::Quads,
+            logical: None,
+            rdf_star: false,
+            generalized: false,
+            retention_items: 1_000_000,
+            retention_bytes: 0,
+            retention_ms: 0,
+        }
+    }
+}
+
+impl TopicOptions {
+    /// The logical type (explicit, or the default for the physical type).
+    pub fn logical_type(&self) -> Result<LogicalType, String> {
+        match &self.logical {
+            None => Ok(match self.physical {
+                Physical::Triples => LogicalType::GRAPHS,
+                Physical::Quads => LogicalType::DATASETS,
+            }),
+            Some(s) => LogicalType::parse(s).ok_or_else(|| {
+                format!(
+                    "unknown logical type `{s}` (flat-triples, flat-quads, graphs, datasets, \
+                     subject-graphs, named-graphs, timestamped-named-graphs, or a number)"
+                )
+            }),
+        }
+    }
+
+    /// Checks the options; returns a reason when they are unusable.
+    pub fn validate(&self) -> Result<(), String> {
+        let lt = self.logical_type()?;
+        if !lt.fits(self.physical.jelly()) {
+            return Err(format!(
+                "logical type {} does not fit physical type {}",
+                lt.name(),
+                self.physical.jelly().name()
+            ));
+        }
+        if self.retention_items == 0 {
+            return Err("retention_items must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// Stream options of the topic's items and of its subscriptions' Jelly streams.
+    pub fn stream_options(&self) -> StreamOptions {
+        StreamOptions::big()
+            .with_physical_type(self.physical.jelly())
+            .with_logical_type(self.logical_type().unwrap_or_default())
+            .with_rdf_star(self.rdf_star)
+            .with_generalized_statements(self.generalized)
+    }
+}
+
+/// The log behind a topic. An enum rather than `dyn Log`, since the trait's async
+/// methods are not object safe.
+pub enum TopicLog {
+    Memory(MemoryLog),
+}
+
+macro_rules! dispatch {
+    ($self:ident, $l:ident => $e:expr) => {
+        match $self {
+            TopicLog::Memory($l) => $e,
+        }
+    };
+}
+
+impl TopicLog {
+    pub async fn append(&self, items: Vec<NewItem>) -> Result<Vec<u64>, LogError> {
+        dispatch!(self, l => l.append(items).await)
+    }
+    pub async fn read(&self, from: u64, limits: ReadLimits) -> Result<Vec<Item>, LogError> {
+        dispatch!(self, l => l.read(from, limits).await)
+    }
+    pub fn first_offset(&self) -> u64 {
+        dispatch!(self, l => l.first_offset())
+    }
+    pub fn next_offset(&self) -> u64 {
+        dispatch!(self, l => l.next_offset())
+    }
+    pub async fn offset_for_timestamp(&self, ts: u64) -> Result<u64, LogError> {
+        dispatch!(self, l => l.offset_for_timestamp(ts).await)
+    }
+    pub fn watch(&self) -> watch::Receiver<u64> {
+        dispatch!(self, l => l.watch())
+    }
+}
+
+/// Counters of one topic (since the server started).
+#[derive(Debug, Default)]
+pub struct TopicStats {
+    pub items_in: AtomicU64,
+    pub bytes_in: AtomicU64,
+    pub statements_in: AtomicU64,
+    pub items_out: AtomicU64,
+    pub bytes_out: AtomicU64,
+}
+
+/// A live subscription, as shown by describe and `/metrics`.
+#[derive(Debug)]
+pub struct SubscriberInfo {
+    pub id: u64,
+    /// `stream`, `sse` or `poll`.
+    pub kind: &'static str,
+    /// Output format name.
+    pub format: &'static str,
+    /// Next offset this subscriber will be sent.
+    pub position: AtomicU64,
+    pub since_ms: u64,
+}
+
+/// A topic.
+pub struct Topic {
+    pub name: String,
+    pub options: TopicOptions,
+    pub log: TopicLog,
+    pub created_ms: u64,
+    pub stats: TopicStats,
+    subs: Mutex<HashMap<u64, Arc<SubscriberInfo>>>,
+    next_sub: AtomicU64,
+}
+
+impl Topic {
+    fn new(name: String, options: TopicOptions, kind: LogKind) -> Topic {
+        let log = match kind {
+            LogKind::Memory => TopicLog::Memory(MemoryLog::new(
+                options.retention_items.min(usize::MAX as u64) as usize,
+            )),
+        };
+        Topic {
+            name,
+            options,
+            log,
+            created_ms: now_ms(),
+            stats: TopicStats::default(),
+            subs: Mutex::new(HashMap::new()),
+            next_sub: AtomicU64::new(1),
+        }
+    }
+
+    fn subs(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<SubscriberInfo>>> {
+        self.subs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a subscription; it is removed when the guard is dropped.
+    pub fn subscribe(
+        self: &Arc<Self>,
+        kind: &'static str,
+        format: &'static str,
+        position: u64,
+    ) -> SubscriberGuard {
+        let id = self.next_sub.fetch_add(1, Ordering::Relaxed);
+        let info = Arc::new(SubscriberInfo {
+            id,
+            kind,
+            format,
+            position: AtomicU64::new(position),
+            since_ms: now_ms(),
+        });
+        self.subs().insert(id, info.clone());
+        SubscriberGuard {
+            topic: self.clone(),
+            info,
+        }
+    }
+
+    /// The live subscriptions.
+    pub fn subscribers(&self) -> Vec<Arc<SubscriberInfo>> {
+        let mut v: Vec<_> = self.subs().values().cloned().collect();
+        v.sort_by_key(|s| s.id);
+        v
+    }
+}
+
+/// Keeps a subscription registered while it lives.
+pub struct SubscriberGuard {
+    pub topic: Arc<Topic>,
+    pub info: Arc<SubscriberInfo>,
+}
+
+impl SubscriberGuard {
+    /// Records that everything before `next` has been sent.
+    pub fn advance(&self, next: u64) {
+        self.info.position.store(next, Ordering::Relaxed);
+    }
+}
+
+impl Drop for SubscriberGuard {
+    fn drop(&mut self) {
+        self.topic.subs().remove(&self.info.id);
+    }
+}
+
+/// Why a topic could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum TopicError {
+    #[error(
+        "invalid topic name `{0}`: use 1 to 200 characters of A-Z, a-z, 0-9, `.`, `_` and `-`, not starting with `.`"
+    )]
+    BadName(String),
+    #[error("invalid topic options: {0}")]
+    BadOptions(String),
+    #[error("topic `{0}` already exists with other options")]
+    Conflict(String),
+    #[error("topic `{0}` does not exist")]
+    NotFound(String),
+}
+
+/// Checks a topic name (it becomes a directory name in the file log).
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 200
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// All topics of a server.
+pub struct Registry {
+    topics: RwLock<BTreeMap<String, Arc<Topic>>>,
+    kind: LogKind,
+    defaults: TopicOptions,
+    auto_create: bool,
+}
+
+impl Registry {
+    pub fn new(config: &ServerConfig) -> Registry {
+        Registry {
+            topics: RwLock::new(BTreeMap::new()),
+            kind: config.log,
+            defaults: config.topic_defaults.clone(),
+            auto_create: config.auto_create_topics,
+        }
+    }
+
+    /// The topic, if it exists.
+    pub fn get(&self, name: &str) -> Option<Arc<Topic>> {
+        self.topics
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
+    }
+
+    /// All topics, by name.
+    pub fn list(&self) -> Vec<Arc<Topic>> {
+        self.topics
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Creates a topic, or returns the existing one if its options are the same.
+    /// The flag is true when the topic was created.
+    pub fn create(
+        &self,
+        name: &str,
+        options: Option<TopicOptions>,
+    ) -> Result<(Arc<Topic>, bool), TopicError> {
+        if !valid_name(name) {
+            return Err(TopicError::BadName(name.to_string()));
+        }
+        let options = options.unwrap_or_else(|| self.defaults.clone());
+        options.validate().map_err(TopicError::BadOptions)?;
+        let mut g = self.topics.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = g.get(name) {
+            return if t.options == options {
+                Ok((t.clone(), false))
+            } else {
+                Err(TopicError::Conflict(name.to_string()))
+            };
+        }
+        let t = Arc::new(Topic::new(name.to_string(), options, self.kind));
+        g.insert(name.to_string(), t.clone());
+        tracing::info!(topic = name, "topic created");
+        Ok((t, true))
+    }
+
+    /// The topic for a publish: created with the default options on first use when
+    /// auto-creation is on.
+    pub fn for_publish(&self, name: &str) -> Result<Arc<Topic>, TopicError> {
+        if let Some(t) = self.get(name) {
+            return Ok(t);
+        }
+        if !self.auto_create {
+            return Err(TopicError::NotFound(name.to_string()));
+        }
+        // A concurrent create with other options wins; use whatever is there.
+        match self.create(name, None) {
+            Ok((t, _)) => Ok(t),
+            Err(TopicError::Conflict(_)) => self
+                .get(name)
+                .ok_or_else(|| TopicError::NotFound(name.to_string())),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(valid_name("weather.v1_a-b"));
+        assert!(!valid_name(""));
+        assert!(!valid_name(".hidden"));
+        assert!(!valid_name("a/b"));
+        assert!(!valid_name(&"x".repeat(201)));
+    }
+
+    #[test]
+    fn options_validate() {
+        let mut o = TopicOptions::default();
+        assert!(o.validate().is_ok());
+        o.logical = Some("graphs".into());
+        assert!(o.validate().is_err(), "graphs does not fit quads");
+        o.physical = Physical::Triples;
+        assert!(o.validate().is_ok());
+        o.logical = Some("nonsense".into());
+        assert!(o.validate().is_err());
+    }
+
+    #[test]
+    fn create_is_idempotent_for_same_options() {
+        let r = Registry::new(&ServerConfig::default());
+        let (_, created) = r.create("t", None).unwrap();
+        assert!(created);
+        let (_, created) = r.create("t", None).unwrap();
+        assert!(!created);
+        let other = TopicOptions {
+            physical: Physical::Triples,
+            ..Default::default()
+        };
+        assert!(matches!(
+            r.create("t", Some(other)),
+            Err(TopicError::Conflict(_))
+        ));
+    }
+}
