@@ -72,6 +72,17 @@ public final class JellyJvmPeer {
         "      (an RDF text input is first encoded in memory with the given preset/frame size)",
         "      Both print ONE JSON line: {\"tool\":\"jelly-jvm\",\"op\":...,\"statements\":N,\"seconds\":..,",
         "      \"stmts_per_sec\":..,\"bytes\":..,...}",
+        "  rdfpatch-read IN.rdfp OUT.rdfp|-",
+        "      RDF Patch text (Apache Jena jena-rdfpatch): parse with RDFPatchReaderText, write back with",
+        "      RDFChangesWriterText. Prints row counts as JSON on stdout (stderr when OUT is -):",
+        "      {\"H\":..,\"A\":..,\"D\":..,\"PA\":..,\"PD\":..,\"TX\":..,\"TC\":..,\"TA\":..,\"Z\":..,\"rows\":..}",
+        "  rdfpatch-apply BASE.nq PATCH.rdfp OUT.nq",
+        "      Load BASE (blank node labels kept as given) into a transactional in-memory dataset, apply the",
+        "      patch with RDFPatchOps.applyChange, write the result as sorted N-Quads (labels kept).",
+        "  bench-rdfpatch-read IN.rdfp [--seconds S] [--warmup W]",
+        "  bench-rdfpatch-write IN.rdfp [--seconds S] [--warmup W]",
+        "      RDF Patch text parse / write throughput (in memory). ONE JSON line:",
+        "      {\"tool\":\"jena-rdfpatch\",\"op\":..,\"rows\":N,\"seconds\":..,\"rows_per_sec\":..,\"best_seconds\":..}",
         "  patch-to-jelly / patch-from-jelly",
         "      Not available: jelly-jena-patch / jelly-core-patch are not obtainable from the Maven",
         "      repository reachable here (see README.md). Exits with status 3."
@@ -95,6 +106,10 @@ public final class JellyJvmPeer {
                 case "compare" -> compare(a);
                 case "bench-encode" -> Bench.encode(a);
                 case "bench-decode" -> Bench.decode(a);
+                case "rdfpatch-read" -> RdfPatchCmds.read(a);
+                case "rdfpatch-apply" -> RdfPatchCmds.apply(a);
+                case "bench-rdfpatch-read" -> RdfPatchCmds.benchRead(a);
+                case "bench-rdfpatch-write" -> RdfPatchCmds.benchWrite(a);
                 case "patch-to-jelly", "patch-from-jelly" -> {
                     System.err.println(
                         "error: " + cmd + " is not supported: Jelly-JVM's patch modules " +
