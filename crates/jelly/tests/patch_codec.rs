@@ -322,6 +322,7 @@ fn transactions_do_not_nest_and_commit_needs_a_transaction() {
     // A transaction left open at the end of the stream.
     let e = err_of(&stream(&[vec![options(QUADS, FLAT, 1), tx]]));
     assert!(matches!(e.kind, K::UnterminatedTransaction), "{e}");
+    assert_eq!(e.frame, 0, "reported against the last frame");
 }
 
 #[test]

@@ -454,6 +454,12 @@ impl PatchFrameCursor<'_, '_> {
         self.index
     }
 
+    /// Index within the frame of the row the last event came from (rows count from 0,
+    /// including lookup-entry rows, as in error messages).
+    pub fn row(&self) -> u64 {
+        self.row.saturating_sub(1)
+    }
+
     #[cold]
     fn err(&self, kind: K, row: Option<u64>) -> DecodeError {
         DecodeError {
