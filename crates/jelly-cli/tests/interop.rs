@@ -1692,3 +1692,87 @@ fn stream_options_as_seen_by_peers() {
         assert_same(&format!("{label}: jelly-jvm"), &statements, &from_jvm, true);
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// The `jelly` binary against the peers' tools
+// ---------------------------------------------------------------------------------------
+
+/// Runs the real `jelly` binary and asserts it succeeded.
+fn jelly_cli(args: &[&OsStr]) {
+    let out = Command::new(env!("CARGO_BIN_EXE_jelly"))
+        .args(args)
+        .output()
+        .expect("jelly binary runs");
+    assert!(
+        out.status.success(),
+        "jelly {:?} failed: {}",
+        args,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `jelly rdf to-jelly` output is read correctly by both peers, and `jelly rdf
+/// from-jelly` agrees with both peers' decoding of the same file.
+#[test]
+fn cli_to_jelly_and_from_jelly_agree_with_peers() {
+    let Some(peers) = both_peers() else { return };
+    let scratch = Scratch::new("cli-crosscheck");
+    for (rel, lines) in [
+        ("nanopubs-gdpr-fines/nanopubs-gdpr-fines.nq", None),
+        (
+            "iot-citybench-metadata/iot-citybench-metadata.nt",
+            Some(5000),
+        ),
+        ("dbpedia-ontology/dbpedia-ontology.nt", Some(5000)),
+    ] {
+        let input = load(&scratch, rel, lines);
+        let ours = scratch.path(&format!("{}.jelly", input.name));
+        jelly_cli(&[
+            OsStr::new("-q"),
+            OsStr::new("rdf"),
+            OsStr::new("to-jelly"),
+            input.file.as_os_str(),
+            OsStr::new("-o"),
+            ours.as_os_str(),
+        ]);
+        let our_nq = scratch.path(&format!("{}.ours.nq", input.name));
+        jelly_cli(&[
+            OsStr::new("-q"),
+            OsStr::new("rdf"),
+            OsStr::new("from-jelly"),
+            ours.as_os_str(),
+            OsStr::new("-o"),
+            our_nq.as_os_str(),
+        ]);
+        let ours_decoded = parse_document(&fs::read_to_string(&our_nq).unwrap()).unwrap();
+        assert_same(
+            &format!("{}: jelly round trip", input.name),
+            &input.statements,
+            &ours_decoded,
+            input.iso,
+        );
+        for peer in peers {
+            let out = scratch.path(&format!("{}.{}.nq", input.name, peer.name));
+            let (theirs, _) = peer.decode_to_nquads(&ours, &out);
+            let theirs = if peer.recases_lang_tags {
+                lower_lang_tags(&theirs)
+            } else {
+                theirs
+            };
+            let expected = if peer.recases_lang_tags {
+                lower_lang_tags(&ours_decoded)
+            } else {
+                ours_decoded.clone()
+            };
+            assert_same(
+                &format!(
+                    "{}: {} decoding of `jelly rdf to-jelly` output vs `jelly rdf from-jelly`",
+                    input.name, peer.name
+                ),
+                &expected,
+                &theirs,
+                input.iso,
+            );
+        }
+    }
+}
