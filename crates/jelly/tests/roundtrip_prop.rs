@@ -288,9 +288,7 @@ fn round_trip(c: &Config, input: &[Statement]) -> Result<(), TestCaseError> {
             Ok(()) => expected.push(normalize(s.clone(), c.physical)),
             // Only allowed when the statement alone needs more distinct entries than a
             // table holds (all entry rows precede the statement row that uses them).
-            Err(WriteError::Encode(
-                e @ EncodeError::TableTooSmallForRow { .. },
-            )) => {
+            Err(WriteError::Encode(e @ EncodeError::TableTooSmallForRow { .. })) => {
                 let (p, n, d) = needs(c, s);
                 prop_assert!(
                     (c.prefix > 0 && p > c.prefix) || n > c.name || d > c.datatype,

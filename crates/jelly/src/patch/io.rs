@@ -45,7 +45,10 @@ impl<R: Read> PatchReader<R> {
     pub fn next_frame(&mut self) -> Result<Option<PatchFrameCursor<'_, '_>>, DecodeError> {
         // Reaching the end does not move these counters. An open transaction at the end
         // is reported against the last frame of the stream.
-        let (frame, offset) = (self.frames.frames_read().saturating_sub(1), self.frames.bytes_read());
+        let (frame, offset) = (
+            self.frames.frames_read().saturating_sub(1),
+            self.frames.bytes_read(),
+        );
         match self.frames.next_frame()? {
             Some(f) => Ok(Some(self.dec.frame_at(f.bytes, f.offset))),
             None => {
