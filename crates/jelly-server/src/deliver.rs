@@ -70,10 +70,10 @@ impl OutFormat {
     }
 
     /// Picks the format from an `Accept` header (highest q first, then order). `None`
-    /// or `*/*` gives `default`; `Err` when nothing acceptable is offered.
-    pub fn negotiate(accept: Option<&str>, default: OutFormat) -> Result<OutFormat, ()> {
+    /// or `*/*` gives `default`; `None` when nothing acceptable is offered.
+    pub fn negotiate(accept: Option<&str>, default: OutFormat) -> Option<OutFormat> {
         let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
-            return Ok(default);
+            return Some(default);
         };
         let mut best: Option<(f32, OutFormat)> = None;
         for part in accept.split(',') {
@@ -99,7 +99,7 @@ impl OutFormat {
                 best = Some((q, f));
             }
         }
-        best.map(|(_, f)| f).ok_or(())
+        best.map(|(_, f)| f)
     }
 
     /// Whether the format can carry the topic's statements (named graphs need a dataset format).
@@ -413,13 +413,13 @@ mod tests {
     #[test]
     fn negotiation() {
         let n = |a| OutFormat::negotiate(a, OutFormat::Jelly);
-        assert_eq!(n(None), Ok(OutFormat::Jelly));
-        assert_eq!(n(Some("*/*")), Ok(OutFormat::Jelly));
-        assert_eq!(n(Some("application/n-quads")), Ok(OutFormat::NQuads));
+        assert_eq!(n(None), Some(OutFormat::Jelly));
+        assert_eq!(n(Some("*/*")), Some(OutFormat::Jelly));
+        assert_eq!(n(Some("application/n-quads")), Some(OutFormat::NQuads));
         assert_eq!(
             n(Some("text/turtle;q=0.5, application/trig")),
-            Ok(OutFormat::TriG)
+            Some(OutFormat::TriG)
         );
-        assert_eq!(n(Some("image/png")), Err(()));
+        assert_eq!(n(Some("image/png")), None);
     }
 }

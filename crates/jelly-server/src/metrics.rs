@@ -5,6 +5,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::topic::Registry;
 
+/// A per-topic metric: name, type, help, value.
+type PerTopic = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&crate::topic::Topic) -> u64,
+);
+
 /// Server-wide counters.
 #[derive(Debug, Default)]
 pub struct Metrics {
@@ -68,7 +76,7 @@ impl Metrics {
         );
 
         let topics = topics.list();
-        let per_topic: [(&str, &str, &str, fn(&crate::topic::Topic) -> u64); 6] = [
+        let per_topic: [PerTopic; 6] = [
             (
                 "jelly_topic_items_in_total",
                 "counter",

@@ -103,7 +103,7 @@ fn pick_format(
         })?,
         None => {
             let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-            OutFormat::negotiate(accept, default).map_err(|()| {
+            OutFormat::negotiate(accept, default).ok_or_else(|| {
                 ApiError::new(
                     StatusCode::NOT_ACCEPTABLE,
                     "none of the accepted types is offered: application/x-jelly-rdf, \

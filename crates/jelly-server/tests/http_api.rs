@@ -1,0 +1,975 @@
+//! The HTTP API on real loopback sockets, with a real HTTP client (reqwest) and curl.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use jelly::{Decoder, Event, FramePolicy, JellyWriterBuilder, Statement, StreamOptions, Term};
+use jelly_server::{Server, ServerConfig};
+use reqwest::StatusCode;
+use serde_json::Value;
+
+const JELLY: &str = "application/x-jelly-rdf";
+const NQ: &str = "application/n-quads";
+
+async fn start() -> Server {
+    start_with(|_| {}).await
+}
+
+async fn start_with(f: impl FnOnce(&mut ServerConfig)) -> Server {
+    let mut c = ServerConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        max_body_bytes: 256 << 10,
+        sse_keepalive_secs: 1,
+        ..Default::default()
+    };
+    f(&mut c);
+    Server::start(c).await.unwrap()
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap()
+}
+
+fn iri(s: &str) -> Term {
+    Term::Iri(s.to_string())
+}
+
+fn triple(s: &str, p: &str, o: &str) -> Statement {
+    Statement {
+        subject: iri(s),
+        predicate: iri(p),
+        object: iri(o),
+        graph: None,
+    }
+}
+
+/// A delimited Jelly stream with one frame per group, with tables carried over (so
+/// later frames depend on earlier ones).
+fn jelly_stream(frames: &[Vec<Statement>], opts: StreamOptions) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut w = JellyWriterBuilder::new(opts)
+        .frame_policy(FramePolicy::Manual)
+        .build(&mut buf)
+        .unwrap();
+    for f in frames {
+        for st in f {
+            w.add(st.as_ref()).unwrap();
+        }
+        w.flush_frame().unwrap();
+    }
+    w.finish().unwrap();
+    buf
+}
+
+fn sample_frames(n: usize, start: usize) -> Vec<Vec<Statement>> {
+    (start..start + n)
+        .map(|i| {
+            vec![
+                triple(
+                    "http://ex.org/sensor",
+                    "http://ex.org/reading",
+                    &format!("http://ex.org/r{i}"),
+                ),
+                triple(
+                    &format!("http://ex.org/r{i}"),
+                    "http://ex.org/value",
+                    "http://ex.org/v",
+                ),
+            ]
+        })
+        .collect()
+}
+
+/// One decoded output frame.
+#[derive(Debug)]
+struct Frame {
+    meta: HashMap<String, String>,
+    statements: Vec<Statement>,
+}
+
+impl Frame {
+    fn offset(&self) -> u64 {
+        self.meta["offset"].parse().unwrap()
+    }
+}
+
+/// Incrementally decodes a delimited Jelly response with one decoder (one stream).
+struct JellyStream {
+    resp: reqwest::Response,
+    buf: Vec<u8>,
+    dec: Decoder,
+}
+
+impl JellyStream {
+    fn new(resp: reqwest::Response) -> Self {
+        assert_eq!(resp.status(), StatusCode::OK);
+        assert_eq!(resp.headers()["content-type"], JELLY);
+        JellyStream {
+            resp,
+            buf: Vec::new(),
+            dec: Decoder::default(),
+        }
+    }
+
+    /// Splits one frame off the buffer, if complete.
+    fn try_frame(&mut self) -> Option<Frame> {
+        let (mut len, mut shift, mut i) = (0usize, 0, 0);
+        loop {
+            let b = *self.buf.get(i)?;
+            len |= ((b & 0x7f) as usize) << shift;
+            i += 1;
+            if b < 0x80 {
+                break;
+            }
+            shift += 7;
+        }
+        if self.buf.len() < i + len {
+            return None;
+        }
+        let bytes: Vec<u8> = self.buf.drain(..i + len).skip(i).collect();
+        let mut cur = self.dec.frame(&bytes);
+        let meta = cur
+            .metadata()
+            .unwrap()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), String::from_utf8(v.to_vec()).unwrap()))
+            .collect();
+        let mut statements = Vec::new();
+        while let Some(ev) = cur.next_event().unwrap() {
+            if let Event::Statement(s) = ev {
+                statements.push(s.to_owned());
+            }
+        }
+        Some(Frame { meta, statements })
+    }
+
+    /// The next frame, or `None` at the end of the body.
+    async fn next(&mut self) -> Option<Frame> {
+        loop {
+            if let Some(f) = self.try_frame() {
+                return Some(f);
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(10), self.resp.chunk())
+                .await
+                .expect("no frame within 10 s")
+                .unwrap();
+            match chunk {
+                Some(c) => self.buf.extend_from_slice(&c),
+                None => {
+                    assert!(self.buf.is_empty(), "body ended inside a frame");
+                    return None;
+                }
+            }
+        }
+    }
+
+    async fn all(mut self) -> Vec<Frame> {
+        let mut v = Vec::new();
+        while let Some(f) = self.next().await {
+            v.push(f);
+        }
+        v
+    }
+}
+
+async fn publish(c: &reqwest::Client, url: &str, ct: &str, body: Vec<u8>) -> reqwest::Response {
+    c.post(url)
+        .header("content-type", ct)
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn offsets(resp: reqwest::Response) -> Vec<u64> {
+    let status = resp.status();
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{v}");
+    v["offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_u64().unwrap())
+        .collect()
+}
+
+async fn describe(c: &reqwest::Client, base: &str, topic: &str) -> Value {
+    c.get(format!("{base}/topics/{topic}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn publish_jelly_and_subscribe_jelly_with_metadata_and_mid_stream_join() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let frames = sample_frames(3, 0);
+    let body = jelly_stream(&frames, StreamOptions::small());
+    let resp = c
+        .post(format!("{base}/topics/sensors/items"))
+        .header("content-type", JELLY)
+        .header("x-jelly-source", "station-7")
+        .header("x-jelly-header-unit", "celsius")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(offsets(resp).await, [0, 1, 2]);
+
+    let resp = c
+        .get(format!("{base}/topics/sensors/items?follow=false"))
+        .header("accept", JELLY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["x-jelly-start-offset"], "0");
+    let got = JellyStream::new(resp).all().await;
+    assert_eq!(got.len(), 3);
+    for (i, f) in got.iter().enumerate() {
+        assert_eq!(f.offset(), i as u64);
+        assert_eq!(f.meta["source"], "station-7");
+        assert_eq!(f.meta["h:unit"], "celsius");
+        assert!(f.meta["ts"].parse::<u64>().unwrap() > 1_600_000_000_000);
+        // Quads topic: statements come back in the default graph.
+        let mut st = f.statements.clone();
+        for s in &mut st {
+            assert!(matches!(s.graph, None | Some(Term::DefaultGraph)));
+            s.graph = None;
+        }
+        assert_eq!(st, frames[i]);
+    }
+
+    // A join at offset 2 is a fresh stream: it decodes on its own.
+    let resp = c
+        .get(format!("{base}/topics/sensors/items?from=2&follow=false"))
+        .header("accept", JELLY)
+        .send()
+        .await
+        .unwrap();
+    let got = JellyStream::new(resp).all().await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].offset(), 2);
+    assert_eq!(got[0].statements[0].object, iri("http://ex.org/r2"));
+
+    // last:1 and latest.
+    let resp = c
+        .get(format!(
+            "{base}/topics/sensors/items?from=last:1&follow=false&format=jelly"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(JellyStream::new(resp).all().await[0].offset(), 2);
+    let resp = c
+        .get(format!(
+            "{base}/topics/sensors/items?from=latest&follow=false"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert!(JellyStream::new(resp).all().await.is_empty());
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn publish_text_formats_and_subscribe_in_each_format() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let nq = "<http://ex.org/a> <http://ex.org/p> \"one\" .\n<http://ex.org/a> <http://ex.org/p> \"two\"@en <http://ex.org/g1> .\n";
+    let r = publish(&c, &format!("{base}/topics/ds/items"), NQ, nq.into()).await;
+    assert_eq!(offsets(r).await, [0]);
+    let trig = "@prefix ex: <http://ex.org/> .\nex:a ex:p ex:b .\nex:g1 { ex:a ex:p ex:c . }\nex:g2 { ex:a ex:p ex:d . ex:a ex:p ex:e . }\n";
+    let r = publish(
+        &c,
+        &format!("{base}/topics/ds/items?split=graph"),
+        "application/trig",
+        trig.into(),
+    )
+    .await;
+    assert_eq!(offsets(r).await, [1, 2, 3]);
+    let d = describe(&c, &base, "ds").await;
+    assert_eq!(d["next_offset"], 4);
+    assert_eq!(d["statements_in"], 6);
+
+    // N-Quads out.
+    let text = c
+        .get(format!("{base}/topics/ds/items?follow=false"))
+        .header("accept", NQ)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let st = jelly::nquads::parse_document(&text).unwrap();
+    assert_eq!(st.len(), 6);
+    assert_eq!(st[1].graph, Some(iri("http://ex.org/g1")));
+    assert_eq!(st[5].object, iri("http://ex.org/e"));
+    assert_eq!(st[5].graph, Some(iri("http://ex.org/g2")));
+
+    // TriG out: parses back to the same statements.
+    let resp = c
+        .get(format!("{base}/topics/ds/items?follow=false"))
+        .header("accept", "application/trig")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["content-type"], "application/trig");
+    let text = resp.text().await.unwrap();
+    let quads: Vec<_> = oxttl::TriGParser::new()
+        .for_slice(text.as_bytes())
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(quads.len(), 6);
+
+    // A quads topic cannot be served as N-Triples.
+    let r = c
+        .get(format!("{base}/topics/ds/items"))
+        .header("accept", "application/n-triples")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_ACCEPTABLE);
+
+    // A triples topic: Turtle in, N-Triples and Turtle out.
+    let r = c
+        .put(format!("{base}/topics/tr"))
+        .body(r#"{"physical":"triples"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let ttl = "@prefix ex: <http://ex.org/> .\nex:s ex:p 42, \"x\" .\n";
+    let r = publish(
+        &c,
+        &format!("{base}/topics/tr/items"),
+        "text/turtle",
+        ttl.into(),
+    )
+    .await;
+    assert_eq!(offsets(r).await, [0]);
+    let nt = c
+        .get(format!("{base}/topics/tr/items?follow=false"))
+        .header("accept", "application/n-triples")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(jelly::nquads::parse_document(&nt).unwrap().len(), 2);
+    let ttl_out = c
+        .get(format!("{base}/topics/tr/items?follow=false"))
+        .header("accept", "text/turtle")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let n = oxttl::TurtleParser::new()
+        .for_slice(ttl_out.as_bytes())
+        .count();
+    assert_eq!(n, 2, "{ttl_out}");
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn live_follow_and_resume_after_disconnect_without_gaps_or_duplicates() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let url = format!("{base}/topics/live/items");
+    let first = jelly_stream(&sample_frames(2, 0), StreamOptions::small());
+    assert_eq!(offsets(publish(&c, &url, JELLY, first).await).await, [0, 1]);
+
+    // Subscribe, then publish: the new items arrive on the open stream.
+    let resp = c.get(&url).header("accept", JELLY).send().await.unwrap();
+    let mut s = JellyStream::new(resp);
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        seen.push(s.next().await.unwrap().offset());
+    }
+    let d = describe(&c, &base, "live").await;
+    assert_eq!(d["subscribers"].as_array().unwrap().len(), 1);
+    let more = jelly_stream(&sample_frames(3, 2), StreamOptions::small());
+    assert_eq!(
+        offsets(publish(&c, &url, JELLY, more).await).await,
+        [2, 3, 4]
+    );
+    let f = s.next().await.unwrap();
+    assert_eq!(f.statements[0].object, iri("http://ex.org/r2"));
+    seen.push(f.offset());
+    // Disconnect in the middle of the live stream.
+    drop(s);
+    let more = jelly_stream(&sample_frames(2, 5), StreamOptions::small());
+    assert_eq!(offsets(publish(&c, &url, JELLY, more).await).await, [5, 6]);
+
+    // Resume from the last offset seen + 1.
+    let last = *seen.last().unwrap();
+    let resp = c
+        .get(format!("{url}?from={}&follow=false", last + 1))
+        .header("accept", JELLY)
+        .send()
+        .await
+        .unwrap();
+    for f in JellyStream::new(resp).all().await {
+        assert_eq!(
+            f.statements[0].object,
+            iri(&format!("http://ex.org/r{}", f.offset()))
+        );
+        seen.push(f.offset());
+    }
+    assert_eq!(seen, (0..7).collect::<Vec<u64>>());
+
+    // The dropped subscription is gone.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let d = describe(&c, &base, "live").await;
+    assert_eq!(d["subscribers"].as_array().unwrap().len(), 0, "{d}");
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn long_poll_pages_and_waits() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let url = format!("{base}/topics/p/items");
+    let body = jelly_stream(&sample_frames(5, 0), StreamOptions::small());
+    assert_eq!(offsets(publish(&c, &url, JELLY, body).await).await.len(), 5);
+
+    let mut from = 0u64;
+    let mut pages = Vec::new();
+    loop {
+        let r = c
+            .get(format!("{base}/topics/p/poll?from={from}&max_items=2"))
+            .header("accept", NQ)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let next: u64 = r.headers()["x-jelly-next-offset"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let n = jelly::nquads::parse_document(&r.text().await.unwrap())
+            .unwrap()
+            .len();
+        if next == from {
+            assert_eq!(n, 0);
+            break;
+        }
+        pages.push((from, next, n));
+        from = next;
+    }
+    assert_eq!(pages, [(0, 2, 4), (2, 4, 4), (4, 5, 2)]);
+
+    // Jelly page: one fresh stream per page, with offsets in the metadata.
+    let r = c
+        .get(format!("{base}/topics/p/poll?from=3&max_items=10"))
+        .header("accept", JELLY)
+        .send()
+        .await
+        .unwrap();
+    let got = JellyStream::new(r).all().await;
+    assert_eq!(got.iter().map(Frame::offset).collect::<Vec<_>>(), [3, 4]);
+
+    // Waiting: nothing now, an item 300 ms later.
+    let c2 = c.clone();
+    let url2 = url.clone();
+    let publisher = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let body = jelly_stream(&sample_frames(1, 5), StreamOptions::small());
+        offsets(publish(&c2, &url2, JELLY, body).await).await
+    });
+    let t0 = std::time::Instant::now();
+    let r = c
+        .get(format!("{base}/topics/p/poll?from=5&wait_ms=10000"))
+        .header("accept", NQ)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["x-jelly-next-offset"], "6");
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    assert!(!r.text().await.unwrap().is_empty());
+    assert_eq!(publisher.await.unwrap(), [5]);
+
+    // Waiting with nothing arriving: an empty page after wait_ms.
+    let t0 = std::time::Instant::now();
+    let r = c
+        .get(format!("{base}/topics/p/poll?from=6&wait_ms=200"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["x-jelly-next-offset"], "6");
+    assert!(t0.elapsed() >= Duration::from_millis(190));
+    assert!(r.bytes().await.unwrap().is_empty());
+    srv.shutdown().await.unwrap();
+}
+
+/// Parses SSE events: (id, data lines).
+fn sse_events(text: &str) -> Vec<(u64, Vec<String>)> {
+    let mut out = Vec::new();
+    for block in text.split("\n\n") {
+        let mut id = None;
+        let mut data = Vec::new();
+        for line in block.lines() {
+            if let Some(v) = line.strip_prefix("id: ") {
+                id = Some(v.parse().unwrap());
+            } else if let Some(v) = line.strip_prefix("data: ") {
+                data.push(v.to_string());
+            }
+        }
+        if let Some(id) = id {
+            out.push((id, data));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn sse_events_and_last_event_id_resume() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let body = jelly_stream(&sample_frames(4, 0), StreamOptions::small());
+    let r = publish(&c, &format!("{base}/topics/e/items"), JELLY, body).await;
+    assert_eq!(offsets(r).await, [0, 1, 2, 3]);
+
+    let r = c
+        .get(format!("{base}/topics/e/sse?follow=false"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["content-type"], "text/event-stream");
+    let ev = sse_events(&r.text().await.unwrap());
+    assert_eq!(ev.iter().map(|e| e.0).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    let st = jelly::nquads::parse_document(&(ev[2].1.join("\n") + "\n")).unwrap();
+    assert_eq!(st[0].object, iri("http://ex.org/r2"));
+
+    // A browser reconnecting sends the last id it saw.
+    let r = c
+        .get(format!("{base}/topics/e/sse?follow=false"))
+        .header("last-event-id", "1")
+        .send()
+        .await
+        .unwrap();
+    let ev = sse_events(&r.text().await.unwrap());
+    assert_eq!(ev.iter().map(|e| e.0).collect::<Vec<_>>(), [2, 3]);
+
+    // Live SSE with base64 Jelly frames, decoded in order with one decoder.
+    let mut r = c
+        .get(format!("{base}/topics/e/sse?from=3&format=jelly"))
+        .send()
+        .await
+        .unwrap();
+    let c2 = c.clone();
+    let url = format!("{base}/topics/e/items");
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let body = jelly_stream(&sample_frames(1, 4), StreamOptions::small());
+        publish(&c2, &url, JELLY, body).await;
+    });
+    let mut text = String::new();
+    while sse_events(&text).len() < 2 {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), r.chunk())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    let ev = sse_events(&text);
+    let mut dec = Decoder::default();
+    for (i, (id, data)) in ev.iter().enumerate() {
+        assert_eq!(*id, 3 + i as u64);
+        let bytes = base64_decode(&data[0]);
+        let mut cur = dec.frame(&bytes);
+        let meta = cur.metadata().unwrap();
+        assert_eq!(meta[0], ("offset", id.to_string().as_bytes()));
+        let mut objects = Vec::new();
+        while let Some(e) = cur.next_event().unwrap() {
+            if let Event::Statement(s) = e {
+                objects.push(s.object.to_owned());
+            }
+        }
+        assert_eq!(objects[0], iri(&format!("http://ex.org/r{id}")));
+    }
+    drop(r);
+    srv.shutdown().await.unwrap();
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    let val = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        b'/' => 63,
+        _ => panic!("bad base64"),
+    };
+    let mut out = Vec::new();
+    for chunk in s.trim_end_matches('=').as_bytes().chunks(4) {
+        let mut n = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            n |= u32::from(val(c)) << (18 - 6 * i);
+        }
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&bytes[..chunk.len() - 1]);
+    }
+    out
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_and_appends_nothing() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let url = format!("{base}/topics/strict/items");
+    let r = c
+        .put(format!("{base}/topics/strict"))
+        .body(r#"{"physical":"triples","retention_items":3}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let good = jelly_stream(&sample_frames(1, 0), StreamOptions::small());
+    assert_eq!(
+        offsets(publish(&c, &url, JELLY, good.clone()).await).await,
+        [0]
+    );
+
+    let check = |status: StatusCode, r: reqwest::Response| async move {
+        assert_eq!(r.status(), status);
+        let v: Value = r.json().await.unwrap();
+        assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{v}");
+        v
+    };
+    // Two good frames, then a truncated one: nothing of the request is appended.
+    let mut bad = jelly_stream(&sample_frames(2, 1), StreamOptions::small());
+    bad.extend_from_slice(&[0x20, 0x0a, 0x05]);
+    let v = check(StatusCode::BAD_REQUEST, publish(&c, &url, JELLY, bad).await).await;
+    assert!(
+        v["error"].as_str().unwrap().contains("malformed Jelly"),
+        "{v}"
+    );
+    check(
+        StatusCode::BAD_REQUEST,
+        publish(&c, &url, JELLY, b"\x05garbage".to_vec()).await,
+    )
+    .await;
+    check(
+        StatusCode::BAD_REQUEST,
+        publish(&c, &url, NQ, b"<http://s> <http://p> .\n".to_vec()).await,
+    )
+    .await;
+    check(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        publish(&c, &url, "application/json", b"{}".to_vec()).await,
+    )
+    .await;
+    // A named graph in a triples topic.
+    check(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        publish(
+            &c,
+            &url,
+            NQ,
+            b"<http://s> <http://p> <http://o> .\n<http://s> <http://p> <http://o> <http://g> .\n"
+                .to_vec(),
+        )
+        .await,
+    )
+    .await;
+    // Over the body limit (256 KiB in these tests).
+    let mut big = String::new();
+    while big.len() < 300 << 10 {
+        big.push_str("<http://ex.org/s> <http://ex.org/p> \"padding padding padding\" .\n");
+    }
+    let v = check(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        publish(&c, &url, NQ, big.into_bytes()).await,
+    )
+    .await;
+    assert_eq!(v["max_body_bytes"], 256 << 10);
+    assert_eq!(describe(&c, &base, "strict").await["next_offset"], 1);
+
+    // Unknown topics, bad names, bad offsets.
+    check(
+        StatusCode::NOT_FOUND,
+        c.get(format!("{base}/topics/nope/items"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    check(
+        StatusCode::NOT_FOUND,
+        c.get(format!("{base}/topics/nope")).send().await.unwrap(),
+    )
+    .await;
+    check(
+        StatusCode::NOT_FOUND,
+        c.get(format!("{base}/topics/nope/poll"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    check(
+        StatusCode::BAD_REQUEST,
+        publish(&c, &format!("{base}/topics/.bad/items"), NQ, b"x".to_vec()).await,
+    )
+    .await;
+    check(
+        StatusCode::BAD_REQUEST,
+        c.get(format!("{url}?from=soon")).send().await.unwrap(),
+    )
+    .await;
+    check(
+        StatusCode::RANGE_NOT_SATISFIABLE,
+        c.get(format!("{url}?from=99")).send().await.unwrap(),
+    )
+    .await;
+    check(
+        StatusCode::NOT_ACCEPTABLE,
+        c.get(&url)
+            .header("accept", "image/png")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    // The publish that failed did not create its topic.
+    check(
+        StatusCode::NOT_FOUND,
+        c.get(format!("{base}/topics/never")).send().await.unwrap(),
+    )
+    .await;
+    check(
+        StatusCode::BAD_REQUEST,
+        publish(
+            &c,
+            &format!("{base}/topics/never/items"),
+            NQ,
+            b"<a> .".to_vec(),
+        )
+        .await,
+    )
+    .await;
+    check(
+        StatusCode::NOT_FOUND,
+        c.get(format!("{base}/topics/never")).send().await.unwrap(),
+    )
+    .await;
+
+    // Retention: 3 items kept; offset 0 is gone after 4 more appends.
+    let more = jelly_stream(&sample_frames(4, 1), StreamOptions::small());
+    assert_eq!(
+        offsets(publish(&c, &url, JELLY, more).await).await,
+        [1, 2, 3, 4]
+    );
+    let v = check(
+        StatusCode::GONE,
+        c.get(format!("{url}?from=0")).send().await.unwrap(),
+    )
+    .await;
+    assert_eq!(v["first_offset"], 2);
+    let v = check(
+        StatusCode::GONE,
+        c.get(format!("{base}/topics/strict/poll?from=1"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(v["first_offset"], 2);
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn topics_health_and_metrics() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let put = |body: &'static str| c.put(format!("{base}/topics/t1")).body(body).send();
+    let r = put(r#"{"physical":"quads","logical":"named-graphs","retention_items":50}"#)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["options"]["logical"], "named-graphs");
+    assert_eq!(v["options"]["retention_items"], 50);
+    let r = put(r#"{"physical":"quads","logical":"named-graphs","retention_items":50}"#)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = put(r#"{"physical":"triples"}"#).await.unwrap();
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    let r = put(r#"{"physical":"quads","retention_items":50}"#)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    let r = c
+        .put(format!("{base}/topics/t2"))
+        .body(r#"{"physical":"triples","logical":"datasets"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let r = c
+        .put(format!("{base}/topics/t2"))
+        .body(r#"{"colour":"blue"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+
+    // Auto-created on first publish.
+    let body = jelly_stream(&sample_frames(2, 0), StreamOptions::small());
+    offsets(publish(&c, &format!("{base}/topics/t0/items"), JELLY, body).await).await;
+    let v: Value = c
+        .get(format!("{base}/topics"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<_> = v["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["t0", "t1"]);
+    let d = describe(&c, &base, "t0").await;
+    assert_eq!(d["first_offset"], 0);
+    assert_eq!(d["next_offset"], 2);
+    assert_eq!(d["items"], 2);
+    assert!(d["bytes_in"].as_u64().unwrap() > 0);
+    assert_eq!(d["options"]["physical"], "quads");
+
+    // A subscriber that read one item: lag 1 in the metrics.
+    let mut s = JellyStream::new(
+        c.get(format!("{base}/topics/t0/items?from=1"))
+            .send()
+            .await
+            .unwrap(),
+    );
+    assert_eq!(s.next().await.unwrap().offset(), 1);
+    let body = jelly_stream(&sample_frames(1, 2), StreamOptions::small());
+    offsets(publish(&c, &format!("{base}/topics/t0/items"), JELLY, body).await).await;
+    let h: Value = c
+        .get(format!("{base}/health"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(h["status"], "ok");
+    assert_eq!(s.next().await.unwrap().offset(), 2);
+    let m = c
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for want in [
+        "jelly_items_in_total 3",
+        "jelly_topic_items_in_total{topic=\"t0\"} 3",
+        "jelly_topic_subscribers{topic=\"t0\"} 1",
+        "jelly_topic_next_offset{topic=\"t1\"} 0",
+        "jelly_subscriber_lag_items{topic=\"t0\",subscriber=\"1\",kind=\"stream\",format=\"jelly\"} 0",
+    ] {
+        assert!(m.contains(want), "missing `{want}` in\n{m}");
+    }
+    assert!(m.contains("jelly_items_out_total 2"), "{m}");
+    let r = c.get(format!("{base}/nothing")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+
+    // Shutdown ends the live subscription instead of waiting for it.
+    tokio::time::timeout(Duration::from_secs(5), srv.shutdown())
+        .await
+        .expect("shutdown waits for live subscriptions")
+        .unwrap();
+    assert!(s.next().await.is_none());
+}
+
+#[tokio::test]
+async fn curl_follows_a_live_stream() {
+    if std::process::Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("curl not installed; skipped");
+        return;
+    }
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let url = format!("{base}/topics/c/items");
+    let body = jelly_stream(&sample_frames(1, 0), StreamOptions::small());
+    offsets(publish(&c, &url, JELLY, body).await).await;
+    // curl -N reads the live stream for 1.5 s; an item published meanwhile shows up.
+    let curl = tokio::process::Command::new("curl")
+        .args([
+            "-sN",
+            "--max-time",
+            "1.5",
+            "-H",
+            "Accept: application/n-quads",
+            &url,
+        ])
+        .output();
+    let c2 = c.clone();
+    let url2 = url.clone();
+    let publisher = async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let body = jelly_stream(&sample_frames(1, 1), StreamOptions::small());
+        offsets(publish(&c2, &url2, JELLY, body).await).await
+    };
+    let (out, offs) = tokio::join!(curl, publisher);
+    assert_eq!(offs, [1]);
+    let text = String::from_utf8(out.unwrap().stdout).unwrap();
+    let st = jelly::nquads::parse_document(&text).unwrap();
+    assert_eq!(st.len(), 4, "{text}");
+    assert_eq!(st[2].object, iri("http://ex.org/r1"));
+
+    // curl publishes N-Triples from a file body.
+    let dir = std::env::temp_dir().join(format!("jelly-http-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("x.nt");
+    std::fs::write(&f, "<http://ex.org/x> <http://ex.org/p> \"curl\" .\n").unwrap();
+    let out = tokio::process::Command::new("curl")
+        .args([
+            "-s",
+            "-H",
+            "Content-Type: application/n-triples",
+            "--data-binary",
+            &format!("@{}", f.display()),
+            &url,
+        ])
+        .output()
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["offsets"][0], 2);
+    let _ = std::fs::remove_dir_all(&dir);
+    srv.shutdown().await.unwrap();
+}
