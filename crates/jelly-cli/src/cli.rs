@@ -30,6 +30,15 @@ pub enum Command {
     /// Commands on RDF Patch text and Jelly-Patch streams.
     #[command(subcommand)]
     Patch(crate::patch::args::PatchCommand),
+    /// Run the stream server: topics over HTTP (publish, subscribe, long-poll, SSE).
+    #[command(after_help = crate::serve::SERVE_HELP)]
+    Serve(crate::serve::ServeArgs),
+    /// Publish RDF files or Jelly streams to a topic of a running server.
+    #[command(after_help = crate::publish::PUBLISH_HELP)]
+    Publish(crate::publish::PublishArgs),
+    /// Follow a topic of a running server; resumes after a disconnect.
+    #[command(after_help = crate::subscribe::SUBSCRIBE_HELP)]
+    Subscribe(crate::subscribe::SubscribeArgs),
     /// Run the official Jelly-RDF conformance suite and write an EARL report.
     #[command(after_help = CONFORMANCE_HELP)]
     Conformance(ConformanceArgs),

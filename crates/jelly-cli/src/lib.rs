@@ -11,8 +11,11 @@ pub mod from_jelly;
 pub mod inspect;
 pub mod io;
 pub mod patch;
+pub mod publish;
 pub mod rdf_read;
 pub mod report;
+pub mod serve;
+pub mod subscribe;
 pub mod to_jelly;
 pub mod transcode;
 pub mod validate;
@@ -32,6 +35,9 @@ pub fn run(cli: &Cli) -> CliResult {
         Command::Rdf(RdfCommand::Inspect(a)) => inspect::run(a, q),
         Command::Rdf(RdfCommand::Validate(a)) => validate::run(a, q),
         Command::Patch(p) => patch::run(p, q),
+        Command::Serve(a) => serve::run(a, q),
+        Command::Publish(a) => publish::run(a, q),
+        Command::Subscribe(a) => subscribe::run(a, q),
         Command::Conformance(a) => conformance_cmd::run(a, q),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();

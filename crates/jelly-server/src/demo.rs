@@ -5,7 +5,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -107,16 +106,10 @@ pub async fn run(
                     continue;
                 }
             };
-            let n = items.len() as u64;
-            let bytes: u64 = items.iter().map(|i| i.frame.len() as u64).sum();
-            if let Err(e) = t.log.append(items).await {
+            if let Err(e) = t.append(items, &state.metrics).await {
                 tracing::error!(error = %e, "demo append failed");
                 return;
             }
-            t.stats.items_in.fetch_add(n, Ordering::Relaxed);
-            t.stats.bytes_in.fetch_add(bytes, Ordering::Relaxed);
-            state.metrics.items_in.fetch_add(n, Ordering::Relaxed);
-            state.metrics.bytes_in.fetch_add(bytes, Ordering::Relaxed);
         }
     }
 }

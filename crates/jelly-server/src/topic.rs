@@ -221,6 +221,26 @@ impl Topic {
         }
     }
 
+    /// Appends a batch and counts it (topic and server counters).
+    pub async fn append(
+        &self,
+        items: Vec<NewItem>,
+        metrics: &crate::metrics::Metrics,
+    ) -> Result<Vec<u64>, LogError> {
+        let n = items.len() as u64;
+        let bytes: u64 = items.iter().map(|i| i.frame.len() as u64).sum();
+        let statements: u64 = items.iter().map(|i| u64::from(i.statements)).sum();
+        let offsets = self.log.append(items).await?;
+        self.stats.items_in.fetch_add(n, Ordering::Relaxed);
+        self.stats.bytes_in.fetch_add(bytes, Ordering::Relaxed);
+        self.stats
+            .statements_in
+            .fetch_add(statements, Ordering::Relaxed);
+        metrics.items_in.fetch_add(n, Ordering::Relaxed);
+        metrics.bytes_in.fetch_add(bytes, Ordering::Relaxed);
+        Ok(offsets)
+    }
+
     /// The live subscriptions.
     pub fn subscribers(&self) -> Vec<Arc<SubscriberInfo>> {
         let mut v: Vec<_> = self.subs().values().cloned().collect();

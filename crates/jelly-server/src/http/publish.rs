@@ -146,10 +146,7 @@ async fn publish_inner(
         options = topic.options.clone();
     };
     let (topic, items) = items;
-    let n = items.len() as u64;
-    let bytes: u64 = items.iter().map(|i| i.frame.len() as u64).sum();
-    let statements: u64 = items.iter().map(|i| u64::from(i.statements)).sum();
-    let offsets = topic.log.append(items).await.map_err(|e| match e {
+    let offsets = topic.append(items, &s.metrics).await.map_err(|e| match e {
         LogError::ItemTooLarge { .. } => {
             ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, e.to_string())
         }
@@ -158,14 +155,6 @@ async fn publish_inner(
             format!("append failed: {e}"),
         ),
     })?;
-    topic.stats.items_in.fetch_add(n, Ordering::Relaxed);
-    topic.stats.bytes_in.fetch_add(bytes, Ordering::Relaxed);
-    topic
-        .stats
-        .statements_in
-        .fetch_add(statements, Ordering::Relaxed);
-    s.metrics.items_in.fetch_add(n, Ordering::Relaxed);
-    s.metrics.bytes_in.fetch_add(bytes, Ordering::Relaxed);
-    tracing::debug!(topic = name, items = n, "published");
+    tracing::debug!(topic = name, items = offsets.len(), "published");
     Ok(Json(json!({ "topic": name, "offsets": offsets })))
 }

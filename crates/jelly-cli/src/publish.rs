@@ -1,0 +1,185 @@
+//! `jelly publish`: send RDF files or Jelly streams to a topic of a running server.
+
+use std::io::Read;
+
+use clap::Args;
+
+use crate::error::{CliError, CliResult};
+use crate::format::{Format, is_jelly_path};
+use crate::io::open_input;
+
+pub const PUBLISH_HELP: &str = "\
+Examples:
+  jelly publish weather obs.jelly
+  jelly publish sensors a.nq b.ttl --source station-7 --header unit=celsius
+  jelly publish graphs data.trig --split-graph
+  cat data.nq | jelly publish sensors -
+  jelly rdf to-jelly data.ttl --frame-per graph | jelly publish sensors - --jelly
+
+A Jelly stream becomes one item per frame; an RDF file one item (or one per named
+graph with --split-graph). Each file is one request: the server checks all of it and
+appends nothing if any of it is refused. The offsets the server gave are printed as
+JSON, one line per file. The topic is created on first publish if it does not exist.
+
+Exit codes: 0 published, 1 refused by the server (bad data), 2 usage error, I/O error
+or the server cannot be reached.";
+
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    /// The topic.
+    pub topic: String,
+    /// Input files (`-` or none for stdin). `.jelly` files are sent as Jelly.
+    #[arg(value_name = "FILE")]
+    pub inputs: Vec<String>,
+    /// Server URL.
+    #[arg(long, default_value = "http://127.0.0.1:8686", value_name = "URL")]
+    pub server: String,
+    /// Format of RDF input (default: from the extension; N-Quads for stdin).
+    #[arg(long = "in-format", value_enum, value_name = "FORMAT")]
+    pub in_format: Option<Format>,
+    /// The input is a Jelly stream (for stdin; `.jelly` files are detected).
+    #[arg(long, conflicts_with = "in_format")]
+    pub jelly: bool,
+    /// One item per named graph (RDF input).
+    #[arg(long = "split-graph")]
+    pub split_graph: bool,
+    /// Base IRI for relative IRIs in Turtle and TriG.
+    #[arg(long = "base-iri", value_name = "IRI")]
+    pub base_iri: Option<String>,
+    /// Source id stored with each item (frame metadata `source`).
+    #[arg(long, value_name = "ID")]
+    pub source: Option<String>,
+    /// A header stored with each item (frame metadata `h:NAME`); repeatable.
+    #[arg(long = "header", value_name = "NAME=VALUE")]
+    pub headers: Vec<String>,
+}
+
+fn content_type(path: &str, a: &PublishArgs) -> CliResult<&'static str> {
+    if a.jelly || (path != "-" && is_jelly_path(path) && a.in_format.is_none()) {
+        return Ok("application/x-jelly-rdf");
+    }
+    let f = match a.in_format {
+        Some(f) => f,
+        None if path == "-" => Format::Nq,
+        None => Format::from_path(path).ok_or_else(|| {
+            CliError::usage(format!(
+                "{path}: cannot tell the format from the name; use --in-format or --jelly"
+            ))
+        })?,
+    };
+    Ok(match f {
+        Format::Nq => "application/n-quads",
+        Format::Nt => "application/n-triples",
+        Format::Ttl => "text/turtle",
+        Format::Trig => "application/trig",
+        other => {
+            return Err(CliError::usage(format!(
+                "{path}: the server takes N-Triples, N-Quads, Turtle, TriG or Jelly, not {}; \
+                 convert it first (jelly rdf to-jelly)",
+                other.name()
+            )));
+        }
+    })
+}
+
+/// The topic URL with the query for these arguments.
+pub fn items_url(server: &str, topic: &str) -> String {
+    format!("{}/topics/{}/items", server.trim_end_matches('/'), topic)
+}
+
+/// Percent-encodes a query value (everything but unreserved characters).
+pub fn percent_encode(v: &str) -> String {
+    let mut out = String::new();
+    for b in v.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
+    let inputs = if a.inputs.is_empty() {
+        vec!["-".to_string()]
+    } else {
+        a.inputs.clone()
+    };
+    let mut headers = Vec::new();
+    for h in &a.headers {
+        let (k, v) = h
+            .split_once('=')
+            .ok_or_else(|| CliError::usage(format!("--header `{h}`: use NAME=VALUE")))?;
+        headers.push((format!("x-jelly-header-{k}"), v.to_string()));
+    }
+    let mut query = Vec::new();
+    if a.split_graph {
+        query.push(("split", "graph".to_string()));
+    }
+    if let Some(b) = &a.base_iri {
+        query.push(("base", b.clone()));
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::io("tokio runtime", &e))?;
+    let client = reqwest::Client::new();
+    let mut url = items_url(&a.server, &a.topic);
+    for (i, (k, v)) in query.iter().enumerate() {
+        url.push(if i == 0 { '?' } else { '&' });
+        url.push_str(k);
+        url.push('=');
+        url.push_str(&percent_encode(v));
+    }
+    for path in &inputs {
+        let ct = content_type(path, a)?;
+        let input = open_input(path)?;
+        let name = input.name.clone();
+        let mut body = Vec::new();
+        let mut reader = input.reader;
+        reader
+            .read_to_end(&mut body)
+            .map_err(|e| CliError::io(&name, &e))?;
+        let mut req = client.post(&url).header("content-type", ct).body(body);
+        if let Some(s) = &a.source {
+            req = req.header("x-jelly-source", s);
+        }
+        for (k, v) in &headers {
+            req = req.header(k, v);
+        }
+        let (status, text) = rt.block_on(async {
+            let resp = req
+                .send()
+                .await
+                .map_err(|e| CliError::usage(format!("cannot reach {}: {e}", a.server)))?;
+            let status = resp.status();
+            let text = resp
+                .text()
+                .await
+                .map_err(|e| CliError::usage(format!("{}: {e}", a.server)))?;
+            Ok::<_, CliError>((status, text))
+        })?;
+        if !status.is_success() {
+            let msg = serde_json::from_str::<serde_json::Value>(&text)
+                .ok()
+                .and_then(|v| v["error"].as_str().map(str::to_string))
+                .unwrap_or(text);
+            let err = format!("{name}: the server refused it ({status}): {msg}");
+            return Err(if status.is_client_error() {
+                CliError::invalid(err)
+            } else {
+                CliError::usage(err)
+            });
+        }
+        println!("{}", text.trim());
+        if !quiet {
+            let n = serde_json::from_str::<serde_json::Value>(&text)
+                .ok()
+                .and_then(|v| v["offsets"].as_array().map(Vec::len))
+                .unwrap_or(0);
+            eprintln!("{name}: {n} items published to `{}`", a.topic);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,132 @@
+//! `jelly serve`: run the stream server.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use jelly_server::{Server, ServerConfig};
+
+use crate::error::{CliError, CliResult};
+
+pub const SERVE_HELP: &str = "\
+Examples:
+  jelly serve
+  jelly serve --listen 0.0.0.0:8686 --data /var/lib/jelly
+  jelly serve --config jelly.toml
+  jelly serve --demo
+  curl -N localhost:8686/topics/weather/items -H 'Accept: application/n-quads'
+
+Settings come from the embedded defaults, then the --config file (TOML), then the
+flags. The API is described in docs/http-api.md. SIGINT or SIGTERM stops the server
+gracefully (live subscriptions are ended, in-flight requests finish).
+
+--demo replays the weather observations of
+../shared/datasets/iot-assist-weather (one item per frame of the recorded stream)
+into the topic `weather`, a few items a second, over and over.
+
+Exit codes: 0 stopped by a signal, 2 usage error, bad config, or the address is taken.";
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (default 127.0.0.1:8686).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Data directory of the durable logs (default ./data).
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// A TOML configuration file.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Publish the recorded weather stream into the topic `weather`.
+    #[arg(long)]
+    pub demo: bool,
+    /// Folder of the demo dataset (an .nt file and frames.txt).
+    #[arg(
+        long = "demo-data",
+        value_name = "DIR",
+        default_value = "../shared/datasets/iot-assist-weather"
+    )]
+    pub demo_data: PathBuf,
+    /// Demo items per second.
+    #[arg(long = "demo-rate", value_name = "N", default_value_t = 4.0)]
+    pub demo_rate: f64,
+    /// Log level: error, warn, info, debug, trace.
+    #[arg(long = "log-level", value_name = "LEVEL", default_value = "info")]
+    pub log_level: tracing::Level,
+}
+
+/// The configuration: defaults, then the file, then the flags.
+pub fn config(a: &ServeArgs) -> CliResult<ServerConfig> {
+    let mut c = match &a.config {
+        Some(p) => ServerConfig::from_file(p).map_err(|e| CliError::usage(e.to_string()))?,
+        None => ServerConfig::default(),
+    };
+    if let Some(l) = a.listen {
+        c.listen = l;
+    }
+    if let Some(d) = &a.data {
+        c.data = d.clone();
+    }
+    Ok(c)
+}
+
+fn demo_data(dir: &std::path::Path) -> CliResult<jelly_server::demo::DemoData> {
+    let frames = dir.join("frames.txt");
+    let nt = std::fs::read_dir(dir)
+        .map_err(|e| CliError::io(&dir.display().to_string(), &e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "nt"))
+        .ok_or_else(|| CliError::usage(format!("{}: no .nt file for the demo", dir.display())))?;
+    jelly_server::demo::DemoData::load(&nt, &frames)
+        .map_err(|e| CliError::io(&nt.display().to_string(), &e))
+}
+
+pub fn run(a: &ServeArgs, quiet: bool) -> CliResult {
+    let config = config(a)?;
+    let level = if quiet {
+        tracing::Level::WARN
+    } else {
+        a.log_level
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+    let demo = if a.demo {
+        Some(demo_data(&a.demo_data)?)
+    } else {
+        None
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::io("tokio runtime", &e))?;
+    rt.block_on(async move {
+        let listen = config.listen;
+        let server = Server::start(config)
+            .await
+            .map_err(|e| CliError::io(&format!("listen on {listen}"), &e))?;
+        if !quiet {
+            eprintln!("jelly serve: listening on {}", server.url());
+        }
+        if let Some(d) = demo {
+            if !quiet {
+                eprintln!(
+                    "jelly serve: demo: {} items into topic `weather`; try\n  curl -N {}/topics/weather/items -H 'Accept: application/n-quads'",
+                    d.items.len(),
+                    server.url()
+                );
+            }
+            jelly_server::demo::spawn(
+                server.state().clone(),
+                d,
+                a.demo_rate,
+                server.shutdown_signal(),
+            );
+        }
+        server
+            .run_until(jelly_server::server::termination_signal())
+            .await
+            .map_err(|e| CliError::io("server", &e))
+    })
+}

@@ -1,0 +1,329 @@
+//! `jelly subscribe`: follow a topic of a running server, resuming after disconnects.
+//!
+//! The client always asks the server for Jelly (compact on the wire, and every frame
+//! carries its item's `offset` in the frame metadata), remembers the last offset it
+//! wrote, and after a disconnect reconnects with `from=<last + 1>`: a new stream,
+//! decoded with a new decoder. Output is written in the requested format by the client,
+//! so a resumed subscription continues one output stream without gaps or duplicates.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use jelly::{Decoder, Encoder, Event, Statement};
+
+use crate::error::{CliError, CliResult};
+use crate::io::{Output, open_output};
+use crate::publish::{items_url, percent_encode};
+
+pub const SUBSCRIBE_HELP: &str = "\
+Examples:
+  jelly subscribe weather
+  jelly subscribe weather --from latest --format jelly --to live.jelly
+  jelly subscribe weather --from 120 --max-items 10
+  jelly subscribe weather --from ts:1700000000000 --no-follow --format trig
+
+--from takes earliest, latest, an offset, ts:<ms since the epoch> or last:<n>.
+Without --no-follow the subscription follows new items until interrupted; when the
+connection breaks it reconnects from the offset after the last item written (giving
+up after --retry-secs without success). Jelly output keeps each item as one frame
+with its metadata (offset, ts, source, h:*).
+
+Exit codes: 0 done, 1 the offset is no longer retained or the server refused the
+request, 2 usage or I/O error, or the server could not be reached.";
+
+/// Output formats of `jelly subscribe`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SubFormat {
+    /// Delimited Jelly, one frame per item with its metadata.
+    Jelly,
+    /// N-Quads
+    #[value(alias = "nquads")]
+    Nq,
+    /// N-Triples (the graph of quads is dropped)
+    #[value(alias = "ntriples")]
+    Nt,
+    /// TriG, one block per item
+    Trig,
+    /// Turtle, one block per item (the graph of quads is dropped)
+    #[value(alias = "turtle")]
+    Ttl,
+}
+
+#[derive(Debug, Args)]
+pub struct SubscribeArgs {
+    /// The topic.
+    pub topic: String,
+    /// Server URL.
+    #[arg(long, default_value = "http://127.0.0.1:8686", value_name = "URL")]
+    pub server: String,
+    /// Where to start: earliest, latest, an offset, ts:<ms> or last:<n>.
+    #[arg(long, default_value = "earliest", value_name = "FROM")]
+    pub from: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "nq", value_name = "FORMAT")]
+    pub format: SubFormat,
+    /// Output file (default stdout).
+    #[arg(long = "to", short = 'o', value_name = "FILE")]
+    pub to: Option<String>,
+    /// Stop after this many items.
+    #[arg(long = "max-items", value_name = "N")]
+    pub max_items: Option<u64>,
+    /// Stop at the end of what the topic holds now instead of following it.
+    #[arg(long = "no-follow")]
+    pub no_follow: bool,
+    /// Give up reconnecting after this many seconds without success.
+    #[arg(long = "retry-secs", default_value_t = 30, value_name = "SECS")]
+    pub retry_secs: u64,
+}
+
+/// Writes received items.
+struct Sink {
+    format: SubFormat,
+    out: Output,
+    enc: Option<Encoder>,
+    buf: Vec<u8>,
+}
+
+impl Sink {
+    fn item(
+        &mut self,
+        options: Option<&jelly::StreamOptions>,
+        meta: &[(String, Vec<u8>)],
+        statements: &[Statement],
+    ) -> CliResult {
+        let io = |e: std::io::Error| CliError::io("output", &e);
+        self.buf.clear();
+        match self.format {
+            SubFormat::Jelly => {
+                if self.enc.is_none() {
+                    let mut o = options
+                        .cloned()
+                        .ok_or_else(|| CliError::invalid("the stream has no options row"))?;
+                    o.version = 0;
+                    self.enc = Some(Encoder::new(o).map_err(|e| CliError::invalid(e.to_string()))?);
+                }
+                let enc = self.enc.as_mut().expect("set above");
+                for st in statements {
+                    enc.add(st.as_ref())
+                        .map_err(|e| CliError::invalid(e.to_string()))?;
+                }
+                if enc.graph_open() {
+                    enc.end_graph()
+                        .map_err(|e| CliError::invalid(e.to_string()))?;
+                }
+                for (k, v) in meta {
+                    enc.set_frame_metadata(k.clone(), v.clone());
+                }
+                enc.finish_frame_into(&mut self.buf, true);
+            }
+            SubFormat::Nq => {
+                for st in statements {
+                    let _ = writeln!(self.buf, "{st}");
+                }
+            }
+            SubFormat::Nt => {
+                for st in statements {
+                    let mut st = st.clone();
+                    st.graph = None;
+                    let _ = writeln!(self.buf, "{st}");
+                }
+            }
+            SubFormat::Ttl => {
+                let mut ser = oxttl::TurtleSerializer::new().for_writer(&mut self.buf);
+                for st in statements {
+                    let q = st
+                        .as_ref()
+                        .to_oxrdf_quad()
+                        .map_err(|e| CliError::invalid(e.to_string()))?;
+                    ser.serialize_triple(oxrdf::TripleRef::from(q.as_ref()))
+                        .map_err(io)?;
+                }
+                ser.finish().map_err(io)?;
+            }
+            SubFormat::Trig => {
+                let mut ser = oxttl::TriGSerializer::new().for_writer(&mut self.buf);
+                for st in statements {
+                    let q = st
+                        .as_ref()
+                        .to_oxrdf_quad()
+                        .map_err(|e| CliError::invalid(e.to_string()))?;
+                    ser.serialize_quad(q.as_ref()).map_err(io)?;
+                }
+                ser.finish().map_err(io)?;
+            }
+        }
+        self.out.write_all(&self.buf).map_err(io)?;
+        self.out.flush().map_err(io)
+    }
+}
+
+/// Splits one delimited frame off the front of `buf`, if it is complete.
+fn split_frame(buf: &mut Vec<u8>) -> Option<Vec<u8>> {
+    let (mut len, mut shift, mut i) = (0u64, 0, 0);
+    loop {
+        let b = *buf.get(i)?;
+        if shift > 63 {
+            return None;
+        }
+        len |= u64::from(b & 0x7f) << shift;
+        i += 1;
+        if b < 0x80 {
+            break;
+        }
+        shift += 7;
+    }
+    let end = i.checked_add(usize::try_from(len).ok()?)?;
+    if buf.len() < end {
+        return None;
+    }
+    let frame = buf[i..end].to_vec();
+    buf.drain(..end);
+    Some(frame)
+}
+
+/// How one connection ended.
+enum Ended {
+    /// --max-items reached.
+    Done,
+    /// The body ended cleanly.
+    BodyEnd,
+    /// The connection broke.
+    Broken(String),
+}
+
+struct State {
+    next: Option<u64>,
+    written: u64,
+}
+
+async fn connection(
+    client: &reqwest::Client,
+    a: &SubscribeArgs,
+    st: &mut State,
+    sink: &mut Sink,
+    connected: &mut Instant,
+) -> CliResult<Ended> {
+    let from = st.next.map_or_else(|| a.from.clone(), |n| n.to_string());
+    let mut url = format!(
+        "{}?from={}&format=jelly",
+        items_url(&a.server, &a.topic),
+        percent_encode(&from)
+    );
+    if a.no_follow {
+        url.push_str("&follow=false");
+    }
+    let mut resp = match client.get(&url).send().await {
+        Ok(r) => r,
+        Err(e) => return Ok(Ended::Broken(format!("cannot reach {}: {e}", a.server))),
+    };
+    let status = resp.status();
+    if !status.is_success() {
+        let text = resp.text().await.unwrap_or_default();
+        let msg = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v["error"].as_str().map(str::to_string))
+            .unwrap_or(text);
+        if status.is_server_error() {
+            return Ok(Ended::Broken(format!("server error {status}: {msg}")));
+        }
+        return Err(CliError::invalid(format!("{status}: {msg}")));
+    }
+    *connected = Instant::now();
+    let mut dec = Decoder::default();
+    let mut buf = Vec::new();
+    loop {
+        while let Some(frame) = split_frame(&mut buf) {
+            let mut cur = dec.frame(&frame);
+            let meta: Vec<(String, Vec<u8>)> = cur
+                .metadata()
+                .map_err(|e| CliError::invalid(format!("bad frame from the server: {e}")))?
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_vec()))
+                .collect();
+            let mut statements = Vec::new();
+            while let Some(ev) = cur
+                .next_event()
+                .map_err(|e| CliError::invalid(format!("bad frame from the server: {e}")))?
+            {
+                if let Event::Statement(s) = ev {
+                    statements.push(s.to_owned());
+                }
+            }
+            let offset = meta
+                .iter()
+                .find(|(k, _)| k == "offset")
+                .and_then(|(_, v)| std::str::from_utf8(v).ok()?.parse::<u64>().ok())
+                .ok_or_else(|| CliError::invalid("a frame without an `offset` in its metadata"))?;
+            sink.item(dec.options(), &meta, &statements)?;
+            st.next = Some(offset + 1);
+            st.written += 1;
+            *connected = Instant::now();
+            if a.max_items.is_some_and(|m| st.written >= m) {
+                return Ok(Ended::Done);
+            }
+        }
+        match resp.chunk().await {
+            Ok(Some(c)) => buf.extend_from_slice(&c),
+            Ok(None) if buf.is_empty() => return Ok(Ended::BodyEnd),
+            Ok(None) => return Ok(Ended::Broken("the stream ended inside a frame".into())),
+            Err(e) => return Ok(Ended::Broken(e.to_string())),
+        }
+    }
+}
+
+pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
+    let out = open_output(a.to.as_deref())?;
+    let mut sink = Sink {
+        format: a.format,
+        out,
+        enc: None,
+        buf: Vec::new(),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::io("tokio runtime", &e))?;
+    let client = reqwest::Client::new();
+    let mut st = State {
+        next: None,
+        written: 0,
+    };
+    let result = rt.block_on(async {
+        let mut last_ok = Instant::now();
+        let mut backoff = Duration::from_millis(250);
+        loop {
+            if a.max_items == Some(0) {
+                return Ok(());
+            }
+            match connection(&client, a, &mut st, &mut sink, &mut last_ok).await? {
+                Ended::Done => return Ok(()),
+                Ended::BodyEnd if a.no_follow => return Ok(()),
+                Ended::BodyEnd => {
+                    if !quiet {
+                        eprintln!("jelly subscribe: the server closed the stream; reconnecting");
+                    }
+                }
+                Ended::Broken(why) => {
+                    if last_ok.elapsed() > Duration::from_secs(a.retry_secs) {
+                        return Err(CliError::usage(why));
+                    }
+                    if !quiet {
+                        eprintln!("jelly subscribe: {why}; retrying in {backoff:?}");
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    continue;
+                }
+            }
+            backoff = Duration::from_millis(250);
+            tokio::time::sleep(backoff).await;
+        }
+    });
+    let finish = sink.out.finish().map_err(|e| CliError::io("output", &e));
+    result.and(finish)?;
+    if !quiet {
+        eprintln!("jelly subscribe: {} items", st.written);
+    }
+    Ok(())
+}

@@ -1,0 +1,221 @@
+//! `jelly serve`, `jelly publish` and `jelly subscribe` as processes, on loopback.
+
+mod cli_support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cli_support::{jelly, ok};
+use jelly::{Event, JellyReader};
+
+struct ServeProc {
+    child: Child,
+    url: String,
+}
+
+impl ServeProc {
+    fn start() -> ServeProc {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_jelly"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--log-level", "warn"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn jelly serve");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("jelly serve ended before listening")
+                .unwrap();
+            if let Some(u) = line.strip_prefix("jelly serve: listening on ") {
+                break u.trim().to_string();
+            }
+        };
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        ServeProc { child, url }
+    }
+
+    /// SIGTERM, then the exit code.
+    fn stop(mut self) -> i32 {
+        let pid = self.child.id().to_string();
+        let st = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(st.success());
+        let t0 = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s.code().unwrap_or(-1);
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "jelly serve did not stop on SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for ServeProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("jelly-cli-serve-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn serve_publish_subscribe_round_trip() {
+    let srv = ServeProc::start();
+    let dir = temp_dir("rt");
+    let trig = dir.join("data.trig");
+    std::fs::write(
+        &trig,
+        "@prefix ex: <http://ex.org/> .\nex:a ex:p ex:b .\nex:g1 { ex:a ex:p ex:c . }\nex:g2 { ex:a ex:p ex:d . }\n",
+    )
+    .unwrap();
+    let trig = trig.to_str().unwrap();
+    let url = srv.url.clone();
+    let s = url.as_str();
+
+    let r = ok(
+        &[
+            "publish",
+            "t",
+            trig,
+            "--split-graph",
+            "--server",
+            s,
+            "--source",
+            "cli",
+            "--header",
+            "unit=celsius",
+        ],
+        None,
+    );
+    assert_eq!(r.out().trim(), r#"{"offsets":[0,1,2],"topic":"t"}"#);
+    let r = ok(
+        &["publish", "t", "-", "--server", s],
+        Some(b"<http://ex.org/x> <http://ex.org/p> \"stdin\" .\n"),
+    );
+    assert!(r.out().contains("[3]"), "{}", r.out());
+    // Bad data: exit 1 with the server's reason, nothing appended.
+    let r = jelly(
+        &["publish", "t", "-", "--server", s],
+        Some(b"<http://ex.org/x> <http://ex.org/p> .\n"),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("400"), "{}", r.stderr);
+
+    // Everything so far, as N-Quads.
+    let r = ok(
+        &["subscribe", "t", "--server", s, "--no-follow", "-q"],
+        None,
+    );
+    let st = jelly::nquads::parse_document(&r.out()).unwrap();
+    assert_eq!(st.len(), 4);
+    assert_eq!(st[3].object, jelly::Term::simple_literal("stdin"));
+
+    // As Jelly: one frame per item with its metadata.
+    let out = dir.join("sub.jelly");
+    ok(
+        &[
+            "subscribe",
+            "t",
+            "--server",
+            s,
+            "--no-follow",
+            "--format",
+            "jelly",
+            "--to",
+            out.to_str().unwrap(),
+        ],
+        None,
+    );
+    let bytes = std::fs::read(&out).unwrap();
+    let mut rd = JellyReader::new(&bytes[..]);
+    let mut offsets = Vec::new();
+    while let Some(mut f) = rd.next_frame().unwrap() {
+        let meta = f.metadata().unwrap();
+        let get = |k: &str| {
+            meta.iter()
+                .find(|(mk, _)| *mk == k)
+                .map(|(_, v)| v.to_vec())
+        };
+        offsets.push(String::from_utf8(get("offset").unwrap()).unwrap());
+        if offsets.len() <= 3 {
+            assert_eq!(get("source").unwrap(), b"cli");
+            assert_eq!(get("h:unit").unwrap(), b"celsius");
+        }
+        while f
+            .next_event()
+            .unwrap()
+            .is_some_and(|e| !matches!(e, Event::GraphEnd))
+        {}
+    }
+    assert_eq!(offsets, ["0", "1", "2", "3"]);
+
+    // From an offset, bounded.
+    let r = ok(
+        &[
+            "subscribe",
+            "t",
+            "--server",
+            s,
+            "--from",
+            "2",
+            "--max-items",
+            "1",
+            "--format",
+            "trig",
+        ],
+        None,
+    );
+    assert!(r.out().contains("<http://ex.org/g2>"), "{}", r.out());
+
+    // Live: a follower started first sees an item published afterwards.
+    let follower = Command::new(env!("CARGO_BIN_EXE_jelly"))
+        .args([
+            "subscribe",
+            "t",
+            "--server",
+            s,
+            "--from",
+            "latest",
+            "--max-items",
+            "1",
+            "-q",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    ok(
+        &["publish", "t", "-", "--server", s, "-q"],
+        Some(b"<http://ex.org/x> <http://ex.org/p> \"live\" .\n"),
+    );
+    let out = follower.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"live\""));
+
+    // A retained offset that does not exist yet / an unknown topic: exit 1.
+    let r = jelly(&["subscribe", "nope", "--server", s, "--no-follow"], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+
+    assert_eq!(srv.stop(), 0);
+    // Nobody listening: exit 2 (after the retry budget).
+    let r = jelly(
+        &["subscribe", "t", "--server", s, "--retry-secs", "0", "-q"],
+        None,
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}
