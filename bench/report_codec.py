@@ -45,6 +45,10 @@ for (ds, kind), m in by.items():
             oi = rate(m[("jellyfish (interned input)", "encode")])
             r2 = f"{oi / jvm:.2f}×" if oi and jvm else "–"
             print(f"| {ds} | {kind} | encode, interned input | {fmt(oi)} | | | {r2} |")
+        if op == "decode" and ("jellyfish", "decode-owned") in m:
+            do = rate(m[("jellyfish", "decode-owned")])
+            r3 = f"{do / jvm:.2f}×" if do and jvm else "–"
+            print(f"| {ds} | {kind} | decode into owned oxrdf quads | {fmt(do)} | | | {r3} |")
 
 print()
 print("| dataset | frames | statements | jellyfish bytes | Jelly-JVM bytes | difference | % of N-Triples | oxttl parse | oxttl write |")

@@ -45,6 +45,7 @@ for c in "${CASES[@]}"; do
   $B encode "$file" --preset big --rows-per-frame 512 $g_rust --seconds "$SECS" --out "$jelly" | tag "$meta" >> "$OUT/codec.jsonl"
   $B encode-interned "$file" --preset big --rows-per-frame 512 $g_rust --seconds "$SECS" | tag "$meta" >> "$OUT/codec.jsonl"
   $B decode "$jelly" --seconds "$SECS" | tag "$meta" >> "$OUT/codec.jsonl"
+  $B decode-owned "$jelly" --seconds "$SECS" | tag "$meta" >> "$OUT/codec.jsonl"
   java -Xmx8g -jar "$J" bench-encode "$file" --preset big --rows-per-frame 512 $g_jvm --seconds "$SECS" 2>/dev/null | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"
   java -Xmx8g -jar "$J" bench-decode "$jelly" --seconds "$SECS" 2>/dev/null | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"
   "$PY" bench/py/pyjelly_peer.py bench-encode "$file" --preset big --rows-per-frame 512 $g_py --seconds "$SECS" | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"

@@ -374,6 +374,25 @@ fn run(a: &Args) -> Result<(), String> {
             let (iters, el) = time_loop(a.seconds, || n = decode(&bytes).0);
             report("decode", &a.input, n, iters, el, bytes.len(), "");
         }
+        "decode-owned" => {
+            // Decoding into owned oxrdf quads (one allocation per term), for comparison
+            // with peers that build term objects.
+            let bytes = read_input(&a.input)?;
+            let mut n = 0u64;
+            let (iters, el) = time_loop(a.seconds, || {
+                n = 0;
+                let r = JellyReader::new(&bytes[..]).for_each_statement(|st| {
+                    if let Ok(q) = st.to_oxrdf_quad() {
+                        std::hint::black_box(q);
+                        n += 1;
+                    }
+                });
+                if r.is_err() {
+                    n = 0;
+                }
+            });
+            report("decode-owned", &a.input, n, iters, el, bytes.len(), "");
+        }
         "oxttl-parse" => {
             let bytes = read_input(&a.input)?;
             let quads = is_quads(&a.input);
