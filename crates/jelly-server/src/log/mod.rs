@@ -3,10 +3,14 @@
 //! [`Log`] is the seam where a Kafka-backed topic will slot in later; the server only
 //! talks to this trait.
 
+mod file;
 mod memory;
+mod record;
+mod segment;
 
 use std::future::Future;
 
+pub use file::{Clock, Durability, FileLog, FileLogOptions};
 pub use memory::MemoryLog;
 use thiserror::Error;
 use tokio::sync::watch;

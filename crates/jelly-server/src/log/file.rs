@@ -1,0 +1,954 @@
+//! The durable log: a directory of segment files per topic.
+//!
+//! Layout and record format are described in `docs/server-design.md` and in
+//! [`super::record`]. In short: segments are named `<base-offset>.seg` (20-digit
+//! zero-padded decimal) and hold records `u32 len | u32 crc32c(body) | body`.
+//!
+//! One writer thread owns the files. [`FileLog::append`] validates the items, sends
+//! them with a reply channel to the writer and waits. The writer takes everything
+//! queued, writes it with one `pwrite` per segment touched, fsyncs once (under
+//! [`Durability::Fsync`]), publishes the new end to readers and the watch channel, and
+//! then answers every appender of the group (**group commit**).
+//!
+//! Readers never wait for the writer: they look up the segment and the sparse index
+//! under a short lock and read the file with positioned reads on a blocking thread.
+//! They only ever see bytes that the writer has finished (and, under `Fsync`, synced).
+//!
+//! Limits worth knowing:
+//! - Only one `FileLog` may have a directory open at a time; nothing enforces that yet.
+//! - After an I/O error while writing, the log refuses further appends (the state of
+//!   the file after a failed write or fsync is unknown); reopen it to recover.
+//! - An append whose future is dropped may still be written. After a crash, a batch
+//!   that was never acknowledged can be present in full, in part (a prefix), or not at
+//!   all; acknowledged batches are always present in full.
+//! - Recovery verifies the CRC of every record of every segment, so opening reads the
+//!   whole topic once.
+
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot, watch};
+
+use super::record::{self, HEADER_LEN};
+use super::segment::{self, IndexEntry, RecordReader, ScanError, Segment};
+use super::{Log, LogError, ReadLimits, now_ms};
+use crate::item::{Item, NewItem};
+
+/// When an append counts as done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// After the records are written and fsynced (the default). Concurrent appends
+    /// share one fsync.
+    #[default]
+    Fsync,
+    /// After the records are written; the writer fsyncs at most this long after a
+    /// write. A crash of the machine (not of the process) can lose that much.
+    Interval(Duration),
+    /// After the records are written; fsync only when a segment is sealed and on
+    /// close. For benchmarks.
+    None,
+}
+
+impl fmt::Display for Durability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Durability::Fsync => f.write_str("fsync"),
+            Durability::Interval(d) => write!(f, "interval:{}", d.as_millis()),
+            Durability::None => f.write_str("none"),
+        }
+    }
+}
+
+impl FromStr for Durability {
+    type Err = String;
+
+    /// `fsync`, `interval:<ms>` or `none`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "fsync" => Ok(Durability::Fsync),
+            "none" => Ok(Durability::None),
+            _ => match s.strip_prefix("interval:").map(str::parse::<u64>) {
+                Some(Ok(ms)) => Ok(Durability::Interval(Duration::from_millis(ms))),
+                _ => Err(format!(
+                    "unknown durability {s:?} (expected fsync, interval:<ms> or none)"
+                )),
+            },
+        }
+    }
+}
+
+/// The time source for append timestamps and age retention, in milliseconds since
+/// the Unix epoch. Tests inject their own.
+#[derive(Clone)]
+pub struct Clock(Arc<dyn Fn() -> u64 + Send + Sync>);
+
+impl Clock {
+    /// The system clock ([`now_ms`]).
+    pub fn system() -> Self {
+        Clock(Arc::new(now_ms))
+    }
+
+    /// A clock reading `f`.
+    pub fn from_fn(f: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
+        Clock(Arc::new(f))
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        (self.0)()
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::system()
+    }
+}
+
+impl fmt::Debug for Clock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Clock")
+    }
+}
+
+/// Settings of a [`FileLog`].
+#[derive(Debug, Clone)]
+pub struct FileLogOptions {
+    pub durability: Durability,
+    /// A new segment starts when the next batch would take the active one past this
+    /// size (a segment always takes at least one batch).
+    pub segment_bytes: u64,
+    /// The sparse index gets an entry every this many bytes of records.
+    pub index_interval_bytes: u64,
+    /// Largest item, as the size of its record body (frame plus metadata). Larger
+    /// items are refused with [`LogError::ItemTooLarge`]. At most `u32::MAX`.
+    pub max_item_bytes: usize,
+    /// Delete the oldest segments while the topic is larger than this.
+    pub retention_bytes: Option<u64>,
+    /// Delete segments whose newest record is older than this.
+    pub retention_age: Option<Duration>,
+    /// Besides after every append, retention is checked this often.
+    pub retention_check_interval: Duration,
+    /// Bytes of appends that may wait for the writer before `append` waits too.
+    pub max_inflight_bytes: usize,
+    /// Time source for timestamps and age retention.
+    pub clock: Clock,
+}
+
+impl Default for FileLogOptions {
+    fn default() -> Self {
+        FileLogOptions {
+            durability: Durability::Fsync,
+            segment_bytes: 64 << 20,
+            index_interval_bytes: 4096,
+            max_item_bytes: 16 << 20,
+            retention_bytes: None,
+            retention_age: None,
+            retention_check_interval: Duration::from_secs(10),
+            max_inflight_bytes: 64 << 20,
+            clock: Clock::system(),
+        }
+    }
+}
+
+/// A durable [`Log`] in a directory of segment files. See the module docs.
+pub struct FileLog {
+    shared: Arc<Shared>,
+    tx: Option<mpsc::Sender<Request>>,
+    writer: Option<JoinHandle<()>>,
+    inflight: Arc<Semaphore>,
+    max_inflight: u32,
+    max_item_bytes: usize,
+}
+
+struct Shared {
+    dir: PathBuf,
+    state: RwLock<State>,
+    watch: watch::Sender<u64>,
+}
+
+struct State {
+    /// Never empty; the last one is the active segment.
+    segments: Vec<Segment>,
+    next: u64,
+}
+
+impl State {
+    fn first(&self) -> u64 {
+        self.segments.first().map_or(self.next, |s| s.base)
+    }
+
+    /// Index of the segment holding `offset` (which must be retained and below `next`).
+    fn find(&self, offset: u64) -> usize {
+        self.segments
+            .partition_point(|s| s.base <= offset)
+            .saturating_sub(1)
+    }
+}
+
+impl Shared {
+    fn read_state(&self) -> RwLockReadGuard<'_, State> {
+        // Every update of the state is completed before the lock is released, so a
+        // panic elsewhere cannot leave it half-changed.
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write_state(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+type Reply = oneshot::Sender<Result<Vec<u64>, LogError>>;
+
+struct Request {
+    items: Vec<NewItem>,
+    /// Record bytes (headers included) of all items.
+    bytes: u64,
+    reply: Reply,
+    /// Released when the writer is done with the request.
+    _permit: OwnedSemaphorePermit,
+}
+
+impl FileLog {
+    /// Opens (or creates) the log in `dir` and recovers it: every segment is checked,
+    /// a torn tail of the last one is cut off, a bad record in any other is
+    /// [`LogError::Corrupt`]. Blocks on file I/O; call it off the async threads
+    /// (`spawn_blocking`) where that matters.
+    pub fn open(dir: impl AsRef<Path>, options: FileLogOptions) -> Result<FileLog, LogError> {
+        let dir = dir.as_ref().to_path_buf();
+        fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
+        let segments = recover(&dir, options.index_interval_bytes)?;
+        let next = segments.last().map_or(0, |s| s.next);
+        let (watch, _) = watch::channel(next);
+        let shared = Arc::new(Shared {
+            dir,
+            state: RwLock::new(State { segments, next }),
+            watch,
+        });
+        let max_item_bytes = options.max_item_bytes.min(u32::MAX as usize);
+        let max_inflight = options.max_inflight_bytes.clamp(1, u32::MAX as usize >> 1) as u32;
+        let (tx, rx) = mpsc::channel();
+        let writer = Writer::new(shared.clone(), options, rx)?;
+        let handle = std::thread::Builder::new()
+            .name("jelly-log-writer".into())
+            .spawn(move || writer.run())
+            .map_err(|e| io_err(&shared.dir, e))?;
+        Ok(FileLog {
+            shared,
+            tx: Some(tx),
+            writer: Some(handle),
+            inflight: Arc::new(Semaphore::new(max_inflight as usize)),
+            max_inflight,
+            max_item_bytes,
+        })
+    }
+
+    /// The topic's directory.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// Bytes of records on disk (all retained segments).
+    pub fn size_bytes(&self) -> u64 {
+        self.shared
+            .read_state()
+            .segments
+            .iter()
+            .map(|s| s.len)
+            .sum()
+    }
+
+    /// Number of retained segments (the active one included).
+    pub fn segment_count(&self) -> usize {
+        self.shared.read_state().segments.len()
+    }
+}
+
+impl Drop for FileLog {
+    /// Closes the channel; the writer finishes what is queued, fsyncs and exits.
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(h) = self.writer.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Log for FileLog {
+    async fn append(&self, items: Vec<NewItem>) -> Result<Vec<u64>, LogError> {
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut bytes = 0u64;
+        for it in &items {
+            let size = record::body_len(it);
+            if size > self.max_item_bytes || it.headers.len() > usize::from(u16::MAX) {
+                return Err(LogError::ItemTooLarge {
+                    size,
+                    max: self.max_item_bytes,
+                });
+            }
+            bytes += (HEADER_LEN + size) as u64;
+        }
+        let tx = self.tx.as_ref().ok_or(LogError::Closed)?;
+        let permits = bytes.min(u64::from(self.max_inflight)) as u32;
+        let permit = self
+            .inflight
+            .clone()
+            .acquire_many_owned(permits)
+            .await
+            .map_err(|_| LogError::Closed)?;
+        let (reply, rx) = oneshot::channel();
+        tx.send(Request {
+            items,
+            bytes,
+            reply,
+            _permit: permit,
+        })
+        .map_err(|_| LogError::Closed)?;
+        rx.await.map_err(|_| LogError::Closed)?
+    }
+
+    async fn read(&self, from: u64, limits: ReadLimits) -> Result<Vec<Item>, LogError> {
+        {
+            let st = self.shared.read_state();
+            let first = st.first();
+            if from < first {
+                return Err(LogError::Truncated {
+                    requested: from,
+                    first,
+                });
+            }
+            if from >= st.next || limits.max_items == 0 {
+                return Ok(Vec::new());
+            }
+        }
+        let shared = self.shared.clone();
+        let dir = self.shared.dir.clone();
+        tokio::task::spawn_blocking(move || read_blocking(&shared, from, limits))
+            .await
+            .map_err(|e| io_err(&dir, std::io::Error::other(e.to_string())))?
+    }
+
+    fn first_offset(&self) -> u64 {
+        self.shared.read_state().first()
+    }
+
+    fn next_offset(&self) -> u64 {
+        self.shared.read_state().next
+    }
+
+    async fn offset_for_timestamp(&self, timestamp_ms: u64) -> Result<u64, LogError> {
+        let shared = self.shared.clone();
+        let dir = self.shared.dir.clone();
+        tokio::task::spawn_blocking(move || offset_for_timestamp_blocking(&shared, timestamp_ms))
+            .await
+            .map_err(|e| io_err(&dir, std::io::Error::other(e.to_string())))?
+    }
+
+    fn watch(&self) -> watch::Receiver<u64> {
+        self.shared.watch.subscribe()
+    }
+}
+
+fn io_err(path: &Path, source: std::io::Error) -> LogError {
+    LogError::Io {
+        path: segment::display(path),
+        source,
+    }
+}
+
+fn corrupt(path: &Path, offset: u64, reason: impl Into<String>) -> LogError {
+    LogError::Corrupt {
+        path: segment::display(path),
+        offset,
+        reason: reason.into(),
+    }
+}
+
+fn scan_err(path: &Path, e: ScanError) -> LogError {
+    match e {
+        ScanError::Io(e) => io_err(path, e),
+        ScanError::Bad { pos, reason } => corrupt(path, pos, reason),
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Recovery
+
+fn recover(dir: &Path, index_interval: u64) -> Result<Vec<Segment>, LogError> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(dir).map_err(|e| io_err(dir, e))? {
+        let entry = entry.map_err(|e| io_err(dir, e))?;
+        let name = entry.file_name();
+        if let Some(base) = name.to_str().and_then(segment::parse_file_name) {
+            found.push((base, entry.path()));
+        }
+    }
+    found.sort_unstable_by_key(|(base, _)| *base);
+    if found.is_empty() {
+        let path = dir.join(segment::file_name(0));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| io_err(&path, e))?;
+        sync_dir(dir)?;
+        return Ok(vec![empty_segment(0, path, file)]);
+    }
+    let n = found.len();
+    let mut segments: Vec<Segment> = Vec::with_capacity(n);
+    for (i, (base, path)) in found.into_iter().enumerate() {
+        if let Some(prev) = segments.last()
+            && prev.next != base
+        {
+            return Err(corrupt(
+                &path,
+                0,
+                format!(
+                    "segment starts at offset {base} but the previous one ends at {}",
+                    prev.next
+                ),
+            ));
+        }
+        segments.push(scan_segment(base, path, i + 1 == n, index_interval)?);
+    }
+    Ok(segments)
+}
+
+fn empty_segment(base: u64, path: PathBuf, file: File) -> Segment {
+    Segment {
+        base,
+        path,
+        file: Arc::new(file),
+        len: 0,
+        next: base,
+        first_ts: 0,
+        last_ts: 0,
+        index: Vec::new(),
+    }
+}
+
+/// Reads a segment, checking every record and building its sparse index. In the
+/// last segment a bad record is a torn tail: the file is truncated there.
+fn scan_segment(base: u64, path: PathBuf, last: bool, interval: u64) -> Result<Segment, LogError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(last)
+        .open(&path)
+        .map_err(|e| io_err(&path, e))?;
+    let file_len = file.metadata().map_err(|e| io_err(&path, e))?.len();
+    let mut seg = empty_segment(base, path, file);
+    let file = seg.file.clone();
+    let mut reader = RecordReader::new(&file, 0, file_len);
+    let mut last_indexed: Option<u64> = None;
+    loop {
+        match reader.next() {
+            Ok(Some(pos)) => {
+                let Some((offset, ts)) = record::peek(reader.body()) else {
+                    return Err(corrupt(&seg.path, pos, "record body too short"));
+                };
+                if offset != seg.next {
+                    // A record with a valid checksum but the wrong offset is not a torn
+                    // write; cutting it off could drop acknowledged data.
+                    return Err(corrupt(
+                        &seg.path,
+                        pos,
+                        format!("record has offset {offset}, expected {}", seg.next),
+                    ));
+                }
+                if seg.is_empty() {
+                    seg.first_ts = ts;
+                }
+                seg.last_ts = seg.last_ts.max(ts);
+                if last_indexed.is_none_or(|p| pos - p >= interval) {
+                    seg.index.push(IndexEntry {
+                        offset,
+                        pos,
+                        timestamp_ms: ts,
+                    });
+                    last_indexed = Some(pos);
+                }
+                seg.next += 1;
+                seg.len = reader.pos();
+            }
+            Ok(None) => break,
+            Err(ScanError::Bad { pos, reason }) if last => {
+                tracing::warn!(
+                    path = %seg.path.display(),
+                    pos,
+                    dropped_bytes = file_len - pos,
+                    %reason,
+                    "log: truncating torn tail"
+                );
+                file.set_len(pos).map_err(|e| io_err(&seg.path, e))?;
+                file.sync_all().map_err(|e| io_err(&seg.path, e))?;
+                break;
+            }
+            Err(e) => return Err(scan_err(&seg.path, e)),
+        }
+    }
+    Ok(seg)
+}
+
+fn sync_dir(dir: &Path) -> Result<(), LogError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io_err(dir, e))
+}
+
+// ---------------------------------------------------------------------------------
+// Reading
+
+/// Where a read continues: a segment file and a position in it.
+struct Cursor {
+    path: PathBuf,
+    file: Arc<File>,
+    pos: u64,
+    end: u64,
+}
+
+fn read_blocking(shared: &Shared, from: u64, limits: ReadLimits) -> Result<Vec<Item>, LogError> {
+    let mut out: Vec<Item> = Vec::new();
+    let mut bytes = 0usize;
+    let mut offset = from;
+    loop {
+        let cur = {
+            let st = shared.read_state();
+            let first = st.first();
+            if offset < first {
+                // Retention removed the segment while we were reading earlier ones.
+                if out.is_empty() {
+                    return Err(LogError::Truncated {
+                        requested: offset,
+                        first,
+                    });
+                }
+                break;
+            }
+            if offset >= st.next {
+                break;
+            }
+            let seg = &st.segments[st.find(offset)];
+            Cursor {
+                path: seg.path.clone(),
+                file: seg.file.clone(),
+                pos: seg.position_for_offset(offset),
+                end: seg.len,
+            }
+        };
+        let start = offset;
+        let mut reader = RecordReader::new(&cur.file, cur.pos, cur.end);
+        while let Some(pos) = reader.next().map_err(|e| scan_err(&cur.path, e))? {
+            let body = reader.body();
+            let Some((off, _)) = record::peek(body) else {
+                return Err(corrupt(&cur.path, pos, "record body too short"));
+            };
+            if off < offset {
+                continue;
+            }
+            if off != offset {
+                return Err(corrupt(
+                    &cur.path,
+                    pos,
+                    format!("record has offset {off}, expected {offset}"),
+                ));
+            }
+            let item = record::decode(Bytes::copy_from_slice(body))
+                .map_err(|r| corrupt(&cur.path, pos, r))?;
+            if !out.is_empty() && bytes + item.frame.len() > limits.max_bytes {
+                return Ok(out);
+            }
+            bytes += item.frame.len();
+            out.push(item);
+            offset += 1;
+            if out.len() >= limits.max_items {
+                return Ok(out);
+            }
+        }
+        if offset == start {
+            // The segment had nothing at `offset` although the state said it should.
+            return Err(corrupt(
+                &cur.path,
+                cur.pos,
+                format!("offset {offset} not found in segment"),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn offset_for_timestamp_blocking(shared: &Shared, ts: u64) -> Result<u64, LogError> {
+    let cur = {
+        let st = shared.read_state();
+        let i = st
+            .segments
+            .partition_point(|s| !s.is_empty() && s.last_ts < ts);
+        let Some(seg) = st.segments.get(i) else {
+            return Ok(st.next);
+        };
+        if seg.is_empty() {
+            return Ok(st.next);
+        }
+        if seg.first_ts >= ts {
+            return Ok(seg.base);
+        }
+        Cursor {
+            path: seg.path.clone(),
+            file: seg.file.clone(),
+            pos: seg.position_for_timestamp(ts),
+            end: seg.len,
+        }
+    };
+    let mut reader = RecordReader::new(&cur.file, cur.pos, cur.end);
+    while let Some(pos) = reader.next().map_err(|e| scan_err(&cur.path, e))? {
+        let Some((offset, rec_ts)) = record::peek(reader.body()) else {
+            return Err(corrupt(&cur.path, pos, "record body too short"));
+        };
+        if rec_ts >= ts {
+            return Ok(offset);
+        }
+    }
+    // The segment's last timestamp said a record would match; retention or a
+    // concurrent change cannot remove records from a segment, so this is corruption.
+    Err(corrupt(
+        &cur.path,
+        cur.pos,
+        format!("no record at or after timestamp {ts} although the segment ends later"),
+    ))
+}
+
+// ---------------------------------------------------------------------------------
+// Writing
+
+struct Writer {
+    shared: Arc<Shared>,
+    opts: FileLogOptions,
+    rx: mpsc::Receiver<Request>,
+    active: Arc<File>,
+    active_path: PathBuf,
+    /// Bytes written to the active segment.
+    len: u64,
+    /// Next offset to assign.
+    next: u64,
+    /// Newest timestamp assigned; timestamps never go backwards.
+    last_ts: u64,
+    /// Position of the active segment's newest index entry.
+    last_indexed: Option<u64>,
+    /// Written but not yet fsynced.
+    dirty: bool,
+    last_sync: Instant,
+    last_retention: Instant,
+    /// Set after a failed write or fsync; every later append fails with it.
+    failed: Option<(std::io::ErrorKind, String)>,
+    buf: Vec<u8>,
+}
+
+/// Records of a group not yet written, for the active segment.
+#[derive(Default)]
+struct Pending {
+    count: u64,
+    first_ts: u64,
+    index: Vec<IndexEntry>,
+}
+
+impl Writer {
+    fn new(
+        shared: Arc<Shared>,
+        opts: FileLogOptions,
+        rx: mpsc::Receiver<Request>,
+    ) -> Result<Writer, LogError> {
+        let st = shared.read_state();
+        let Some(seg) = st.segments.last() else {
+            return Err(corrupt(&shared.dir, 0, "no segment"));
+        };
+        let active = seg.file.clone();
+        let active_path = seg.path.clone();
+        let len = seg.len;
+        let next = st.next;
+        let last_ts = st.segments.iter().map(|s| s.last_ts).max().unwrap_or(0);
+        let last_indexed = seg.index.last().map(|e| e.pos);
+        drop(st);
+        let now = Instant::now();
+        Ok(Writer {
+            shared,
+            opts,
+            rx,
+            active,
+            active_path,
+            len,
+            next,
+            last_ts,
+            last_indexed,
+            dirty: false,
+            last_sync: now,
+            last_retention: now,
+            failed: None,
+            buf: Vec::new(),
+        })
+    }
+
+    fn run(mut self) {
+        self.retain();
+        loop {
+            match self.rx.recv_timeout(self.wait_time()) {
+                Ok(first) => {
+                    let mut group = vec![first];
+                    while let Ok(more) = self.rx.try_recv() {
+                        group.push(more);
+                    }
+                    self.commit(group);
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if self.dirty
+                && let Durability::Interval(d) = self.opts.durability
+                && self.last_sync.elapsed() >= d
+            {
+                self.sync_quietly();
+            }
+            if self.last_retention.elapsed() >= self.opts.retention_check_interval {
+                self.retain();
+            }
+        }
+        if self.dirty {
+            self.sync_quietly();
+        }
+    }
+
+    fn wait_time(&self) -> Duration {
+        let mut wait = self
+            .opts
+            .retention_check_interval
+            .saturating_sub(self.last_retention.elapsed());
+        if self.dirty
+            && let Durability::Interval(d) = self.opts.durability
+        {
+            wait = wait.min(d.saturating_sub(self.last_sync.elapsed()));
+        }
+        wait.max(Duration::from_millis(1))
+    }
+
+    fn sync_quietly(&mut self) {
+        if self.failed.is_some() {
+            return;
+        }
+        if let Err(e) = self.active.sync_data() {
+            tracing::error!(path = %self.active_path.display(), error = %e, "log: fsync failed");
+            self.failed = Some((e.kind(), e.to_string()));
+        } else {
+            self.dirty = false;
+            self.last_sync = Instant::now();
+        }
+    }
+
+    /// Writes a group of appends, makes it durable per the policy, publishes it, applies
+    /// retention and answers the appenders.
+    fn commit(&mut self, group: Vec<Request>) {
+        let mut replies = Vec::with_capacity(group.len());
+        let result = self.write_group(group, &mut replies);
+        let next = self.shared.read_state().next;
+        self.shared.watch.send_replace(next);
+        // Before answering, so that an appender sees the retention its append caused.
+        self.retain();
+        match result {
+            Ok(()) => {
+                for (reply, offsets) in replies {
+                    // The appender may have gone away; its items are written anyway.
+                    let _ = reply.send(Ok(offsets));
+                }
+            }
+            Err(e) => {
+                tracing::error!(path = %self.active_path.display(), error = %e, "log: write failed");
+                self.failed.get_or_insert((e.kind(), e.to_string()));
+                for (reply, _) in replies {
+                    let _ = reply.send(Err(self.failure()));
+                }
+            }
+        }
+    }
+
+    fn failure(&self) -> LogError {
+        let (kind, msg) = self
+            .failed
+            .clone()
+            .unwrap_or((std::io::ErrorKind::Other, "unknown".into()));
+        io_err(
+            &self.active_path,
+            std::io::Error::new(kind, format!("log failed earlier: {msg}")),
+        )
+    }
+
+    fn write_group(
+        &mut self,
+        group: Vec<Request>,
+        replies: &mut Vec<(Reply, Vec<u64>)>,
+    ) -> std::io::Result<()> {
+        if self.failed.is_some() {
+            for req in group {
+                replies.push((req.reply, Vec::new()));
+            }
+            return Err(std::io::Error::other("log failed earlier"));
+        }
+        let ts = self.opts.clock.now_ms().max(self.last_ts);
+        let mut pending = Pending::default();
+        self.buf.clear();
+        let mut result = Ok(());
+        for req in group {
+            if result.is_ok() {
+                let used = self.len + self.buf.len() as u64;
+                if used > 0 && used + req.bytes > self.opts.segment_bytes {
+                    result = self
+                        .flush(&mut pending, ts, true)
+                        .and_then(|()| self.roll());
+                }
+            }
+            if result.is_err() {
+                replies.push((req.reply, Vec::new()));
+                continue;
+            }
+            let mut offsets = Vec::with_capacity(req.items.len());
+            for item in &req.items {
+                let offset = self.next + pending.count;
+                let pos = self.len + self.buf.len() as u64;
+                if self
+                    .last_indexed
+                    .is_none_or(|p| pos - p >= self.opts.index_interval_bytes)
+                {
+                    pending.index.push(IndexEntry {
+                        offset,
+                        pos,
+                        timestamp_ms: ts,
+                    });
+                    self.last_indexed = Some(pos);
+                }
+                record::encode(offset, ts, item, &mut self.buf);
+                if pending.count == 0 {
+                    pending.first_ts = ts;
+                }
+                pending.count += 1;
+                offsets.push(offset);
+            }
+            replies.push((req.reply, offsets));
+        }
+        result?;
+        let sync = match self.opts.durability {
+            Durability::Fsync => true,
+            Durability::Interval(d) => self.last_sync.elapsed() >= d,
+            Durability::None => false,
+        };
+        self.flush(&mut pending, ts, sync)
+    }
+
+    /// Writes the buffered records to the active segment, fsyncs if `sync` (or if
+    /// asked to and earlier writes are unsynced), and publishes them to readers.
+    fn flush(&mut self, pending: &mut Pending, ts: u64, sync: bool) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            if let Err(e) = self.active.write_all_at(&self.buf, self.len) {
+                // Best effort: do not leave a partial record behind a later one.
+                let _ = self.active.set_len(self.len);
+                return Err(e);
+            }
+            self.dirty = true;
+        }
+        if sync && self.dirty {
+            self.active.sync_data()?;
+            self.dirty = false;
+            self.last_sync = Instant::now();
+        }
+        if pending.count > 0 {
+            let written = self.buf.len() as u64;
+            let mut st = self.shared.write_state();
+            if let Some(seg) = st.segments.last_mut() {
+                if seg.is_empty() {
+                    seg.first_ts = pending.first_ts;
+                }
+                seg.last_ts = ts;
+                seg.len += written;
+                seg.next += pending.count;
+                seg.index.append(&mut pending.index);
+            }
+            st.next += pending.count;
+            drop(st);
+            self.len += written;
+            self.next += pending.count;
+            self.last_ts = ts;
+        }
+        self.buf.clear();
+        *pending = Pending::default();
+        Ok(())
+    }
+
+    /// Starts a new active segment at `self.next` (the old one is written and synced).
+    fn roll(&mut self) -> std::io::Result<()> {
+        let path = self.shared.dir.join(segment::file_name(self.next));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        File::open(&self.shared.dir)?.sync_all()?;
+        let file = Arc::new(file);
+        self.shared.write_state().segments.push(Segment {
+            base: self.next,
+            path: path.clone(),
+            file: file.clone(),
+            len: 0,
+            next: self.next,
+            first_ts: 0,
+            last_ts: 0,
+            index: Vec::new(),
+        });
+        self.active = file;
+        self.active_path = path;
+        self.len = 0;
+        self.last_indexed = None;
+        Ok(())
+    }
+
+    /// Deletes old segments beyond the size or age limit (never the active one).
+    fn retain(&mut self) {
+        self.last_retention = Instant::now();
+        if self.opts.retention_bytes.is_none() && self.opts.retention_age.is_none() {
+            return;
+        }
+        let now = self.opts.clock.now_ms();
+        loop {
+            let victim = {
+                let mut st = self.shared.write_state();
+                if st.segments.len() <= 1 {
+                    break;
+                }
+                let total: u64 = st.segments.iter().map(|s| s.len).sum();
+                let oldest = &st.segments[0];
+                let too_big = self.opts.retention_bytes.is_some_and(|max| total > max);
+                let too_old = self.opts.retention_age.is_some_and(|age| {
+                    let age_ms = u64::try_from(age.as_millis()).unwrap_or(u64::MAX);
+                    now.saturating_sub(oldest.last_ts) > age_ms
+                });
+                if !(too_big || too_old) {
+                    break;
+                }
+                st.segments.remove(0)
+            };
+            tracing::debug!(path = %victim.path.display(), "log: retention deletes segment");
+            if let Err(e) = fs::remove_file(&victim.path) {
+                tracing::warn!(path = %victim.path.display(), error = %e, "log: cannot delete segment");
+            }
+            // Make each deletion durable before the next, so that a crash cannot bring
+            // back an old segment with a gap after it (recovery would call that corrupt).
+            if let Err(e) = sync_dir(&self.shared.dir) {
+                tracing::warn!(error = %e, "log: cannot sync directory after retention");
+            }
+        }
+    }
+}
