@@ -1,0 +1,741 @@
+//! FileLog: round trips, reopen, read limits, torn-tail recovery, corruption,
+//! retention, concurrency, timestamps.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use jelly_server::item::{Item, NewItem};
+use jelly_server::log::{Clock, Durability, FileLog, FileLogOptions, Log, LogError, ReadLimits};
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "jelly-log-file-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = fs::remove_dir_all(&p);
+        fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Item number `i`: its payload says which it is, so a mix-up is detected.
+fn item(i: u64) -> NewItem {
+    let mut frame = format!("frame-{i}:").into_bytes();
+    frame.extend((0..(i % 37) * 3).map(|k| (k as u8).wrapping_mul(31) ^ i as u8));
+    NewItem {
+        frame: Bytes::from(frame),
+        statements: (i % 100) as u32,
+        source: format!("src-{}", i % 3),
+        headers: if i.is_multiple_of(2) {
+            vec![("seq".into(), i.to_string()), ("k".into(), "v".into())]
+        } else {
+            vec![]
+        },
+    }
+}
+
+/// Items of the same encoded size (for tests that compute file positions).
+fn fixed_item(i: u64) -> NewItem {
+    NewItem {
+        frame: Bytes::from(format!("fixed-{i:08}")),
+        statements: 1,
+        source: "s".into(),
+        headers: vec![],
+    }
+}
+
+fn assert_item(got: &Item, offset: u64, want: &NewItem) {
+    assert_eq!(got.offset, offset);
+    assert_eq!(got.frame, want.frame, "frame of offset {offset}");
+    assert_eq!(got.statements, want.statements);
+    assert_eq!(got.source, want.source);
+    assert_eq!(got.headers, want.headers);
+}
+
+async fn read_all(log: &FileLog) -> Vec<Item> {
+    let mut out = Vec::new();
+    let mut from = log.first_offset();
+    loop {
+        let page = log.read(from, ReadLimits::default()).await.unwrap();
+        let Some(last) = page.last() else { break };
+        from = last.offset + 1;
+        out.extend(page);
+    }
+    out
+}
+
+fn small(segment_bytes: u64) -> FileLogOptions {
+    FileLogOptions {
+        segment_bytes,
+        index_interval_bytes: 200,
+        ..FileLogOptions::default()
+    }
+}
+
+fn open(dir: &Path, opts: FileLogOptions) -> FileLog {
+    FileLog::open(dir, opts).unwrap()
+}
+
+fn seg_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "seg"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn seg_path(dir: &Path, base: u64) -> PathBuf {
+    dir.join(format!("{base:020}.seg"))
+}
+
+#[tokio::test]
+async fn round_trip_across_rollovers() {
+    let dir = TempDir::new("rt");
+    let log = open(dir.path(), small(2048));
+    assert_eq!((log.first_offset(), log.next_offset()), (0, 0));
+    let mut i = 0u64;
+    while i < 300 {
+        let n = 1 + i % 4;
+        let batch: Vec<NewItem> = (i..i + n).map(item).collect();
+        let offsets = log.append(batch).await.unwrap();
+        assert_eq!(offsets, (i..i + n).collect::<Vec<_>>());
+        i += n;
+    }
+    assert_eq!(log.next_offset(), i);
+    assert!(log.segment_count() > 5, "{} segments", log.segment_count());
+    assert_eq!(seg_files(dir.path()).len(), log.segment_count());
+    let all = read_all(&log).await;
+    assert_eq!(all.len() as u64, i);
+    for (k, it) in all.iter().enumerate() {
+        assert_item(it, k as u64, &item(k as u64));
+    }
+    // Every offset can be a starting point (sparse index, segment lookup).
+    for k in 0..i {
+        let one = log
+            .read(
+                k,
+                ReadLimits {
+                    max_items: 1,
+                    max_bytes: usize::MAX,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(one.len(), 1);
+        assert_item(&one[0], k, &item(k));
+    }
+    assert!(log.read(i, ReadLimits::default()).await.unwrap().is_empty());
+    assert!(
+        log.read(i + 10, ReadLimits::default())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(log.append(vec![]).await.unwrap(), Vec::<u64>::new());
+    assert_eq!(log.next_offset(), i);
+}
+
+#[tokio::test]
+async fn reopen_restores_offsets_and_contents() {
+    let dir = TempDir::new("reopen");
+    let log = open(dir.path(), small(1500));
+    for i in 0..120 {
+        log.append(vec![item(i)]).await.unwrap();
+    }
+    let before = read_all(&log).await;
+    let segments = log.segment_count();
+    drop(log);
+
+    let log = open(dir.path(), small(1500));
+    assert_eq!(log.first_offset(), 0);
+    assert_eq!(log.next_offset(), 120);
+    assert_eq!(*log.watch().borrow(), 120);
+    assert_eq!(log.segment_count(), segments);
+    assert_eq!(read_all(&log).await, before);
+    assert_eq!(log.append(vec![item(120)]).await.unwrap(), vec![120]);
+    drop(log);
+
+    let log = open(dir.path(), small(1500));
+    assert_eq!(log.next_offset(), 121);
+    let all = read_all(&log).await;
+    assert_eq!(all.len(), 121);
+    assert_item(&all[120], 120, &item(120));
+    // Timestamps survived too.
+    assert_eq!(all[..120], before[..]);
+}
+
+#[tokio::test]
+async fn read_limits_are_honoured() {
+    let dir = TempDir::new("limits");
+    let log = open(dir.path(), small(1024));
+    let frame_len = fixed_item(0).frame.len();
+    // One batch per item: a batch never straddles segments, and this test wants many.
+    for i in 0..50 {
+        log.append(vec![fixed_item(i)]).await.unwrap();
+    }
+
+    let page = |from, max_items, max_bytes| {
+        let log = &log;
+        async move {
+            log.read(
+                from,
+                ReadLimits {
+                    max_items,
+                    max_bytes,
+                },
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let p = page(3, 7, usize::MAX).await;
+    assert_eq!(
+        p.iter().map(|i| i.offset).collect::<Vec<_>>(),
+        (3..10).collect::<Vec<_>>()
+    );
+    // max_bytes counts frame bytes: room for exactly 4 frames.
+    let p = page(10, 100, frame_len * 4 + frame_len / 2).await;
+    assert_eq!(p.len(), 4);
+    assert_eq!(p[0].offset, 10);
+    let p = page(10, 100, frame_len * 4).await;
+    assert_eq!(p.len(), 4);
+    // At least one item, even if it is larger than max_bytes.
+    let p = page(20, 100, 1).await;
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].offset, 20);
+    // max_items 0 reads nothing.
+    assert!(page(20, 0, usize::MAX).await.is_empty());
+    // A page spanning several segments stops at the end of the log.
+    let p = page(30, 1000, usize::MAX).await;
+    assert_eq!(p.len(), 20);
+    assert!(log.segment_count() > 2);
+    for (k, it) in p.iter().enumerate() {
+        assert_item(it, 30 + k as u64, &fixed_item(30 + k as u64));
+    }
+}
+
+/// Ways of damaging the tail of the last segment, as a crash could.
+#[derive(Debug, Clone, Copy)]
+enum Damage {
+    /// Cut the last record in the middle of its body.
+    CutBody,
+    /// Cut the last record inside its 8-byte header.
+    CutHeader,
+    /// Flip a byte in the last record's body (CRC mismatch).
+    FlipBody,
+    /// Flip a bit of the last record's length field (length past the end).
+    FlipLength,
+    /// Zeros after the last record (pre-allocated, never written).
+    TrailingZeros,
+    /// Half of a valid record after the last one.
+    PartialCopy,
+}
+
+#[tokio::test]
+async fn torn_tail_is_truncated_and_appends_continue() {
+    for damage in [
+        Damage::CutBody,
+        Damage::CutHeader,
+        Damage::FlipBody,
+        Damage::FlipLength,
+        Damage::TrailingZeros,
+        Damage::PartialCopy,
+    ] {
+        let dir = TempDir::new("torn");
+        let log = open(dir.path(), small(1 << 20));
+        let n = 10u64;
+        log.append((0..n).map(fixed_item).collect()).await.unwrap();
+        let before = read_all(&log).await;
+        drop(log);
+
+        let path = seg_path(dir.path(), 0);
+        let mut bytes = fs::read(&path).unwrap();
+        let rec = bytes.len() / n as usize;
+        assert_eq!(
+            bytes.len() % n as usize,
+            0,
+            "fixed items have equal records"
+        );
+        let last = bytes.len() - rec;
+        // `intact` is how many records must survive.
+        let intact = match damage {
+            Damage::CutBody => {
+                bytes.truncate(last + rec / 2);
+                n - 1
+            }
+            Damage::CutHeader => {
+                bytes.truncate(last + 5);
+                n - 1
+            }
+            Damage::FlipBody => {
+                bytes[last + 8 + 20] ^= 0x40;
+                n - 1
+            }
+            Damage::FlipLength => {
+                bytes[last + 2] ^= 0x01;
+                n - 1
+            }
+            Damage::TrailingZeros => {
+                bytes.extend(std::iter::repeat_n(0u8, 300));
+                n
+            }
+            Damage::PartialCopy => {
+                let copy = bytes[last..last + rec / 2].to_vec();
+                bytes.extend(copy);
+                n
+            }
+        };
+        fs::write(&path, &bytes).unwrap();
+
+        let log = open(dir.path(), small(1 << 20));
+        assert_eq!(log.next_offset(), intact, "{damage:?}");
+        let after = read_all(&log).await;
+        assert_eq!(after[..], before[..intact as usize], "{damage:?}");
+        assert_eq!(
+            fs::metadata(&path).unwrap().len(),
+            intact * rec as u64,
+            "{damage:?}: the torn bytes are cut off"
+        );
+        assert_eq!(log.append(vec![item(99)]).await.unwrap(), vec![intact]);
+        drop(log);
+        let log = open(dir.path(), small(1 << 20));
+        let after = read_all(&log).await;
+        assert_eq!(after.len() as u64, intact + 1, "{damage:?}");
+        assert_item(&after[intact as usize], intact, &item(99));
+    }
+}
+
+#[tokio::test]
+async fn torn_tail_of_fresh_segment_after_rollover() {
+    // The last segment holds only a torn record: it becomes empty, and the log ends
+    // where the previous segment ends.
+    let dir = TempDir::new("torn-roll");
+    let log = open(dir.path(), small(100));
+    log.append(vec![fixed_item(0)]).await.unwrap();
+    log.append(vec![fixed_item(1)]).await.unwrap();
+    assert_eq!(log.segment_count(), 2);
+    drop(log);
+    let path = seg_path(dir.path(), 1);
+    let len = fs::metadata(&path).unwrap().len();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(len - 1)
+        .unwrap();
+    let log = open(dir.path(), small(100));
+    assert_eq!(log.next_offset(), 1);
+    assert_eq!(read_all(&log).await.len(), 1);
+    assert_eq!(log.append(vec![fixed_item(7)]).await.unwrap(), vec![1]);
+    assert_item(
+        &log.read(1, ReadLimits::default()).await.unwrap()[0],
+        1,
+        &fixed_item(7),
+    );
+}
+
+fn expect_corrupt(r: Result<FileLog, LogError>, path: &Path, offset: u64) {
+    match r {
+        Err(LogError::Corrupt {
+            path: p,
+            offset: o,
+            reason,
+        }) => {
+            assert_eq!(Path::new(&p), path, "{reason}");
+            assert_eq!(o, offset, "{reason}");
+        }
+        Err(e) => panic!("expected Corrupt, got {e}"),
+        Ok(_) => panic!("expected Corrupt, the log opened"),
+    }
+}
+
+/// Writes `n` fixed items into segments of 3 records each; returns the record size.
+async fn three_segments(dir: &Path, n: u64) -> usize {
+    let rec = 8 + 30 + 1 + fixed_item(0).frame.len();
+    let log = open(dir, small(3 * rec as u64));
+    for i in 0..n {
+        log.append(vec![fixed_item(i)]).await.unwrap();
+    }
+    assert_eq!(log.segment_count() as u64, n.div_ceil(3));
+    rec
+}
+
+#[tokio::test]
+async fn corruption_in_an_older_segment_is_an_error() {
+    let dir = TempDir::new("corrupt");
+    let rec = three_segments(dir.path(), 9).await;
+    let first = seg_path(dir.path(), 0);
+    assert_eq!(fs::metadata(&first).unwrap().len(), 3 * rec as u64);
+    let clean = fs::read(&first).unwrap();
+
+    // A flipped byte in the second record of the first segment.
+    let mut bytes = clean.clone();
+    bytes[rec + 8 + 25] ^= 1;
+    fs::write(&first, &bytes).unwrap();
+    expect_corrupt(
+        FileLog::open(dir.path(), small(1 << 20)),
+        &first,
+        rec as u64,
+    );
+    // Nothing was truncated.
+    assert_eq!(fs::read(&first).unwrap(), bytes);
+
+    // A truncated older segment (as if its tail had been lost).
+    fs::write(&first, &clean[..clean.len() - 4]).unwrap();
+    expect_corrupt(
+        FileLog::open(dir.path(), small(1 << 20)),
+        &first,
+        2 * rec as u64,
+    );
+
+    // A missing segment in the middle.
+    fs::write(&first, &clean).unwrap();
+    assert!(FileLog::open(dir.path(), small(1 << 20)).is_ok());
+    fs::remove_file(seg_path(dir.path(), 3)).unwrap();
+    expect_corrupt(
+        FileLog::open(dir.path(), small(1 << 20)),
+        &seg_path(dir.path(), 6),
+        0,
+    );
+}
+
+#[tokio::test]
+async fn valid_record_with_wrong_offset_in_last_segment_is_corrupt_not_torn() {
+    // A record with a good CRC is not a torn write; cutting it could drop acknowledged
+    // data, so recovery refuses instead.
+    let dir = TempDir::new("dup");
+    let rec = three_segments(dir.path(), 8).await;
+    let last = seg_path(dir.path(), 6);
+    let mut bytes = fs::read(&last).unwrap();
+    assert_eq!(bytes.len(), 2 * rec);
+    let dup = bytes[..rec].to_vec();
+    bytes.extend(dup);
+    fs::write(&last, &bytes).unwrap();
+    expect_corrupt(
+        FileLog::open(dir.path(), small(1 << 20)),
+        &last,
+        2 * rec as u64,
+    );
+}
+
+#[tokio::test]
+async fn items_over_the_limit_are_refused_before_writing() {
+    let dir = TempDir::new("big");
+    let opts = FileLogOptions {
+        max_item_bytes: 1000,
+        ..FileLogOptions::default()
+    };
+    let log = open(dir.path(), opts.clone());
+    log.append(vec![item(0)]).await.unwrap();
+    let size = fs::metadata(seg_path(dir.path(), 0)).unwrap().len();
+    let big = NewItem {
+        frame: Bytes::from(vec![7u8; 1000]),
+        ..item(1)
+    };
+    match log.append(vec![item(1), big.clone()]).await {
+        Err(LogError::ItemTooLarge { size, max }) => {
+            assert_eq!(max, 1000);
+            assert!(size > 1000);
+        }
+        other => panic!("expected ItemTooLarge, got {other:?}"),
+    }
+    assert_eq!(log.next_offset(), 1);
+    assert_eq!(fs::metadata(seg_path(dir.path(), 0)).unwrap().len(), size);
+    // Too many headers is refused the same way.
+    let many = NewItem {
+        headers: vec![(String::new(), String::new()); 70_000],
+        ..item(1)
+    };
+    let opts2 = FileLogOptions {
+        max_item_bytes: 10 << 20,
+        ..opts
+    };
+    drop(log);
+    let log = open(dir.path(), opts2);
+    assert!(matches!(
+        log.append(vec![many]).await,
+        Err(LogError::ItemTooLarge { .. })
+    ));
+    // Under the limit it goes in.
+    let ok = NewItem {
+        frame: Bytes::from(vec![7u8; 900]),
+        ..item(1)
+    };
+    assert_eq!(log.append(vec![ok.clone()]).await.unwrap(), vec![1]);
+    assert_item(
+        &log.read(1, ReadLimits::default()).await.unwrap()[0],
+        1,
+        &ok,
+    );
+}
+
+#[tokio::test]
+async fn retention_by_size() {
+    let dir = TempDir::new("ret-size");
+    let rec = 8 + 30 + 1 + fixed_item(0).frame.len() as u64;
+    let opts = FileLogOptions {
+        retention_bytes: Some(10 * rec),
+        ..small(4 * rec)
+    };
+    let log = open(dir.path(), opts.clone());
+    for i in 0..100 {
+        log.append(vec![fixed_item(i)]).await.unwrap();
+        // Never more than the limit plus the active segment.
+        assert!(
+            log.size_bytes() <= 10 * rec + 4 * rec,
+            "{}",
+            log.size_bytes()
+        );
+    }
+    let first = log.first_offset();
+    assert!(
+        first > 80 && first.is_multiple_of(4),
+        "first retained offset {first}"
+    );
+    assert_eq!(log.next_offset(), 100);
+    match log.read(first - 1, ReadLimits::default()).await {
+        Err(LogError::Truncated {
+            requested,
+            first: f,
+        }) => {
+            assert_eq!((requested, f), (first - 1, first));
+        }
+        other => panic!("expected Truncated, got {other:?}"),
+    }
+    assert!(matches!(
+        log.read(0, ReadLimits::default()).await,
+        Err(LogError::Truncated { .. })
+    ));
+    let rest = read_all(&log).await;
+    assert_eq!(rest.len() as u64, 100 - first);
+    assert_item(&rest[0], first, &fixed_item(first));
+    // Deleted from disk, not just hidden.
+    let files = seg_files(dir.path());
+    assert_eq!(files.len(), log.segment_count());
+    assert_eq!(files[0], seg_path(dir.path(), first));
+    drop(log);
+    let log = open(dir.path(), opts);
+    assert_eq!((log.first_offset(), log.next_offset()), (first, 100));
+}
+
+#[tokio::test]
+async fn retention_by_age_with_injected_clock() {
+    let dir = TempDir::new("ret-age");
+    let now = Arc::new(AtomicU64::new(1_000_000));
+    let clock = {
+        let now = now.clone();
+        Clock::from_fn(move || now.load(Ordering::SeqCst))
+    };
+    let rec = 8 + 30 + 1 + fixed_item(0).frame.len() as u64;
+    let opts = FileLogOptions {
+        retention_age: Some(Duration::from_secs(60)),
+        retention_check_interval: Duration::from_millis(20),
+        clock,
+        ..small(2 * rec)
+    };
+    let log = open(dir.path(), opts);
+    for i in 0..10 {
+        log.append(vec![fixed_item(i)]).await.unwrap();
+        now.fetch_add(1000, Ordering::SeqCst);
+    }
+    // Items carry the injected time.
+    let all = read_all(&log).await;
+    assert_eq!(all[0].timestamp_ms, 1_000_000);
+    assert_eq!(all[9].timestamp_ms, 1_009_000);
+    assert_eq!(log.segment_count(), 5);
+    assert_eq!(log.first_offset(), 0);
+
+    // 60 s after item 3 (the newest of segment [2, 4)): segments [0,2) and [2,4) go,
+    // on the next append.
+    now.store(1_003_000 + 60_001, Ordering::SeqCst);
+    log.append(vec![fixed_item(10)]).await.unwrap();
+    assert_eq!(log.first_offset(), 4);
+    assert!(!seg_path(dir.path(), 0).exists());
+    assert!(!seg_path(dir.path(), 2).exists());
+    assert!(seg_path(dir.path(), 4).exists());
+
+    // Without appends, the periodic check deletes everything but the active segment.
+    now.store(1_000_000_000, Ordering::SeqCst);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while log.segment_count() > 1 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(log.segment_count(), 1);
+    assert_eq!(log.first_offset(), 10);
+    assert_eq!(log.next_offset(), 11);
+    assert_eq!(seg_files(dir.path()), vec![seg_path(dir.path(), 10)]);
+    let rest = read_all(&log).await;
+    assert_eq!(rest.len(), 1);
+    assert_item(&rest[0], 10, &fixed_item(10));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_appenders_get_dense_unique_offsets() {
+    let dir = TempDir::new("concurrent");
+    let log = Arc::new(open(dir.path(), small(8 << 10)));
+    let mut tasks = Vec::new();
+    for t in 0..8u64 {
+        let log = log.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut got = Vec::new();
+            for k in 0..40u64 {
+                let n = 1 + (t + k) % 3;
+                let ids: Vec<u64> = (0..n).map(|j| t * 1_000_000 + k * 10 + j).collect();
+                let offsets = log
+                    .append(ids.iter().map(|&id| item(id)).collect())
+                    .await
+                    .unwrap();
+                assert_eq!(offsets.len(), ids.len());
+                // A batch gets consecutive offsets.
+                for w in offsets.windows(2) {
+                    assert_eq!(w[1], w[0] + 1);
+                }
+                got.extend(offsets.into_iter().zip(ids));
+            }
+            got
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    all.sort_unstable();
+    let n = all.len() as u64;
+    assert_eq!(
+        all.iter().map(|(o, _)| *o).collect::<Vec<_>>(),
+        (0..n).collect::<Vec<_>>(),
+        "offsets are dense and unique"
+    );
+    assert_eq!(log.next_offset(), n);
+    assert!(log.segment_count() > 1);
+    let stored = read_all(&log).await;
+    assert_eq!(stored.len() as u64, n);
+    for (it, (offset, id)) in stored.iter().zip(&all) {
+        assert_item(it, *offset, &item(*id));
+    }
+}
+
+#[tokio::test]
+async fn offset_for_timestamp_matches_a_linear_scan() {
+    let dir = TempDir::new("ts");
+    let now = Arc::new(AtomicU64::new(0));
+    let clock = {
+        let now = now.clone();
+        Clock::from_fn(move || now.load(Ordering::SeqCst))
+    };
+    let opts = FileLogOptions {
+        clock,
+        ..small(600)
+    };
+    let log = open(dir.path(), opts);
+    assert_eq!(log.offset_for_timestamp(5).await.unwrap(), 0);
+    // Several items per timestamp, timestamps with gaps.
+    let mut ts_of = Vec::new();
+    for i in 0..90u64 {
+        let ts = 1000 + (i / 3) * 10;
+        now.store(ts, Ordering::SeqCst);
+        log.append(vec![item(i)]).await.unwrap();
+        ts_of.push(ts);
+    }
+    assert!(log.segment_count() > 3);
+    for q in (990..=1310).step_by(5) {
+        let want = ts_of.iter().position(|&t| t >= q).map_or(90, |p| p as u64);
+        assert_eq!(log.offset_for_timestamp(q).await.unwrap(), want, "ts {q}");
+    }
+    // The clock going backwards does not make timestamps go backwards.
+    now.store(500, Ordering::SeqCst);
+    log.append(vec![item(90)]).await.unwrap();
+    let last = log.read(90, ReadLimits::default()).await.unwrap();
+    assert_eq!(last[0].timestamp_ms, *ts_of.last().unwrap());
+    assert_eq!(log.offset_for_timestamp(600).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn watch_follows_appends() {
+    let dir = TempDir::new("watch");
+    let log = open(dir.path(), FileLogOptions::default());
+    let mut rx = log.watch();
+    assert_eq!(*rx.borrow_and_update(), 0);
+    log.append(vec![item(0), item(1)]).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), rx.changed())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(*rx.borrow_and_update(), 2);
+    // Whatever the watch says is readable.
+    assert_eq!(log.read(1, ReadLimits::default()).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn relaxed_durability_policies_round_trip() {
+    for durability in [
+        Durability::None,
+        Durability::Interval(Duration::from_millis(5)),
+    ] {
+        let dir = TempDir::new("policy");
+        let opts = FileLogOptions {
+            durability,
+            ..small(1000)
+        };
+        let log = open(dir.path(), opts.clone());
+        for i in 0..50 {
+            log.append(vec![item(i)]).await.unwrap();
+        }
+        assert_eq!(read_all(&log).await.len(), 50);
+        drop(log);
+        let log = open(dir.path(), opts);
+        let all = read_all(&log).await;
+        assert_eq!(all.len(), 50, "{durability}");
+        assert_item(&all[49], 49, &item(49));
+    }
+}
+
+#[test]
+fn durability_parses_and_prints() {
+    for (s, d) in [
+        ("fsync", Durability::Fsync),
+        ("none", Durability::None),
+        (
+            "interval:250",
+            Durability::Interval(Duration::from_millis(250)),
+        ),
+    ] {
+        assert_eq!(s.parse::<Durability>().unwrap(), d);
+        assert_eq!(d.to_string(), s);
+    }
+    assert!("interval:".parse::<Durability>().is_err());
+    assert!("sometimes".parse::<Durability>().is_err());
+    assert_eq!(Durability::default(), Durability::Fsync);
+}
+
+#[tokio::test]
+async fn unrelated_files_in_the_directory_are_ignored() {
+    let dir = TempDir::new("other");
+    fs::write(dir.path().join("notes.txt"), "hello").unwrap();
+    fs::write(dir.path().join("12.seg.tmp"), "junk").unwrap();
+    let log = open(dir.path(), FileLogOptions::default());
+    assert_eq!(log.append(vec![item(0)]).await.unwrap(), vec![0]);
+    drop(log);
+    let log = open(dir.path(), FileLogOptions::default());
+    assert_eq!(log.next_offset(), 1);
+}
