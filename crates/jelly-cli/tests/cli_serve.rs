@@ -15,9 +15,17 @@ struct ServeProc {
 }
 
 impl ServeProc {
-    fn start() -> ServeProc {
+    fn start(data: &std::path::Path) -> ServeProc {
         let mut child = Command::new(env!("CARGO_BIN_EXE_jelly"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--log-level", "warn"])
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--log-level",
+                "warn",
+                "--data",
+            ])
+            .arg(data)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -73,8 +81,8 @@ fn temp_dir(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn serve_publish_subscribe_round_trip() {
-    let srv = ServeProc::start();
     let dir = temp_dir("rt");
+    let srv = ServeProc::start(&dir.join("data"));
     let trig = dir.join("data.trig");
     std::fs::write(
         &trig,

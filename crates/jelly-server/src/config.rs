@@ -4,7 +4,9 @@
 //! ```toml
 //! listen = "127.0.0.1:8686"
 //! data = "./data"
-//! log = "memory"            # or "file" once the durable log is wired in
+//! log = "file"              # or "memory" (lost on restart)
+//! durability = "fsync"      # fsync | interval:<ms> | none
+//! segment_bytes = 67108864
 //! max_body_bytes = 67108864
 //! max_item_bytes = 16777216
 //!
@@ -21,12 +23,14 @@ use serde::Deserialize;
 
 use crate::topic::TopicOptions;
 
-/// Which log implementation backs new topics.
+/// Which log implementation backs topics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum LogKind {
-    /// In memory: lost on restart (tests, demos).
+    /// Durable segment files under the data directory (the default).
     #[default]
+    File,
+    /// In memory: lost on restart (tests, demos).
     Memory,
 }
 
@@ -38,8 +42,12 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// Directory of the durable logs (one sub-directory per topic).
     pub data: PathBuf,
-    /// Log implementation for new topics.
+    /// Log implementation of the topics.
     pub log: LogKind,
+    /// File log: `fsync` (default), `interval:<ms>` or `none`.
+    pub durability: String,
+    /// File log: size at which a new segment starts.
+    pub segment_bytes: u64,
     /// Largest accepted request body, in bytes.
     pub max_body_bytes: usize,
     /// Largest accepted item (its self-contained Jelly frame), in bytes.
@@ -59,7 +67,9 @@ impl Default for ServerConfig {
         ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 8686)),
             data: PathBuf::from("./data"),
-            log: LogKind::Memory,
+            log: LogKind::File,
+            durability: "fsync".into(),
+            segment_bytes: 64 << 20,
             max_body_bytes: 64 << 20,
             max_item_bytes: 16 << 20,
             auto_create_topics: true,
@@ -83,12 +93,31 @@ pub enum ConfigError {
 }
 
 impl ServerConfig {
+    /// A configuration for tests: memory log, port 0 on loopback.
+    pub fn ephemeral() -> Self {
+        ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            log: LogKind::Memory,
+            ..Default::default()
+        }
+    }
+
     /// Parses TOML text (missing keys keep their defaults).
     pub fn from_toml(text: &str, path: &str) -> Result<Self, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let c: ServerConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_string(),
             message: e.to_string(),
-        })
+        })?;
+        c.durability().map_err(|m| ConfigError::Parse {
+            path: path.to_string(),
+            message: m,
+        })?;
+        Ok(c)
+    }
+
+    /// The file log's durability policy.
+    pub fn durability(&self) -> Result<crate::log::Durability, String> {
+        self.durability.parse()
     }
 
     /// Reads a TOML file.

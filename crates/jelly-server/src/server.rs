@@ -22,13 +22,19 @@ pub struct Server {
 }
 
 impl Server {
-    /// Binds `config.listen` and starts serving in the background.
+    /// Opens the topics (recovering file logs), binds `config.listen` and starts
+    /// serving in the background.
     pub async fn start(config: ServerConfig) -> io::Result<Server> {
+        let c = config.clone();
+        let topics = tokio::task::spawn_blocking(move || Registry::open(&c))
+            .await
+            .map_err(io::Error::other)?
+            .map_err(io::Error::other)?;
         let listener = tokio::net::TcpListener::bind(config.listen).await?;
         let addr = listener.local_addr()?;
         let (tx, rx) = watch::channel(false);
         let state: AppState = Arc::new(Shared {
-            topics: Registry::new(&config),
+            topics,
             config,
             metrics: Arc::new(Metrics::default()),
             shutdown: rx.clone(),

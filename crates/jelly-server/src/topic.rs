@@ -1,6 +1,7 @@
 //! Topics: named logs with their options, counters and live subscriptions.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -10,7 +11,7 @@ use tokio::sync::watch;
 
 use crate::config::{LogKind, ServerConfig};
 use crate::item::{Item, NewItem};
-use crate::log::{Log, LogError, MemoryLog, ReadLimits, now_ms};
+use crate::log::{FileLog, FileLogOptions, Log, LogError, MemoryLog, ReadLimits, now_ms};
 
 /// Physical stream type of a topic's items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -43,7 +44,7 @@ pub struct TopicOptions {
     pub rdf_star: bool,
     /// Allow generalized statements in items.
     pub generalized: bool,
-    /// Keep at most this many items.
+    /// Keep at most this many items (memory log only).
     pub retention_items: u64,
     /// Keep at most about this many bytes (file log; 0 = no limit).
     pub retention_bytes: u64,
@@ -112,12 +113,14 @@ impl TopicOptions {
 /// methods are not object safe.
 pub enum TopicLog {
     Memory(MemoryLog),
+    File(FileLog),
 }
 
 macro_rules! dispatch {
     ($self:ident, $l:ident => $e:expr) => {
         match $self {
             TopicLog::Memory($l) => $e,
+            TopicLog::File($l) => $e,
         }
     };
 }
@@ -177,13 +180,59 @@ pub struct Topic {
     next_sub: AtomicU64,
 }
 
-impl Topic {
-    fn new(name: String, options: TopicOptions, kind: LogKind) -> Topic {
-        let log = match kind {
-            LogKind::Memory => TopicLog::Memory(MemoryLog::new(
+/// Where the logs live and how they are opened.
+#[derive(Clone)]
+struct Storage {
+    kind: LogKind,
+    data: PathBuf,
+    file: FileLogOptions,
+}
+
+/// The file with a topic's options, next to its `log/` directory.
+const TOPIC_FILE: &str = "topic.json";
+
+impl Storage {
+    fn topic_dir(&self, name: &str) -> PathBuf {
+        self.data.join(name)
+    }
+
+    /// Opens (or creates) the log of a topic.
+    fn open(&self, name: &str, options: &TopicOptions) -> Result<TopicLog, TopicError> {
+        match self.kind {
+            LogKind::Memory => Ok(TopicLog::Memory(MemoryLog::new(
                 options.retention_items.min(usize::MAX as u64) as usize,
-            )),
-        };
+            ))),
+            LogKind::File => {
+                let mut fo = self.file.clone();
+                fo.retention_bytes =
+                    (options.retention_bytes > 0).then_some(options.retention_bytes);
+                fo.retention_age = (options.retention_ms > 0)
+                    .then(|| std::time::Duration::from_millis(options.retention_ms));
+                let dir = self.topic_dir(name);
+                FileLog::open(dir.join("log"), fo)
+                    .map(TopicLog::File)
+                    .map_err(|e| TopicError::Storage(e.to_string()))
+            }
+        }
+    }
+
+    /// Writes the topic's options (file log), atomically.
+    fn save(&self, name: &str, options: &TopicOptions) -> Result<(), TopicError> {
+        if self.kind != LogKind::File {
+            return Ok(());
+        }
+        let dir = self.topic_dir(name);
+        let err = |e: std::io::Error| TopicError::Storage(format!("{}: {e}", dir.display()));
+        std::fs::create_dir_all(&dir).map_err(err)?;
+        let tmp = dir.join(format!("{TOPIC_FILE}.tmp"));
+        let json = serde_json::to_vec_pretty(options).expect("options serialize");
+        std::fs::write(&tmp, json).map_err(err)?;
+        std::fs::rename(&tmp, dir.join(TOPIC_FILE)).map_err(err)
+    }
+}
+
+impl Topic {
+    fn new(name: String, options: TopicOptions, log: TopicLog) -> Topic {
         Topic {
             name,
             options,
@@ -281,6 +330,8 @@ pub enum TopicError {
     Conflict(String),
     #[error("topic `{0}` does not exist")]
     NotFound(String),
+    #[error("topic storage: {0}")]
+    Storage(String),
 }
 
 /// Checks a topic name (it becomes a directory name in the file log).
@@ -296,19 +347,62 @@ pub fn valid_name(name: &str) -> bool {
 /// All topics of a server.
 pub struct Registry {
     topics: RwLock<BTreeMap<String, Arc<Topic>>>,
-    kind: LogKind,
+    storage: Storage,
     defaults: TopicOptions,
     auto_create: bool,
 }
 
 impl Registry {
-    pub fn new(config: &ServerConfig) -> Registry {
-        Registry {
-            topics: RwLock::new(BTreeMap::new()),
+    /// Opens the registry; with the file log, every topic found in the data directory
+    /// (a folder with a `topic.json`) is opened and recovered. Blocks on file I/O.
+    pub fn open(config: &ServerConfig) -> Result<Registry, TopicError> {
+        let durability = config.durability().map_err(TopicError::Storage)?;
+        let storage = Storage {
             kind: config.log,
+            data: config.data.clone(),
+            file: FileLogOptions {
+                durability,
+                segment_bytes: config.segment_bytes.max(1),
+                // A record holds the frame plus its metadata.
+                max_item_bytes: config.max_item_bytes.saturating_add(64 << 10),
+                ..FileLogOptions::default()
+            },
+        };
+        let mut topics = BTreeMap::new();
+        if storage.kind == LogKind::File {
+            let err =
+                |e: std::io::Error| TopicError::Storage(format!("{}: {e}", storage.data.display()));
+            std::fs::create_dir_all(&storage.data).map_err(err)?;
+            for entry in std::fs::read_dir(&storage.data).map_err(err)? {
+                let path = entry.map_err(err)?.path();
+                let file = path.join(TOPIC_FILE);
+                let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                    continue;
+                };
+                if !valid_name(name) || !file.is_file() {
+                    continue;
+                }
+                let text = std::fs::read(&file).map_err(err)?;
+                let options: TopicOptions = serde_json::from_slice(&text)
+                    .map_err(|e| TopicError::Storage(format!("{}: {e}", file.display())))?;
+                let log = storage.open(name, &options)?;
+                tracing::info!(
+                    topic = name,
+                    next_offset = log.next_offset(),
+                    "topic opened"
+                );
+                topics.insert(
+                    name.to_string(),
+                    Arc::new(Topic::new(name.to_string(), options, log)),
+                );
+            }
+        }
+        Ok(Registry {
+            topics: RwLock::new(topics),
+            storage,
             defaults: config.topic_defaults.clone(),
             auto_create: config.auto_create_topics,
-        }
+        })
     }
 
     /// The topic, if it exists.
@@ -350,7 +444,9 @@ impl Registry {
                 Err(TopicError::Conflict(name.to_string()))
             };
         }
-        let t = Arc::new(Topic::new(name.to_string(), options, self.kind));
+        self.storage.save(name, &options)?;
+        let log = self.storage.open(name, &options)?;
+        let t = Arc::new(Topic::new(name.to_string(), options, log));
         g.insert(name.to_string(), t.clone());
         tracing::info!(topic = name, "topic created");
         Ok((t, true))
@@ -403,7 +499,7 @@ mod tests {
 
     #[test]
     fn create_is_idempotent_for_same_options() {
-        let r = Registry::new(&ServerConfig::default());
+        let r = Registry::open(&ServerConfig::ephemeral()).unwrap();
         let (_, created) = r.create("t", None).unwrap();
         assert!(created);
         let (_, created) = r.create("t", None).unwrap();

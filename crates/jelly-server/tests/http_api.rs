@@ -17,10 +17,9 @@ async fn start() -> Server {
 
 async fn start_with(f: impl FnOnce(&mut ServerConfig)) -> Server {
     let mut c = ServerConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
         max_body_bytes: 256 << 10,
         sse_keepalive_secs: 1,
-        ..Default::default()
+        ..ServerConfig::ephemeral()
     };
     f(&mut c);
     Server::start(c).await.unwrap()
@@ -972,4 +971,63 @@ async fn curl_follows_a_live_stream() {
     assert_eq!(v["offsets"][0], 2);
     let _ = std::fs::remove_dir_all(&dir);
     srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn file_log_topics_survive_a_restart() {
+    let dir = std::env::temp_dir().join(format!("jelly-http-file-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cfg = |d: &std::path::Path| {
+        let d = d.to_path_buf();
+        move |c: &mut ServerConfig| {
+            c.log = jelly_server::config::LogKind::File;
+            c.data = d;
+            c.durability = "none".into();
+        }
+    };
+    let srv = start_with(cfg(&dir)).await;
+    let c = client();
+    let base = srv.url();
+    let r = c
+        .put(format!("{base}/topics/kept"))
+        .body(r#"{"physical":"triples"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let body = jelly_stream(&sample_frames(3, 0), StreamOptions::small());
+    let url = format!("{base}/topics/kept/items");
+    assert_eq!(
+        offsets(publish(&c, &url, JELLY, body).await).await,
+        [0, 1, 2]
+    );
+    srv.shutdown().await.unwrap();
+
+    let srv = start_with(cfg(&dir)).await;
+    let base = srv.url();
+    let d = describe(&c, &base, "kept").await;
+    assert_eq!(d["next_offset"], 3, "{d}");
+    assert_eq!(d["options"]["physical"], "triples");
+    let url = format!("{base}/topics/kept/items");
+    let body = jelly_stream(&sample_frames(1, 3), StreamOptions::small());
+    assert_eq!(offsets(publish(&c, &url, JELLY, body).await).await, [3]);
+    let resp = c
+        .get(format!("{url}?follow=false"))
+        .header("accept", JELLY)
+        .send()
+        .await
+        .unwrap();
+    let got = JellyStream::new(resp).all().await;
+    assert_eq!(
+        got.iter().map(Frame::offset).collect::<Vec<_>>(),
+        [0, 1, 2, 3]
+    );
+    for f in &got {
+        assert_eq!(
+            f.statements[0].object,
+            iri(&format!("http://ex.org/r{}", f.offset()))
+        );
+    }
+    srv.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -66,6 +66,7 @@ impl From<TopicError> for ApiError {
             TopicError::BadName(_) | TopicError::BadOptions(_) => StatusCode::BAD_REQUEST,
             TopicError::Conflict(_) => StatusCode::CONFLICT,
             TopicError::NotFound(_) => StatusCode::NOT_FOUND,
+            TopicError::Storage(_) => StatusCode::SERVICE_UNAVAILABLE,
         };
         ApiError::new(status, e.to_string())
     }
