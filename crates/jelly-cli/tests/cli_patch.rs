@@ -140,7 +140,7 @@ fn hand_built_round_trip_all_stream_types() {
     );
     let back = ok(&["patch", "from-jelly"], Some(&bin.stdout));
     assert_eq!(rows(&back.stdout), rows(jena.as_bytes()));
-    assert!(back.out().contains("A _:x <http://e/p> \"42\"^^"));
+    assert!(back.out().contains("A <_:x> <http://e/p> \"42\"^^"));
     let r = jelly(&["patch", "to-jelly"], Some(jena.as_bytes()));
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(

@@ -31,7 +31,8 @@
 //! for row in &rows {
 //!     w.write(row).unwrap();
 //! }
-//! assert_eq!(String::from_utf8(w.finish().unwrap()).unwrap(), text);
+//! // Blank nodes come out in Jena's bracketed form.
+//! assert_eq!(String::from_utf8(w.finish().unwrap()).unwrap(), text.replace("_:b1", "<_:b1>"));
 //! ```
 
 use std::io::{self, BufRead, Read as _, Write};
@@ -103,7 +104,7 @@ pub enum PatchRow {
 /// let mut w = RdfPatchWriter::new(Vec::new());
 /// let st = StatementRef::triple(TermRef::Iri("s"), TermRef::Iri("p"), TermRef::BlankNode("o"));
 /// w.write(PatchRowRef::Delete(st)).unwrap();
-/// assert_eq!(w.finish().unwrap(), b"D <s> <p> _:o .\n");
+/// assert_eq!(w.finish().unwrap(), b"D <s> <p> <_:o> .\n");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PatchRowRef<'a> {
@@ -897,8 +898,8 @@ pub enum RdfPatchWriteError {
 /// The form is the one Apache Jena's reader accepts (and its writer produces): single
 /// spaces, ` .` at the end, prefix rows as `PA "name" "iri" .`, triple terms as
 /// `<<( s p o )>>`, header keys as bare words (quoted when they are not words).
-/// Blank nodes keep their labels: `_:label` when the label is a plain N-Triples label,
-/// `<_:label>` (Jena's form) otherwise. A statement whose graph is
+/// Blank nodes keep their labels and are written as `<_:label>`, Jena's form, which
+/// Jena reads back exactly (its reader mangles `_:label`). A statement whose graph is
 /// [`TermRef::DefaultGraph`] is written as a triple. One line buffer is reused, so
 /// writing does not allocate per row.
 ///
@@ -1016,17 +1017,6 @@ fn write_graph(out: &mut String, graph: Option<TermRef<'_>>) -> Result<(), RdfPa
     }
 }
 
-/// A label Jena's and our tokenizers read back unchanged as `_:label`.
-fn is_plain_bnode_label(label: &str) -> bool {
-    label
-        .bytes()
-        .next()
-        .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
-        && label
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
 fn write_term(out: &mut String, t: TermRef<'_>) -> Result<(), RdfPatchWriteError> {
     match t {
         TermRef::Iri(iri) => {
@@ -1038,12 +1028,10 @@ fn write_term(out: &mut String, t: TermRef<'_>) -> Result<(), RdfPatchWriteError
             let _ = write_iri(out, iri);
         }
         TermRef::BlankNode(label) => {
-            if is_plain_bnode_label(label) {
-                out.push_str("_:");
-                out.push_str(label);
-            } else {
-                let _ = write_iri(out, &format!("_:{label}"));
-            }
+            // Always Jena's bracketed form: Apache Jena 5.6's reader drops the first
+            // character of a `_:label` blank node, but reads `<_:label>` exactly (and
+            // its own writer produces it). Our parser reads both forms.
+            let _ = write_iri(out, &format!("_:{label}"));
         }
         TermRef::Literal(l) => {
             let _ = write_lex(out, l.lex);

@@ -179,25 +179,25 @@ fn canonical_forms() {
     );
     assert_eq!(lines[7], "PA \"\" \"http://ex/\" <http://ex/g> .");
     assert_eq!(lines[8], "PD \"old\" .");
-    assert_eq!(lines[9], "PD \"old\" _:g1 .");
+    assert_eq!(lines[9], "PD \"old\" <_:g1> .");
     assert_eq!(lines[10], "A <http://ex/s> <http://ex/p> <http://ex/o> .");
     assert_eq!(
         lines[11],
-        "A _:b1 <http://ex/p> \"tab\\there \\\"quoted\\\" back\\\\slash\\nnew line \\u0001 é 😀\" <http://ex/g> ."
+        "A <_:b1> <http://ex/p> \"tab\\there \\\"quoted\\\" back\\\\slash\\nnew line \\u0001 é 😀\" <http://ex/g> ."
     );
     assert_eq!(
         lines[12],
-        "A <http://ex/s> <http://ex/p> \"chat\"@fr-CA _:graph-2 ."
+        "A <http://ex/s> <http://ex/p> \"chat\"@fr-CA <_:graph-2> ."
     );
-    // Labels N-Triples cannot hold bare keep their value in Jena's <_:…> form.
+    // Blank nodes are always written in Jena's <_:…> form, whatever their label.
     assert_eq!(
         lines[14],
-        "D <_:weird\\u0020label/with:chars> <http://ex/p\\u0020q\\u003E> _:0starts-with-digit <http://ex/g> ."
+        "D <_:weird\\u0020label/with:chars> <http://ex/p\\u0020q\\u003E> <_:0starts-with-digit> <http://ex/g> ."
     );
     assert_eq!(lines[15], "TA .");
     assert_eq!(
         lines[17],
-        "A <<( <http://ex/a> <http://ex/b> <<( _:x <http://ex/c> \"42\"^^<http://www.w3.org/2001/XMLSchema#integer> )>> )>> <http://ex/says> <<( <http://ex/a> <http://ex/b> \"o\" )>> ."
+        "A <<( <http://ex/a> <http://ex/b> <<( <_:x> <http://ex/c> \"42\"^^<http://www.w3.org/2001/XMLSchema#integer> )>> )>> <http://ex/says> <<( <http://ex/a> <http://ex/b> \"o\" )>> ."
     );
     assert_eq!(lines[18], "Z .");
     assert_eq!(lines[19], "TC .");
