@@ -203,6 +203,10 @@ impl<'a> Parser<'a> {
             .s
             .get(self.pos..self.pos + n)
             .ok_or_else(|| self.err("short \\u escape"))?;
+        // from_str_radix would also accept a leading '+'.
+        if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(self.err("bad hex in \\u escape"));
+        }
         let v = u32::from_str_radix(hex, 16).map_err(|_| self.err("bad hex in \\u escape"))?;
         self.pos += n;
         char::from_u32(v).ok_or_else(|| self.err("escape is not a Unicode scalar value"))
@@ -412,6 +416,13 @@ mod tests {
         } else {
             panic!("predicate should be an IRI");
         }
+    }
+
+    #[test]
+    fn unicode_escapes_take_hex_digits_only() {
+        assert!(parse_document("<s> <p> \"\\u0041\" .\n").is_ok());
+        assert!(parse_document("<s> <p> \"\\u+041\" .\n").is_err());
+        assert!(parse_document("<s> <p> \"\\U+0000041\" .\n").is_err());
     }
 
     #[test]
