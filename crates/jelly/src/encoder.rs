@@ -267,6 +267,17 @@ impl Encoder {
 
     /// Ends the current frame, appending it to `out`, with a varint length prefix when `delimited`.
     pub fn finish_frame_into(&mut self, out: &mut Vec<u8>, delimited: bool) {
+        // Writing to a Vec cannot fail.
+        let _ = self.write_frame(out, delimited);
+    }
+
+    /// Ends the current frame and writes it to `out` straight from the encoder's buffer
+    /// (with a varint length prefix when `delimited`). Returns the bytes written.
+    pub fn write_frame(
+        &mut self,
+        out: &mut impl std::io::Write,
+        delimited: bool,
+    ) -> std::io::Result<usize> {
         self.ensure_options();
         let mut meta = Vec::new();
         for (k, v) in self.metadata.drain(..) {
@@ -275,12 +286,17 @@ impl Encoder {
             put_bytes_field(&mut e, frame::MAP_VALUE, &v);
             put_bytes_field(&mut meta, frame::METADATA, &e);
         }
+        let mut prefix = Vec::with_capacity(10);
         if delimited {
-            put_varint(out, (self.terms.buf.len() + meta.len()) as u64);
+            put_varint(&mut prefix, (self.terms.buf.len() + meta.len()) as u64);
         }
-        out.extend_from_slice(&self.terms.buf);
-        out.extend_from_slice(&meta);
+        let r = out
+            .write_all(&prefix)
+            .and_then(|()| out.write_all(&self.terms.buf))
+            .and_then(|()| out.write_all(&meta));
+        let n = prefix.len() + self.terms.buf.len() + meta.len();
         self.terms.buf.clear();
         self.terms.rows = 0;
+        r.map(|()| n)
     }
 }

@@ -405,7 +405,6 @@ pub struct JellyWriter<W: Write> {
     enc: Encoder,
     policy: FramePolicy,
     delimited: bool,
-    buf: Vec<u8>,
     frames_written: u64,
     bytes_written: u64,
 }
@@ -451,7 +450,6 @@ impl JellyWriterBuilder {
             enc: Encoder::with_config(self.options, self.config)?,
             policy: self.policy,
             delimited: self.delimited,
-            buf: Vec::with_capacity(128 * 1024),
             frames_written: 0,
             bytes_written: 0,
         })
@@ -531,11 +529,9 @@ impl<W: Write> JellyWriter<W> {
         if !self.delimited && self.frames_written > 0 {
             return Err(WriteError::SecondFrameNonDelimited);
         }
-        self.buf.clear();
-        self.enc.finish_frame_into(&mut self.buf, self.delimited);
-        self.out.write_all(&self.buf)?;
+        let n = self.enc.write_frame(&mut self.out, self.delimited)?;
         self.frames_written += 1;
-        self.bytes_written += self.buf.len() as u64;
+        self.bytes_written += n as u64;
         Ok(())
     }
 

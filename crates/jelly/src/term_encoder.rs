@@ -132,7 +132,11 @@ impl TermEncoder {
             names: LruTable::new(names),
             prefixes: (prefixes > 0).then(|| LruTable::new(prefixes)),
             datatypes: (datatypes > 0).then(|| LruTable::new(datatypes)),
-            iri_cache: hashbrown::HashMap::with_hasher(foldhash::fast::FixedState::default()),
+            // Sized for a few IRIs per name entry, so a new stream does not rehash its way up.
+            iri_cache: hashbrown::HashMap::with_capacity_and_hasher(
+                (names as usize * 4).clamp(1024, IRI_CACHE_MAX),
+                foldhash::fast::FixedState::default(),
+            ),
             last_prefix_id: 0,
             last_name_id: 0,
             prev: Default::default(),
