@@ -35,6 +35,30 @@ pub struct DecoderOptions {
     pub check_features: bool,
 }
 
+impl DecoderOptions {
+    /// Checks the table sizes a stream requests: a name table of at least 8 (the spec's
+    /// minimum) and no table larger than this decoder's caps.
+    pub(crate) fn check_table_sizes(&self, name: u32, prefix: u32, datatype: u32) -> Result<(), K> {
+        if name < 8 {
+            return Err(K::NameTableTooSmall(name));
+        }
+        for (table, requested, limit) in [
+            (Table::Name, name, self.max_name_table_size),
+            (Table::Prefix, prefix, self.max_prefix_table_size),
+            (Table::Datatype, datatype, self.max_datatype_table_size),
+        ] {
+            if requested > limit {
+                return Err(K::TableTooLarge {
+                    table,
+                    requested,
+                    limit,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Default for DecoderOptions {
     fn default() -> Self {
         DecoderOptions {
@@ -197,34 +221,11 @@ impl Decoder {
             PhysicalType::Unknown(v) => return Err(K::UnknownPhysicalType(v)),
             _ => {}
         }
-        if o.max_name_table_size < 8 {
-            return Err(K::NameTableTooSmall(o.max_name_table_size));
-        }
-        for (table, requested, limit) in [
-            (
-                Table::Name,
-                o.max_name_table_size,
-                self.cfg.max_name_table_size,
-            ),
-            (
-                Table::Prefix,
-                o.max_prefix_table_size,
-                self.cfg.max_prefix_table_size,
-            ),
-            (
-                Table::Datatype,
-                o.max_datatype_table_size,
-                self.cfg.max_datatype_table_size,
-            ),
-        ] {
-            if requested > limit {
-                return Err(K::TableTooLarge {
-                    table,
-                    requested,
-                    limit,
-                });
-            }
-        }
+        self.cfg.check_table_sizes(
+            o.max_name_table_size,
+            o.max_prefix_table_size,
+            o.max_datatype_table_size,
+        )?;
         self.terms.reset(
             o.max_name_table_size,
             o.max_prefix_table_size,

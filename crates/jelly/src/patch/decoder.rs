@@ -174,34 +174,11 @@ impl PatchDecoder {
             PatchStreamType::Unknown(v) => return Err(K::PatchStreamType(v)),
             PatchStreamType::Unspecified => return Err(K::PatchStreamType(0)),
         }
-        if o.max_name_table_size < 8 {
-            return Err(K::NameTableTooSmall(o.max_name_table_size));
-        }
-        for (table, requested, limit) in [
-            (
-                Table::Name,
-                o.max_name_table_size,
-                self.cfg.max_name_table_size,
-            ),
-            (
-                Table::Prefix,
-                o.max_prefix_table_size,
-                self.cfg.max_prefix_table_size,
-            ),
-            (
-                Table::Datatype,
-                o.max_datatype_table_size,
-                self.cfg.max_datatype_table_size,
-            ),
-        ] {
-            if requested > limit {
-                return Err(K::TableTooLarge {
-                    table,
-                    requested,
-                    limit,
-                });
-            }
-        }
+        self.cfg.check_table_sizes(
+            o.max_name_table_size,
+            o.max_prefix_table_size,
+            o.max_datatype_table_size,
+        )?;
         self.terms.reset(
             o.max_name_table_size,
             o.max_prefix_table_size,
