@@ -37,6 +37,14 @@ for c in "${CASES[@]}"; do
   IFS='|' read -r name file kind <<<"$c"
   if [ -n "$ONLY" ] && [ "$name" != "$ONLY" ]; then continue; fi
   [ -f "$file" ] || { echo "missing $file" >&2; exit 1; }
+  # Every tool reads the same plain file (the JVM peer does not read gzip).
+  case "$file" in
+    *.gz)
+      plain="$OUT/data/$(basename "${file%.gz}")"
+      [ -f "$plain" ] || gzip -dc "$file" > "$plain"
+      file="$plain"
+      ;;
+  esac
   meta="{\"dataset\":\"$name\",\"kind\":\"$kind\"}"
   g_rust=""; g_jvm=""; g_py=""
   if [ "$kind" = grouped ]; then g_rust="--grouped"; g_jvm="--grouped-per-graph"; g_py="--grouped-per-graph"; fi
