@@ -25,7 +25,9 @@ for r in rows:
 
 
 def rate(r):
-    return r["statements"] / r["seconds"] if r and r.get("seconds") else None
+    # Every tool reports stmts_per_sec (statements per second of loop time); their
+    # "seconds" fields differ (mean per iteration vs total).
+    return r.get("stmts_per_sec") if r else None
 
 
 def fmt(x):
