@@ -2,10 +2,10 @@
 
 use std::io::{self, BufRead};
 
-use jelly::oxrdf_adapter::{from_ox_quad, from_ox_triple};
+use jelly::oxrdf_adapter::from_ox_quad;
 use jelly::{PhysicalType, StatementRef, StreamOptions};
 use oxrdfio::{RdfParseError, RdfParser};
-use oxttl::{NQuadsParser, NTriplesParser, TurtleParseError};
+use oxttl::{NQuadsParser, NTriplesParser};
 
 use crate::cli::{FramePer, ToJellyArgs};
 use crate::common::{GroupingWriter, apply_option_flags, base_options, logical_for_frame_per};
@@ -119,21 +119,6 @@ pub fn run(args: &ToJellyArgs, quiet: bool) -> CliResult {
     out.finish().map_err(|e| CliError::io(&out_name, &e))
 }
 
-fn turtle_err(name: &str, e: TurtleParseError) -> CliError {
-    match e {
-        TurtleParseError::Syntax(s) => {
-            let l = s.location();
-            CliError::invalid(format!(
-                "{name}:{}:{}: {}",
-                l.start.line + 1,
-                l.start.column + 1,
-                s.message()
-            ))
-        }
-        TurtleParseError::Io(io) => io_err(name, io),
-    }
-}
-
 fn star_hint(mut e: CliError) -> CliError {
     if e.message.contains("must be an IRI") || e.message.contains("<<") {
         e.message.push_str(
@@ -205,25 +190,8 @@ fn convert_one<W: io::Write>(
                 }
             }
         }
-        Format::Nt => {
-            for t in NTriplesParser::new().for_reader(input.reader) {
-                let t = t.map_err(|e| star_hint(turtle_err(&name, e)))?;
-                n += 1;
-                let mut holder = None;
-                let st = from_ox_triple(t.as_ref(), &mut holder);
-                w.add(st, &|| format!("{name}: statement {n}"))?;
-                progress.statement();
-            }
-        }
-        Format::Nq => {
-            for q in NQuadsParser::new().for_reader(input.reader) {
-                let q = q.map_err(|e| star_hint(turtle_err(&name, e)))?;
-                n += 1;
-                let mut holder = None;
-                let st = from_ox_quad(q.as_ref(), &mut holder);
-                w.add(st, &|| format!("{name}: statement {n}"))?;
-                progress.statement();
-            }
+        Format::Nt | Format::Nq => {
+            convert_lines(input.reader, format == Format::Nq, &name, w, progress)?;
         }
         _ => {
             let mut parser = RdfParser::from_format(format.oxrdfio());
@@ -259,6 +227,129 @@ fn convert_one<W: io::Write>(
         }
     }
     Ok(())
+}
+
+/// Size of the chunks N-Triples / N-Quads input is cut into (at line ends) for parsing.
+const LINE_CHUNK: usize = 1 << 20;
+
+/// Statements parsed from one chunk, or the chunk-relative 0-based line and column and
+/// the message of the first syntax error in it.
+type ParsedChunk = Result<Vec<oxrdf::Quad>, (u64, u64, String)>;
+
+/// N-Triples and N-Quads: a second thread parses (oxttl) while this one encodes, so the
+/// two overlap on two cores. The input is cut into ~1 MiB chunks at line ends (a
+/// statement never spans lines in these formats); at most two chunks are in flight, so
+/// memory stays bounded.
+fn convert_lines<W: io::Write>(
+    mut reader: Box<dyn io::BufRead>,
+    quads: bool,
+    name: &str,
+    w: &mut GroupingWriter<W>,
+    progress: &mut Progress,
+) -> CliResult {
+    use std::collections::VecDeque;
+    use std::sync::mpsc::sync_channel;
+
+    let (chunk_tx, chunk_rx) = sync_channel::<Vec<u8>>(2);
+    let (parsed_tx, parsed_rx) = sync_channel::<ParsedChunk>(2);
+    let worker = std::thread::spawn(move || {
+        for chunk in chunk_rx {
+            if parsed_tx.send(parse_chunk(&chunk, quads)).is_err() {
+                break;
+            }
+        }
+    });
+    let mut first_lines: VecDeque<u64> = VecDeque::new();
+    let mut next_line = 0u64;
+    let mut n = 0u64;
+    let mut eof = false;
+    let result = loop {
+        while !eof && first_lines.len() < 2 {
+            let chunk = read_chunk(reader.as_mut()).map_err(|e| io_err(name, e))?;
+            if chunk.is_empty() {
+                eof = true;
+                break;
+            }
+            first_lines.push_back(next_line);
+            next_line += chunk.iter().filter(|&&b| b == b'\n').count() as u64;
+            if chunk_tx.send(chunk).is_err() {
+                break;
+            }
+        }
+        let Some(line0) = first_lines.pop_front() else {
+            break Ok(());
+        };
+        let Ok(parsed) = parsed_rx.recv() else {
+            break Err(CliError::invalid(format!(
+                "{name}: the parser thread stopped"
+            )));
+        };
+        match parsed {
+            Ok(batch) => {
+                for q in &batch {
+                    n += 1;
+                    let mut holder = None;
+                    let mut st = from_ox_quad(q.as_ref(), &mut holder);
+                    if !quads {
+                        st.graph = None;
+                    }
+                    w.add(st, &|| format!("{name}: statement {n}"))?;
+                    progress.statement();
+                }
+            }
+            Err((line, column, message)) => {
+                break Err(star_hint(CliError::invalid(format!(
+                    "{name}:{}:{}: {message}",
+                    line0 + line + 1,
+                    column + 1
+                ))));
+            }
+        }
+    };
+    drop(chunk_tx);
+    drop(parsed_rx);
+    let _ = worker.join();
+    result
+}
+
+fn parse_chunk(chunk: &[u8], quads: bool) -> ParsedChunk {
+    let mut out = Vec::with_capacity(chunk.len() / 64);
+    let err = |e: oxttl::TurtleSyntaxError| {
+        let l = e.location();
+        Err((l.start.line, l.start.column, e.message().to_owned()))
+    };
+    if quads {
+        for q in NQuadsParser::new().for_slice(chunk) {
+            match q {
+                Ok(q) => out.push(q),
+                Err(e) => return err(e),
+            }
+        }
+    } else {
+        for t in NTriplesParser::new().for_slice(chunk) {
+            match t {
+                Ok(t) => out.push(t.in_graph(oxrdf::GraphName::DefaultGraph)),
+                Err(e) => return err(e),
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Reads about [`LINE_CHUNK`] bytes, then up to the end of the line. Empty at the end.
+fn read_chunk(r: &mut dyn io::BufRead) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(LINE_CHUNK + 4096);
+    while buf.len() < LINE_CHUNK {
+        let avail = r.fill_buf()?;
+        if avail.is_empty() {
+            return Ok(buf);
+        }
+        let take = avail.len().min(LINE_CHUNK - buf.len());
+        buf.extend_from_slice(&avail[..take]);
+        r.consume(take);
+    }
+    r.read_until(b'\n', &mut buf)?;
+    Ok(buf)
 }
 
 /// Notices new or redefined prefixes in a parser's prefix map.

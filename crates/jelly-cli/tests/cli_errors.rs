@@ -227,3 +227,43 @@ fn completions() {
         assert!(r.contains("jelly") && r.contains("to-jelly"), "{sh}");
     }
 }
+
+/// N-Triples are parsed in ~1 MiB chunks on a second thread: a syntax error far into the
+/// file must still name its real line, and nothing after it is accepted.
+#[test]
+fn syntax_error_line_is_exact_beyond_the_first_chunk() {
+    let d = tmp("late-error");
+    let mut text = String::new();
+    for i in 0..40_000 {
+        if i == 33_333 {
+            text.push_str("<http://e/s> <http://e/p> \"never closed .\n");
+        } else {
+            text.push_str(&format!(
+                "<http://e/s{i}> <http://e/p> \"value number {i}\" .\n"
+            ));
+        }
+    }
+    assert!(
+        text.len() > 2 << 20,
+        "the error must sit beyond the first chunks"
+    );
+    let nt = d.join("late.nt");
+    std::fs::write(&nt, &text).unwrap();
+    let r = jelly(
+        &["rdf", "to-jelly", s(&nt), "-o", s(&d.join("late.jelly"))],
+        None,
+    );
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("late.nt:33334:"), "{}", r.stderr);
+    // The same data without the bad line converts completely, statement count intact.
+    let good: String = text
+        .lines()
+        .filter(|l| !l.contains("never closed"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&nt, good).unwrap();
+    let out = d.join("good.jelly");
+    ok(&["rdf", "to-jelly", s(&nt), "-o", s(&out)], None);
+    let n: usize = frames(&out).iter().map(Vec::len).sum();
+    assert_eq!(n, 39_999);
+}
