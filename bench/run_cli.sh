@@ -17,14 +17,12 @@ cargo build -q --release -p jelly-cli
 JELLY=target/release/jelly
 J="$(bench/jvm/build.sh)"
 PY="$(bench/py/setup.sh)"
-# oxigraph-cli builds RocksDB from C++ sources (about 30 minutes on 2 cores): it is used
-# when present (OXIGRAPH=path, or on PATH), installed with INSTALL_OXIGRAPH=1, else its
-# rows are skipped. ONLY=oxigraph runs just its rows.
-OXI="${OXIGRAPH:-$(command -v oxigraph || true)}"
-if [ -z "$OXI" ] && [ -x "$OUT/tools/bin/oxigraph" ]; then OXI="$OUT/tools/bin/oxigraph"; fi
-if [ -z "$OXI" ] && [ "${INSTALL_OXIGRAPH:-0}" = 1 ]; then
-  cargo install -q oxigraph-cli --version 0.5.13 --locked --root "$OUT/tools"
-  OXI="$OUT/tools/bin/oxigraph"
+# The oxigraph CLI 0.5.13 comes prebuilt from PyPI (package `oxigraph`), in its own venv.
+# OXIGRAPH=path overrides. ONLY=oxigraph runs just its rows; APPEND=1 keeps earlier rows.
+OXI="${OXIGRAPH:-}"
+if [ -z "$OXI" ]; then
+  [ -x "$OUT/oxi-venv/bin/oxigraph" ] || { python3 -m venv "$OUT/oxi-venv" && "$OUT/oxi-venv/bin/pip" install -q oxigraph==0.5.13; }
+  OXI="$OUT/oxi-venv/bin/oxigraph"
 fi
 ONLY="${ONLY:-}"
 
