@@ -159,13 +159,11 @@ enum Produced {
 impl Decoder {
     /// A decoder with the given limits.
     pub fn new(cfg: DecoderOptions) -> Self {
-        let mut d = Decoder {
+        Decoder {
+            terms: TermDecoder::new(&cfg),
             cfg,
             ..Default::default()
-        };
-        d.terms.state.max_nesting = d.cfg.max_nesting;
-        d.terms.state.check_features = d.cfg.check_features;
-        d
+        }
     }
 
     /// The stream options, once the options row has been read.

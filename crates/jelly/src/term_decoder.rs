@@ -432,6 +432,14 @@ pub(crate) struct TermDecoder {
 }
 
 impl TermDecoder {
+    /// Term state with the nesting limit and feature checking of `cfg`.
+    pub(crate) fn new(cfg: &crate::decoder::DecoderOptions) -> Self {
+        let mut t = TermDecoder::default();
+        t.state.max_nesting = cfg.max_nesting;
+        t.state.check_features = cfg.check_features;
+        t
+    }
+
     /// Sizes the tables for a new stream and sets the allowed features.
     pub(crate) fn reset(
         &mut self,

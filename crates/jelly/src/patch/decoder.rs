@@ -93,13 +93,11 @@ pub struct PatchDecoder {
 impl PatchDecoder {
     /// A decoder with the given limits (the same limits as Jelly-RDF decoding).
     pub fn new(cfg: DecoderOptions) -> Self {
-        let mut d = PatchDecoder {
+        PatchDecoder {
+            terms: TermDecoder::new(&cfg),
             cfg,
             ..Default::default()
-        };
-        d.terms.state.max_nesting = d.cfg.max_nesting;
-        d.terms.state.check_features = d.cfg.check_features;
-        d
+        }
     }
 
     /// The stream options, once read.
