@@ -1,7 +1,7 @@
 //! Pieces shared by the verbs: stream options from flags, frame ranges, and the
 //! Jelly writer with grouping.
 
-use std::io::Write;
+use std::io::{self, BufRead, Write};
 
 use jelly::{
     Event, FramePolicy, JellyReader, JellyWriter, JellyWriterBuilder, LogicalType, PhysicalType,
@@ -278,5 +278,54 @@ impl<W: Write> GroupingWriter<W> {
             WriteError::Io(io) => CliError::io(&name, &io),
             other => CliError::invalid(format!("{name}: {other}")),
         })
+    }
+}
+
+/// An I/O error while reading input `name`: undecodable or truncated bytes are invalid
+/// data (exit 1), anything else an I/O failure (exit 2).
+pub fn input_io_err(name: &str, io: io::Error) -> CliError {
+    if matches!(
+        io.kind(),
+        io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof
+    ) {
+        CliError::invalid(format!("{name}: {io}"))
+    } else {
+        CliError::io(name, &io)
+    }
+}
+
+/// Reads N-Triples / N-Quads line by line with jelly's own parser (generalized
+/// statements, quoted triples in any position) and calls `f` with each statement and
+/// its 1-based line number. Errors name `name:line:column`.
+pub fn for_each_nquads_line(
+    mut reader: impl BufRead,
+    name: &str,
+    mut f: impl FnMut(jelly::Statement, usize) -> CliResult,
+) -> CliResult {
+    let mut buf = Vec::with_capacity(1024);
+    let mut line_no = 0usize;
+    loop {
+        buf.clear();
+        if reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| input_io_err(name, e))?
+            == 0
+        {
+            return Ok(());
+        }
+        line_no += 1;
+        let line = std::str::from_utf8(&buf).map_err(|e| {
+            CliError::invalid(format!(
+                "{name}:{line_no}:{}: invalid UTF-8",
+                e.valid_up_to() + 1
+            ))
+        })?;
+        let line = line.trim_end_matches(['\n', '\r']);
+        let st = jelly::nquads::parse_line(line, line_no).map_err(|e| {
+            CliError::invalid(format!("{name}:{}:{}: {}", e.line, e.column, e.message))
+        })?;
+        if let Some(st) = st {
+            f(st, line_no)?;
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! `jelly rdf to-jelly`: RDF text in, Jelly stream out, statement by statement.
 
-use std::io::{self, BufRead};
+use std::io;
 
 use jelly::oxrdf_adapter::from_ox_quad;
 use jelly::{PhysicalType, StatementRef, StreamOptions};
@@ -9,6 +9,7 @@ use oxttl::{NQuadsParser, NTriplesParser};
 
 use crate::cli::{FramePer, ToJellyArgs};
 use crate::common::{GroupingWriter, apply_option_flags, base_options, logical_for_frame_per};
+use crate::common::{for_each_nquads_line, input_io_err};
 use crate::error::{CliError, CliResult};
 use crate::format::{Format, is_jelly_path};
 use crate::io::{Input, Output, Progress, display_name, open_input, open_output};
@@ -128,14 +129,6 @@ fn star_hint(mut e: CliError) -> CliError {
     e
 }
 
-fn io_err(name: &str, io: io::Error) -> CliError {
-    if io.kind() == io::ErrorKind::InvalidData || io.kind() == io::ErrorKind::UnexpectedEof {
-        CliError::invalid(format!("{name}: {io}"))
-    } else {
-        CliError::io(name, &io)
-    }
-}
-
 fn rdf_err(name: &str, e: RdfParseError) -> CliError {
     match e {
         RdfParseError::Syntax(s) => match s.location() {
@@ -146,7 +139,7 @@ fn rdf_err(name: &str, e: RdfParseError) -> CliError {
             )),
             None => CliError::invalid(format!("{name}: {s}")),
         },
-        RdfParseError::Io(io) => io_err(name, io),
+        RdfParseError::Io(io) => input_io_err(name, io),
     }
 }
 
@@ -162,33 +155,11 @@ fn convert_one<W: io::Write>(
     let mut n: u64 = 0;
     match format {
         Format::Nt | Format::Nq if own_parser => {
-            let mut reader = input.reader;
-            let mut buf = Vec::with_capacity(1024);
-            let mut line_no = 0usize;
-            loop {
-                buf.clear();
-                let got = reader
-                    .read_until(b'\n', &mut buf)
-                    .map_err(|e| io_err(&name, e))?;
-                if got == 0 {
-                    break;
-                }
-                line_no += 1;
-                let line = std::str::from_utf8(&buf).map_err(|e| {
-                    CliError::invalid(format!(
-                        "{name}:{line_no}:{}: invalid UTF-8",
-                        e.valid_up_to() + 1
-                    ))
-                })?;
-                let line = line.trim_end_matches(['\n', '\r']);
-                let st = jelly::nquads::parse_line(line, line_no).map_err(|e| {
-                    CliError::invalid(format!("{name}:{}:{}: {}", e.line, e.column, e.message))
-                })?;
-                if let Some(st) = st {
-                    w.add(st.as_ref(), &|| format!("{name}:{line_no}"))?;
-                    progress.statement();
-                }
-            }
+            for_each_nquads_line(input.reader, &name, |st, line_no| {
+                w.add(st.as_ref(), &|| format!("{name}:{line_no}"))?;
+                progress.statement();
+                Ok(())
+            })?;
         }
         Format::Nt | Format::Nq => {
             convert_lines(input.reader, format == Format::Nq, &name, w, progress)?;
@@ -265,7 +236,7 @@ fn convert_lines<W: io::Write>(
     let mut eof = false;
     let result = loop {
         while !eof && first_lines.len() < 2 {
-            let chunk = read_chunk(reader.as_mut()).map_err(|e| io_err(name, e))?;
+            let chunk = read_chunk(reader.as_mut()).map_err(|e| input_io_err(name, e))?;
             if chunk.is_empty() {
                 eof = true;
                 break;

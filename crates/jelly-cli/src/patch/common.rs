@@ -2,7 +2,7 @@
 //! kind as one sequence of rows with their positions, the Jelly-Patch writer, and the
 //! in-memory dataset of `diff` and `apply`.
 
-use std::io::{self, BufRead, Write};
+use std::io::{BufRead, Write};
 
 use foldhash::fast::RandomState;
 use hashbrown::HashMap;
@@ -20,7 +20,7 @@ use jelly_proto::wire::{Reader, WireType};
 
 use super::args::{PatchFormat, PatchOptionArgs, StatementTypeArg, StreamTypeArg};
 use crate::cli::Preset;
-use crate::common::FrameRange;
+use crate::common::{FrameRange, input_io_err};
 use crate::error::{CliError, CliResult, decode_error};
 use crate::io::{Input, Progress, strip_compression};
 
@@ -59,7 +59,7 @@ pub fn detect(
     let head = input
         .reader
         .fill_buf()
-        .map_err(|e| text_io_err(&input.name, e))?;
+        .map_err(|e| input_io_err(&input.name, e))?;
     Ok(if looks_like_text(head) {
         PatchFormat::Rdfp
     } else {
@@ -107,18 +107,6 @@ pub enum Op<'a> {
     },
 }
 
-/// Maps an I/O error of a text input: corrupt compressed data is invalid input.
-pub fn text_io_err(name: &str, io: io::Error) -> CliError {
-    if matches!(
-        io.kind(),
-        io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof
-    ) {
-        CliError::invalid(format!("{name}: {io}"))
-    } else {
-        CliError::io(name, &io)
-    }
-}
-
 /// `FILE:LINE:COLUMN: message` for a text parse error.
 pub fn text_err(name: &str, e: RdfPatchError) -> CliError {
     match e {
@@ -131,7 +119,7 @@ pub fn text_err(name: &str, e: RdfPatchError) -> CliError {
             "{name}:{line}: line longer than the limit of {limit} bytes"
         )),
         RdfPatchError::Io { line, source } => {
-            let mut e = text_io_err(name, source);
+            let mut e = input_io_err(name, source);
             if e.code == crate::error::EXIT_INVALID {
                 e.message = format!("{name}:{line}: {}", e.message);
             }

@@ -1,13 +1,14 @@
 //! Reading a whole RDF file into a [`Dataset`] (with its prefixes), and writing one.
 
-use std::io::{self, BufRead};
+use std::io;
 
 use jelly::nquads::NQuadsWriter;
 use jelly::oxrdf_adapter::from_ox_quad;
 use jelly::{Event, JellyReader, Statement};
 use oxrdfio::{RdfParseError, RdfParser, RdfSerializer};
 
-use super::common::{Dataset, normalize, text_io_err};
+use super::common::{Dataset, normalize};
+use crate::common::{for_each_nquads_line, input_io_err};
 use crate::error::{CliError, CliResult, decode_error};
 use crate::format::{Format, is_jelly_path};
 use crate::io::{Output, Progress, open_input};
@@ -37,7 +38,7 @@ fn rdf_err(name: &str, e: RdfParseError) -> CliError {
             )),
             None => CliError::invalid(format!("{name}: {s}")),
         },
-        RdfParseError::Io(io) => text_io_err(name, io),
+        RdfParseError::Io(io) => input_io_err(name, io),
     }
 }
 
@@ -85,33 +86,11 @@ pub fn load_rdf(path: &str, format: Option<Format>, quiet: bool) -> CliResult<Lo
                 }
             }
             Some(Format::Nt | Format::Nq) => {
-                let mut reader = input.reader;
-                let mut buf = Vec::with_capacity(1024);
-                let mut line_no = 0usize;
-                loop {
-                    buf.clear();
-                    let got = reader
-                        .read_until(b'\n', &mut buf)
-                        .map_err(|e| text_io_err(&name, e))?;
-                    if got == 0 {
-                        break;
-                    }
-                    line_no += 1;
-                    let line = std::str::from_utf8(&buf).map_err(|e| {
-                        CliError::invalid(format!(
-                            "{name}:{line_no}:{}: invalid UTF-8",
-                            e.valid_up_to() + 1
-                        ))
-                    })?;
-                    let line = line.trim_end_matches(['\n', '\r']);
-                    let st = jelly::nquads::parse_line(line, line_no).map_err(|e| {
-                        CliError::invalid(format!("{name}:{}:{}: {}", e.line, e.column, e.message))
-                    })?;
-                    if let Some(st) = st {
-                        progress.statement();
-                        out.data.insert(normalize(st));
-                    }
-                }
+                for_each_nquads_line(input.reader, &name, |st, _| {
+                    progress.statement();
+                    out.data.insert(normalize(st));
+                    Ok(())
+                })?;
             }
             Some(f) => {
                 let mut it = RdfParser::from_format(f.oxrdfio()).for_reader(input.reader);
