@@ -216,11 +216,21 @@ fn arena_refs<'a>(arena: &'a Arena, quads: bool) -> Vec<jelly::StatementRef<'a>>
 }
 
 fn encode(statements: &[Statement], quads: bool, a: &Args) -> Vec<u8> {
-    let refs: Vec<jelly::StatementRef<'_>> = statements.iter().map(Statement::as_ref).collect();
-    encode_refs(&refs, quads, a)
+    // A borrowed view per statement, as a caller holding owned statements would pass them.
+    encode_refs(
+        statements.iter().map(Statement::as_ref),
+        statements.len(),
+        quads,
+        a,
+    )
 }
 
-fn encode_refs(statements: &[jelly::StatementRef<'_>], quads: bool, a: &Args) -> Vec<u8> {
+fn encode_refs<'s>(
+    statements: impl Iterator<Item = jelly::StatementRef<'s>>,
+    count: usize,
+    quads: bool,
+    a: &Args,
+) -> Vec<u8> {
     let base = if a.preset == "small" {
         StreamOptions::small()
     } else {
@@ -243,7 +253,7 @@ fn encode_refs(statements: &[jelly::StatementRef<'_>], quads: bool, a: &Args) ->
     } else {
         FramePolicy::Rows(a.rows)
     };
-    let mut out = Vec::with_capacity(statements.len() * 24);
+    let mut out = Vec::with_capacity(count * 24);
     let Ok(mut w) = JellyWriterBuilder::new(opts)
         .frame_policy(policy)
         .build(&mut out)
@@ -259,7 +269,7 @@ fn encode_refs(statements: &[jelly::StatementRef<'_>], quads: bool, a: &Args) ->
             }
             prev_graph = g;
         }
-        if let Err(e) = w.add(*st) {
+        if let Err(e) = w.add(st) {
             eprintln!("encode error: {e}");
             std::process::exit(1);
         }
@@ -353,7 +363,9 @@ fn run(a: &Args) -> Result<(), String> {
             drop(statements);
             let refs = arena_refs(&arena, quads);
             let mut bytes = Vec::new();
-            let (iters, el) = time_loop(a.seconds, || bytes = encode_refs(&refs, quads, a));
+            let (iters, el) = time_loop(a.seconds, || {
+                bytes = encode_refs(refs.iter().copied(), refs.len(), quads, a)
+            });
             let extra = format!(
                 ",\"preset\":\"{}\",\"grouped\":{},\"input_form\":\"interned\"",
                 a.preset, a.grouped
