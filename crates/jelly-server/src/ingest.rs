@@ -15,8 +15,8 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use jelly::oxrdf_adapter::from_ox_quad;
 use jelly::{
-    DecodeError, Decoder, DecoderOptions, Delimiting, EncodeError, Encoder, Event, FrameReader,
-    StatementRef, StreamOptions, Term, TermRef,
+    DecodeError, Decoder, DecoderOptions, Delimiting, EncodeError, Encoder, EncoderConfig, Event,
+    FrameReader, StatementRef, StreamOptions, Term, TermRef,
 };
 
 use crate::item::NewItem;
@@ -95,7 +95,16 @@ impl ItemBuilder {
     fn new(opts: &StreamOptions) -> ItemBuilder {
         ItemBuilder {
             // The topic's options were validated when it was created.
-            enc: Encoder::new(opts.clone()).expect("topic stream options are valid"),
+            // Spliceable, so stored items can be served back to back without
+            // re-encoding (see `docs/server-design.md`).
+            enc: Encoder::with_config(
+                opts.clone(),
+                EncoderConfig {
+                    spliceable: true,
+                    ..EncoderConfig::default()
+                },
+            )
+            .expect("topic stream options are valid"),
             statements: 0,
         }
     }

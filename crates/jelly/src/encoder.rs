@@ -9,10 +9,37 @@ use crate::term::{StatementRef, TermBuf, TermRef};
 use crate::term_encoder::{EntryFields, TermEncoder};
 
 /// Choices of the encoder that are not stream options.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EncoderConfig {
     /// Allow [`Encoder::declare_namespace`]; raises the version tag to 2 (Jelly 1.1).
     pub namespace_declarations: bool,
+    /// Write the first entry of each lookup table and the first IRI's name id
+    /// explicitly, instead of with the `0 = previous + 1` shorthand. A stream written
+    /// so (typically one frame from a fresh encoder) does not depend on the delta
+    /// state it starts in, so it can be appended to any stream with the same options
+    /// and still decode the same: the server stores items this way and serves them by
+    /// concatenation. Costs one or two bytes per table per stream.
+    ///
+    /// ```
+    /// use jelly::{Decoder, Encoder, EncoderConfig, Event, StreamOptions, StatementRef, TermRef};
+    /// let cfg = EncoderConfig { spliceable: true, ..EncoderConfig::default() };
+    /// let one = |o: &str| {
+    ///     let mut enc = Encoder::with_config(StreamOptions::small(), cfg).unwrap();
+    ///     enc.add(StatementRef::triple(TermRef::Iri(o), TermRef::Iri("http://ex.org/p"), TermRef::Iri(o))).unwrap();
+    ///     enc.finish_frame()
+    /// };
+    /// // Two independently encoded frames, back to back, form one valid stream.
+    /// let mut stream = one("http://ex.org/a");
+    /// stream.extend(one("http://ex.org/b"));
+    /// let mut dec = Decoder::default();
+    /// let mut subjects = Vec::new();
+    /// let mut cur = dec.frame(&stream);
+    /// while let Some(ev) = cur.next_event().unwrap() {
+    ///     if let Event::Statement(st) = ev { subjects.push(st.subject.to_string()); }
+    /// }
+    /// assert_eq!(subjects, ["<http://ex.org/a>", "<http://ex.org/b>"]);
+    /// ```
+    pub spliceable: bool,
 }
 
 /// Encodes statements into frames of the Jelly-RDF row layout.
@@ -70,19 +97,23 @@ impl Encoder {
         } else if cfg.namespace_declarations && options.version < VERSION_1_1 {
             return Err(EncodeError::VersionTooLowForNamespaces(options.version));
         }
+        let mut terms = TermEncoder::new(
+            options.max_name_table_size,
+            options.max_prefix_table_size,
+            options.max_datatype_table_size,
+            options.generalized_statements,
+            options.rdf_star,
+            EntryFields {
+                name: row::NAME,
+                prefix: row::PREFIX,
+                datatype: row::DATATYPE,
+            },
+        );
+        if cfg.spliceable {
+            terms.forget_delta_state();
+        }
         Ok(Encoder {
-            terms: TermEncoder::new(
-                options.max_name_table_size,
-                options.max_prefix_table_size,
-                options.max_datatype_table_size,
-                options.generalized_statements,
-                options.rdf_star,
-                EntryFields {
-                    name: row::NAME,
-                    prefix: row::PREFIX,
-                    datatype: row::DATATYPE,
-                },
-            ),
+            terms,
             opts: options,
             cfg,
             options_written: false,

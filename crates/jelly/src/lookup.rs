@@ -99,9 +99,19 @@ impl LruTable {
         self.keys[id as usize] = boxed;
         self.referenced[id as usize] = false;
         self.stamp[id as usize] = stamp;
-        let wire_id = if id == self.last_emitted + 1 { 0 } else { id };
+        let wire_id = if id == self.last_emitted.wrapping_add(1) {
+            0
+        } else {
+            id
+        };
         self.last_emitted = id;
         Some(Lookup::New { id, wire_id })
+    }
+
+    /// Makes the next new entry carry its id explicitly, whatever came before.
+    pub fn forget_last_emitted(&mut self) {
+        // No id is u32::MAX, so `last_emitted + 1` matches none.
+        self.last_emitted = u32::MAX - 1;
     }
 
     /// Number of ids (the table's maximum size).

@@ -153,6 +153,21 @@ impl TermEncoder {
         }
     }
 
+    /// Makes the next entry of every table and the next IRI's name carry explicit ids,
+    /// so the rows that follow do not depend on the delta state of earlier rows.
+    pub(crate) fn forget_delta_state(&mut self) {
+        self.names.forget_last_emitted();
+        if let Some(p) = &mut self.prefixes {
+            p.forget_last_emitted();
+        }
+        if let Some(d) = &mut self.datatypes {
+            d.forget_last_emitted();
+        }
+        // No name id is u32::MAX, so `last_name_id + 1` matches none. The prefix
+        // delta needs nothing: a fresh state holds 0, which no prefix id equals.
+        self.last_name_id = u32::MAX - 1;
+    }
+
     /// Writes a statement row (`field` holds an `RdfTriple` or `RdfQuad`) of the
     /// terms, which the caller validated with [`TermEncoder::check_term_deep`].
     pub(crate) fn write_statement(
