@@ -1,10 +1,12 @@
 //! Delivery: stored items out to one subscriber, in the format it asked for.
 //!
-//! Jelly output uses **one encoder per subscription**: the statements of every stored
-//! item (each a self-contained frame) go into it, and each item becomes one output
-//! frame carrying the item's metadata (`offset`, `ts`, `source`, `h:<name>`). Tables
-//! carry over between items, so the wire stream is as compact as a normal Jelly
-//! stream. Text output is written item by item and cut at item boundaries.
+//! Jelly output is spliced by default ([`JellyMode::Splice`]): stored items are
+//! spliceable frames (see [`jelly::EncoderConfig::spliceable`]), so they go out as they
+//! are, back to back, with the options row only in the first and the item's metadata
+//! (`offset`, `ts`, `source`, `h:<name>`) appended to each frame. A subscriber may join
+//! at any item. [`JellyMode::Compact`] re-encodes every item into one encoder per
+//! subscription instead, so tables carry over between items. Text output is written
+//! item by item and cut at item boundaries.
 
 use std::io::Write as _;
 use std::sync::Arc;
@@ -13,7 +15,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::Stream;
-use jelly::{Decoder, Encoder, EncoderConfig, Event};
+use jelly::splice;
+use jelly::{Decoder, Encoder, EncoderConfig, Event, StreamOptions};
+use jelly_proto::wire::put_varint;
 use tokio::sync::watch;
 
 use crate::item::Item;
@@ -117,26 +121,91 @@ pub struct DeliverError {
     pub message: String,
 }
 
+/// How a subscription's Jelly stream is produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum JellyMode {
+    /// Stored items (spliceable frames) are sent as they are, back to back, with the
+    /// options row only in the first and the item's metadata appended: no decoding
+    /// or encoding per subscriber. Each item starts with empty tables of its own.
+    #[default]
+    Splice,
+    /// Every item is decoded and re-encoded into one encoder per subscription, so
+    /// tables carry over between items: a smaller stream for more CPU.
+    Compact,
+}
+
+impl JellyMode {
+    /// From a `?mode=` value.
+    pub fn parse(s: &str) -> Option<JellyMode> {
+        match s.trim() {
+            "splice" => Some(JellyMode::Splice),
+            "compact" => Some(JellyMode::Compact),
+            _ => None,
+        }
+    }
+}
+
+/// The Jelly side of a [`Delivery`].
+enum JellyOut {
+    Splice {
+        /// The options row went out already (it is sent once per stream).
+        sent_options: bool,
+        /// Keep the options row in every item, so each output frame decodes alone.
+        every_item: bool,
+    },
+    Compact(Box<Encoder>),
+}
+
 /// Per-subscription output state.
 pub struct Delivery {
     format: OutFormat,
-    enc: Option<Encoder>,
+    jelly: Option<JellyOut>,
     delimited: bool,
 }
 
 impl Delivery {
-    /// A new output stream. `delimited` only matters for Jelly (false: each item is a
-    /// bare frame message, as in SSE events).
+    /// A new output stream, in [`JellyMode::Splice`] for Jelly. `delimited` only
+    /// matters for Jelly (false: each item is a bare frame message, as in SSE events
+    /// and gRPC messages).
     pub fn new(format: OutFormat, topic: &TopicOptions, delimited: bool) -> Delivery {
-        let enc = (format == OutFormat::Jelly).then(|| {
-            Encoder::with_config(topic.stream_options(), EncoderConfig::default())
-                .expect("topic stream options are valid")
-        });
+        let _ = topic;
         Delivery {
             format,
-            enc,
+            jelly: (format == OutFormat::Jelly).then_some(JellyOut::Splice {
+                sent_options: false,
+                every_item: false,
+            }),
             delimited,
         }
+    }
+
+    /// A Jelly output stream in the given mode. `Compact` encodes with `options`
+    /// (the topic's, or ones a client asked for that are compatible with them).
+    pub fn jelly(mode: JellyMode, options: StreamOptions, delimited: bool) -> Delivery {
+        let jelly = match mode {
+            JellyMode::Splice => JellyOut::Splice {
+                sent_options: false,
+                every_item: false,
+            },
+            JellyMode::Compact => JellyOut::Compact(Box::new(
+                Encoder::with_config(options, EncoderConfig::default())
+                    .expect("delivery stream options are valid"),
+            )),
+        };
+        Delivery {
+            format: OutFormat::Jelly,
+            jelly: Some(jelly),
+            delimited,
+        }
+    }
+
+    /// Splice mode: keep the options row in every output frame, so each one decodes
+    /// on its own (SSE events, which browsers may handle one by one).
+    pub fn options_in_every_item(mut self) -> Delivery {
+        if let Some(JellyOut::Splice { every_item, .. }) = &mut self.jelly {
+            *every_item = true;
+        }
+        self
     }
 
     pub fn format(&self) -> OutFormat {
@@ -149,11 +218,34 @@ impl Delivery {
             offset: item.offset,
             message,
         };
+        if let Some(JellyOut::Splice {
+            sent_options,
+            every_item,
+        }) = &mut self.jelly
+        {
+            let frame = &item.frame[..];
+            let skip = if *sent_options && !*every_item {
+                splice::options_row_len(frame).unwrap_or(0)
+            } else {
+                0
+            };
+            *sent_options = true;
+            let mut meta = Vec::with_capacity(64);
+            item_metadata(item, |k, v| splice::push_metadata(&mut meta, k, v));
+            if self.delimited {
+                put_varint(out, (frame.len() - skip + meta.len()) as u64);
+            }
+            out.extend_from_slice(&frame[skip..]);
+            out.extend_from_slice(&meta);
+            return Ok(());
+        }
         let mut dec = Decoder::default();
         let mut cur = dec.frame(&item.frame);
         match self.format {
             OutFormat::Jelly => {
-                let enc = self.enc.as_mut().expect("jelly delivery has an encoder");
+                let Some(JellyOut::Compact(enc)) = self.jelly.as_mut() else {
+                    return Err(err("jelly delivery without an encoder".into()));
+                };
                 while let Some(ev) = cur.next_event().map_err(|e| err(e.to_string()))? {
                     if let Event::Statement(st) = ev {
                         enc.add(st).map_err(|e| err(e.to_string()))?;
@@ -162,14 +254,7 @@ impl Delivery {
                 if enc.graph_open() {
                     enc.end_graph().map_err(|e| err(e.to_string()))?;
                 }
-                enc.set_frame_metadata("offset", item.offset.to_string());
-                enc.set_frame_metadata("ts", item.timestamp_ms.to_string());
-                if !item.source.is_empty() {
-                    enc.set_frame_metadata("source", item.source.as_bytes());
-                }
-                for (k, v) in &item.headers {
-                    enc.set_frame_metadata(format!("h:{k}"), v.as_bytes());
-                }
+                item_metadata(item, |k, v| enc.set_frame_metadata(k, v));
                 enc.finish_frame_into(out, self.delimited);
             }
             OutFormat::NQuads | OutFormat::NTriples => {
@@ -203,6 +288,19 @@ impl Delivery {
             }
         }
         Ok(())
+    }
+}
+
+/// Calls `f` with each metadata entry of an item: `offset`, `ts`, `source` (when set)
+/// and `h:<name>` for the publisher's headers.
+fn item_metadata(item: &Item, mut f: impl FnMut(&str, &[u8])) {
+    f("offset", item.offset.to_string().as_bytes());
+    f("ts", item.timestamp_ms.to_string().as_bytes());
+    if !item.source.is_empty() {
+        f("source", item.source.as_bytes());
+    }
+    for (k, v) in &item.headers {
+        f(&format!("h:{k}"), v.as_bytes());
     }
 }
 

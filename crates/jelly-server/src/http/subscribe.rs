@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::{ApiError, AppState};
-use crate::deliver::{Delivery, Follow, OutFormat, Wrapping};
+use crate::deliver::{Delivery, Follow, JellyMode, OutFormat, Wrapping};
 use crate::log::{LogError, ReadLimits};
 use crate::topic::Topic;
 
@@ -24,6 +24,8 @@ pub struct SubscribeQuery {
     format: Option<String>,
     /// `false`: end the response once the items present at the request are sent.
     follow: Option<bool>,
+    /// Jelly output: `splice` (default) or `compact`.
+    mode: Option<String>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -33,6 +35,7 @@ pub struct PollQuery {
     max_items: Option<usize>,
     max_bytes: Option<usize>,
     wait_ms: Option<u64>,
+    mode: Option<String>,
 }
 
 /// Longest wait of one long-poll request.
@@ -125,6 +128,25 @@ fn pick_format(
     Ok(f)
 }
 
+/// The Jelly mode of a `?mode=` value (default: splice).
+fn pick_mode(mode: Option<&str>) -> Result<JellyMode, ApiError> {
+    match mode {
+        None => Ok(JellyMode::Splice),
+        Some(m) => JellyMode::parse(m).ok_or_else(|| {
+            ApiError::bad_request(format!("unknown mode `{m}` (splice or compact)"))
+        }),
+    }
+}
+
+/// The output of one subscription.
+fn delivery(t: &Topic, format: OutFormat, mode: JellyMode, delimited: bool) -> Delivery {
+    if format == OutFormat::Jelly {
+        Delivery::jelly(mode, t.options.stream_options(), delimited)
+    } else {
+        Delivery::new(format, &t.options, delimited)
+    }
+}
+
 fn offset_header(v: u64) -> HeaderValue {
     HeaderValue::from(v)
 }
@@ -144,14 +166,12 @@ fn follow(
     s: &AppState,
     t: Arc<Topic>,
     kind: &'static str,
-    format: OutFormat,
+    delivery: Delivery,
     start: u64,
     end: Option<u64>,
     wrapping: Wrapping,
-    delimited: bool,
 ) -> Follow {
-    let guard = t.subscribe(kind, format.name(), start);
-    let delivery = Delivery::new(format, &t.options, delimited);
+    let guard = t.subscribe(kind, delivery.format().name(), start);
     let batch = ReadLimits {
         max_items: s.config.delivery_batch_items.max(1),
         max_bytes: 4 << 20,
@@ -179,9 +199,11 @@ pub async fn stream(
 ) -> Result<Response, ApiError> {
     let t = topic(&s, &name)?;
     let format = pick_format(&t, q.format.as_deref(), &headers, OutFormat::Jelly)?;
+    let mode = pick_mode(q.mode.as_deref())?;
     let start = resolve_from(&t, q.from.as_deref(), "earliest").await?;
     let end = (q.follow == Some(false)).then(|| t.log.next_offset());
-    let f = follow(&s, t, "stream", format, start, end, Wrapping::Raw, true);
+    let d = delivery(&t, format, mode, true);
+    let f = follow(&s, t, "stream", d, start, end, Wrapping::Raw);
     Ok(streaming_response(format.content_type(), start, f))
 }
 
@@ -220,7 +242,9 @@ pub async fn sse(
         None => resolve_from(&t, q.from.as_deref(), "earliest").await?,
     };
     let end = (q.follow == Some(false)).then(|| t.log.next_offset());
-    let f = follow(&s, t, "sse", format, start, end, Wrapping::Sse, false);
+    // Each Jelly event keeps its options row, so a browser can decode events one by one.
+    let d = delivery(&t, format, pick_mode(q.mode.as_deref())?, false).options_in_every_item();
+    let f = follow(&s, t, "sse", d, start, end, Wrapping::Sse);
     Ok(streaming_response("text/event-stream", start, f))
 }
 
@@ -234,6 +258,7 @@ pub async fn poll(
 ) -> Result<Response, ApiError> {
     let t = topic(&s, &name)?;
     let format = pick_format(&t, q.format.as_deref(), &headers, OutFormat::Jelly)?;
+    let mode = pick_mode(q.mode.as_deref())?;
     let from = resolve_from(&t, q.from.as_deref(), "earliest").await?;
     let limits = ReadLimits {
         max_items: q.max_items.unwrap_or(100).clamp(1, MAX_POLL_ITEMS),
@@ -259,7 +284,7 @@ pub async fn poll(
         }
         items = read(from).await?;
     }
-    let mut delivery = Delivery::new(format, &t.options, true);
+    let mut delivery = delivery(&t, format, mode, true);
     let mut out = Vec::new();
     let mut next = from;
     for it in &items {
