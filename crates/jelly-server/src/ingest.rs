@@ -168,7 +168,7 @@ pub fn ingest(
     }
     let opts = topic.stream_options();
     let items = match format {
-        InputFormat::Jelly => ingest_jelly(body, &opts, topic, meta)?,
+        InputFormat::Jelly => ingest_jelly(body, topic, meta)?,
         _ => ingest_text(body, format, &opts, topic, meta)?,
     };
     if items.is_empty() {
@@ -180,29 +180,102 @@ pub fn ingest(
 
 fn ingest_jelly(
     body: &[u8],
-    opts: &StreamOptions,
     topic: &TopicOptions,
     meta: &PublishMeta,
 ) -> Result<Vec<NewItem>, IngestError> {
     let cfg = DecoderOptions::default();
     let mut frames = FrameReader::new(body, Delimiting::Auto, cfg.max_frame_bytes);
-    let mut dec = Decoder::new(cfg);
+    let mut ingest = JellyIngest::new(topic, meta.clone(), usize::MAX);
     let mut items = Vec::new();
     while let Some(f) = frames.next_frame().map_err(decode_error)? {
-        let mut cur = dec.frame_at(f.bytes, f.offset);
-        let mut b = ItemBuilder::new(opts);
-        let index = items.len();
-        while let Some(ev) = cur.next_event().map_err(decode_error)? {
-            if let Event::Statement(st) = ev {
-                b.add(st).map_err(|e| not_allowed(index, e, topic))?;
-            }
-        }
-        // Frames without statements (options only, namespaces) are not items.
-        if b.statements > 0 {
-            items.push(b.finish(meta));
+        if let Some(item) = ingest.frame_at(f.bytes, f.offset)? {
+            items.push(item);
         }
     }
     Ok(items)
+}
+
+/// Incremental ingestion of one publisher's Jelly stream, a frame at a time (streaming
+/// HTTP publish, WebSocket, gRPC `PublishRdf`). The publisher's lookup tables and
+/// repeated terms carry over from frame to frame, as in any Jelly stream; each frame
+/// that holds statements becomes one self-contained item.
+///
+/// ```
+/// use jelly_server::ingest::{JellyIngest, PublishMeta};
+/// use jelly_server::topic::TopicOptions;
+/// use jelly::{Encoder, StreamOptions, StatementRef, TermRef};
+/// let mut enc = Encoder::new(StreamOptions::big()).unwrap();
+/// enc.add(StatementRef::quad(TermRef::Iri("http://ex/s"), TermRef::Iri("http://ex/p"), TermRef::Iri("http://ex/o"), TermRef::Iri("http://ex/g"))).unwrap();
+/// let frame = enc.finish_frame();
+/// let mut ingest = JellyIngest::new(&TopicOptions::default(), PublishMeta::default(), 1 << 20);
+/// let item = ingest.frame(&frame).unwrap().unwrap();
+/// assert_eq!(item.statements, 1);
+/// assert!(ingest.publisher_options().is_some());
+/// ```
+pub struct JellyIngest {
+    dec: Decoder,
+    opts: StreamOptions,
+    topic: TopicOptions,
+    meta: PublishMeta,
+    max_item_bytes: usize,
+    /// Items made so far (for error messages).
+    items: usize,
+    /// Bytes of the stream consumed so far (for error offsets).
+    consumed: u64,
+}
+
+impl JellyIngest {
+    /// A new publisher stream for a topic with `topic` options.
+    pub fn new(topic: &TopicOptions, meta: PublishMeta, max_item_bytes: usize) -> JellyIngest {
+        JellyIngest {
+            dec: Decoder::new(DecoderOptions::default()),
+            opts: topic.stream_options(),
+            topic: topic.clone(),
+            meta,
+            max_item_bytes,
+            items: 0,
+            consumed: 0,
+        }
+    }
+
+    /// The stream options the publisher declared (after its first frame).
+    pub fn publisher_options(&self) -> Option<&StreamOptions> {
+        self.dec.options()
+    }
+
+    /// Decodes the next frame (a bare `RdfStreamFrame` message). Returns its item, or
+    /// `None` for a frame without statements (options or namespaces only). After an
+    /// error the stream is unusable: the decoder state is no longer trustworthy.
+    pub fn frame(&mut self, bytes: &[u8]) -> Result<Option<NewItem>, IngestError> {
+        let at = self.consumed;
+        self.consumed += bytes.len() as u64;
+        self.frame_at(bytes, at)
+    }
+
+    /// [`JellyIngest::frame`] with the frame's byte offset in the publisher's stream.
+    pub fn frame_at(&mut self, bytes: &[u8], offset: u64) -> Result<Option<NewItem>, IngestError> {
+        let mut cur = self.dec.frame_at(bytes, offset);
+        let mut b = ItemBuilder::new(&self.opts);
+        let index = self.items;
+        while let Some(ev) = cur.next_event().map_err(decode_error)? {
+            if let Event::Statement(st) = ev {
+                b.add(st).map_err(|e| not_allowed(index, e, &self.topic))?;
+            }
+        }
+        if b.statements == 0 {
+            return Ok(None);
+        }
+        let item = b.finish(&self.meta);
+        if item.frame.len() > self.max_item_bytes {
+            return Err(IngestError::TooLarge {
+                index,
+                size: item.frame.len(),
+                max: self.max_item_bytes,
+            });
+        }
+        self.items += 1;
+        Ok(Some(item))
+    }
 }
 
 /// Groups statements into items: one for all, or one per graph (in order of first appearance).
