@@ -204,7 +204,7 @@ fn ingest_jelly(
 /// use jelly_server::ingest::{JellyIngest, PublishMeta};
 /// use jelly_server::topic::TopicOptions;
 /// use jelly::{Encoder, StreamOptions, StatementRef, TermRef};
-/// let mut enc = Encoder::new(StreamOptions::big()).unwrap();
+/// let mut enc = Encoder::new(StreamOptions::big().with_physical_type(jelly::PhysicalType::Quads)).unwrap();
 /// enc.add(StatementRef::quad(TermRef::Iri("http://ex/s"), TermRef::Iri("http://ex/p"), TermRef::Iri("http://ex/o"), TermRef::Iri("http://ex/g"))).unwrap();
 /// let frame = enc.finish_frame();
 /// let mut ingest = JellyIngest::new(&TopicOptions::default(), PublishMeta::default(), 1 << 20);
