@@ -2,82 +2,12 @@
 
 mod cli_support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
+use cli_support::serve::{ServeProc, temp_dir};
 use cli_support::{jelly, ok};
 use jelly::{Event, JellyReader};
-
-struct ServeProc {
-    child: Child,
-    url: String,
-}
-
-impl ServeProc {
-    fn start(data: &std::path::Path) -> ServeProc {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_jelly"))
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--log-level",
-                "warn",
-                "--data",
-            ])
-            .arg(data)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn jelly serve");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let url = loop {
-            let line = lines
-                .next()
-                .expect("jelly serve ended before listening")
-                .unwrap();
-            if let Some(u) = line.strip_prefix("jelly serve: listening on ") {
-                break u.trim().to_string();
-            }
-        };
-        // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        ServeProc { child, url }
-    }
-
-    /// SIGTERM, then the exit code.
-    fn stop(mut self) -> i32 {
-        let pid = self.child.id().to_string();
-        let st = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        assert!(st.success());
-        let t0 = Instant::now();
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return s.code().unwrap_or(-1);
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "jelly serve did not stop on SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for ServeProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("jelly-cli-serve-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 #[test]
 fn serve_publish_subscribe_round_trip() {

@@ -1,6 +1,8 @@
 //! Helpers for the `cli_*` integration tests: run the real `jelly` binary.
 #![allow(dead_code)]
 
+pub mod serve;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
