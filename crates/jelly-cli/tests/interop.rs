@@ -1776,3 +1776,114 @@ fn cli_to_jelly_and_from_jelly_agree_with_peers() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Streams served by `jelly serve`
+// ---------------------------------------------------------------------------------------
+
+/// Publishes N-Quads to an in-process server (one item per graph) and fetches the
+/// topic as a delimited Jelly stream in `mode` (`splice` or `compact`).
+fn served_streams(nquads: &str, modes: &[&str]) -> Vec<Vec<u8>> {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let srv = jelly_server::Server::start(jelly_server::ServerConfig::ephemeral())
+            .await
+            .unwrap();
+        let c = reqwest::Client::new();
+        let r = c
+            .post(format!("{}/topics/np/items?split=graph", srv.url()))
+            .header("content-type", "application/n-quads")
+            .header("x-jelly-source", "interop")
+            .body(nquads.to_owned())
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+        let mut out = Vec::new();
+        for mode in modes {
+            let r = c
+                .get(format!(
+                    "{}/topics/np/items?follow=false&format=jelly&mode={mode}",
+                    srv.url()
+                ))
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success());
+            out.push(r.bytes().await.unwrap().to_vec());
+        }
+        srv.shutdown().await.unwrap();
+        out
+    })
+}
+
+/// The server's Jelly stream (spliced items, and re-encoded items) read by pyjelly and
+/// Jelly-JVM: statements, one frame per item, and each frame's metadata.
+#[test]
+fn served_streams_as_seen_by_peers() {
+    let Some([py, jvm]) = both_peers() else {
+        return;
+    };
+    let s = Scratch::new("served");
+    let input = load(&s, "nanopubs-fair-pkd/nanopubs-fair-pkd.nq", Some(4_000));
+    let text = fs::read_to_string(&input.file).unwrap();
+    // Items are graphs in order of first appearance; the dataset lists each graph's
+    // statements together, so the served stream keeps the input order.
+    let items = graph_runs(&input.statements);
+    let streams = served_streams(&text, &["splice", "compact"]);
+    for (mode, bytes) in ["splice", "compact"].iter().zip(&streams) {
+        let path = s.path(&format!("served-{mode}.jelly"));
+        fs::write(&path, bytes).unwrap();
+
+        let dump = dump_frames(py, &path);
+        assert_eq!(
+            dump.frames.len(),
+            items,
+            "pyjelly {mode}: one frame per item"
+        );
+        for (i, f) in dump.frames.iter().enumerate() {
+            let meta: HashMap<String, String> = f
+                .get("metadata")
+                .entries()
+                .into_iter()
+                .map(|(k, v)| (k, v.str().to_owned()))
+                .collect();
+            assert_eq!(
+                meta.get("offset").map(String::as_str),
+                Some(hex(i.to_string().as_bytes()).as_str()),
+                "pyjelly {mode}: offset metadata of frame {i}"
+            );
+            assert_eq!(
+                meta.get("source").map(String::as_str),
+                Some(hex(b"interop").as_str()),
+                "pyjelly {mode}: source metadata of frame {i}"
+            );
+            assert!(meta.contains_key("ts"), "pyjelly {mode}: ts of frame {i}");
+        }
+        let (got, _) = py.decode_to_nquads(&path, &s.path(&format!("served-{mode}.py.nq")));
+        assert_same(
+            &format!("pyjelly on the served {mode} stream"),
+            &input.statements,
+            &got,
+            true,
+        );
+        let (got, summary) = jvm.decode_to_nquads(&path, &s.path(&format!("served-{mode}.jvm.nq")));
+        assert_eq!(
+            summary.get("frames").u64(),
+            items as u64,
+            "jelly-jvm {mode}: frames"
+        );
+        assert_same(
+            &format!("jelly-jvm on the served {mode} stream"),
+            &lower_lang_tags(&input.statements),
+            &lower_lang_tags(&got),
+            true,
+        );
+    }
+    assert!(
+        streams[1].len() < streams[0].len(),
+        "compact ({}) is smaller than splice ({})",
+        streams[1].len(),
+        streams[0].len()
+    );
+}
