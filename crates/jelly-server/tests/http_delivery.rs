@@ -1,0 +1,186 @@
+//! Jelly delivery modes on real loopback sockets: spliced items and re-encoded
+//! (compact) items decode to the same statements, a subscriber joining mid-stream
+//! decodes correctly in both, and every SSE Jelly event decodes on its own.
+
+use std::time::Duration;
+
+use jelly::{Decoder, Event, JellyReader, Statement};
+use jelly_server::{Server, ServerConfig};
+
+const NANOPUBS: &str = "../../../shared/datasets/nanopubs-fair-pkd/nanopubs-fair-pkd.nq";
+
+/// The first `n` lines of the nanopubs dataset, or `None` when the datasets are absent.
+fn sample(n: usize) -> Option<String> {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(NANOPUBS);
+    let Ok(text) = std::fs::read_to_string(&p) else {
+        eprintln!("skipping: {} not found", p.display());
+        return None;
+    };
+    Some(text.lines().take(n).map(|l| format!("{l}\n")).collect())
+}
+
+async fn start_with_items(text: &str) -> (Server, reqwest::Client, usize) {
+    let srv = Server::start(ServerConfig::ephemeral()).await.unwrap();
+    let c = reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let r = c
+        .post(format!("{}/topics/np/items?split=graph", srv.url()))
+        .header("content-type", "application/n-quads")
+        .body(text.to_owned())
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success());
+    let v: serde_json::Value = r.json().await.unwrap();
+    let items = v["offsets"].as_array().unwrap().len();
+    (srv, c, items)
+}
+
+/// Statements per frame and each frame's `offset` metadata.
+fn frames(bytes: &[u8]) -> Vec<(u64, Vec<Statement>)> {
+    let mut rd = JellyReader::new(bytes);
+    let mut out = Vec::new();
+    while let Some(mut f) = rd.next_frame().unwrap() {
+        let mut st = Vec::new();
+        while let Some(ev) = f.next_event().unwrap() {
+            if let Event::Statement(s) = ev {
+                st.push(s.to_owned());
+            }
+        }
+        let meta = f.metadata().unwrap();
+        let (_, v) = meta.iter().find(|(k, _)| *k == "offset").unwrap();
+        out.push((std::str::from_utf8(v).unwrap().parse().unwrap(), st));
+    }
+    out
+}
+
+async fn get(c: &reqwest::Client, url: String) -> Vec<u8> {
+    let r = c.get(url).send().await.unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    r.bytes().await.unwrap().to_vec()
+}
+
+#[tokio::test]
+async fn splice_and_compact_agree_also_when_joining_mid_stream() {
+    let Some(text) = sample(3_000) else { return };
+    let input = jelly::nquads::parse_document(&text).unwrap();
+    let (srv, c, items) = start_with_items(&text).await;
+    assert!(items > 10, "the sample has many graphs");
+    let url = |q: &str| {
+        format!(
+            "{}/topics/np/items?follow=false&format=jelly&{q}",
+            srv.url()
+        )
+    };
+
+    let splice = get(&c, url("mode=splice")).await;
+    let compact = get(&c, url("mode=compact")).await;
+    let default = get(&c, url("")).await;
+    assert_eq!(default, splice, "splice is the default");
+    let (fs, fc) = (frames(&splice), frames(&compact));
+    assert_eq!(fs, fc, "same items, offsets and statements in both modes");
+    assert_eq!(fs.len(), items);
+    let all: Vec<Statement> = fs.iter().flat_map(|(_, s)| s.clone()).collect();
+    assert_eq!(all.len(), input.len());
+    assert!(
+        compact.len() < splice.len(),
+        "compact carries tables over: {} < {}",
+        compact.len(),
+        splice.len()
+    );
+
+    // Joining at an item in the middle: the tail, item for item, in both modes.
+    let k = items / 2;
+    for mode in ["splice", "compact"] {
+        let tail = frames(&get(&c, url(&format!("mode={mode}&from={k}"))).await);
+        assert_eq!(tail, fs[k..].to_vec(), "{mode} from offset {k}");
+    }
+    // A long-poll page from the middle decodes alone too.
+    let page = get(
+        &c,
+        format!(
+            "{}/topics/np/poll?from={}&max_items=3&format=jelly",
+            srv.url(),
+            k + 1
+        ),
+    )
+    .await;
+    assert_eq!(frames(&page), fs[k + 1..k + 4].to_vec());
+    let bad = c.get(url("mode=fast")).send().await.unwrap();
+    assert_eq!(bad.status(), reqwest::StatusCode::BAD_REQUEST);
+    assert!(bad.text().await.unwrap().contains("splice or compact"));
+    srv.shutdown().await.unwrap();
+}
+
+/// Standard base64 (the SSE data of a Jelly event).
+fn unbase64(s: &str) -> Vec<u8> {
+    let val = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        b'/' => 63,
+        _ => panic!("not base64: {c}"),
+    };
+    let b: Vec<u8> = s.bytes().filter(|&c| c != b'=').map(val).collect();
+    let mut out = Vec::new();
+    for ch in b.chunks(4) {
+        let n = ch
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &v)| n | (u32::from(v) << (18 - 6 * i)));
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&bytes[..ch.len() - 1]);
+    }
+    out
+}
+
+#[tokio::test]
+async fn each_sse_jelly_event_decodes_alone() {
+    let Some(text) = sample(600) else { return };
+    let (srv, c, items) = start_with_items(&text).await;
+    let splice = frames(
+        &get(
+            &c,
+            format!("{}/topics/np/items?follow=false&format=jelly", srv.url()),
+        )
+        .await,
+    );
+    let body = String::from_utf8(
+        get(
+            &c,
+            format!("{}/topics/np/sse?follow=false&format=jelly", srv.url()),
+        )
+        .await,
+    )
+    .unwrap();
+    let mut n = 0;
+    for event in body.split("\n\n").filter(|e| e.contains("data: ")) {
+        let id: u64 = event
+            .lines()
+            .find_map(|l| l.strip_prefix("id: "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        let data = event
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .unwrap();
+        // A fresh decoder per event: it must hold its own options row and tables.
+        let bytes = unbase64(data);
+        let mut dec = Decoder::default();
+        let mut cur = dec.frame(&bytes);
+        let mut st = Vec::new();
+        while let Some(ev) = cur.next_event().unwrap() {
+            if let Event::Statement(s) = ev {
+                st.push(s.to_owned());
+            }
+        }
+        assert_eq!((id, st), splice[n], "event {n}");
+        n += 1;
+    }
+    assert_eq!(n, items);
+    srv.shutdown().await.unwrap();
+}
