@@ -1,0 +1,375 @@
+//! `serve_bench`: end-to-end benchmarks of `jelly serve` on loopback. The server runs
+//! as its own process (the release `jelly` binary); publisher and subscriber run here.
+//!
+//! ```text
+//! serve_bench throughput --transport http|ws|grpc [--input F.nt] [--statements 1000000]
+//!             [--frame 1000] [--jelly target/release/jelly]
+//! serve_bench latency --transport http|ws|grpc [--sizes 5,50,200] [--intervals-us 10000,1000,100]
+//!             [--items 2000] [--jelly target/release/jelly]
+//! ```
+//!
+//! Each measurement prints one JSON line. The server uses a file log with
+//! `durability = "none"` (no fsync on the path; the durable append rate is measured
+//! separately by `crates/jelly-server/tests/log_bench.rs`).
+//!
+//! - **throughput**: the publisher sends a pre-encoded Jelly stream of `--statements`
+//!   statements in frames of `--frame` statements; the subscriber, connected first,
+//!   decodes every statement. Rate = statements / (first send → last statement decoded).
+//! - **latency**: items of S statements every I µs (open loop; the send time is taken
+//!   when the item is handed to the transport); the subscriber notes when each item's
+//!   frame is decoded. Reports p50/p90/p99/max of arrival − send.
+
+mod transports;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use jelly::{Encoder, EncoderConfig, PhysicalType, Statement, StreamOptions};
+use transports::Transport;
+
+struct Args {
+    cmd: String,
+    transport: Transport,
+    input: PathBuf,
+    statements: usize,
+    frame: usize,
+    sizes: Vec<usize>,
+    intervals_us: Vec<u64>,
+    items: usize,
+    jelly: PathBuf,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut it = std::env::args().skip(1);
+    let cmd = it.next().ok_or("missing command: throughput or latency")?;
+    let mut a = Args {
+        cmd,
+        transport: Transport::Http,
+        input: PathBuf::from("../shared/datasets/iot-assist-weather/iot-assist-weather.nt"),
+        statements: 1_000_000,
+        frame: 1000,
+        sizes: vec![5, 50, 200],
+        intervals_us: vec![10_000, 1_000, 100],
+        items: 2000,
+        jelly: PathBuf::from("target/release/jelly"),
+    };
+    let list = |v: String| -> Result<Vec<u64>, String> {
+        v.split(',')
+            .map(|x| x.trim().parse().map_err(|e| format!("{x}: {e}")))
+            .collect()
+    };
+    while let Some(flag) = it.next() {
+        let mut val = || it.next().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--transport" => {
+                a.transport = Transport::parse(&val()?).ok_or("transport: http, ws or grpc")?
+            }
+            "--input" => a.input = PathBuf::from(val()?),
+            "--statements" => a.statements = val()?.parse().map_err(|e| format!("{e}"))?,
+            "--frame" => a.frame = val()?.parse().map_err(|e| format!("{e}"))?,
+            "--sizes" => a.sizes = list(val()?)?.into_iter().map(|x| x as usize).collect(),
+            "--intervals-us" => a.intervals_us = list(val()?)?,
+            "--items" => a.items = val()?.parse().map_err(|e| format!("{e}"))?,
+            "--jelly" => a.jelly = PathBuf::from(val()?),
+            other => return Err(format!("unknown flag {other}")),
+        }
+    }
+    Ok(a)
+}
+
+/// A `jelly serve` process with a fresh data directory.
+struct ServeProc {
+    child: Child,
+    url: String,
+    dir: PathBuf,
+}
+
+impl ServeProc {
+    fn start(jelly: &PathBuf) -> Result<ServeProc, String> {
+        let dir = std::env::temp_dir().join(format!("serve-bench-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let config = dir.join("serve.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "listen = \"127.0.0.1:0\"\ndata = \"{}\"\nlog = \"file\"\ndurability = \"none\"\nmax_body_bytes = 1073741824\n",
+                dir.join("data").display()
+            ),
+        )
+        .map_err(|e| e.to_string())?;
+        let mut child = Command::new(jelly)
+            .args(["serve", "--log-level", "warn", "--config"])
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("{}: {e}", jelly.display()))?;
+        let mut lines = BufReader::new(child.stderr.take().ok_or("no stderr")?).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .ok_or("jelly serve ended before listening")?
+                .map_err(|e| e.to_string())?;
+            if let Some(u) = line.strip_prefix("jelly serve: listening on ") {
+                break u.trim().to_string();
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        Ok(ServeProc { child, url, dir })
+    }
+
+    /// Resident set size of the server, from /proc.
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// CPU seconds used by the server so far (user + system), from /proc.
+    fn cpu_secs(&self) -> f64 {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        // Fields after the command name (which is in parentheses).
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        // utime and stime are fields 14 and 15 of stat; 12 and 13 after the name.
+        (ticks(11) + ticks(12)) / 100.0
+    }
+}
+
+impl Drop for ServeProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The input's statements, cycled up to `n`.
+fn load(path: &PathBuf, n: usize) -> Result<Vec<Statement>, String> {
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_to_string(&mut text))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let base = jelly::nquads::parse_document(&text).map_err(|e| e.to_string())?;
+    if base.is_empty() {
+        return Err("empty input".into());
+    }
+    Ok(base.iter().cycle().take(n).cloned().collect())
+}
+
+/// Frames of `per_frame` statements of one continuous stream (tables carry over), as
+/// bare frame messages; the first one starts with the options row.
+fn encode_stream(st: &[Statement], per_frame: usize, physical: PhysicalType) -> Vec<Vec<u8>> {
+    let opts = StreamOptions::big().with_physical_type(physical);
+    let mut enc = Encoder::with_config(opts, EncoderConfig::default()).expect("options");
+    st.chunks(per_frame)
+        .map(|c| {
+            for s in c {
+                enc.add(s.as_ref()).expect("encodable");
+            }
+            enc.finish_frame()
+        })
+        .collect()
+}
+
+/// Each chunk as its own one-frame spliceable stream (for transports that take one
+/// stream per request; spliceable, so several can share one request body).
+fn encode_items(st: &[Statement], per_item: usize, physical: PhysicalType) -> Vec<Vec<u8>> {
+    let opts = StreamOptions::big().with_physical_type(physical);
+    st.chunks(per_item)
+        .map(|c| {
+            let cfg = EncoderConfig {
+                spliceable: true,
+                ..EncoderConfig::default()
+            };
+            let mut enc = Encoder::with_config(opts.clone(), cfg).expect("options");
+            for s in c {
+                enc.add(s.as_ref()).expect("encodable");
+            }
+            enc.finish_frame()
+        })
+        .collect()
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn main() {
+    let a = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("serve_bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let r = match a.cmd.as_str() {
+        "throughput" => throughput(&a, &rt),
+        "latency" => latency(&a, &rt),
+        other => Err(format!("unknown command {other}")),
+    };
+    if let Err(e) = r {
+        eprintln!("serve_bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn throughput(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
+    let st = load(&a.input, a.statements)?;
+    let physical = if st.iter().any(|s| s.graph.is_some()) {
+        PhysicalType::Quads
+    } else {
+        PhysicalType::Triples
+    };
+    let frames = if a.transport.one_stream_per_request() {
+        encode_items(&st, a.frame, physical)
+    } else {
+        encode_stream(&st, a.frame, physical)
+    };
+    let bytes: usize = frames.iter().map(Vec::len).sum();
+    let srv = ServeProc::start(&a.jelly)?;
+    let topic = "bench";
+    let url = srv.url.clone();
+    let total = st.len();
+    drop(st);
+    let frames = Arc::new(frames);
+    let (secs, cpu) = rt.block_on(async {
+        transports::create_topic(&url, topic, physical).await?;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let sub = tokio::spawn(transports::subscribe(
+            a.transport,
+            url.clone(),
+            topic.into(),
+            tx,
+        ));
+        transports::wait_subscribed(&url, topic).await?;
+        let cpu0 = srv.cpu_secs();
+        let t0 = Instant::now();
+        let publ = tokio::spawn(transports::publish_all(
+            a.transport,
+            url.clone(),
+            topic.into(),
+            frames.clone(),
+        ));
+        let mut got = 0usize;
+        while got < total {
+            match tokio::time::timeout(Duration::from_secs(60), rx.recv()).await {
+                Ok(Some(arrival)) => got += arrival.statements,
+                Ok(None) => return Err(format!("subscriber ended after {got} statements")),
+                Err(_) => return Err(format!("no progress for 60 s after {got} statements")),
+            }
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        let cpu = srv.cpu_secs() - cpu0;
+        publ.await.map_err(|e| e.to_string())??;
+        sub.abort();
+        Ok::<_, String>((secs, cpu))
+    })?;
+    println!(
+        "{{\"bench\":\"throughput\",\"transport\":\"{}\",\"statements\":{total},\"frames\":{},\"statements_per_frame\":{},\"wire_bytes\":{bytes},\"seconds\":{secs:.4},\"statements_per_sec\":{:.0},\"server_cpu_secs\":{cpu:.3},\"server_peak_rss_kib\":{}}}",
+        a.transport.name(),
+        frames.len(),
+        a.frame,
+        total as f64 / secs,
+        srv.rss_kib()
+    );
+    Ok(())
+}
+
+fn latency(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
+    let pool = load(&a.input, 200 * 1000)?;
+    let physical = if pool.iter().any(|s| s.graph.is_some()) {
+        PhysicalType::Quads
+    } else {
+        PhysicalType::Triples
+    };
+    for &size in &a.sizes {
+        for &interval in &a.intervals_us {
+            // Fewer items at long intervals keeps each run near 5 s.
+            let items = a.items.min((5_000_000 / interval.max(1)) as usize).max(200);
+            let warmup = (items / 10).max(20);
+            let n = items + warmup;
+            let st: Vec<Statement> = pool.iter().cycle().take(n * size).cloned().collect();
+            let frames = if a.transport.one_stream_per_request() {
+                encode_items(&st, size, physical)
+            } else {
+                encode_stream(&st, size, physical)
+            };
+            let srv = ServeProc::start(&a.jelly)?;
+            let url = srv.url.clone();
+            let topic = "lat";
+            let lat = rt.block_on(async {
+                transports::create_topic(&url, topic, physical).await?;
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                let sub = tokio::spawn(transports::subscribe(
+                    a.transport,
+                    url.clone(),
+                    topic.into(),
+                    tx,
+                ));
+                transports::wait_subscribed(&url, topic).await?;
+                let sent = transports::publish_paced(
+                    a.transport,
+                    url.clone(),
+                    topic.into(),
+                    frames,
+                    Duration::from_micros(interval),
+                );
+                let mut arrivals = vec![None; n];
+                let mut got = 0;
+                while got < n {
+                    match tokio::time::timeout(Duration::from_secs(60), rx.recv()).await {
+                        Ok(Some(arr)) => {
+                            if let Some(slot) = arrivals.get_mut(arr.offset as usize) {
+                                *slot = Some(arr.at);
+                                got += 1;
+                            }
+                        }
+                        Ok(None) => return Err("subscriber ended".to_string()),
+                        Err(_) => return Err(format!("timeout after {got} items")),
+                    }
+                }
+                let sent = sent.await.map_err(|e| e.to_string())??;
+                sub.abort();
+                let mut lat: Vec<f64> = sent
+                    .iter()
+                    .zip(&arrivals)
+                    .skip(warmup)
+                    .filter_map(|(s, a)| Some(a.as_ref()?.duration_since(*s).as_secs_f64() * 1e6))
+                    .collect();
+                lat.sort_by(f64::total_cmp);
+                Ok::<_, String>(lat)
+            })?;
+            println!(
+                "{{\"bench\":\"latency\",\"transport\":\"{}\",\"statements_per_item\":{size},\"interval_us\":{interval},\"items\":{},\"p50_us\":{:.1},\"p90_us\":{:.1},\"p99_us\":{:.1},\"max_us\":{:.1}}}",
+                a.transport.name(),
+                lat.len(),
+                percentile(&lat, 0.5),
+                percentile(&lat, 0.9),
+                percentile(&lat, 0.99),
+                lat.last().copied().unwrap_or(f64::NAN)
+            );
+        }
+    }
+    Ok(())
+}
