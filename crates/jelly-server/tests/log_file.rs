@@ -82,10 +82,12 @@ async fn read_all(log: &FileLog) -> Vec<Item> {
     out
 }
 
+/// Small segments and no tail cache, so reads go to the files.
 fn small(segment_bytes: u64) -> FileLogOptions {
     FileLogOptions {
         segment_bytes,
         index_interval_bytes: 200,
+        tail_cache_bytes: 0,
         ..FileLogOptions::default()
     }
 }
@@ -738,4 +740,58 @@ async fn unrelated_files_in_the_directory_are_ignored() {
     drop(log);
     let log = open(dir.path(), FileLogOptions::default());
     assert_eq!(log.next_offset(), 1);
+}
+
+/// Reads served from the in-memory tail equal reads from the files, item for item and
+/// page for page, and reads older than the cache fall back to the files.
+#[tokio::test]
+async fn tail_cache_serves_the_same_items_as_the_files() {
+    let dir = TempDir::new("tail");
+    let n = 300u64;
+    let frames: usize = (0..n).map(|i| item(i).frame.len()).sum();
+    // The cache holds about the newest third.
+    let cached = FileLogOptions {
+        tail_cache_bytes: frames / 3,
+        ..small(4096)
+    };
+    let log = open(dir.path(), cached);
+    for chunk in (0..n).collect::<Vec<_>>().chunks(7) {
+        log.append(chunk.iter().map(|&i| item(i)).collect())
+            .await
+            .unwrap();
+    }
+    let limits = [
+        ReadLimits::default(),
+        ReadLimits {
+            max_items: 5,
+            max_bytes: usize::MAX,
+        },
+        ReadLimits {
+            max_items: 1000,
+            max_bytes: 300,
+        },
+    ];
+    let mut from_cache = Vec::new();
+    for &l in &limits {
+        for from in [0, n / 3, 2 * n / 3, n - 1, n - 20] {
+            from_cache.push(log.read(from, l).await.unwrap());
+        }
+    }
+    let all = read_all(&log).await;
+    assert_eq!(all.len(), n as usize);
+    for (i, it) in all.iter().enumerate() {
+        assert_item(it, i as u64, &item(i as u64));
+    }
+    drop(log);
+    // Reopened with no cache: every read goes to the files.
+    let log = open(dir.path(), small(4096));
+    let mut k = 0;
+    for &l in &limits {
+        for from in [0, n / 3, 2 * n / 3, n - 1, n - 20] {
+            let disk = log.read(from, l).await.unwrap();
+            assert_eq!(disk, from_cache[k], "from {from}, limits {l:?}");
+            assert!(!disk.is_empty());
+            k += 1;
+        }
+    }
 }
