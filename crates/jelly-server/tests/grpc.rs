@@ -691,3 +691,59 @@ async fn routing_unknown_method_and_plain_http() {
     assert_eq!(resp.status(), reqwest::StatusCode::OK);
     s.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn publish_appends_while_the_stream_is_open() {
+    let s = start().await;
+    let ch = channel(&s).await;
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(4);
+    let body =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|f| (f, rx)) });
+    let publisher = {
+        let ch = ch.clone();
+        tokio::spawn(async move {
+            let mut g = Grpc::new(ch);
+            g.ready().await.unwrap();
+            let mut r = Request::new(futures_util::StreamExt::map(body, Frame));
+            r.metadata_mut()
+                .insert("x-jelly-topic", "open".parse().unwrap());
+            g.client_streaming(
+                r,
+                PathAndQuery::from_static(PUBLISH_PATH),
+                JellyCodec::<Frame, Received>::new(),
+            )
+            .await
+        })
+    };
+    let mut f = frames(&quad_groups(3, 0), quads_opts()).into_iter();
+    tx.send(f.next().unwrap()).await.unwrap();
+    tx.send(f.next().unwrap()).await.unwrap();
+    // The two items are readable while the publish call is still open.
+    let sub = tokio::time::timeout(LIMIT, async {
+        loop {
+            match subscribe(&ch, "open", None, None).await {
+                Ok(sub) => break sub,
+                // The topic is created by the first append.
+                Err(st) if st.code() == Code::NotFound => tokio::task::yield_now().await,
+                Err(st) => panic!("{st:?}"),
+            }
+        }
+    })
+    .await
+    .expect("the topic never appeared");
+    let mut rd = Reader::new(sub);
+    let got = rd.take(2).await;
+    assert_eq!(got[1].offset(), 1);
+    assert!(!publisher.is_finished());
+    tx.send(f.next().unwrap()).await.unwrap();
+    drop(tx);
+    let r = tokio::time::timeout(LIMIT, publisher)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(md_u64(&r, "x-jelly-items"), 3);
+    assert_eq!(md_u64(&r, "x-jelly-last-offset"), 2);
+    assert_eq!(rd.next().await.statements, quad_groups(1, 2)[0]);
+    s.shutdown().await.unwrap();
+}
