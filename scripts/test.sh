@@ -31,9 +31,11 @@ cargo --version; java -version 2>&1 | head -1; python3 --version
 say "peers: pyjelly (PyPI) and Jelly-JVM (Maven Central)"
 JELLY_PYTHON="$(bench/py/setup.sh)"
 JELLY_JVM_JAR="$(bench/jvm/build.sh)"
-export JELLY_PYTHON JELLY_JVM_JAR
+JELLY_JVM_GRPC_JAR="$(bench/jvm-grpc/build.sh)"
+export JELLY_PYTHON JELLY_JVM_JAR JELLY_JVM_GRPC_JAR
 echo "pyjelly python: $JELLY_PYTHON"
 echo "Jelly-JVM jar:  $JELLY_JVM_JAR"
+echo "Jelly-JVM gRPC client jar: $JELLY_JVM_GRPC_JAR"
 
 say "cargo fmt --check"
 cargo fmt --all -- --check

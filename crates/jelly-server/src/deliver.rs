@@ -182,21 +182,31 @@ impl Delivery {
     /// A Jelly output stream in the given mode. `Compact` encodes with `options`
     /// (the topic's, or ones a client asked for that are compatible with them).
     pub fn jelly(mode: JellyMode, options: StreamOptions, delimited: bool) -> Delivery {
+        Self::try_jelly(mode, options, delimited).expect("delivery stream options are valid")
+    }
+
+    /// [`Delivery::jelly`] for options that may be unusable (a client's request):
+    /// `Compact` fails when no encoder can be made with `options`.
+    pub fn try_jelly(
+        mode: JellyMode,
+        options: StreamOptions,
+        delimited: bool,
+    ) -> Result<Delivery, jelly::EncodeError> {
         let jelly = match mode {
             JellyMode::Splice => JellyOut::Splice {
                 sent_options: false,
                 every_item: false,
             },
-            JellyMode::Compact => JellyOut::Compact(Box::new(
-                Encoder::with_config(options, EncoderConfig::default())
-                    .expect("delivery stream options are valid"),
-            )),
+            JellyMode::Compact => JellyOut::Compact(Box::new(Encoder::with_config(
+                options,
+                EncoderConfig::default(),
+            )?)),
         };
-        Delivery {
+        Ok(Delivery {
             format: OutFormat::Jelly,
             jelly: Some(jelly),
             delimited,
-        }
+        })
     }
 
     /// Splice mode: keep the options row in every output frame, so each one decodes
@@ -313,6 +323,47 @@ pub enum Wrapping {
     Sse,
 }
 
+/// One step of a [`Follow`].
+#[derive(Debug)]
+pub enum Batch {
+    /// The output of one or more items, back to back; `ends[i]` is the end of item
+    /// `i` in `data` (so each item's output can be sent as its own message).
+    Items { data: Bytes, ends: Vec<usize> },
+    /// Nothing new for a while (SSE keep-alive).
+    KeepAlive,
+    /// The subscription is over.
+    End(EndReason),
+}
+
+impl Batch {
+    /// The output of each item, as its own buffer (no copy).
+    pub fn parts(data: &Bytes, ends: &[usize]) -> impl Iterator<Item = Bytes> {
+        let mut start = 0;
+        ends.iter().map(move |&end| {
+            let part = data.slice(start..end);
+            start = end;
+            part
+        })
+    }
+}
+
+/// Why a subscription ended.
+#[derive(Debug)]
+pub enum EndReason {
+    /// The server is shutting down.
+    Shutdown,
+    /// The requested end offset was reached (`follow=false`).
+    Reached,
+    /// The subscriber fell behind retention: `requested` is gone, `first` is retained.
+    Truncated { requested: u64, first: u64 },
+    /// The log could not be read.
+    ReadFailed(String),
+    /// A stored item could not be written in the subscription's format.
+    DeliverFailed(DeliverError),
+    /// The log was closed.
+    Closed,
+}
+
 /// Everything a live subscription needs.
 pub struct Follow {
     pub topic: Arc<Topic>,
@@ -363,12 +414,22 @@ impl Follow {
     /// The next chunk of output, or `None` when the subscription ends (shutdown,
     /// `follow=false` reached its end, or the subscriber fell behind retention).
     pub async fn next_chunk(&mut self) -> Option<Bytes> {
+        match self.next_batch().await {
+            Batch::Items { data, .. } => Some(data),
+            Batch::KeepAlive => Some(Bytes::from_static(b": keep-alive\n\n")),
+            Batch::End(_) => None,
+        }
+    }
+
+    /// The next batch of output: the items available now (waiting for new ones when
+    /// there are none), a keep-alive (SSE), or the end of the subscription and why.
+    pub async fn next_batch(&mut self) -> Batch {
         loop {
             if *self.shutdown.borrow() {
-                return None;
+                return Batch::End(EndReason::Shutdown);
             }
             if self.end.is_some_and(|e| self.next >= e) {
-                return None;
+                return Batch::End(EndReason::Reached);
             }
             let mut limits = self.batch;
             if let Some(e) = self.end {
@@ -383,11 +444,11 @@ impl Follow {
                         first,
                         "subscriber fell behind retention; closing its stream"
                     );
-                    return None;
+                    return Batch::End(EndReason::Truncated { requested, first });
                 }
                 Err(e) => {
                     tracing::error!(topic = %self.topic.name, error = %e, "log read failed");
-                    return None;
+                    return Batch::End(EndReason::ReadFailed(e.to_string()));
                 }
             };
             if items.is_empty() {
@@ -396,25 +457,32 @@ impl Follow {
                 tokio::select! {
                     r = self.watch.wait_for(|n| *n > next) => {
                         if r.is_err() {
-                            return None;
+                            return Batch::End(EndReason::Closed);
                         }
                     }
-                    _ = self.shutdown.changed() => return None,
+                    _ = self.shutdown.changed() => return Batch::End(EndReason::Shutdown),
                     _ = keepalive, if self.wrapping == Wrapping::Sse => {
-                        return Some(Bytes::from_static(b": keep-alive\n\n"));
+                        return Batch::KeepAlive;
                     }
                 }
                 continue;
             }
             let mut out = Vec::new();
+            let mut ends = Vec::with_capacity(items.len());
             for it in &items {
                 if let Err(e) = self.write(it, &mut out) {
                     tracing::error!(topic = %self.topic.name, error = %e, "cannot deliver item");
-                    return None;
+                    if ends.is_empty() {
+                        return Batch::End(EndReason::DeliverFailed(e));
+                    }
+                    // Send what was written; the failing item fails again next time.
+                    break;
                 }
                 self.next = it.offset + 1;
+                ends.push(out.len());
             }
-            let n = items.len() as u64;
+            let n = ends.len() as u64;
+            out.truncate(ends.last().copied().unwrap_or(0));
             self.topic.stats.items_out.fetch_add(n, Ordering::Relaxed);
             self.topic
                 .stats
@@ -425,7 +493,10 @@ impl Follow {
                 .bytes_out
                 .fetch_add(out.len() as u64, Ordering::Relaxed);
             self.guard.advance(self.next);
-            return Some(Bytes::from(out));
+            return Batch::Items {
+                data: Bytes::from(out),
+                ends,
+            };
         }
     }
 

@@ -18,11 +18,13 @@
 pub mod config;
 pub mod deliver;
 pub mod demo;
+pub mod grpc;
 pub mod http;
 pub mod ingest;
 pub mod item;
 pub mod log;
 pub mod metrics;
+pub mod position;
 pub mod server;
 pub mod topic;
 

@@ -1,5 +1,6 @@
 //! The HTTP front-end (axum): topics, publish, subscribe (chunked stream, long-poll,
-//! SSE), health and metrics. `docs/http-api.md` describes the API.
+//! SSE), health and metrics, and the gRPC service's routes ([`crate::grpc`]).
+//! `docs/http-api.md` describes the API.
 
 mod error;
 mod publish;
@@ -46,10 +47,20 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/topics/{name}/poll", get(subscribe::poll))
         .route("/topics/{name}/sse", get(subscribe::sse))
-        .fallback(|| async { ApiError::not_found("no such endpoint") })
+        .merge(crate::grpc::routes())
+        .fallback(fallback)
         // Bodies are read with our own limit (and a JSON error), not axum's default 2 MB.
         .layer(DefaultBodyLimit::disable())
         .with_state(state)
+}
+
+/// Unknown paths: a JSON 404, or gRPC `UNIMPLEMENTED` for a gRPC request.
+async fn fallback(req: axum::extract::Request) -> axum::response::Response {
+    if crate::grpc::service::is_grpc(&req) {
+        crate::grpc::service::unimplemented(req.uri().path())
+    } else {
+        ApiError::not_found("no such endpoint").into_response()
+    }
 }
 
 async fn health(State(s): State<AppState>) -> impl IntoResponse {

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::{ApiError, AppState};
 use crate::deliver::{Delivery, Follow, JellyMode, OutFormat, Wrapping};
 use crate::log::{LogError, ReadLimits};
+use crate::position::{self, FromError};
 use crate::topic::Topic;
 
 #[derive(Debug, Deserialize, Default)]
@@ -51,44 +52,17 @@ fn topic(s: &AppState, name: &str) -> Result<Arc<Topic>, ApiError> {
 
 /// Resolves a `from` value to an offset, checking retention.
 async fn resolve_from(t: &Topic, from: Option<&str>, default: &str) -> Result<u64, ApiError> {
-    let from = from.unwrap_or(default).trim();
-    let first = t.log.first_offset();
-    let next = t.log.next_offset();
-    let bad = || {
-        ApiError::bad_request(format!(
-            "bad `from` value `{from}`: use earliest, latest, an offset, ts:<ms> or last:<n>"
-        ))
-    };
-    let offset = match from {
-        "earliest" => first,
-        "latest" => next,
-        f => {
-            if let Some(ms) = f.strip_prefix("ts:") {
-                let ms: u64 = ms.parse().map_err(|_| bad())?;
-                t.log
-                    .offset_for_timestamp(ms)
-                    .await
-                    .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?
-            } else if let Some(n) = f.strip_prefix("last:") {
-                let n: u64 = n.parse().map_err(|_| bad())?;
-                next.saturating_sub(n).max(first)
-            } else {
-                let o: u64 = f.parse().map_err(|_| bad())?;
-                if o < first {
-                    return Err(ApiError::gone(o, first));
-                }
-                if o > next {
-                    return Err(ApiError::new(
-                        StatusCode::RANGE_NOT_SATISFIABLE,
-                        format!("offset {o} is past the end of the topic (next offset {next})"),
-                    )
-                    .with("next_offset", next));
-                }
-                o
+    position::resolve_from(t, from, default)
+        .await
+        .map_err(|e| match e {
+            FromError::Bad(_) => ApiError::bad_request(e.to_string()),
+            FromError::Gone { requested, first } => ApiError::gone(requested, first),
+            FromError::PastEnd { next, .. } => {
+                ApiError::new(StatusCode::RANGE_NOT_SATISFIABLE, e.to_string())
+                    .with("next_offset", next)
             }
-        }
-    };
-    Ok(offset)
+            FromError::Unavailable(m) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, m),
+        })
 }
 
 /// The output format: `?format=` if given, else `Accept`.

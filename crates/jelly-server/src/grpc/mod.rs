@@ -1,0 +1,44 @@
+//! The gRPC front-end: the official Jelly `RdfStreamService` (`grpc.proto`), served on
+//! the HTTP listener (HTTP/2, also cleartext with prior knowledge) next to the HTTP API.
+//!
+//! - [`codec`]: a `tonic` codec over our own wire code (no prost, no generated code).
+//! - [`messages`]: `RdfStreamFrame`, `RdfStreamSubscribe`, `RdfStreamReceived`.
+//! - [`negotiate`]: `requested_options` against the topic's stream.
+//! - [`subscribe`]: `SubscribeRdf`; [`publish`]: `PublishRdf`.
+//! - [`service`]: the routes that hand `application/grpc` requests to tonic.
+//!
+//! Extensions carried in request metadata (the official messages have no fields for
+//! them): `x-jelly-topic` (publish: the topic), `x-jelly-source` and
+//! `x-jelly-header-<name>` (publish: stored with each item), `x-jelly-from`
+//! (subscribe: the start position, as the HTTP `from` parameter). `docs/grpc-api.md`
+//! describes the API.
+
+pub mod codec;
+pub mod messages;
+pub mod negotiate;
+pub mod publish;
+pub mod service;
+pub mod subscribe;
+
+use tonic::Status;
+use tonic::metadata::MetadataMap;
+
+pub use service::{PUBLISH_PATH, SERVICE_NAME, SUBSCRIBE_PATH, routes};
+
+/// Request metadata naming the topic of a `PublishRdf` call.
+pub const TOPIC_METADATA: &str = "x-jelly-topic";
+/// Request metadata with the publisher's source id.
+pub const SOURCE_METADATA: &str = "x-jelly-source";
+/// Request metadata with a `SubscribeRdf` start position (default `earliest`).
+pub const FROM_METADATA: &str = "x-jelly-from";
+
+/// An ASCII metadata value, if present.
+pub(crate) fn ascii_metadata(md: &MetadataMap, key: &str) -> Result<Option<String>, Status> {
+    match md.get(key) {
+        None => Ok(None),
+        Some(v) => v
+            .to_str()
+            .map(|s| Some(s.to_string()))
+            .map_err(|_| Status::invalid_argument(format!("metadata {key} is not visible ASCII"))),
+    }
+}

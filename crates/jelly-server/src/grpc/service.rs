@@ -1,0 +1,88 @@
+//! Routing: `RdfStreamService`'s methods as axum routes, so gRPC shares the HTTP
+//! listener. Requests on the service's paths go to tonic; any other request with
+//! `content-type: application/grpc…` gets `UNIMPLEMENTED` (see [`unimplemented`]).
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use tonic::Status;
+use tonic::server::Grpc;
+
+use super::codec::JellyCodec;
+use super::messages::{Frame, Received, Subscribe};
+use super::publish::PublishService;
+use super::subscribe::SubscribeService;
+use crate::http::AppState;
+
+/// The fully qualified service name.
+pub const SERVICE_NAME: &str = "eu.ostrzyciel.jelly.core.proto.v1.RdfStreamService";
+/// Path of `SubscribeRdf`.
+pub const SUBSCRIBE_PATH: &str = "/eu.ostrzyciel.jelly.core.proto.v1.RdfStreamService/SubscribeRdf";
+/// Path of `PublishRdf`.
+pub const PUBLISH_PATH: &str = "/eu.ostrzyciel.jelly.core.proto.v1.RdfStreamService/PublishRdf";
+
+/// Smallest message size limit (gRPC's customary 4 MiB).
+const MIN_MESSAGE_LIMIT: usize = 4 << 20;
+
+/// The service's routes (to merge into the HTTP router).
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(SUBSCRIBE_PATH, post(subscribe_rdf))
+        .route(PUBLISH_PATH, post(publish_rdf))
+}
+
+/// True for a gRPC request (`application/grpc`, `application/grpc+proto`, …).
+pub fn is_grpc(req: &Request) -> bool {
+    req.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/grpc"))
+}
+
+/// The answer to a gRPC request for a method this server does not have.
+pub fn unimplemented(path: &str) -> Response {
+    Status::unimplemented(format!("no gRPC method {path}"))
+        .into_http::<Body>()
+        .into_response()
+}
+
+fn not_grpc() -> Response {
+    (
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        axum::Json(serde_json::json!({
+            "error": "this is a gRPC method: send content-type application/grpc over HTTP/2"
+        })),
+    )
+        .into_response()
+}
+
+/// Largest message accepted from a client: a frame that makes an item of at most
+/// `max_item_bytes`, or at least gRPC's usual 4 MiB.
+fn message_limit(s: &AppState) -> usize {
+    s.config.max_item_bytes.max(MIN_MESSAGE_LIMIT)
+}
+
+async fn subscribe_rdf(State(s): State<AppState>, req: Request) -> Response {
+    if !is_grpc(&req) {
+        return not_grpc();
+    }
+    let mut grpc = Grpc::new(JellyCodec::<Frame, Subscribe>::new())
+        .max_decoding_message_size(MIN_MESSAGE_LIMIT);
+    grpc.server_streaming(SubscribeService(s), req)
+        .await
+        .map(Body::new)
+}
+
+async fn publish_rdf(State(s): State<AppState>, req: Request) -> Response {
+    if !is_grpc(&req) {
+        return not_grpc();
+    }
+    let limit = message_limit(&s);
+    let mut grpc = Grpc::new(JellyCodec::<Received, Frame>::new()).max_decoding_message_size(limit);
+    grpc.client_streaming(PublishService(s), req)
+        .await
+        .map(Body::new)
+}

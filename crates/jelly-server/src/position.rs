@@ -1,0 +1,59 @@
+//! Start positions of subscriptions: `earliest`, `latest`, `<offset>`, `ts:<ms>` and
+//! `last:<n>`, shared by the HTTP `from` parameter and the gRPC `x-jelly-from` metadata.
+
+use crate::topic::Topic;
+
+/// Why a start position could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum FromError {
+    /// Not one of the accepted forms.
+    #[error("bad `from` value `{0}`: use earliest, latest, an offset, ts:<ms> or last:<n>")]
+    Bad(String),
+    /// An offset below the first retained one.
+    #[error("offset {requested} is no longer retained; the first retained offset is {first}")]
+    Gone { requested: u64, first: u64 },
+    /// An offset past the end of the topic.
+    #[error("offset {requested} is past the end of the topic (next offset {next})")]
+    PastEnd { requested: u64, next: u64 },
+    /// The log could not answer (timestamp lookup).
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// Resolves a start position (`from`, or `default` when absent) to an offset of `t`,
+/// checking it against retention and the end of the log.
+pub async fn resolve_from(t: &Topic, from: Option<&str>, default: &str) -> Result<u64, FromError> {
+    let from = from.unwrap_or(default).trim();
+    let first = t.log.first_offset();
+    let next = t.log.next_offset();
+    let bad = || FromError::Bad(from.to_string());
+    let offset = match from {
+        "earliest" => first,
+        "latest" => next,
+        f => {
+            if let Some(ms) = f.strip_prefix("ts:") {
+                let ms: u64 = ms.parse().map_err(|_| bad())?;
+                t.log
+                    .offset_for_timestamp(ms)
+                    .await
+                    .map_err(|e| FromError::Unavailable(e.to_string()))?
+            } else if let Some(n) = f.strip_prefix("last:") {
+                let n: u64 = n.parse().map_err(|_| bad())?;
+                next.saturating_sub(n).max(first)
+            } else {
+                let o: u64 = f.parse().map_err(|_| bad())?;
+                if o < first {
+                    return Err(FromError::Gone {
+                        requested: o,
+                        first,
+                    });
+                }
+                if o > next {
+                    return Err(FromError::PastEnd { requested: o, next });
+                }
+                o
+            }
+        }
+    };
+    Ok(offset)
+}
