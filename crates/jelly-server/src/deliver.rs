@@ -328,6 +328,27 @@ pub struct Follow {
     pub keepalive: Duration,
     pub metrics: Arc<crate::metrics::Metrics>,
     watch: watch::Receiver<u64>,
+    ended: Option<FollowEnd>,
+}
+
+/// Why a [`Follow`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FollowEnd {
+    /// The server is shutting down.
+    Shutdown,
+    /// `follow=false`: every item up to the end offset was sent.
+    Reached,
+    /// The next item is no longer retained; `first` is the first retained offset.
+    FellBehind { first: u64 },
+    /// A log read or an encoding failed.
+    Failed,
+}
+
+/// One step of a [`Follow`].
+enum Step {
+    Items(Vec<Item>),
+    KeepAlive,
+    End,
 }
 
 impl Follow {
@@ -357,18 +378,94 @@ impl Follow {
             keepalive,
             metrics,
             watch,
+            ended: None,
         }
     }
 
     /// The next chunk of output, or `None` when the subscription ends (shutdown,
     /// `follow=false` reached its end, or the subscriber fell behind retention).
     pub async fn next_chunk(&mut self) -> Option<Bytes> {
+        match self.step().await {
+            Step::KeepAlive => Some(Bytes::from_static(b": keep-alive\n\n")),
+            Step::End => None,
+            Step::Items(items) => {
+                let mut out = Vec::new();
+                for it in &items {
+                    if let Err(e) = self.write(it, &mut out) {
+                        tracing::error!(topic = %self.topic.name, error = %e, "cannot deliver item");
+                        self.ended = Some(FollowEnd::Failed);
+                        return None;
+                    }
+                    self.next = it.offset + 1;
+                }
+                self.count(items.len(), out.len());
+                Some(Bytes::from(out))
+            }
+        }
+    }
+
+    /// The next items, each written separately (one WebSocket message per item), as
+    /// `(offset, bytes)`; `None` when the subscription ends, as for
+    /// [`Follow::next_chunk`]. Items are not wrapped (use [`Wrapping::Raw`]).
+    /// Cancel-safe: nothing is consumed until the items are returned.
+    pub async fn next_items(&mut self) -> Option<Vec<(u64, Bytes)>> {
+        loop {
+            match self.step().await {
+                Step::KeepAlive => continue,
+                Step::End => return None,
+                Step::Items(items) => {
+                    let mut msgs = Vec::with_capacity(items.len());
+                    let mut bytes = 0;
+                    for it in &items {
+                        let mut out = Vec::new();
+                        if let Err(e) = self.delivery.write_item(it, &mut out) {
+                            tracing::error!(topic = %self.topic.name, error = %e, "cannot deliver item");
+                            self.ended = Some(FollowEnd::Failed);
+                            return None;
+                        }
+                        bytes += out.len();
+                        msgs.push((it.offset, Bytes::from(out)));
+                        self.next = it.offset + 1;
+                    }
+                    self.count(items.len(), bytes);
+                    return Some(msgs);
+                }
+            }
+        }
+    }
+
+    /// Why the subscription ended (once [`Follow::next_chunk`] or
+    /// [`Follow::next_items`] returned `None`).
+    pub fn end_reason(&self) -> Option<FollowEnd> {
+        self.ended
+    }
+
+    /// Counts delivered items and bytes (topic and server counters, subscriber position).
+    fn count(&self, items: usize, bytes: usize) {
+        let n = items as u64;
+        self.topic.stats.items_out.fetch_add(n, Ordering::Relaxed);
+        self.topic
+            .stats
+            .bytes_out
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+        self.metrics.items_out.fetch_add(n, Ordering::Relaxed);
+        self.metrics
+            .bytes_out
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+        self.guard.advance(self.next);
+    }
+
+    /// Waits for the next stored items (at least one), a keep-alive tick (SSE), or
+    /// the end. Does not advance `next`.
+    async fn step(&mut self) -> Step {
         loop {
             if *self.shutdown.borrow() {
-                return None;
+                self.ended = Some(FollowEnd::Shutdown);
+                return Step::End;
             }
             if self.end.is_some_and(|e| self.next >= e) {
-                return None;
+                self.ended = Some(FollowEnd::Reached);
+                return Step::End;
             }
             let mut limits = self.batch;
             if let Some(e) = self.end {
@@ -383,11 +480,13 @@ impl Follow {
                         first,
                         "subscriber fell behind retention; closing its stream"
                     );
-                    return None;
+                    self.ended = Some(FollowEnd::FellBehind { first });
+                    return Step::End;
                 }
                 Err(e) => {
                     tracing::error!(topic = %self.topic.name, error = %e, "log read failed");
-                    return None;
+                    self.ended = Some(FollowEnd::Failed);
+                    return Step::End;
                 }
             };
             if items.is_empty() {
@@ -396,36 +495,19 @@ impl Follow {
                 tokio::select! {
                     r = self.watch.wait_for(|n| *n > next) => {
                         if r.is_err() {
-                            return None;
+                            self.ended = Some(FollowEnd::Failed);
+                            return Step::End;
                         }
                     }
-                    _ = self.shutdown.changed() => return None,
-                    _ = keepalive, if self.wrapping == Wrapping::Sse => {
-                        return Some(Bytes::from_static(b": keep-alive\n\n"));
+                    _ = self.shutdown.changed() => {
+                        self.ended = Some(FollowEnd::Shutdown);
+                        return Step::End;
                     }
+                    _ = keepalive, if self.wrapping == Wrapping::Sse => return Step::KeepAlive,
                 }
                 continue;
             }
-            let mut out = Vec::new();
-            for it in &items {
-                if let Err(e) = self.write(it, &mut out) {
-                    tracing::error!(topic = %self.topic.name, error = %e, "cannot deliver item");
-                    return None;
-                }
-                self.next = it.offset + 1;
-            }
-            let n = items.len() as u64;
-            self.topic.stats.items_out.fetch_add(n, Ordering::Relaxed);
-            self.topic
-                .stats
-                .bytes_out
-                .fetch_add(out.len() as u64, Ordering::Relaxed);
-            self.metrics.items_out.fetch_add(n, Ordering::Relaxed);
-            self.metrics
-                .bytes_out
-                .fetch_add(out.len() as u64, Ordering::Relaxed);
-            self.guard.advance(self.next);
-            return Some(Bytes::from(out));
+            return Step::Items(items);
         }
     }
 

@@ -1,10 +1,13 @@
-//! The HTTP front-end (axum): topics, publish, subscribe (chunked stream, long-poll,
-//! SSE), health and metrics. `docs/http-api.md` describes the API.
+//! The HTTP front-end (axum): topics, publish (atomic or streaming), subscribe
+//! (chunked stream, long-poll, SSE), WebSocket publish and subscribe, health and
+//! metrics. `docs/http-api.md` describes the API, `docs/openapi.yaml` its schema.
 
 mod error;
 mod publish;
+pub mod publish_stream;
 mod subscribe;
 mod topics;
+mod ws;
 
 use std::sync::Arc;
 
@@ -46,10 +49,17 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/topics/{name}/poll", get(subscribe::poll))
         .route("/topics/{name}/sse", get(subscribe::sse))
+        .route("/topics/{name}/ws", get(ws::subscribe))
+        .route("/topics/{name}/ws/publish", get(ws::publish))
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         // Bodies are read with our own limit (and a JSON error), not axum's default 2 MB.
         .layer(DefaultBodyLimit::disable())
         .with_state(state)
+}
+
+/// Completes when the server begins to shut down.
+pub(crate) async fn wait_shutdown(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|v| *v).await;
 }
 
 async fn health(State(s): State<AppState>) -> impl IntoResponse {

@@ -19,13 +19,13 @@ use crate::topic::Topic;
 #[derive(Debug, Deserialize, Default)]
 pub struct SubscribeQuery {
     /// `earliest`, `latest`, `<offset>`, `ts:<ms>` or `last:<n>`.
-    from: Option<String>,
+    pub(super) from: Option<String>,
     /// Overrides `Accept`: jelly, nquads, ntriples, trig, turtle.
-    format: Option<String>,
+    pub(super) format: Option<String>,
     /// `false`: end the response once the items present at the request are sent.
-    follow: Option<bool>,
+    pub(super) follow: Option<bool>,
     /// Jelly output: `splice` (default) or `compact`.
-    mode: Option<String>,
+    pub(super) mode: Option<String>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -43,14 +43,18 @@ const MAX_WAIT_MS: u64 = 60_000;
 /// Most items in one poll page.
 const MAX_POLL_ITEMS: usize = 10_000;
 
-fn topic(s: &AppState, name: &str) -> Result<Arc<Topic>, ApiError> {
+pub(super) fn topic(s: &AppState, name: &str) -> Result<Arc<Topic>, ApiError> {
     s.topics
         .get(name)
         .ok_or_else(|| ApiError::unknown_topic(name))
 }
 
 /// Resolves a `from` value to an offset, checking retention.
-async fn resolve_from(t: &Topic, from: Option<&str>, default: &str) -> Result<u64, ApiError> {
+pub(super) async fn resolve_from(
+    t: &Topic,
+    from: Option<&str>,
+    default: &str,
+) -> Result<u64, ApiError> {
     let from = from.unwrap_or(default).trim();
     let first = t.log.first_offset();
     let next = t.log.next_offset();
@@ -92,7 +96,7 @@ async fn resolve_from(t: &Topic, from: Option<&str>, default: &str) -> Result<u6
 }
 
 /// The output format: `?format=` if given, else `Accept`.
-fn pick_format(
+pub(super) fn pick_format(
     t: &Topic,
     format: Option<&str>,
     headers: &HeaderMap,
@@ -129,7 +133,7 @@ fn pick_format(
 }
 
 /// The Jelly mode of a `?mode=` value (default: splice).
-fn pick_mode(mode: Option<&str>) -> Result<JellyMode, ApiError> {
+pub(super) fn pick_mode(mode: Option<&str>) -> Result<JellyMode, ApiError> {
     match mode {
         None => Ok(JellyMode::Splice),
         Some(m) => JellyMode::parse(m).ok_or_else(|| {
@@ -139,7 +143,7 @@ fn pick_mode(mode: Option<&str>) -> Result<JellyMode, ApiError> {
 }
 
 /// The output of one subscription.
-fn delivery(t: &Topic, format: OutFormat, mode: JellyMode, delimited: bool) -> Delivery {
+pub(super) fn delivery(t: &Topic, format: OutFormat, mode: JellyMode, delimited: bool) -> Delivery {
     if format == OutFormat::Jelly {
         Delivery::jelly(mode, t.options.stream_options(), delimited)
     } else {
@@ -147,7 +151,7 @@ fn delivery(t: &Topic, format: OutFormat, mode: JellyMode, delimited: bool) -> D
     }
 }
 
-fn offset_header(v: u64) -> HeaderValue {
+pub(super) fn offset_header(v: u64) -> HeaderValue {
     HeaderValue::from(v)
 }
 
@@ -162,7 +166,7 @@ fn streaming_response(content_type: &'static str, start: u64, follow: Follow) ->
 }
 
 #[allow(clippy::too_many_arguments)]
-fn follow(
+pub(super) fn follow(
     s: &AppState,
     t: Arc<Topic>,
     kind: &'static str,
