@@ -1297,3 +1297,41 @@ async fn curl_streams_a_chunked_upload() {
     assert_eq!(got[2].statements[0].object, iri("http://ex.org/r2"));
     srv.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn streaming_publish_is_not_bounded_by_max_body_bytes() {
+    // max_body_bytes is 256 KiB here: the atomic POST refuses this body, the
+    // streaming POST takes it (one frame at a time).
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let n = 10_000;
+    let body = jelly_stream(&sample_frames(n, 0), StreamOptions::small());
+    assert!(body.len() > 256 << 10, "{} bytes", body.len());
+    let r = publish(&c, &format!("{base}/topics/big/items"), JELLY, body.clone()).await;
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let r = c
+        .post(format!("{base}/topics/big/items?stream=true"))
+        .header("content-type", JELLY)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["items"], n, "{v}");
+    assert_eq!(v["last_offset"], n - 1);
+    let resp = c
+        .get(format!(
+            "{base}/topics/big/items?from={}&follow=false",
+            n - 1
+        ))
+        .send()
+        .await
+        .unwrap();
+    let got = JellyStream::new(resp).all().await;
+    assert_eq!(
+        got[0].statements[0].object,
+        iri(&format!("http://ex.org/r{}", n - 1))
+    );
+    srv.shutdown().await.unwrap();
+}

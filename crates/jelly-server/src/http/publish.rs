@@ -128,7 +128,7 @@ async fn publish_stream_checked(
         }
     };
     // publish_stream counts its own refusals (it may have appended items by then).
-    super::publish_stream::publish_stream(s, name, meta, headers, body).await
+    super::publish_stream::publish_stream(s, name, meta, body).await
 }
 
 async fn publish_inner(

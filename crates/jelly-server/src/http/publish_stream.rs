@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 
 use axum::Json;
 use axum::body::Body;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use bytes::{Bytes, BytesMut};
 use futures_util::{FutureExt as _, StreamExt as _};
 use serde_json::{Value, json};
@@ -300,7 +300,6 @@ pub async fn publish_stream(
     s: AppState,
     name: &str,
     meta: PublishMeta,
-    _headers: &HeaderMap,
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
     let mut p = StreamPublisher::new(&s, name, meta)?;
