@@ -1335,3 +1335,45 @@ async fn streaming_publish_is_not_bounded_by_max_body_bytes() {
     );
     srv.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn shutdown_ends_a_streaming_publish_and_keeps_its_items() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let frames = split_delimited(&jelly_stream(&sample_frames(2, 0), StreamOptions::small()));
+    let (tx, body) = channel_body();
+    let req = tokio::spawn(
+        c.post(format!("{base}/topics/sd/items?stream=true"))
+            .header("content-type", JELLY)
+            .body(body)
+            .send(),
+    );
+    tx.send(frames[0].clone()).await.unwrap();
+    let t0 = std::time::Instant::now();
+    while c
+        .get(format!("{base}/topics/sd"))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        != StatusCode::OK
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "item 0 never appended"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The body stays open; shutdown does not wait for it.
+    tokio::time::timeout(Duration::from_secs(10), srv.shutdown())
+        .await
+        .expect("shutdown waits for the streaming publish")
+        .unwrap();
+    let r = req.await.unwrap().unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["items_accepted"], 1, "{v}");
+    assert_eq!(v["frame"], 1);
+    drop(tx);
+}

@@ -519,3 +519,19 @@ async fn ws_ping_pong_metrics_and_close_on_shutdown() {
     assert_eq!(code, CloseCode::Away);
     assert_eq!(reason, "server shutting down");
 }
+
+#[tokio::test]
+async fn ws_publish_is_closed_on_shutdown() {
+    let srv = start().await;
+    let mut publ = connect(&ws_url(&srv, "/topics/sd/ws/publish")).await;
+    let mut p = Publisher::new();
+    publ.send(Message::Binary(p.frame(0).into())).await.unwrap();
+    assert_eq!(next_json(&mut publ).await["offset"], 0);
+    tokio::time::timeout(WAIT, srv.shutdown())
+        .await
+        .expect("shutdown waits for the WebSocket publisher")
+        .unwrap();
+    let (code, reason) = expect_close(&mut publ).await;
+    assert_eq!(code, CloseCode::Away);
+    assert_eq!(reason, "server shutting down");
+}
