@@ -398,10 +398,13 @@ pub async fn publish_stream(
         fail!(e);
     }
     if p.accepted == 0 {
-        fail!(FrameError {
-            status: StatusCode::BAD_REQUEST,
-            message: "the stream holds no statements".into(),
-        });
+        s.metrics.publish_rejected.fetch_add(1, Ordering::Relaxed);
+        return Err(ApiError::bad_request(format!(
+            "the stream holds no statements ({} frame(s) read)",
+            pos.frame
+        ))
+        .with("topic", name)
+        .with("items_accepted", 0));
     }
     tracing::debug!(topic = name, items = p.accepted, "stream published");
     Ok(Json(p.summary()))
