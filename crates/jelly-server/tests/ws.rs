@@ -288,6 +288,15 @@ async fn ws_publish_then_subscribe_over_ws_and_http_and_resume() {
     assert_eq!(got.iter().map(Got::offset).collect::<Vec<_>>(), [6, 7]);
     assert_eq!(expect_close(&mut sub2).await.0, CloseCode::Normal);
 
+    // mode=compact: tables carry over between messages; still one item per message.
+    let mut sub3 = connect(&ws_url(&srv, "/topics/w/ws?mode=compact&follow=false")).await;
+    let mut dec = Decoder::default();
+    let got = read_items(&mut sub3, &mut dec, 8).await;
+    for g in &got {
+        assert_eq!(g.statements, sample(g.offset() as usize));
+    }
+    assert_eq!(expect_close(&mut sub3).await.0, CloseCode::Normal);
+
     publ.close(None).await.unwrap();
     drop(sub);
     srv.shutdown().await.unwrap();
