@@ -15,10 +15,13 @@ Examples:
   jelly publish graphs data.trig --split-graph
   cat data.nq | jelly publish sensors -
   jelly rdf to-jelly data.ttl --frame-per graph | jelly publish sensors - --jelly
+  producer | jelly publish sensors - --jelly --stream
 
 A Jelly stream becomes one item per frame; an RDF file one item (or one per named
 graph with --split-graph). Each file is one request: the server checks all of it and
-appends nothing if any of it is refused. The offsets the server gave are printed as
+appends nothing if any of it is refused. With --stream (Jelly input only) the input is
+sent as it is read, as one long-lived streaming request: the server appends items as
+their frames arrive, and a bad frame ends it with the items before it kept. The offsets the server gave are printed as
 JSON, one line per file. The topic is created on first publish if it does not exist.
 
 Exit codes: 0 published, 1 refused by the server (bad data), 2 usage error, I/O error
@@ -43,6 +46,10 @@ pub struct PublishArgs {
     /// One item per named graph (RDF input).
     #[arg(long = "split-graph")]
     pub split_graph: bool,
+    /// Streaming publish (Jelly input): send the input as it is read; the server
+    /// appends items as frames arrive (for long-lived producers on stdin).
+    #[arg(long, conflicts_with = "split_graph")]
+    pub stream: bool,
     /// Base IRI for relative IRIs in Turtle and TriG.
     #[arg(long = "base-iri", value_name = "IRI")]
     pub base_iri: Option<String>,
@@ -120,6 +127,9 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
     if let Some(b) = &a.base_iri {
         query.push(("base", b.clone()));
     }
+    if a.stream {
+        query.push(("stream", "true".to_string()));
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -134,13 +144,30 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
     }
     for path in &inputs {
         let ct = content_type(path, a)?;
-        let input = open_input(path)?;
-        let name = input.name.clone();
-        let mut body = Vec::new();
-        let mut reader = input.reader;
-        reader
-            .read_to_end(&mut body)
-            .map_err(|e| CliError::io(&name, &e))?;
+        let (name, body) = if a.stream {
+            if ct != "application/x-jelly-rdf" {
+                return Err(CliError::usage(format!(
+                    "{path}: --stream takes Jelly input (use --jelly or a .jelly file)"
+                )));
+            }
+            // A file is opened here first so that a missing one is a usage error,
+            // not a broken request (stdin is read by the body's thread only).
+            let name = if path == "-" {
+                crate::io::display_name(path, true)
+            } else {
+                open_input(path)?.name
+            };
+            (name, streaming_body(path.clone()))
+        } else {
+            let input = open_input(path)?;
+            let name = input.name.clone();
+            let mut body = Vec::new();
+            let mut reader = input.reader;
+            reader
+                .read_to_end(&mut body)
+                .map_err(|e| CliError::io(&name, &e))?;
+            (name, reqwest::Body::from(body))
+        };
         let mut req = client.post(&url).header("content-type", ct).body(body);
         if let Some(s) = &a.source {
             req = req.header("x-jelly-source", s);
@@ -176,10 +203,47 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
         if !quiet {
             let n = serde_json::from_str::<serde_json::Value>(&text)
                 .ok()
-                .and_then(|v| v["offsets"].as_array().map(Vec::len))
+                .and_then(|v| match v["offsets"].as_array() {
+                    Some(o) => Some(o.len() as u64),
+                    None => v["items"].as_u64(),
+                })
                 .unwrap_or(0);
             eprintln!("{name}: {n} items published to `{}`", a.topic);
         }
     }
     Ok(())
+}
+
+/// A request body that forwards the input as it is read (a reader thread feeds a
+/// small channel, so at most a few chunks are held).
+fn streaming_body(path: String) -> reqwest::Body {
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(4);
+    std::thread::spawn(move || {
+        let mut reader = match open_input(&path) {
+            Ok(i) => i.reader,
+            Err(e) => {
+                let _ = tx.blocking_send(Err(std::io::Error::other(e.to_string())));
+                return;
+            }
+        };
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => {
+                    if tx.blocking_send(Ok(buf[..n].to_vec())).is_err() {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let _ = tx.blocking_send(Err(e));
+                    return;
+                }
+            }
+        }
+    });
+    reqwest::Body::wrap_stream(futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (chunk, rx))
+    }))
 }

@@ -157,3 +157,56 @@ fn serve_publish_subscribe_round_trip() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn publish_stream_sends_jelly_as_one_streaming_request() {
+    let dir = temp_dir("stream");
+    let srv = ServeProc::start(&dir.join("data"));
+    let s = srv.url.clone();
+    let mut body = Vec::new();
+    let mut w = jelly::JellyWriterBuilder::new(jelly::StreamOptions::small())
+        .frame_policy(jelly::FramePolicy::Manual)
+        .build(&mut body)
+        .unwrap();
+    for i in 0..3 {
+        let o = format!("http://ex.org/o{i}");
+        w.add(jelly::StatementRef::triple(
+            jelly::TermRef::Iri("http://ex.org/s"),
+            jelly::TermRef::Iri("http://ex.org/p"),
+            jelly::TermRef::Iri(&o),
+        ))
+        .unwrap();
+        w.flush_frame().unwrap();
+    }
+    w.finish().unwrap();
+    let r = ok(
+        &["publish", "st", "-", "--jelly", "--stream", "--server", &s],
+        Some(&body),
+    );
+    let v: serde_json::Value = serde_json::from_str(r.out().trim()).unwrap();
+    assert_eq!(v["items"], 3, "{}", r.out());
+    assert_eq!(v["last_offset"], 2);
+
+    // A bad frame after a good one: exit 1, the error names the frame, item 3 kept.
+    let mut bad = body[..].to_vec();
+    bad.extend_from_slice(&[3, 0x0a, 0x7f, 0x01]);
+    let r = jelly(
+        &["publish", "st", "-", "--jelly", "--stream", "--server", &s],
+        Some(&bad),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("frame 3"), "{}", r.stderr);
+    let r = ok(
+        &["subscribe", "st", "--server", &s, "--no-follow", "-q"],
+        None,
+    );
+    assert_eq!(jelly::nquads::parse_document(&r.out()).unwrap().len(), 6);
+
+    // --stream needs Jelly input.
+    let r = jelly(
+        &["publish", "st", "-", "--stream", "--server", &s],
+        Some(b""),
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    drop(srv);
+}

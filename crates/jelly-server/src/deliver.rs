@@ -379,6 +379,27 @@ pub struct Follow {
     pub keepalive: Duration,
     pub metrics: Arc<crate::metrics::Metrics>,
     watch: watch::Receiver<u64>,
+    ended: Option<FollowEnd>,
+}
+
+/// Why a [`Follow`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FollowEnd {
+    /// The server is shutting down.
+    Shutdown,
+    /// `follow=false`: every item up to the end offset was sent.
+    Reached,
+    /// The next item is no longer retained; `first` is the first retained offset.
+    FellBehind { first: u64 },
+    /// A log read or an encoding failed.
+    Failed,
+}
+
+/// One step of a [`Follow`].
+enum Step {
+    Items(Vec<Item>),
+    KeepAlive,
+    End(EndReason),
 }
 
 impl Follow {
@@ -408,6 +429,7 @@ impl Follow {
             keepalive,
             metrics,
             watch,
+            ended: None,
         }
     }
 
@@ -424,12 +446,100 @@ impl Follow {
     /// The next batch of output: the items available now (waiting for new ones when
     /// there are none), a keep-alive (SSE), or the end of the subscription and why.
     pub async fn next_batch(&mut self) -> Batch {
+        let items = match self.step().await {
+            Step::Items(items) => items,
+            Step::KeepAlive => return Batch::KeepAlive,
+            Step::End(reason) => return Batch::End(reason),
+        };
+        let mut out = Vec::new();
+        let mut ends = Vec::with_capacity(items.len());
+        for it in &items {
+            if let Err(e) = self.write(it, &mut out) {
+                tracing::error!(topic = %self.topic.name, error = %e, "cannot deliver item");
+                if ends.is_empty() {
+                    self.ended = Some(FollowEnd::Failed);
+                    return Batch::End(EndReason::DeliverFailed(e));
+                }
+                // Send what was written; the failing item fails again next time.
+                break;
+            }
+            self.next = it.offset + 1;
+            ends.push(out.len());
+        }
+        out.truncate(ends.last().copied().unwrap_or(0));
+        self.count(ends.len(), out.len());
+        Batch::Items {
+            data: Bytes::from(out),
+            ends,
+        }
+    }
+
+    /// The next items, each written separately (one WebSocket message per item), as
+    /// `(offset, bytes)`; `None` when the subscription ends, as for
+    /// [`Follow::next_chunk`]. Items are not wrapped (use [`Wrapping::Raw`]).
+    /// Cancel-safe: nothing is consumed until the items are returned.
+    pub async fn next_items(&mut self) -> Option<Vec<(u64, Bytes)>> {
+        loop {
+            match self.next_batch().await {
+                Batch::KeepAlive => continue,
+                Batch::End(_) => return None,
+                Batch::Items { data, ends } => {
+                    let last = self.next;
+                    let n = ends.len() as u64;
+                    return Some(
+                        Batch::parts(&data, &ends)
+                            .enumerate()
+                            .map(|(i, part)| (last - n + i as u64, part))
+                            .collect(),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Why the subscription ended (once [`Follow::next_chunk`] or
+    /// [`Follow::next_items`] returned `None`).
+    pub fn end_reason(&self) -> Option<FollowEnd> {
+        self.ended
+    }
+
+    /// Counts delivered items and bytes (topic and server counters, subscriber position).
+    fn count(&self, items: usize, bytes: usize) {
+        let n = items as u64;
+        self.topic.stats.items_out.fetch_add(n, Ordering::Relaxed);
+        self.topic
+            .stats
+            .bytes_out
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+        self.metrics.items_out.fetch_add(n, Ordering::Relaxed);
+        self.metrics
+            .bytes_out
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+        self.guard.advance(self.next);
+    }
+
+    /// Ends the subscription: records why (for [`Follow::end_reason`]).
+    fn end_with(&mut self, reason: EndReason) -> Step {
+        self.ended = Some(match &reason {
+            EndReason::Shutdown => FollowEnd::Shutdown,
+            EndReason::Reached => FollowEnd::Reached,
+            EndReason::Truncated { first, .. } => FollowEnd::FellBehind { first: *first },
+            EndReason::ReadFailed(_) | EndReason::DeliverFailed(_) | EndReason::Closed => {
+                FollowEnd::Failed
+            }
+        });
+        Step::End(reason)
+    }
+
+    /// Waits for the next stored items (at least one), a keep-alive tick (SSE), or
+    /// the end. Does not advance `next`.
+    async fn step(&mut self) -> Step {
         loop {
             if *self.shutdown.borrow() {
-                return Batch::End(EndReason::Shutdown);
+                return self.end_with(EndReason::Shutdown);
             }
             if self.end.is_some_and(|e| self.next >= e) {
-                return Batch::End(EndReason::Reached);
+                return self.end_with(EndReason::Reached);
             }
             let mut limits = self.batch;
             if let Some(e) = self.end {
@@ -444,59 +554,29 @@ impl Follow {
                         first,
                         "subscriber fell behind retention; closing its stream"
                     );
-                    return Batch::End(EndReason::Truncated { requested, first });
+                    return self.end_with(EndReason::Truncated { requested, first });
                 }
                 Err(e) => {
                     tracing::error!(topic = %self.topic.name, error = %e, "log read failed");
-                    return Batch::End(EndReason::ReadFailed(e.to_string()));
+                    return self.end_with(EndReason::ReadFailed(e.to_string()));
                 }
             };
             if items.is_empty() {
                 let next = self.next;
                 let keepalive = tokio::time::sleep(self.keepalive);
-                tokio::select! {
+                let woke = tokio::select! {
                     r = self.watch.wait_for(|n| *n > next) => {
-                        if r.is_err() {
-                            return Batch::End(EndReason::Closed);
-                        }
+                        if r.is_err() { Some(EndReason::Closed) } else { None }
                     }
-                    _ = self.shutdown.changed() => return Batch::End(EndReason::Shutdown),
-                    _ = keepalive, if self.wrapping == Wrapping::Sse => {
-                        return Batch::KeepAlive;
-                    }
+                    _ = self.shutdown.changed() => Some(EndReason::Shutdown),
+                    _ = keepalive, if self.wrapping == Wrapping::Sse => return Step::KeepAlive,
+                };
+                if let Some(reason) = woke {
+                    return self.end_with(reason);
                 }
                 continue;
             }
-            let mut out = Vec::new();
-            let mut ends = Vec::with_capacity(items.len());
-            for it in &items {
-                if let Err(e) = self.write(it, &mut out) {
-                    tracing::error!(topic = %self.topic.name, error = %e, "cannot deliver item");
-                    if ends.is_empty() {
-                        return Batch::End(EndReason::DeliverFailed(e));
-                    }
-                    // Send what was written; the failing item fails again next time.
-                    break;
-                }
-                self.next = it.offset + 1;
-                ends.push(out.len());
-            }
-            let n = ends.len() as u64;
-            out.truncate(ends.last().copied().unwrap_or(0));
-            self.topic.stats.items_out.fetch_add(n, Ordering::Relaxed);
-            self.topic
-                .stats
-                .bytes_out
-                .fetch_add(out.len() as u64, Ordering::Relaxed);
-            self.metrics.items_out.fetch_add(n, Ordering::Relaxed);
-            self.metrics
-                .bytes_out
-                .fetch_add(out.len() as u64, Ordering::Relaxed);
-            self.guard.advance(self.next);
-            return Batch::Items {
-                data: Bytes::from(out),
-                ends,
-            };
+            return Step::Items(items);
         }
     }
 

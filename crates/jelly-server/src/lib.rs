@@ -8,9 +8,11 @@
 //! - [`item`]: what the log stores — a self-contained Jelly frame plus metadata.
 //! - [`log`]: the [`log::Log`] trait and its implementations (in-memory, file).
 //! - [`topic`]: the registry of named topics, their options, counters and subscribers.
-//! - [`ingest`]: a publish body → self-contained items (decoded and checked whole first).
+//! - [`ingest`]: a publish body → self-contained items (decoded and checked whole first);
+//!   `JellyIngest` for long-lived publisher streams (streaming POST, WebSocket).
 //! - [`deliver`]: stored items → one subscriber's stream (one encoder per subscription).
-//! - [`http`]: the axum routes; [`server`] starts and stops them; [`config`], [`metrics`].
+//! - [`http`]: the axum routes (HTTP, SSE, WebSocket); [`server`] starts and stops them;
+//!   [`config`], [`metrics`].
 //! - [`demo`]: the `jelly serve --demo` publisher.
 //!
 //! The design is written down in `docs/server-design.md`, the API in `docs/http-api.md`.

@@ -47,7 +47,7 @@ impl Metrics {
         counter(
             &mut s,
             "jelly_publish_rejected_total",
-            "Publish requests refused (nothing appended).",
+            "Publish requests refused (atomic: nothing appended; streaming and WebSocket: ended by an error).",
             g(&self.publish_rejected),
         );
         counter(

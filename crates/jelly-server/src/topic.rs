@@ -160,7 +160,7 @@ pub struct TopicStats {
 #[derive(Debug)]
 pub struct SubscriberInfo {
     pub id: u64,
-    /// `stream`, `sse` or `poll`.
+    /// `stream`, `sse` or `ws`.
     pub kind: &'static str,
     /// Output format name.
     pub format: &'static str,

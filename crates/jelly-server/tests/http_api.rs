@@ -1031,3 +1031,349 @@ async fn file_log_topics_survive_a_restart() {
     srv.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A delimited stream split into its frames (each with its length prefix), so a
+/// test can send them one at a time.
+fn split_delimited(stream: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < stream.len() {
+        let (mut len, mut shift, mut j) = (0usize, 0, i);
+        loop {
+            let b = stream[j];
+            len |= ((b & 0x7f) as usize) << shift;
+            j += 1;
+            if b < 0x80 {
+                break;
+            }
+            shift += 7;
+        }
+        out.push(stream[i..j + len].to_vec());
+        i = j + len;
+    }
+    out
+}
+
+/// A request body fed by the test, chunk by chunk, while the request runs.
+fn channel_body() -> (tokio::sync::mpsc::Sender<Vec<u8>>, reqwest::Body) {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, std::io::Error>(b), rx))
+    });
+    (tx, reqwest::Body::wrap_stream(stream))
+}
+
+#[tokio::test]
+async fn streaming_publish_appends_items_while_the_body_is_still_open() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let frames = split_delimited(&jelly_stream(&sample_frames(4, 0), StreamOptions::small()));
+    assert_eq!(frames.len(), 4);
+    let (tx, body) = channel_body();
+    let req = c
+        .post(format!("{base}/topics/slow/items?stream=true"))
+        .header("content-type", JELLY)
+        .header("x-jelly-source", "streamer")
+        .body(body)
+        .send();
+    let req = tokio::spawn(req);
+
+    // Frame by frame: each item is visible to a subscriber before the body ends.
+    let mut sub = None;
+    for (i, f) in frames.iter().enumerate() {
+        tx.send(f.clone()).await.unwrap();
+        if sub.is_none() {
+            // The topic is created by the first append: wait for it.
+            let t0 = std::time::Instant::now();
+            loop {
+                let r = c
+                    .get(format!("{base}/topics/slow/items"))
+                    .header("accept", JELLY)
+                    .send()
+                    .await
+                    .unwrap();
+                if r.status() == StatusCode::OK {
+                    sub = Some(JellyStream::new(r));
+                    break;
+                }
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "topic never created"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        let got = sub.as_mut().unwrap().next().await.unwrap();
+        assert_eq!(got.offset(), i as u64);
+        assert_eq!(got.meta["source"], "streamer");
+        assert_eq!(
+            got.statements[0].object,
+            iri(&format!("http://ex.org/r{i}"))
+        );
+        assert!(!req.is_finished(), "the request ended before its body");
+    }
+    drop(tx);
+    let resp = req.await.unwrap().unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(v["topic"], "slow");
+    assert_eq!(v["first_offset"], 0);
+    assert_eq!(v["last_offset"], 3);
+    assert_eq!(v["items"], 4);
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn streaming_publish_bad_frame_mid_stream_keeps_earlier_items() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let mut body = jelly_stream(&sample_frames(3, 0), StreamOptions::small());
+    let good_len = body.len() as u64;
+    // Frame 3: 3 bytes whose row claims 0x7f bytes.
+    body.extend_from_slice(&[3, 0x0a, 0x7f, 0x01]);
+    body.extend_from_slice(&jelly_stream(&sample_frames(1, 9), StreamOptions::small()));
+
+    // The atomic POST refuses the whole body and appends nothing.
+    let r = publish(&c, &format!("{base}/topics/mid/items"), JELLY, body.clone()).await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let r = c.get(format!("{base}/topics/mid")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+
+    // The streaming POST keeps the three items before the bad frame.
+    let (tx, req_body) = channel_body();
+    let req = tokio::spawn(
+        c.post(format!("{base}/topics/mid/items?stream=true"))
+            .header("content-type", JELLY)
+            .body(req_body)
+            .send(),
+    );
+    for chunk in body.chunks(7) {
+        if tx.send(chunk.to_vec()).await.is_err() {
+            break; // the server answered and stopped reading
+        }
+    }
+    drop(tx);
+    let r = req.await.unwrap().unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["frame"], 3, "{v}");
+    assert_eq!(v["byte_offset"], good_len);
+    assert_eq!(v["items_accepted"], 3);
+    assert_eq!(v["first_offset"], 0);
+    assert_eq!(v["last_offset"], 2);
+    assert!(v["error"].as_str().unwrap().contains("frame 3"), "{v}");
+    let d = describe(&c, &base, "mid").await;
+    assert_eq!(d["next_offset"], 3);
+
+    // A frame over max_item_bytes is refused from its length prefix alone.
+    let limit = 16 << 20;
+    let mut big = jelly_stream(&sample_frames(1, 0), StreamOptions::small());
+    let first_len = big.len() as u64;
+    let mut prefix = Vec::new();
+    jelly_proto::wire::put_varint(&mut prefix, limit as u64 + 1);
+    big.extend_from_slice(&prefix);
+    big.extend_from_slice(&[0x0a; 100]);
+    let r = c
+        .post(format!("{base}/topics/mid/items?stream=true"))
+        .header("content-type", JELLY)
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        (v["frame"].as_u64(), v["byte_offset"].as_u64()),
+        (Some(1), Some(first_len))
+    );
+    assert_eq!(v["items_accepted"], 1);
+    assert_eq!(v["last_offset"], 3);
+
+    // A body that ends inside a frame.
+    let mut cut = jelly_stream(&sample_frames(2, 0), StreamOptions::small());
+    cut.truncate(cut.len() - 3);
+    let r = c
+        .post(format!("{base}/topics/mid/items?stream=true"))
+        .header("content-type", JELLY)
+        .body(cut)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["frame"], 1);
+    assert_eq!(v["items_accepted"], 1);
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("ended inside a frame"),
+        "{v}"
+    );
+
+    // Text bodies cannot be streamed.
+    let r = c
+        .post(format!("{base}/topics/mid/items?stream=true"))
+        .header("content-type", NQ)
+        .body("<http://a> <http://b> <http://c> .\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert_eq!(describe(&c, &base, "mid").await["next_offset"], 5);
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn curl_streams_a_chunked_upload() {
+    if std::process::Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("curl not installed; skipped");
+        return;
+    }
+    use tokio::io::AsyncWriteExt as _;
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    // `curl -T -` uploads stdin with chunked transfer encoding.
+    let mut child = tokio::process::Command::new("curl")
+        .args([
+            "-sS",
+            "-T",
+            "-",
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/x-jelly-rdf",
+            &format!("{base}/topics/cu/items?stream=true"),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let frames = split_delimited(&jelly_stream(&sample_frames(3, 0), StreamOptions::small()));
+    stdin.write_all(&frames[0]).await.unwrap();
+    stdin.flush().await.unwrap();
+    // The first item shows up while curl still holds stdin open.
+    let t0 = std::time::Instant::now();
+    loop {
+        let r = c.get(format!("{base}/topics/cu")).send().await.unwrap();
+        if r.status() == StatusCode::OK {
+            let v: Value = r.json().await.unwrap();
+            if v["next_offset"] == 1 {
+                break;
+            }
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "item 0 never appeared"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for f in &frames[1..] {
+        stdin.write_all(f).await.unwrap();
+    }
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["items"], 3, "{v}");
+    assert_eq!(v["first_offset"], 0);
+    assert_eq!(v["last_offset"], 2);
+    let resp = c
+        .get(format!("{base}/topics/cu/items?follow=false"))
+        .send()
+        .await
+        .unwrap();
+    let got = JellyStream::new(resp).all().await;
+    assert_eq!(got[2].statements[0].object, iri("http://ex.org/r2"));
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn streaming_publish_is_not_bounded_by_max_body_bytes() {
+    // max_body_bytes is 256 KiB here: the atomic POST refuses this body, the
+    // streaming POST takes it (one frame at a time).
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let n = 10_000;
+    let body = jelly_stream(&sample_frames(n, 0), StreamOptions::small());
+    assert!(body.len() > 256 << 10, "{} bytes", body.len());
+    let r = publish(&c, &format!("{base}/topics/big/items"), JELLY, body.clone()).await;
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let r = c
+        .post(format!("{base}/topics/big/items?stream=true"))
+        .header("content-type", JELLY)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["items"], n, "{v}");
+    assert_eq!(v["last_offset"], n - 1);
+    let resp = c
+        .get(format!(
+            "{base}/topics/big/items?from={}&follow=false",
+            n - 1
+        ))
+        .send()
+        .await
+        .unwrap();
+    let got = JellyStream::new(resp).all().await;
+    assert_eq!(
+        got[0].statements[0].object,
+        iri(&format!("http://ex.org/r{}", n - 1))
+    );
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn shutdown_ends_a_streaming_publish_and_keeps_its_items() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let frames = split_delimited(&jelly_stream(&sample_frames(2, 0), StreamOptions::small()));
+    let (tx, body) = channel_body();
+    let req = tokio::spawn(
+        c.post(format!("{base}/topics/sd/items?stream=true"))
+            .header("content-type", JELLY)
+            .body(body)
+            .send(),
+    );
+    tx.send(frames[0].clone()).await.unwrap();
+    let t0 = std::time::Instant::now();
+    while c
+        .get(format!("{base}/topics/sd"))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        != StatusCode::OK
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "item 0 never appended"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The body stays open; shutdown does not wait for it.
+    tokio::time::timeout(Duration::from_secs(10), srv.shutdown())
+        .await
+        .expect("shutdown waits for the streaming publish")
+        .unwrap();
+    let r = req.await.unwrap().unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["items_accepted"], 1, "{v}");
+    assert_eq!(v["frame"], 1);
+    drop(tx);
+}

@@ -1,11 +1,14 @@
-//! The HTTP front-end (axum): topics, publish, subscribe (chunked stream, long-poll,
-//! SSE), health and metrics, and the gRPC service's routes ([`crate::grpc`]).
-//! `docs/http-api.md` describes the API.
+//! The HTTP front-end (axum): topics, publish (atomic or streaming), subscribe
+//! (chunked stream, long-poll, SSE), WebSocket publish and subscribe, health and
+//! metrics, and the gRPC service's routes ([`crate::grpc`]). `docs/http-api.md`
+//! describes the API, `docs/openapi.yaml` its schema, `docs/grpc-api.md` the gRPC side.
 
 mod error;
 mod publish;
+pub mod publish_stream;
 mod subscribe;
 mod topics;
+mod ws;
 
 use std::sync::Arc;
 
@@ -47,6 +50,8 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/topics/{name}/poll", get(subscribe::poll))
         .route("/topics/{name}/sse", get(subscribe::sse))
+        .route("/topics/{name}/ws", get(ws::subscribe))
+        .route("/topics/{name}/ws/publish", get(ws::publish))
         .merge(crate::grpc::routes())
         .fallback(fallback)
         // Bodies are read with our own limit (and a JSON error), not axum's default 2 MB.
@@ -61,6 +66,11 @@ async fn fallback(req: axum::extract::Request) -> axum::response::Response {
     } else {
         ApiError::not_found("no such endpoint").into_response()
     }
+}
+
+/// Completes when the server begins to shut down.
+pub(crate) async fn wait_shutdown(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|v| *v).await;
 }
 
 async fn health(State(s): State<AppState>) -> impl IntoResponse {

@@ -1,4 +1,5 @@
-//! `POST /topics/{name}/items`: publish.
+//! `POST /topics/{name}/items`: publish (atomic; `?stream=true` hands over to
+//! [`super::publish_stream`]).
 
 use std::sync::atomic::Ordering;
 
@@ -14,18 +15,20 @@ use crate::ingest::{ACCEPTED_CONTENT_TYPES, IngestError, InputFormat, PublishMet
 use crate::log::LogError;
 use crate::topic::valid_name;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Default)]
 pub struct PublishQuery {
     /// `graph`: one item per named graph (text bodies).
     split: Option<String>,
     /// Base IRI for relative IRIs in Turtle and TriG.
     base: Option<String>,
+    /// `true`: a long-lived delimited Jelly stream, appended as its frames arrive.
+    stream: Option<bool>,
 }
 
 /// Prefix of the headers stored with each item.
 const HEADER_PREFIX: &str = "x-jelly-header-";
 
-fn meta_from(headers: &HeaderMap, q: &PublishQuery) -> Result<PublishMeta, ApiError> {
+pub(super) fn meta_from(headers: &HeaderMap, q: &PublishQuery) -> Result<PublishMeta, ApiError> {
     let text = |name: &str, v: &axum::http::HeaderValue| {
         v.to_str()
             .map(str::to_string)
@@ -60,7 +63,7 @@ fn meta_from(headers: &HeaderMap, q: &PublishQuery) -> Result<PublishMeta, ApiEr
     })
 }
 
-fn ingest_error(e: IngestError) -> ApiError {
+pub(super) fn ingest_error(e: IngestError) -> ApiError {
     let status = match e {
         IngestError::Invalid(_) => StatusCode::BAD_REQUEST,
         IngestError::NotAllowed(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -78,11 +81,54 @@ pub async fn publish(
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
     s.metrics.requests_publish.fetch_add(1, Ordering::Relaxed);
+    if q.stream == Some(true) {
+        return publish_stream_checked(s, &name, &q, &headers, body).await;
+    }
     let r = publish_inner(&s, &name, &q, &headers, body).await;
     if r.is_err() {
         s.metrics.publish_rejected.fetch_add(1, Ordering::Relaxed);
     }
     r
+}
+
+/// Checks a streaming publish request, then runs it.
+async fn publish_stream_checked(
+    s: AppState,
+    name: &str,
+    q: &PublishQuery,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Json<Value>, ApiError> {
+    let checked = (|| {
+        let ct = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if InputFormat::from_content_type(ct) != Some(InputFormat::Jelly) {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!(
+                    "unsupported Content-Type `{ct}` for a streaming publish; use application/x-jelly-rdf"
+                ),
+            ));
+        }
+        let meta = meta_from(headers, q)?;
+        if meta.split_graph {
+            return Err(ApiError::bad_request(
+                "split=graph does not apply to a streaming publish (one item per frame)",
+            ));
+        }
+        Ok(meta)
+    })();
+    let meta = match checked {
+        Ok(m) => m,
+        Err(e) => {
+            s.metrics.publish_rejected.fetch_add(1, Ordering::Relaxed);
+            return Err(e);
+        }
+    };
+    // publish_stream counts its own refusals (it may have appended items by then).
+    super::publish_stream::publish_stream(s, name, meta, body).await
 }
 
 async fn publish_inner(

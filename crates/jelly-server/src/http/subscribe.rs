@@ -20,13 +20,13 @@ use crate::topic::Topic;
 #[derive(Debug, Deserialize, Default)]
 pub struct SubscribeQuery {
     /// `earliest`, `latest`, `<offset>`, `ts:<ms>` or `last:<n>`.
-    from: Option<String>,
+    pub(super) from: Option<String>,
     /// Overrides `Accept`: jelly, nquads, ntriples, trig, turtle.
-    format: Option<String>,
+    pub(super) format: Option<String>,
     /// `false`: end the response once the items present at the request are sent.
-    follow: Option<bool>,
+    pub(super) follow: Option<bool>,
     /// Jelly output: `splice` (default) or `compact`.
-    mode: Option<String>,
+    pub(super) mode: Option<String>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -44,14 +44,18 @@ const MAX_WAIT_MS: u64 = 60_000;
 /// Most items in one poll page.
 const MAX_POLL_ITEMS: usize = 10_000;
 
-fn topic(s: &AppState, name: &str) -> Result<Arc<Topic>, ApiError> {
+pub(super) fn topic(s: &AppState, name: &str) -> Result<Arc<Topic>, ApiError> {
     s.topics
         .get(name)
         .ok_or_else(|| ApiError::unknown_topic(name))
 }
 
 /// Resolves a `from` value to an offset, checking retention.
-async fn resolve_from(t: &Topic, from: Option<&str>, default: &str) -> Result<u64, ApiError> {
+pub(super) async fn resolve_from(
+    t: &Topic,
+    from: Option<&str>,
+    default: &str,
+) -> Result<u64, ApiError> {
     position::resolve_from(t, from, default)
         .await
         .map_err(|e| match e {
@@ -66,7 +70,7 @@ async fn resolve_from(t: &Topic, from: Option<&str>, default: &str) -> Result<u6
 }
 
 /// The output format: `?format=` if given, else `Accept`.
-fn pick_format(
+pub(super) fn pick_format(
     t: &Topic,
     format: Option<&str>,
     headers: &HeaderMap,
@@ -103,7 +107,7 @@ fn pick_format(
 }
 
 /// The Jelly mode of a `?mode=` value (default: splice).
-fn pick_mode(mode: Option<&str>) -> Result<JellyMode, ApiError> {
+pub(super) fn pick_mode(mode: Option<&str>) -> Result<JellyMode, ApiError> {
     match mode {
         None => Ok(JellyMode::Splice),
         Some(m) => JellyMode::parse(m).ok_or_else(|| {
@@ -113,7 +117,7 @@ fn pick_mode(mode: Option<&str>) -> Result<JellyMode, ApiError> {
 }
 
 /// The output of one subscription.
-fn delivery(t: &Topic, format: OutFormat, mode: JellyMode, delimited: bool) -> Delivery {
+pub(super) fn delivery(t: &Topic, format: OutFormat, mode: JellyMode, delimited: bool) -> Delivery {
     if format == OutFormat::Jelly {
         Delivery::jelly(mode, t.options.stream_options(), delimited)
     } else {
@@ -121,7 +125,7 @@ fn delivery(t: &Topic, format: OutFormat, mode: JellyMode, delimited: bool) -> D
     }
 }
 
-fn offset_header(v: u64) -> HeaderValue {
+pub(super) fn offset_header(v: u64) -> HeaderValue {
     HeaderValue::from(v)
 }
 
@@ -136,7 +140,7 @@ fn streaming_response(content_type: &'static str, start: u64, follow: Follow) ->
 }
 
 #[allow(clippy::too_many_arguments)]
-fn follow(
+pub(super) fn follow(
     s: &AppState,
     t: Arc<Topic>,
     kind: &'static str,

@@ -1,0 +1,411 @@
+//! Streaming publish: `POST /topics/{name}/items?stream=true`, a long-lived
+//! (chunked) body holding a delimited Jelly stream whose items are appended as their
+//! frames arrive — and [`StreamPublisher`], the incremental ingestion shared with the
+//! WebSocket publisher.
+//!
+//! Unlike the atomic POST, a bad frame mid-stream does not undo what came before it:
+//! every item of the frames before it stays appended, and the error names the frame.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::Json;
+use axum::body::Body;
+use axum::http::StatusCode;
+use bytes::{Bytes, BytesMut};
+use futures_util::{FutureExt as _, StreamExt as _};
+use serde_json::{Value, json};
+
+use super::publish::ingest_error;
+use super::{ApiError, AppState, wait_shutdown};
+use crate::ingest::{IngestError, JellyIngest, PublishMeta};
+use crate::item::NewItem;
+use crate::log::LogError;
+use crate::topic::{Topic, TopicError, TopicOptions, valid_name};
+
+/// Append the pending items once this many are decoded, even if more data is ready.
+pub const FLUSH_ITEMS: usize = 64;
+/// Append the pending items once their frames add up to this many bytes.
+pub const FLUSH_BYTES: usize = 1 << 20;
+/// Frames at least this large are decoded on a blocking thread.
+const BLOCKING_FRAME_BYTES: usize = 256 << 10;
+
+/// Why a frame of a publisher stream was refused.
+#[derive(Debug)]
+pub struct FrameError {
+    /// The status an HTTP answer would carry.
+    pub status: StatusCode,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl From<IngestError> for FrameError {
+    fn from(e: IngestError) -> FrameError {
+        let a = ingest_error(e);
+        FrameError {
+            status: a.status,
+            message: a.body["error"].as_str().unwrap_or_default().to_string(),
+        }
+    }
+}
+
+impl From<ApiError> for FrameError {
+    fn from(a: ApiError) -> FrameError {
+        FrameError {
+            status: a.status,
+            message: a.body["error"].as_str().unwrap_or_default().to_string(),
+        }
+    }
+}
+
+/// Incremental ingestion of one publisher stream into a topic: frames in, items
+/// appended in small batches. The topic is created (when auto-creation is on) by the
+/// first append, so a stream that is refused before any item creates nothing.
+pub struct StreamPublisher {
+    s: AppState,
+    name: String,
+    options: TopicOptions,
+    topic: Option<Arc<Topic>>,
+    /// `None` only while a frame is decoded on a blocking thread (or after that failed).
+    ingest: Option<Box<JellyIngest>>,
+    meta: PublishMeta,
+    pending: Vec<NewItem>,
+    pending_bytes: usize,
+    /// Items appended so far.
+    pub accepted: u64,
+    /// Offset of the first appended item.
+    pub first_offset: Option<u64>,
+    /// Offset of the last appended item.
+    pub last_offset: Option<u64>,
+}
+
+impl StreamPublisher {
+    /// A publisher for topic `name`: checks the name, and that the topic exists or
+    /// may be created on the first append.
+    pub fn new(s: &AppState, name: &str, meta: PublishMeta) -> Result<StreamPublisher, ApiError> {
+        if !valid_name(name) {
+            return Err(TopicError::BadName(name.to_string()).into());
+        }
+        let topic = s.topics.get(name);
+        if topic.is_none() && !s.config.auto_create_topics {
+            return Err(ApiError::unknown_topic(name));
+        }
+        let options = match &topic {
+            Some(t) => t.options.clone(),
+            None => s.config.topic_defaults.clone(),
+        };
+        let ingest = JellyIngest::new(&options, meta.clone(), s.config.max_item_bytes);
+        Ok(StreamPublisher {
+            s: s.clone(),
+            name: name.to_string(),
+            options,
+            topic,
+            ingest: Some(Box::new(ingest)),
+            meta,
+            pending: Vec::new(),
+            pending_bytes: 0,
+            accepted: 0,
+            first_offset: None,
+            last_offset: None,
+        })
+    }
+
+    /// The largest frame accepted (the server's `max_item_bytes`).
+    pub fn max_frame_bytes(&self) -> usize {
+        self.s.config.max_item_bytes
+    }
+
+    /// Decodes one Jelly frame (a bare `RdfStreamFrame`) at byte `offset` of the
+    /// publisher's stream; its item, if it holds statements, becomes pending. Returns
+    /// whether it made an item. After an error the stream cannot go on.
+    pub async fn frame(&mut self, bytes: Bytes, offset: u64) -> Result<bool, FrameError> {
+        let Some(mut ingest) = self.ingest.take() else {
+            return Err(FrameError {
+                status: StatusCode::INTERNAL_SERVER_ERROR,
+                message: "the stream cannot go on after an earlier failure".into(),
+            });
+        };
+        let (ingest, r) = if bytes.len() >= BLOCKING_FRAME_BYTES {
+            tokio::task::spawn_blocking(move || {
+                let r = ingest.frame_at(&bytes, offset);
+                (ingest, r)
+            })
+            .await
+            .map_err(|e| FrameError {
+                status: StatusCode::INTERNAL_SERVER_ERROR,
+                message: format!("decoding failed: {e}"),
+            })?
+        } else {
+            let r = ingest.frame_at(&bytes, offset);
+            (ingest, r)
+        };
+        if r.is_ok() {
+            self.ingest = Some(ingest);
+        }
+        match r? {
+            Some(item) => {
+                self.push(item);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Ingests a text message as one item (N-Quads, or N-Triples for a triples topic
+    /// as well). Independent of the Jelly stream's state.
+    pub fn text(&mut self, text: &str) -> Result<(), FrameError> {
+        let mut items = crate::ingest::ingest(
+            text.as_bytes(),
+            crate::ingest::InputFormat::NQuads,
+            &self.options,
+            &self.meta,
+            self.s.config.max_item_bytes,
+        )?;
+        if items.len() != 1 {
+            return Err(FrameError {
+                status: StatusCode::BAD_REQUEST,
+                message: "a text message must hold N-Quads statements".into(),
+            });
+        }
+        if let Some(item) = items.pop() {
+            self.push(item);
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, item: NewItem) {
+        self.pending_bytes += item.frame.len();
+        self.pending.push(item);
+    }
+
+    /// Pending (decoded, not yet appended) items.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Whether the pending batch is full.
+    pub fn should_flush(&self) -> bool {
+        self.pending.len() >= FLUSH_ITEMS || self.pending_bytes >= FLUSH_BYTES
+    }
+
+    /// Appends the pending items as one batch; returns their offsets.
+    pub async fn flush(&mut self) -> Result<Vec<u64>, FrameError> {
+        if self.pending.is_empty() {
+            return Ok(Vec::new());
+        }
+        let topic = match &self.topic {
+            Some(t) => t.clone(),
+            None => {
+                let t = self
+                    .s
+                    .topics
+                    .for_publish(&self.name)
+                    .map_err(ApiError::from)?;
+                if t.options != self.options {
+                    // Created concurrently with other options; nothing was appended yet.
+                    return Err(FrameError {
+                        status: StatusCode::CONFLICT,
+                        message: format!(
+                            "topic `{}` was created concurrently with other options",
+                            self.name
+                        ),
+                    });
+                }
+                self.topic = Some(t.clone());
+                t
+            }
+        };
+        let items = std::mem::take(&mut self.pending);
+        self.pending_bytes = 0;
+        let offsets = topic
+            .append(items, &self.s.metrics)
+            .await
+            .map_err(|e| match e {
+                LogError::ItemTooLarge { .. } => FrameError {
+                    status: StatusCode::PAYLOAD_TOO_LARGE,
+                    message: e.to_string(),
+                },
+                e => FrameError {
+                    status: StatusCode::SERVICE_UNAVAILABLE,
+                    message: format!("append failed: {e}"),
+                },
+            })?;
+        if let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) {
+            self.first_offset.get_or_insert(first);
+            self.last_offset = Some(last);
+            self.accepted += offsets.len() as u64;
+        }
+        Ok(offsets)
+    }
+
+    /// The summary of what was appended: `{topic, first_offset, last_offset, items}`.
+    pub fn summary(&self) -> Value {
+        json!({
+            "topic": self.name,
+            "first_offset": self.first_offset,
+            "last_offset": self.last_offset,
+            "items": self.accepted,
+        })
+    }
+}
+
+/// A varint at the start of `buf`: `Ok(None)` if incomplete, `Err` if over 10 bytes.
+fn varint(buf: &[u8]) -> Result<Option<(u64, usize)>, ()> {
+    let mut v = 0u64;
+    for (i, &b) in buf.iter().enumerate().take(10) {
+        if i == 9 && b > 1 {
+            return Err(());
+        }
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            return Ok(Some((v, i + 1)));
+        }
+    }
+    if buf.len() >= 10 { Err(()) } else { Ok(None) }
+}
+
+/// Where a streaming publish stands, for error answers.
+struct Position {
+    /// Index of the next frame.
+    frame: u64,
+    /// Body bytes before the next frame's length prefix.
+    offset: u64,
+}
+
+fn stream_error(p: &StreamPublisher, pos: &Position, e: FrameError) -> ApiError {
+    let mut a = ApiError::new(
+        e.status,
+        format!(
+            "frame {} (byte {}): {}; {} earlier item(s) were appended and stay",
+            pos.frame, pos.offset, e.message, p.accepted
+        ),
+    )
+    .with("frame", pos.frame)
+    .with("byte_offset", pos.offset)
+    .with("items_accepted", p.accepted);
+    if let Value::Object(m) = p.summary() {
+        for (k, v) in m {
+            if k != "items" {
+                a = a.with(&k, v);
+            }
+        }
+    }
+    a
+}
+
+/// `POST /topics/{name}/items?stream=true`: reads the body frame by frame (never
+/// whole), appending items as they are decoded: a batch whenever [`FLUSH_ITEMS`] or
+/// [`FLUSH_BYTES`] are pending, and whenever the body has no more data ready.
+pub async fn publish_stream(
+    s: AppState,
+    name: &str,
+    meta: PublishMeta,
+    body: Body,
+) -> Result<Json<Value>, ApiError> {
+    let mut p = StreamPublisher::new(&s, name, meta)?;
+    let max = p.max_frame_bytes() as u64;
+    let mut stream = body.into_data_stream();
+    let mut shutdown = s.shutdown.clone();
+    let mut buf = BytesMut::new();
+    let mut pos = Position {
+        frame: 0,
+        offset: 0,
+    };
+    macro_rules! fail {
+        ($e:expr) => {{
+            let e: FrameError = $e;
+            // Frames before the bad one are kept: append what is pending first.
+            let e = match p.flush().await {
+                Ok(_) => e,
+                Err(fe) => fe,
+            };
+            s.metrics.publish_rejected.fetch_add(1, Ordering::Relaxed);
+            return Err(stream_error(&p, &pos, e));
+        }};
+    }
+    loop {
+        // Data that is ready is taken at once; when the body stalls, the pending
+        // items are appended before waiting.
+        let next = match stream.next().now_or_never() {
+            Some(next) => next,
+            None => {
+                if let Err(e) = p.flush().await {
+                    fail!(e);
+                }
+                tokio::select! {
+                    next = stream.next() => next,
+                    _ = wait_shutdown(&mut shutdown) => fail!(FrameError {
+                        status: StatusCode::SERVICE_UNAVAILABLE,
+                        message: "the server is shutting down".into(),
+                    }),
+                }
+            }
+        };
+        let chunk = match next {
+            None => break,
+            Some(Ok(c)) => c,
+            Some(Err(e)) => fail!(FrameError {
+                status: StatusCode::BAD_REQUEST,
+                message: format!("cannot read the request body: {e}"),
+            }),
+        };
+        buf.extend_from_slice(&chunk);
+        loop {
+            let (len, n) = match varint(&buf) {
+                Ok(Some(v)) => v,
+                Ok(None) => break,
+                Err(()) => fail!(FrameError {
+                    status: StatusCode::BAD_REQUEST,
+                    message:
+                        "malformed Jelly: bad frame length varint (the stream must be delimited)"
+                            .into(),
+                }),
+            };
+            if len > max {
+                fail!(FrameError {
+                    status: StatusCode::PAYLOAD_TOO_LARGE,
+                    message: format!("frame of {len} bytes; the limit is {max}"),
+                });
+            }
+            let len = len as usize;
+            if buf.len() < n + len {
+                break;
+            }
+            let _ = buf.split_to(n);
+            let frame = buf.split_to(len).freeze();
+            if let Err(e) = p.frame(frame, pos.offset + n as u64).await {
+                fail!(e);
+            }
+            pos.frame += 1;
+            pos.offset += (n + len) as u64;
+            if p.should_flush()
+                && let Err(e) = p.flush().await
+            {
+                fail!(e);
+            }
+        }
+    }
+    if !buf.is_empty() {
+        fail!(FrameError {
+            status: StatusCode::BAD_REQUEST,
+            message: format!(
+                "malformed Jelly: the body ended inside a frame ({} byte(s) left over)",
+                buf.len()
+            ),
+        });
+    }
+    if let Err(e) = p.flush().await {
+        fail!(e);
+    }
+    if p.accepted == 0 {
+        s.metrics.publish_rejected.fetch_add(1, Ordering::Relaxed);
+        return Err(ApiError::bad_request(format!(
+            "the stream holds no statements ({} frame(s) read)",
+            pos.frame
+        ))
+        .with("topic", name)
+        .with("items_accepted", 0));
+    }
+    tracing::debug!(topic = name, items = p.accepted, "stream published");
+    Ok(Json(p.summary()))
+}

@@ -1,0 +1,384 @@
+//! WebSocket front-end: `GET /topics/{name}/ws` (subscribe) and
+//! `GET /topics/{name}/ws/publish` (publish), both upgraded to WebSocket.
+//!
+//! Subscribe sends one message per item: a binary message holding one bare Jelly
+//! frame (the frames of one connection form one Jelly stream: decode them in order
+//! with one decoder), or a text message in a text format. Publish takes binary
+//! messages, each one bare Jelly frame of one publisher stream, and text messages
+//! holding N-Quads (one item each); every message is answered with an acknowledgement
+//! once its item is appended.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use bytes::Bytes;
+use futures_util::FutureExt as _;
+use serde_json::{Value, json};
+
+use super::publish::{PublishQuery, meta_from};
+use super::publish_stream::{FrameError, StreamPublisher};
+use super::subscribe::{
+    SubscribeQuery, delivery, follow, offset_header, pick_format, pick_mode, resolve_from, topic,
+};
+use super::{ApiError, AppState, wait_shutdown};
+use crate::deliver::{Follow, FollowEnd, OutFormat, Wrapping};
+
+/// Close codes (RFC 6455 §7.4.1, and one of the private range).
+pub mod close_code {
+    /// Normal closure: `follow=false` sent everything, or the peer closed.
+    pub const NORMAL: u16 = 1000;
+    /// The server is shutting down.
+    pub const GOING_AWAY: u16 = 1001;
+    /// Malformed data: a Jelly decode error, a syntax error (HTTP 400).
+    pub const INVALID: u16 = 1007;
+    /// Well-formed but not allowed in the topic (HTTP 422 / 409).
+    pub const POLICY: u16 = 1008;
+    /// A message over the size limit (HTTP 413).
+    pub const TOO_BIG: u16 = 1009;
+    /// A server failure (HTTP 5xx).
+    pub const ERROR: u16 = 1011;
+    /// The subscriber fell behind retention (like HTTP 410); reconnect from the
+    /// first retained offset.
+    pub const GONE: u16 = 4410;
+}
+
+/// Largest message a subscriber may send (they are ignored anyway).
+const MAX_SUBSCRIBER_MESSAGE: usize = 64 << 10;
+/// How long to wait for the peer's close frame after ours.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
+
+/// Refused upgrades (a plain GET, a bad handshake) answer 426 with a JSON error.
+fn upgrade_required(e: WebSocketUpgradeRejection) -> ApiError {
+    ApiError::new(
+        StatusCode::UPGRADE_REQUIRED,
+        format!("this endpoint needs a WebSocket upgrade: {e}"),
+    )
+}
+
+/// A close frame; the reason is cut to the 123 bytes a close frame can hold.
+fn close(code: u16, reason: &str) -> Message {
+    let mut end = reason.len().min(123);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    Message::Close(Some(CloseFrame {
+        code,
+        reason: Utf8Bytes::from(&reason[..end]),
+    }))
+}
+
+/// Sends our close frame and waits (briefly) for the peer's, to finish the handshake.
+async fn close_and_drain(socket: &mut WebSocket, code: u16, reason: &str) {
+    if socket.send(close(code, reason)).await.is_err() {
+        return;
+    }
+    let _ = tokio::time::timeout(CLOSE_WAIT, async {
+        while let Some(Ok(m)) = socket.recv().await {
+            if matches!(m, Message::Close(_)) {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+fn ping_interval(s: &AppState) -> tokio::time::Interval {
+    let every = Duration::from_secs(s.config.sse_keepalive_secs.max(1));
+    let mut i = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    i
+}
+
+/// `GET /topics/{name}/ws`: subscribe over WebSocket. Takes `from`, `format`, `mode`
+/// and `follow` like `GET /topics/{name}/items`; errors (404, 400, 410, 416, 406) are
+/// answered before the upgrade. The upgrade response carries `X-Jelly-Start-Offset`.
+pub async fn subscribe(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    Query(q): Query<SubscribeQuery>,
+    headers: HeaderMap,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Result<Response, ApiError> {
+    let t = topic(&s, &name)?;
+    let format = pick_format(&t, q.format.as_deref(), &headers, OutFormat::Jelly)?;
+    let mode = pick_mode(q.mode.as_deref())?;
+    let start = resolve_from(&t, q.from.as_deref(), "earliest").await?;
+    let ws = ws.map_err(upgrade_required)?;
+    let end = (q.follow == Some(false)).then(|| t.log.next_offset());
+    // Bare frames: the messages of one connection form one Jelly stream.
+    let d = delivery(&t, format, mode, false);
+    let f = follow(&s, t, "ws", d, start, end, Wrapping::Raw);
+    let ping = ping_interval(&s);
+    let mut r = ws
+        .max_message_size(MAX_SUBSCRIBER_MESSAGE)
+        .on_upgrade(move |socket| run_subscriber(socket, f, format, ping));
+    r.headers_mut()
+        .insert("x-jelly-start-offset", offset_header(start));
+    Ok(r)
+}
+
+async fn run_subscriber(
+    mut socket: WebSocket,
+    mut f: Follow,
+    format: OutFormat,
+    mut ping: tokio::time::Interval,
+) {
+    loop {
+        tokio::select! {
+            items = f.next_items() => {
+                let Some(items) = items else {
+                    let (code, reason) = match f.end_reason() {
+                        Some(FollowEnd::Shutdown) => {
+                            (close_code::GOING_AWAY, "server shutting down".to_string())
+                        }
+                        Some(FollowEnd::Reached) => {
+                            (close_code::NORMAL, "end of the requested items".to_string())
+                        }
+                        Some(FollowEnd::FellBehind { first }) => (
+                            close_code::GONE,
+                            format!("fell behind retention; the first retained offset is {first}"),
+                        ),
+                        Some(FollowEnd::Failed) | None => {
+                            (close_code::ERROR, "cannot read the topic".to_string())
+                        }
+                    };
+                    close_and_drain(&mut socket, code, &reason).await;
+                    return;
+                };
+                for (_, bytes) in items {
+                    let msg = if format == OutFormat::Jelly {
+                        Message::Binary(bytes)
+                    } else {
+                        match Utf8Bytes::try_from(bytes) {
+                            Ok(t) => Message::Text(t),
+                            Err(_) => {
+                                close_and_drain(&mut socket, close_code::ERROR, "output is not UTF-8").await;
+                                return;
+                            }
+                        }
+                    };
+                    if socket.send(msg).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            msg = socket.recv() => match msg {
+                // The peer closed (axum answers its close frame) or the connection broke.
+                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
+                // Pings are answered by the WebSocket layer; data from a subscriber is ignored.
+                Some(Ok(_)) => {}
+            },
+            _ = ping.tick() => {
+                if socket.send(Message::Ping(Bytes::new())).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// `GET /topics/{name}/ws/publish`: publish over WebSocket. The upgrade request may
+/// carry `X-Jelly-Source` and `X-Jelly-Header-<name>` (stored with every item). The
+/// topic must exist unless auto-creation is on (then the first item creates it).
+pub async fn publish(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Result<Response, ApiError> {
+    s.metrics.requests_publish.fetch_add(1, Ordering::Relaxed);
+    let checked = (|| {
+        let meta = meta_from(&headers, &PublishQuery::default())?;
+        let p = StreamPublisher::new(&s, &name, meta)?;
+        let ws = ws.map_err(upgrade_required)?;
+        Ok::<_, ApiError>((p, ws))
+    })();
+    let (p, ws) = match checked {
+        Ok(v) => v,
+        Err(e) => {
+            s.metrics.publish_rejected.fetch_add(1, Ordering::Relaxed);
+            return Err(e);
+        }
+    };
+    let max = p.max_frame_bytes();
+    Ok(ws
+        .max_message_size(max)
+        .max_frame_size(max)
+        .on_upgrade(move |socket| run_publisher(socket, p, s)))
+}
+
+/// One received message waiting for its acknowledgement.
+struct Pending {
+    /// Index of the message (binary and text messages, from 0).
+    index: u64,
+    /// Whether it made an item (a frame without statements does not).
+    item: bool,
+}
+
+/// The close code for a refusal with this HTTP status.
+fn code_for(status: StatusCode) -> u16 {
+    match status.as_u16() {
+        400 => close_code::INVALID,
+        413 => close_code::TOO_BIG,
+        409 | 415 | 422 => close_code::POLICY,
+        503 => close_code::GOING_AWAY,
+        _ => close_code::ERROR,
+    }
+}
+
+struct PublishSession {
+    socket: WebSocket,
+    p: StreamPublisher,
+    pending: Vec<Pending>,
+    s: AppState,
+}
+
+impl PublishSession {
+    /// Appends the pending items and acknowledges every pending message, in order:
+    /// `{"frame": i, "offset": N}` (`"offset": null` for a frame without statements).
+    async fn flush(&mut self) -> Result<(), FrameError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let offsets = self.p.flush().await?;
+        let mut offsets = offsets.into_iter();
+        for m in std::mem::take(&mut self.pending) {
+            let offset = if m.item { offsets.next() } else { None };
+            let ack = json!({ "frame": m.index, "offset": offset });
+            // A peer that went away cannot be told; its items are appended all the same.
+            let _ = self
+                .socket
+                .send(Message::Text(ack.to_string().into()))
+                .await;
+        }
+        Ok(())
+    }
+
+    /// Refuses message `index`: what came before it is appended and acknowledged,
+    /// then a JSON error message and a close frame.
+    async fn fail(mut self, index: u64, e: FrameError) {
+        self.s
+            .metrics
+            .publish_rejected
+            .fetch_add(1, Ordering::Relaxed);
+        let e = match self.flush().await {
+            Ok(()) => e,
+            Err(fe) => fe,
+        };
+        let mut body = json!({
+            "error": format!("frame {index}: {}", e.message),
+            "status": e.status.as_u16(),
+            "frame": index,
+            "items_accepted": self.p.accepted,
+        });
+        if let (Value::Object(m), Value::Object(sum)) = (&mut body, self.p.summary()) {
+            for (k, v) in sum {
+                if k != "items" {
+                    m.insert(k, v);
+                }
+            }
+        }
+        let _ = self
+            .socket
+            .send(Message::Text(body.to_string().into()))
+            .await;
+        let reason = format!("frame {index}: {}", e.message);
+        close_and_drain(&mut self.socket, code_for(e.status), &reason).await;
+    }
+}
+
+async fn run_publisher(socket: WebSocket, p: StreamPublisher, s: AppState) {
+    let mut shutdown = s.shutdown.clone();
+    let mut ping = ping_interval(&s);
+    let mut sess = PublishSession {
+        socket,
+        p,
+        pending: Vec::new(),
+        s,
+    };
+    // Message index, and bytes of the publisher's Jelly stream so far.
+    let (mut index, mut offset) = (0u64, 0u64);
+    loop {
+        // Messages that are ready are taken at once; when none is, what is pending
+        // is appended and acknowledged before waiting.
+        let msg = match sess.socket.recv().now_or_never() {
+            Some(m) => m,
+            None => {
+                if let Err(e) = sess.flush().await {
+                    sess.fail(index, e).await;
+                    return;
+                }
+                tokio::select! {
+                    m = sess.socket.recv() => m,
+                    _ = wait_shutdown(&mut shutdown) => {
+                        close_and_drain(&mut sess.socket, close_code::GOING_AWAY, "server shutting down").await;
+                        return;
+                    }
+                    _ = ping.tick() => {
+                        if sess.socket.send(Message::Ping(Bytes::new())).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                }
+            }
+        };
+        let r = match msg {
+            Some(Ok(Message::Binary(b))) => {
+                let len = b.len() as u64;
+                let r = sess.p.frame(b, offset).await;
+                offset += len;
+                r
+            }
+            Some(Ok(Message::Text(t))) => sess.p.text(&t).map(|()| true),
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+            // The peer closed: append what it sent (it can no longer be acknowledged).
+            None | Some(Ok(Message::Close(_))) => {
+                let _ = sess.p.flush().await;
+                return;
+            }
+            Some(Err(e)) => {
+                let msg = e.to_string();
+                let (status, text) = if msg.contains("too long") || msg.contains("too large") {
+                    (
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        format!(
+                            "message over the limit of {} bytes: {msg}",
+                            sess.p.max_frame_bytes()
+                        ),
+                    )
+                } else {
+                    (StatusCode::BAD_REQUEST, format!("WebSocket error: {msg}"))
+                };
+                sess.fail(
+                    index,
+                    FrameError {
+                        status,
+                        message: text,
+                    },
+                )
+                .await;
+                return;
+            }
+        };
+        match r {
+            Ok(item) => sess.pending.push(Pending { index, item }),
+            Err(e) => {
+                sess.fail(index, e).await;
+                return;
+            }
+        }
+        index += 1;
+        if (sess.pending.len() >= super::publish_stream::FLUSH_ITEMS || sess.p.should_flush())
+            && let Err(e) = sess.flush().await
+        {
+            sess.fail(index, e).await;
+            return;
+        }
+    }
+}

@@ -1,0 +1,546 @@
+//! The WebSocket front-end on real loopback sockets, with a real WebSocket client
+//! (tokio-tungstenite) and reqwest.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use futures_util::{SinkExt as _, StreamExt as _};
+use jelly::{Decoder, Encoder, Event, Statement, StreamOptions, Term};
+use jelly_server::{Server, ServerConfig};
+use serde_json::Value;
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::{Bytes, Message};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
+
+type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// How long to wait for something that should happen.
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn start_with(f: impl FnOnce(&mut ServerConfig)) -> Server {
+    let mut c = ServerConfig {
+        sse_keepalive_secs: 1,
+        ..ServerConfig::ephemeral()
+    };
+    f(&mut c);
+    Server::start(c).await.unwrap()
+}
+
+async fn start() -> Server {
+    start_with(|_| {}).await
+}
+
+fn ws_url(srv: &Server, path: &str) -> String {
+    format!("ws://{}{path}", srv.local_addr())
+}
+
+async fn connect(url: &str) -> Ws {
+    connect_async(url).await.unwrap().0
+}
+
+fn iri(s: &str) -> Term {
+    Term::Iri(s.to_string())
+}
+
+fn triple(s: &str, p: &str, o: &str) -> Statement {
+    Statement {
+        subject: iri(s),
+        predicate: iri(p),
+        object: iri(o),
+        graph: None,
+    }
+}
+
+/// Item `i` of the sample data: two triples, the first with object `r{i}`.
+fn sample(i: usize) -> Vec<Statement> {
+    vec![
+        triple(
+            "http://ex.org/sensor",
+            "http://ex.org/reading",
+            &format!("http://ex.org/r{i}"),
+        ),
+        triple(
+            &format!("http://ex.org/r{i}"),
+            "http://ex.org/value",
+            "http://ex.org/v",
+        ),
+    ]
+}
+
+/// Bare frames of one publisher stream (tables carry over: later frames depend on
+/// earlier ones), one per item `start..start+n`.
+struct Publisher {
+    enc: Encoder,
+}
+
+impl Publisher {
+    fn new() -> Self {
+        Publisher {
+            enc: Encoder::new(StreamOptions::small()).unwrap(),
+        }
+    }
+
+    fn frame(&mut self, i: usize) -> Vec<u8> {
+        for st in sample(i) {
+            self.enc.add(st.as_ref()).unwrap();
+        }
+        self.enc.finish_frame()
+    }
+}
+
+/// The next message that is not a ping or pong, within [`WAIT`].
+async fn next_msg(ws: &mut Ws) -> Message {
+    loop {
+        let m = tokio::time::timeout(WAIT, ws.next())
+            .await
+            .expect("no message in time")
+            .expect("connection ended")
+            .expect("read error");
+        if !matches!(m, Message::Ping(_) | Message::Pong(_)) {
+            return m;
+        }
+    }
+}
+
+async fn next_json(ws: &mut Ws) -> Value {
+    match next_msg(ws).await {
+        Message::Text(t) => serde_json::from_str(&t).unwrap(),
+        m => panic!("expected a JSON text message, got {m:?}"),
+    }
+}
+
+/// Publishes items `start..start+n` over one WebSocket publish connection and returns
+/// the acknowledged offsets.
+async fn ws_publish(srv: &Server, topic: &str, start: usize, n: usize) -> Vec<u64> {
+    let mut ws = connect(&ws_url(srv, &format!("/topics/{topic}/ws/publish"))).await;
+    let mut p = Publisher::new();
+    for i in start..start + n {
+        ws.send(Message::Binary(p.frame(i).into())).await.unwrap();
+    }
+    let mut offsets = Vec::new();
+    for k in 0..n {
+        let ack = next_json(&mut ws).await;
+        assert_eq!(ack["frame"], k as u64, "{ack}");
+        offsets.push(ack["offset"].as_u64().unwrap());
+    }
+    ws.close(None).await.unwrap();
+    offsets
+}
+
+/// One decoded item.
+#[derive(Debug)]
+struct Got {
+    meta: HashMap<String, String>,
+    statements: Vec<Statement>,
+}
+
+impl Got {
+    fn offset(&self) -> u64 {
+        self.meta["offset"].parse().unwrap()
+    }
+}
+
+fn decode(dec: &mut Decoder, bytes: &[u8]) -> Got {
+    let mut cur = dec.frame(bytes);
+    let meta = cur
+        .metadata()
+        .unwrap()
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), String::from_utf8(v.to_vec()).unwrap()))
+        .collect();
+    let mut statements = Vec::new();
+    while let Some(ev) = cur.next_event().unwrap() {
+        if let Event::Statement(s) = ev {
+            let mut s = s.to_owned();
+            if s.graph == Some(Term::DefaultGraph) {
+                s.graph = None;
+            }
+            statements.push(s);
+        }
+    }
+    Got { meta, statements }
+}
+
+/// Reads `n` binary items from a WebSocket subscription, decoded with one decoder.
+async fn read_items(ws: &mut Ws, dec: &mut Decoder, n: usize) -> Vec<Got> {
+    let mut v = Vec::new();
+    while v.len() < n {
+        match next_msg(ws).await {
+            Message::Binary(b) => v.push(decode(dec, &b)),
+            m => panic!("expected a binary message, got {m:?}"),
+        }
+    }
+    v
+}
+
+/// The close frame that ends the connection (after any remaining data messages).
+async fn expect_close(ws: &mut Ws) -> (CloseCode, String) {
+    loop {
+        match next_msg(ws).await {
+            Message::Close(Some(f)) => return (f.code, f.reason.to_string()),
+            Message::Close(None) => panic!("close frame without a code"),
+            _ => {}
+        }
+    }
+}
+
+async fn describe(base: &str, topic: &str) -> Value {
+    reqwest::get(format!("{base}/topics/{topic}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn ws_publish_then_subscribe_over_ws_and_http_and_resume() {
+    let srv = start().await;
+    let base = srv.url();
+
+    // Publish with a source header on the upgrade request.
+    let mut req = ws_url(&srv, "/topics/w/ws/publish")
+        .into_client_request()
+        .unwrap();
+    req.headers_mut()
+        .insert("x-jelly-source", "ws-station".parse().unwrap());
+    let (mut publ, _) = connect_async(req).await.unwrap();
+    let mut p = Publisher::new();
+    for i in 0..3 {
+        publ.send(Message::Binary(p.frame(i).into())).await.unwrap();
+    }
+    for k in 0..3u64 {
+        let ack = next_json(&mut publ).await;
+        assert_eq!(ack["frame"], k);
+        assert_eq!(ack["offset"], k, "{ack}");
+    }
+    let d = describe(&base, "w").await;
+    assert_eq!(d["next_offset"], 3, "acknowledged items are appended: {d}");
+
+    // Subscribe over WebSocket: one binary message per item, one Jelly stream.
+    let mut sub = connect(&ws_url(&srv, "/topics/w/ws")).await;
+    let mut dec = Decoder::default();
+    let got = read_items(&mut sub, &mut dec, 3).await;
+    for (i, g) in got.iter().enumerate() {
+        assert_eq!(g.offset(), i as u64);
+        assert_eq!(g.meta["source"], "ws-station");
+        assert!(g.meta["ts"].parse::<u64>().unwrap() > 1_600_000_000_000);
+        assert_eq!(g.statements, sample(i));
+    }
+    let d = describe(&base, "w").await;
+    let kinds: Vec<_> = d["subscribers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds, ["ws"]);
+
+    // Live: the same publisher connection goes on (tables carry over), the open
+    // subscription sees the new items.
+    for i in 3..5 {
+        publ.send(Message::Binary(p.frame(i).into())).await.unwrap();
+    }
+    for k in 3..5u64 {
+        assert_eq!(next_json(&mut publ).await["offset"], k);
+    }
+    let live = read_items(&mut sub, &mut dec, 2).await;
+    assert_eq!(live[0].offset(), 3);
+    assert_eq!(live[1].statements, sample(4));
+    let mut seen: Vec<u64> = got.iter().chain(&live).map(Got::offset).collect();
+    // The subscriber goes away; more is published meanwhile.
+    sub.close(None).await.unwrap();
+    drop(sub);
+    assert_eq!(ws_publish(&srv, "w", 5, 3).await, [5, 6, 7]);
+
+    // Resume from the last offset seen + 1: no gaps, no duplicates.
+    let last = *seen.last().unwrap();
+    let mut sub = connect(&ws_url(&srv, &format!("/topics/w/ws?from={}", last + 1))).await;
+    let mut dec = Decoder::default();
+    for g in read_items(&mut sub, &mut dec, 3).await {
+        assert_eq!(g.statements, sample(g.offset() as usize));
+        seen.push(g.offset());
+    }
+    assert_eq!(seen, (0..8).collect::<Vec<u64>>());
+
+    // The same items over the chunked HTTP stream (delimited Jelly).
+    let body = reqwest::get(format!("{base}/topics/w/items?follow=false"))
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let mut r = jelly::JellyReader::with_options(
+        &body[..],
+        jelly::DecoderOptions::default(),
+        jelly::Delimiting::Delimited,
+    );
+    let frames = r.read_all_frames().unwrap();
+    assert_eq!(frames.len(), 8);
+    assert_eq!(frames[6][0].object, iri("http://ex.org/r6"));
+
+    // follow=false over WebSocket: the items, then a normal close.
+    let mut sub2 = connect(&ws_url(&srv, "/topics/w/ws?from=last:2&follow=false")).await;
+    let mut dec = Decoder::default();
+    let got = read_items(&mut sub2, &mut dec, 2).await;
+    assert_eq!(got.iter().map(Got::offset).collect::<Vec<_>>(), [6, 7]);
+    assert_eq!(expect_close(&mut sub2).await.0, CloseCode::Normal);
+
+    // mode=compact: tables carry over between messages; still one item per message.
+    let mut sub3 = connect(&ws_url(&srv, "/topics/w/ws?mode=compact&follow=false")).await;
+    let mut dec = Decoder::default();
+    let got = read_items(&mut sub3, &mut dec, 8).await;
+    for g in &got {
+        assert_eq!(g.statements, sample(g.offset() as usize));
+    }
+    assert_eq!(expect_close(&mut sub3).await.0, CloseCode::Normal);
+
+    publ.close(None).await.unwrap();
+    drop(sub);
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn ws_text_formats_both_ways() {
+    let srv = start().await;
+    let mut publ = connect(&ws_url(&srv, "/topics/t/ws/publish")).await;
+    // A text message is one item of N-Quads.
+    let nq = "<http://ex.org/a> <http://ex.org/p> \"one\" .\n<http://ex.org/a> <http://ex.org/p> \"two\"@en <http://ex.org/g1> .\n";
+    publ.send(Message::Text(nq.into())).await.unwrap();
+    assert_eq!(next_json(&mut publ).await["offset"], 0);
+    // Jelly frames on the same connection.
+    let mut p = Publisher::new();
+    publ.send(Message::Binary(p.frame(1).into())).await.unwrap();
+    let ack = next_json(&mut publ).await;
+    assert_eq!(
+        (ack["frame"].as_u64(), ack["offset"].as_u64()),
+        (Some(1), Some(1))
+    );
+
+    let mut sub = connect(&ws_url(&srv, "/topics/t/ws?format=nquads")).await;
+    let mut texts = Vec::new();
+    while texts.len() < 2 {
+        match next_msg(&mut sub).await {
+            Message::Text(t) => texts.push(t.to_string()),
+            m => panic!("expected text, got {m:?}"),
+        }
+    }
+    let first = jelly::nquads::parse_document(&texts[0]).unwrap();
+    assert_eq!(first.len(), 2);
+    assert_eq!(first[1].graph, Some(iri("http://ex.org/g1")));
+    let second = jelly::nquads::parse_document(&texts[1]).unwrap();
+    assert_eq!(second, sample(1));
+
+    // TriG: one message per item, each parses on its own.
+    let mut sub = connect(&ws_url(&srv, "/topics/t/ws?format=trig&follow=false")).await;
+    let mut n = 0;
+    loop {
+        match next_msg(&mut sub).await {
+            Message::Text(t) => {
+                let quads = oxttl::TriGParser::new()
+                    .for_slice(t.as_bytes())
+                    .collect::<Result<Vec<_>, _>>()
+                    .unwrap();
+                assert_eq!(quads.len(), 2);
+                n += 1;
+            }
+            Message::Close(f) => {
+                assert_eq!(f.unwrap().code, CloseCode::Normal);
+                break;
+            }
+            m => panic!("unexpected {m:?}"),
+        }
+    }
+    assert_eq!(n, 2);
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn ws_bad_frame_gives_an_error_then_a_close_and_keeps_earlier_items() {
+    let srv = start().await;
+    let base = srv.url();
+    let mut publ = connect(&ws_url(&srv, "/topics/bad/ws/publish")).await;
+    let mut p = Publisher::new();
+    for i in 0..2 {
+        publ.send(Message::Binary(p.frame(i).into())).await.unwrap();
+    }
+    // A frame whose row claims 0x7f bytes but ends early.
+    publ.send(Message::Binary(Bytes::from_static(&[0x0a, 0x7f, 0x01])))
+        .await
+        .unwrap();
+    let mut acks = Vec::new();
+    let err = loop {
+        let v = next_json(&mut publ).await;
+        if v.get("error").is_some() {
+            break v;
+        }
+        acks.push(v["offset"].as_u64().unwrap());
+    };
+    assert_eq!(acks, [0, 1]);
+    assert_eq!(err["frame"], 2, "{err}");
+    assert_eq!(err["items_accepted"], 2);
+    assert_eq!(err["status"], 400);
+    assert_eq!(err["last_offset"], 1);
+    assert!(err["error"].as_str().unwrap().contains("frame 2"), "{err}");
+    let (code, reason) = expect_close(&mut publ).await;
+    assert_eq!(code, CloseCode::Invalid);
+    assert!(reason.starts_with("frame 2"), "{reason}");
+    assert_eq!(describe(&base, "bad").await["next_offset"], 2);
+
+    // A named graph in a triples topic: well-formed but not allowed → 1008.
+    let r = reqwest::Client::new()
+        .put(format!("{base}/topics/tri"))
+        .body(r#"{"physical":"triples"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let mut publ = connect(&ws_url(&srv, "/topics/tri/ws/publish")).await;
+    publ.send(Message::Text(
+        "<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> <http://ex.org/g> .\n".into(),
+    ))
+    .await
+    .unwrap();
+    let err = next_json(&mut publ).await;
+    assert_eq!(err["status"], 422, "{err}");
+    assert_eq!(err["items_accepted"], 0);
+    assert_eq!(expect_close(&mut publ).await.0, CloseCode::Policy);
+    assert_eq!(describe(&base, "tri").await["next_offset"], 0);
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn ws_message_over_the_limit_is_refused_with_1009() {
+    let srv = start_with(|c| c.max_item_bytes = 4096).await;
+    let mut publ = connect(&ws_url(&srv, "/topics/big/ws/publish")).await;
+    let mut p = Publisher::new();
+    publ.send(Message::Binary(p.frame(0).into())).await.unwrap();
+    assert_eq!(next_json(&mut publ).await["offset"], 0);
+    publ.send(Message::Binary(vec![0u8; 10_000].into()))
+        .await
+        .unwrap();
+    let err = next_json(&mut publ).await;
+    assert_eq!(err["status"], 413, "{err}");
+    assert_eq!(err["frame"], 1);
+    assert_eq!(expect_close(&mut publ).await.0, CloseCode::Size);
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn ws_refusals_before_the_upgrade() {
+    let srv = start_with(|c| c.auto_create_topics = false).await;
+    let base = srv.url();
+    // Unknown topic: the upgrade is refused with 404 and a JSON body.
+    for path in ["/topics/nope/ws", "/topics/nope/ws/publish"] {
+        match connect_async(ws_url(&srv, path)).await {
+            Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => {
+                assert_eq!(resp.status(), 404, "{path}");
+                let body: Value = serde_json::from_slice(resp.body().as_deref().unwrap()).unwrap();
+                assert_eq!(body["topic"], "nope");
+            }
+            Err(e) => panic!("{path}: unexpected error {e}"),
+            Ok(_) => panic!("{path}: upgrade accepted for an unknown topic"),
+        }
+    }
+    let c = reqwest::Client::new();
+    assert_eq!(
+        c.put(format!("{base}/topics/here"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        201
+    );
+    // Bad parameters are refused before the upgrade too.
+    match connect_async(ws_url(&srv, "/topics/here/ws?from=99")).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => assert_eq!(resp.status(), 416),
+        r => panic!("expected 416, got {:?}", r.map(|_| ())),
+    }
+    // A plain GET without the upgrade: 426 with a JSON error.
+    let r = c
+        .get(format!("{base}/topics/here/ws"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 426);
+    let v: Value = r.json().await.unwrap();
+    assert!(v["error"].as_str().unwrap().contains("WebSocket"), "{v}");
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn ws_ping_pong_metrics_and_close_on_shutdown() {
+    let srv = start().await;
+    let base = srv.url();
+    assert_eq!(ws_publish(&srv, "s", 0, 1).await, [0]);
+    let mut sub = connect(&ws_url(&srv, "/topics/s/ws?format=nquads")).await;
+    assert!(matches!(next_msg(&mut sub).await, Message::Text(_)));
+
+    // A ping from the client is answered with a pong carrying the same payload.
+    sub.send(Message::Ping(Bytes::from_static(b"hello")))
+        .await
+        .unwrap();
+    let pong = loop {
+        let m = tokio::time::timeout(WAIT, sub.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if let Message::Pong(p) = m {
+            break p;
+        }
+    };
+    assert_eq!(&pong[..], b"hello");
+    // The server pings an idle subscriber (every sse_keepalive_secs, 1 s here).
+    let ping = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Message::Ping(_) = sub.next().await.unwrap().unwrap() {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(ping.is_ok(), "no ping from the server");
+
+    let m = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for want in [
+        "jelly_topic_subscribers{topic=\"s\"} 1",
+        "kind=\"ws\",format=\"nquads\"} 0",
+        "jelly_items_out_total 1",
+        "jelly_publish_requests_total 1",
+    ] {
+        assert!(m.contains(want), "missing `{want}` in\n{m}");
+    }
+
+    // Shutdown: a close frame with a reason.
+    tokio::time::timeout(WAIT, srv.shutdown())
+        .await
+        .expect("shutdown waits for the WebSocket")
+        .unwrap();
+    let (code, reason) = expect_close(&mut sub).await;
+    assert_eq!(code, CloseCode::Away);
+    assert_eq!(reason, "server shutting down");
+}
+
+#[tokio::test]
+async fn ws_publish_is_closed_on_shutdown() {
+    let srv = start().await;
+    let mut publ = connect(&ws_url(&srv, "/topics/sd/ws/publish")).await;
+    let mut p = Publisher::new();
+    publ.send(Message::Binary(p.frame(0).into())).await.unwrap();
+    assert_eq!(next_json(&mut publ).await["offset"], 0);
+    tokio::time::timeout(WAIT, srv.shutdown())
+        .await
+        .expect("shutdown waits for the WebSocket publisher")
+        .unwrap();
+    let (code, reason) = expect_close(&mut publ).await;
+    assert_eq!(code, CloseCode::Away);
+    assert_eq!(reason, "server shutting down");
+}
