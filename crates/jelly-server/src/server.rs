@@ -5,6 +5,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::serve::ListenerExt as _;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -42,6 +43,13 @@ impl Server {
         let app = router(state.clone());
         let mut stop = rx;
         let task = tokio::spawn(async move {
+            // No Nagle: small writes (HTTP/2 window updates, one small item) must leave
+            // at once, not wait for the peer's delayed ACK.
+            let listener = listener.tap_io(|tcp| {
+                if let Err(e) = tcp.set_nodelay(true) {
+                    tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+                }
+            });
             axum::serve(listener, app)
                 .with_graceful_shutdown(async move {
                     let _ = stop.wait_for(|s| *s).await;

@@ -136,8 +136,14 @@ impl ServeProc {
 
     /// CPU seconds used by the server so far (user + system), from /proc.
     fn cpu_secs(&self) -> f64 {
-        let stat =
-            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        cpu_secs_of(&self.child.id().to_string())
+    }
+}
+
+/// CPU seconds (user + system) of a process (`self` for this one), from /proc.
+fn cpu_secs_of(pid: &str) -> f64 {
+    {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         // Fields after the command name (which is in parentheses).
         let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
         let f: Vec<&str> = rest.split_whitespace().collect();
@@ -253,7 +259,7 @@ fn throughput(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
     let total = st.len();
     drop(st);
     let frames = Arc::new(frames);
-    let (secs, cpu) = rt.block_on(async {
+    let (secs, cpu, publish_secs, client_cpu) = rt.block_on(async {
         transports::create_topic(&url, topic, physical).await?;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let sub = tokio::spawn(transports::subscribe(
@@ -262,16 +268,25 @@ fn throughput(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
             topic.into(),
             tx,
         ));
-        transports::wait_subscribed(&url, topic).await?;
+        if std::env::var_os("SERVE_BENCH_PUBLISH_ONLY").is_none() {
+            transports::wait_subscribed(&url, topic).await?;
+        } else {
+            sub.abort();
+        }
         let cpu0 = srv.cpu_secs();
+        let ccpu0 = cpu_secs_of("self");
         let t0 = Instant::now();
-        let publ = tokio::spawn(transports::publish_all(
-            a.transport,
-            url.clone(),
-            topic.into(),
-            frames.clone(),
-        ));
+        let publ = tokio::spawn({
+            let (url, frames, transport) = (url.clone(), frames.clone(), a.transport);
+            async move {
+                transports::publish_all(transport, url, topic.into(), frames).await?;
+                Ok::<_, String>(t0.elapsed().as_secs_f64())
+            }
+        });
         let mut got = 0usize;
+        if std::env::var_os("SERVE_BENCH_PUBLISH_ONLY").is_some() {
+            got = total;
+        }
         while got < total {
             match tokio::time::timeout(Duration::from_secs(60), rx.recv()).await {
                 Ok(Some(arrival)) => got += arrival.statements,
@@ -281,12 +296,13 @@ fn throughput(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
         }
         let secs = t0.elapsed().as_secs_f64();
         let cpu = srv.cpu_secs() - cpu0;
-        publ.await.map_err(|e| e.to_string())??;
+        let client_cpu = cpu_secs_of("self") - ccpu0;
+        let publish_secs = publ.await.map_err(|e| e.to_string())??;
         sub.abort();
-        Ok::<_, String>((secs, cpu))
+        Ok::<_, String>((secs, cpu, publish_secs, client_cpu))
     })?;
     println!(
-        "{{\"bench\":\"throughput\",\"transport\":\"{}\",\"statements\":{total},\"frames\":{},\"statements_per_frame\":{},\"wire_bytes\":{bytes},\"seconds\":{secs:.4},\"statements_per_sec\":{:.0},\"server_cpu_secs\":{cpu:.3},\"server_peak_rss_kib\":{}}}",
+        "{{\"bench\":\"throughput\",\"transport\":\"{}\",\"statements\":{total},\"frames\":{},\"statements_per_frame\":{},\"wire_bytes\":{bytes},\"seconds\":{secs:.4},\"publish_seconds\":{publish_secs:.4},\"statements_per_sec\":{:.0},\"server_cpu_secs\":{cpu:.3},\"client_cpu_secs\":{client_cpu:.3},\"server_peak_rss_kib\":{}}}",
         a.transport.name(),
         frames.len(),
         a.frame,

@@ -3,9 +3,18 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use futures_util::{SinkExt as _, StreamExt as _};
+use http::uri::PathAndQuery;
 use jelly::{Decoder, Event, PhysicalType};
 use jelly_proto::wire::put_varint;
+use jelly_server::grpc::codec::JellyCodec;
+use jelly_server::grpc::messages::{Frame, Received, Subscribe};
+use jelly_server::grpc::{PUBLISH_PATH, SUBSCRIBE_PATH};
 use tokio::sync::mpsc::UnboundedSender;
+use tokio_tungstenite::tungstenite::Message;
+use tonic::client::Grpc;
+use tonic::transport::Channel;
 
 /// How the benchmark talks to the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,11 +197,132 @@ pub async fn subscribe(
             }
             Ok(())
         }
-        other => Err(format!(
-            "{} is not built into this benchmark yet",
-            other.name()
-        )),
+        Transport::Grpc => {
+            let mut g = Grpc::new(channel(&url).await?);
+            g.ready().await.map_err(|e| e.to_string())?;
+            let r = tonic::Request::new(Subscribe {
+                topic,
+                requested_options: None,
+            });
+            let mut stream = g
+                .server_streaming(
+                    r,
+                    PathAndQuery::from_static(SUBSCRIBE_PATH),
+                    JellyCodec::<Subscribe, Frame>::new(),
+                )
+                .await
+                .map_err(|e| e.to_string())?
+                .into_inner();
+            let mut dec = Decoder::default();
+            while let Some(Frame(frame)) = stream.message().await.map_err(|e| e.to_string())? {
+                let at = Instant::now();
+                let (offset, statements) = decode_frame(&mut dec, &frame)?;
+                let _ = tx.send(Arrival {
+                    offset,
+                    statements,
+                    at,
+                });
+            }
+            Ok(())
+        }
+        Transport::Ws => {
+            let ws_url = format!(
+                "{}/topics/{topic}/ws?from=earliest",
+                url.replacen("http", "ws", 1)
+            );
+            let (mut ws, _) = tokio_tungstenite::connect_async(ws_url)
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut dec = Decoder::default();
+            while let Some(msg) = ws.next().await {
+                let at = Instant::now();
+                match msg.map_err(|e| e.to_string())? {
+                    Message::Binary(frame) => {
+                        let (offset, statements) = decode_frame(&mut dec, &frame)?;
+                        let _ = tx.send(Arrival {
+                            offset,
+                            statements,
+                            at,
+                        });
+                    }
+                    Message::Close(_) => break,
+                    _ => {}
+                }
+            }
+            Ok(())
+        }
     }
+}
+
+async fn channel(url: &str) -> Result<Channel, String> {
+    Channel::from_shared(url.to_string())
+        .map_err(|e| e.to_string())?
+        .initial_stream_window_size(8 << 20)
+        .initial_connection_window_size(16 << 20)
+        .connect()
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// A `PublishRdf` call of `frames` (one continuous stream).
+async fn grpc_publish(
+    url: &str,
+    topic: &str,
+    frames: impl futures_util::Stream<Item = Frame> + Send + 'static,
+) -> Result<(), String> {
+    let mut g = Grpc::new(channel(url).await?);
+    g.ready().await.map_err(|e| e.to_string())?;
+    let mut r = tonic::Request::new(frames);
+    r.metadata_mut().insert(
+        jelly_server::grpc::TOPIC_METADATA,
+        topic.parse().map_err(|_| "bad topic")?,
+    );
+    g.client_streaming(
+        r,
+        PathAndQuery::from_static(PUBLISH_PATH),
+        JellyCodec::<Frame, Received>::new(),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+type WsStream =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Opens a WebSocket publish connection.
+async fn ws_publisher(url: &str, topic: &str) -> Result<WsStream, String> {
+    let ws_url = format!(
+        "{}/topics/{topic}/ws/publish",
+        url.replacen("http", "ws", 1)
+    );
+    let (ws, _) = tokio_tungstenite::connect_async(ws_url)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(ws)
+}
+
+/// Reads acknowledgements until `n` frames are acknowledged.
+async fn ws_acks(
+    mut rx: futures_util::stream::SplitStream<WsStream>,
+    n: usize,
+) -> Result<(), String> {
+    let mut acked = 0;
+    while acked < n {
+        match rx.next().await {
+            Some(Ok(Message::Text(t))) => {
+                if t.contains("\"error\"") {
+                    return Err(format!("ws publish: {t}"));
+                }
+                acked += 1;
+            }
+            Some(Ok(Message::Close(c))) => return Err(format!("ws publish closed: {c:?}")),
+            Some(Ok(_)) => {}
+            Some(Err(e)) => return Err(e.to_string()),
+            None => return Err(format!("ws publish ended after {acked} acks")),
+        }
+    }
+    Ok(())
 }
 
 /// Items of one HTTP request (independent spliceable streams, so they concatenate).
@@ -218,10 +348,25 @@ pub async fn publish_all(
             }
             Ok(())
         }
-        other => Err(format!(
-            "{} is not built into this benchmark yet",
-            other.name()
-        )),
+        Transport::Grpc => {
+            let n = frames.len();
+            let stream = futures_util::stream::iter(
+                (0..n).map(move |i| Frame(Bytes::copy_from_slice(&frames[i]))),
+            );
+            grpc_publish(&url, &topic, stream).await
+        }
+        Transport::Ws => {
+            let (mut tx, rx) = ws_publisher(&url, &topic).await?.split();
+            let acks = tokio::spawn(ws_acks(rx, frames.len()));
+            for f in frames.iter() {
+                tx.send(Message::Binary(Bytes::copy_from_slice(f)))
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            acks.await.map_err(|e| e.to_string())??;
+            let _ = tx.send(Message::Close(None)).await;
+            Ok(())
+        }
     }
 }
 
@@ -290,10 +435,50 @@ pub fn publish_paced(
                     }
                     Ok(sent)
                 }
-                other => Err(format!(
-                    "{} is not built into this benchmark yet",
-                    other.name()
-                )),
+                Transport::Grpc => {
+                    // Frames go through a channel; each is stamped as it is handed over.
+                    let (ftx, frx) = tokio::sync::mpsc::channel::<Frame>(1 << 16);
+                    let call = tokio::spawn(async move {
+                        grpc_publish(
+                            &url,
+                            &topic,
+                            futures_util::stream::unfold(frx, |mut rx| async move {
+                                rx.recv().await.map(|f| (f, rx))
+                            }),
+                        )
+                        .await
+                    });
+                    let t0 = Instant::now() + Duration::from_millis(200);
+                    for (i, f) in frames.into_iter().enumerate() {
+                        wait_until(t0 + interval * i as u32);
+                        sent.push(Instant::now());
+                        if ftx.send(Frame(Bytes::from(f))).await.is_err() {
+                            break;
+                        }
+                        // Let the call task write it now rather than after the next wait.
+                        tokio::task::yield_now().await;
+                    }
+                    drop(ftx);
+                    call.await.map_err(|e| e.to_string())??;
+                    Ok(sent)
+                }
+                Transport::Ws => {
+                    let n = frames.len();
+                    let (mut tx, rx) = ws_publisher(&url, &topic).await?.split();
+                    let acks = tokio::spawn(ws_acks(rx, n));
+                    let t0 = Instant::now() + Duration::from_millis(50);
+                    for (i, f) in frames.into_iter().enumerate() {
+                        wait_until(t0 + interval * i as u32);
+                        sent.push(Instant::now());
+                        tx.send(Message::Binary(Bytes::from(f)))
+                            .await
+                            .map_err(|e| e.to_string())?;
+                        tokio::task::yield_now().await;
+                    }
+                    acks.await.map_err(|e| e.to_string())??;
+                    let _ = tx.send(Message::Close(None)).await;
+                    Ok(sent)
+                }
             }
         })
     })
