@@ -40,6 +40,8 @@ struct Args {
     intervals_us: Vec<u64>,
     items: usize,
     jelly: PathBuf,
+    /// `file` (default) or `memory`.
+    log: String,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -55,6 +57,7 @@ fn parse_args() -> Result<Args, String> {
         intervals_us: vec![10_000, 1_000, 100],
         items: 2000,
         jelly: PathBuf::from("target/release/jelly"),
+        log: "file".into(),
     };
     let list = |v: String| -> Result<Vec<u64>, String> {
         v.split(',')
@@ -74,6 +77,7 @@ fn parse_args() -> Result<Args, String> {
             "--intervals-us" => a.intervals_us = list(val()?)?,
             "--items" => a.items = val()?.parse().map_err(|e| format!("{e}"))?,
             "--jelly" => a.jelly = PathBuf::from(val()?),
+            "--log" => a.log = val()?,
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -88,7 +92,7 @@ struct ServeProc {
 }
 
 impl ServeProc {
-    fn start(jelly: &PathBuf) -> Result<ServeProc, String> {
+    fn start(jelly: &PathBuf, log: &str) -> Result<ServeProc, String> {
         let dir = std::env::temp_dir().join(format!("serve-bench-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -96,7 +100,7 @@ impl ServeProc {
         std::fs::write(
             &config,
             format!(
-                "listen = \"127.0.0.1:0\"\ndata = \"{}\"\nlog = \"file\"\ndurability = \"none\"\nmax_body_bytes = 1073741824\n",
+                "listen = \"127.0.0.1:0\"\ndata = \"{}\"\nlog = \"{log}\"\ndurability = \"none\"\nmax_body_bytes = 1073741824\n",
                 dir.join("data").display()
             ),
         )
@@ -253,7 +257,7 @@ fn throughput(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
         encode_stream(&st, a.frame, physical)
     };
     let bytes: usize = frames.iter().map(Vec::len).sum();
-    let srv = ServeProc::start(&a.jelly)?;
+    let srv = ServeProc::start(&a.jelly, &a.log)?;
     let topic = "bench";
     let url = srv.url.clone();
     let total = st.len();
@@ -331,7 +335,7 @@ fn latency(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
             } else {
                 encode_stream(&st, size, physical)
             };
-            let srv = ServeProc::start(&a.jelly)?;
+            let srv = ServeProc::start(&a.jelly, &a.log)?;
             let url = srv.url.clone();
             let topic = "lat";
             let lat = rt.block_on(async {
