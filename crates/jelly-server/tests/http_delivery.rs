@@ -184,3 +184,89 @@ async fn each_sse_jelly_event_decodes_alone() {
     assert_eq!(n, items);
     srv.shutdown().await.unwrap();
 }
+
+/// A subscriber that stops reading holds only its own bounded buffer: publishers and
+/// the other subscribers go on at full speed, and the stalled one shows up as lag.
+#[tokio::test]
+async fn a_stalled_subscriber_slows_down_nobody() {
+    use tokio::io::AsyncWriteExt as _;
+    let srv = Server::start(ServerConfig::ephemeral()).await.unwrap();
+    let c = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let publish = |body: String| {
+        let c = c.clone();
+        let url = format!("{}/topics/slow/items", srv.url());
+        async move {
+            let r = c
+                .post(url)
+                .header("content-type", "application/n-triples")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success());
+        }
+    };
+    publish("<http://ex.org/s> <http://ex.org/p> \"first\" .\n".into()).await;
+
+    // The stalled subscriber: sends its request, then never reads a byte.
+    let mut stalled = tokio::net::TcpStream::connect(srv.local_addr())
+        .await
+        .unwrap();
+    stalled
+        .write_all(b"GET /topics/slow/items?format=nquads HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    // A healthy subscriber, following live.
+    let mut healthy = c
+        .get(format!("{}/topics/slow/items?format=nquads", srv.url()))
+        .send()
+        .await
+        .unwrap();
+
+    // Far more than the socket buffers hold: ~40 MB of N-Triples in 200 items.
+    let filler = "x".repeat(2000);
+    let items = 200;
+    for i in 0..items {
+        let body: String = (0..100)
+            .map(|j| format!("<http://ex.org/s{i}> <http://ex.org/p{j}> \"{filler}\" .\n"))
+            .collect();
+        publish(body).await;
+    }
+    // The healthy subscriber receives every item (the first plus 200 × 100 lines).
+    let mut lines = 0usize;
+    while lines < 1 + items * 100 {
+        let chunk = healthy.chunk().await.unwrap().expect("stream open");
+        lines += chunk.iter().filter(|&&b| b == b'\n').count();
+    }
+    assert_eq!(lines, 1 + items * 100);
+
+    // The stalled one is still connected, far behind: its position is its lag.
+    let d: serde_json::Value = c
+        .get(format!("{}/topics/slow", srv.url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let subs = d["subscribers"].as_array().unwrap();
+    assert_eq!(subs.len(), 2, "{d}");
+    let positions: Vec<u64> = subs
+        .iter()
+        .map(|s| s["position"].as_u64().unwrap())
+        .collect();
+    let next = d["next_offset"].as_u64().unwrap();
+    assert!(
+        positions.contains(&next),
+        "the healthy one is at the end: {d}"
+    );
+    assert!(
+        positions.iter().any(|&p| p < next / 2),
+        "the stalled one is far behind: {d}"
+    );
+    drop(stalled);
+    srv.shutdown().await.unwrap();
+}
