@@ -401,6 +401,7 @@ impl Decoder {
         }
     }
 
+    #[inline(always)]
     fn statement_ref(&self, quad: bool) -> StatementRef<'_> {
         let graph = if quad {
             Some(self.terms.term_ref(&self.terms.cur[3]))
@@ -452,6 +453,7 @@ impl<'d, 'b> FrameCursor<'d, 'b> {
     }
 
     /// The next event of the frame, or `None` at its end.
+    #[inline]
     pub fn next_event(&mut self) -> Result<Option<Event<'_>>, DecodeError> {
         let produced = loop {
             let b = self.bytes;

@@ -227,6 +227,34 @@ struct RawSlot {
     end: usize,
 }
 
+/// Term kinds by the code used in [`TERM_KEY`].
+const TERM_KINDS: [TermField; 5] = [
+    TermField::Iri,
+    TermField::Bnode,
+    TermField::Literal,
+    TermField::Triple,
+    TermField::DefaultGraph,
+];
+
+/// For each one-byte key of a length-delimited statement field 1–15: 0x80, plus its
+/// position (0–3) times 8, plus its kind (index into [`TERM_KINDS`]); 0 for any other key.
+/// Field 16 (`g_literal`) has a two-byte key and takes the general path.
+const TERM_KEY: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut field = 1;
+    while field <= 15 {
+        let (pos, kind) = if field <= 12 {
+            ((field - 1) / 4, (field - 1) % 4)
+        } else {
+            // 13: g_iri, 14: g_bnode, 15: g_default_graph.
+            (3, [0, 1, 4][field - 13])
+        };
+        t[field << 3 | 2] = (0x80 | pos << 3 | kind) as u8;
+        field += 1;
+    }
+    t
+};
+
 const EMPTY_SLOT: RawSlot = RawSlot {
     kind: None,
     start: 0,
@@ -264,6 +292,43 @@ impl State {
     #[inline]
     pub(crate) fn resolve_iri(&mut self, mut r: Reader<'_>, dest: &mut TermBuf) -> Result<(), K> {
         self.resolve_iri_bytes(r.remaining(), dest)
+    }
+
+    /// Resolves an `RdfLiteral` payload in one of its usual shapes (lexical form with a
+    /// one-byte length, then nothing, a one-byte datatype id or a language tag with a
+    /// one-byte length) into `dest`. Returns false, having changed nothing, for any
+    /// other shape (or invalid UTF-8), which [`State::resolve_literal`] handles.
+    #[inline]
+    pub(crate) fn literal_fast(&mut self, b: &[u8], dest: &mut TermBuf) -> Result<bool, K> {
+        let (lex, rest) = match *b {
+            [0x0a, l, ref rest @ ..] if l < 0x80 && rest.len() >= usize::from(l) => {
+                rest.split_at(usize::from(l))
+            }
+            [0x0a, ..] => return Ok(false),
+            _ => (&[][..], b),
+        };
+        let Ok(lex) = std::str::from_utf8(lex) else {
+            return Ok(false);
+        };
+        match *rest {
+            [] => dest.set_str(BufKind::Simple, lex),
+            [0x18, id] if id != 0 && id < 0x80 => {
+                let dt = self.datatypes.get(u32::from(id), Table::Datatype)?;
+                dest.set_str(BufKind::Typed, lex);
+                dest.b.clear();
+                dest.b.push_str(dt);
+            }
+            [0x12, l, ref tag @ ..] if l < 0x80 && tag.len() == usize::from(l) => {
+                let Ok(tag) = std::str::from_utf8(tag) else {
+                    return Ok(false);
+                };
+                dest.set_str(BufKind::Lang, lex);
+                dest.b.clear();
+                dest.b.push_str(tag);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
     }
 
     fn resolve_literal(&mut self, mut r: Reader<'_>, dest: &mut TermBuf) -> Result<(), K> {
@@ -511,6 +576,33 @@ impl TermDecoder {
         let mut slots = [EMPTY_SLOT; 4];
         let mut pos = 0;
         while pos < b.len() {
+            // Fast path: a one-byte key of a term field and a one-byte length.
+            let code = TERM_KEY[usize::from(b[pos] & 0x7f)];
+            if b[pos] < 0x80
+                && code != 0
+                && (code & 0x18 != 0x18 || n == 4)
+                && let Some(&len) = b.get(pos + 1)
+                && len < 0x80
+            {
+                let p = usize::from(code >> 3 & 3);
+                let start = pos + 2;
+                let end = start + usize::from(len);
+                if end > b.len() {
+                    return Err(WireError::Truncated(b.len()).into());
+                }
+                if slots[p].kind.is_some() {
+                    return Err(K::MultipleTermFields {
+                        position: POSITIONS[p],
+                    });
+                }
+                slots[p] = RawSlot {
+                    kind: Some(TERM_KINDS[usize::from(code & 7)]),
+                    start,
+                    end,
+                };
+                pos = end;
+                continue;
+            }
             let key = varint_at(b, &mut pos)?;
             let field = key >> 3;
             let term_field = match field {
@@ -591,6 +683,12 @@ impl TermDecoder {
             Some((TermField::Iri, payload)) => {
                 // IRIs are allowed in every position: no feature check needed.
                 self.resolve_iri_cached(payload, i)?;
+                self.have[i] = true;
+            }
+            // Literals are allowed as objects: no feature check needed.
+            Some((TermField::Literal, payload))
+                if i == 2 && self.state.literal_fast(payload, &mut self.cur[2])? =>
+            {
                 self.have[i] = true;
             }
             Some((kind, payload)) => {
