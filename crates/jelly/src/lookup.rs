@@ -50,12 +50,14 @@ pub(crate) struct LruTable {
 impl LruTable {
     pub fn new(max: u32) -> Self {
         use std::hash::BuildHasher;
-        let n = max as usize + 1;
         let seed = std::collections::hash_map::RandomState::new().hash_one(0x0074_6162_6c65_u64);
+        // Ids are handed out in order before any is reused, so the per-id vectors and
+        // the index grow with the table rather than being sized for `max` up front
+        // (an encoder per small item stays cheap).
         LruTable {
-            index: vec![0; (2 * max as usize).next_power_of_two().max(16)],
-            keys: vec![String::new(); n],
-            meta: vec![Meta::default(); n],
+            index: vec![0; 16],
+            keys: vec![String::new()],
+            meta: vec![Meta::default()],
             seed,
             hand: 1,
             len: 0,
@@ -140,6 +142,22 @@ impl LruTable {
         self.index[hole] = 0;
     }
 
+    /// Doubles the index and re-places every indexed id (all but the newest, `len`)
+    /// from its stored hash.
+    #[cold]
+    fn grow_index(&mut self) {
+        self.index = vec![0; self.index.len() * 2];
+        let mask = self.index.len() - 1;
+        for id in 1..self.len as usize {
+            let mut i = self.home(self.meta[id].hash);
+            while self.index[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            // Ids are below 2^32: they come from a u32 counter.
+            self.index[i] = id as u32;
+        }
+    }
+
     /// Looks `value` up, assigning an id (and evicting) on a miss.
     /// Returns `None` when every entry is in use by the current statement.
     #[inline]
@@ -154,6 +172,15 @@ impl LruTable {
         };
         let id = if self.len < self.max {
             self.len += 1;
+            self.keys.push(String::new());
+            self.meta.push(Meta::default());
+            if self.len as usize * 2 > self.index.len() {
+                self.grow_index();
+                slot = match self.find(value, tag) {
+                    Err(slot) => slot,
+                    Ok(_) => return None,
+                };
+            }
             self.len
         } else {
             let victim = self.victim(stamp)?;
@@ -332,19 +359,29 @@ struct IriBucket {
 /// it is the IRI only if those entries still hold their values (generations) and spell
 /// the IRI. An IRI missing from the cache is found by a split and two table lookups,
 /// with the same result, so the cache size never changes the bytes written.
+///
+/// It starts small and doubles (keeping its entries) as IRIs are inserted, up to the
+/// size asked for.
 #[derive(Debug)]
 pub(crate) struct IriCache {
     buckets: Vec<IriBucket>,
+    /// Largest number of buckets.
+    max_buckets: usize,
+    /// Insertions since the last doubling.
+    inserts: usize,
     seed: u64,
 }
 
 impl IriCache {
-    /// A cache of at least `capacity` ways.
+    /// A cache that grows up to at least `capacity` ways.
     pub fn new(capacity: usize) -> Self {
         use std::hash::BuildHasher;
         let seed = std::collections::hash_map::RandomState::new().hash_one(0x006a_656c_6c79_u64);
+        let max_buckets = capacity.div_ceil(3).next_power_of_two();
         IriCache {
-            buckets: vec![IriBucket::default(); capacity.div_ceil(3).next_power_of_two()],
+            buckets: vec![IriBucket::default(); max_buckets.min(64)],
+            max_buckets,
+            inserts: 0,
             seed,
         }
     }
@@ -354,28 +391,38 @@ impl IriCache {
         hash_bytes(key.as_bytes(), self.seed)
     }
 
+    /// The tag of a hash: its upper half with the low bit set. The bucket comes from
+    /// the tag's other bits, so entries can be re-placed when the cache grows.
     #[inline(always)]
     fn tag_of(hash: u64) -> u32 {
         ((hash >> 32) as u32) | 1
     }
 
     #[inline(always)]
-    fn bucket(&self, hash: u64) -> usize {
-        hash as usize & (self.buckets.len() - 1)
+    fn bucket_of(tag: u32, buckets: usize) -> usize {
+        (tag >> 1) as usize & (buckets - 1)
     }
 
     /// The ways of `hash`'s bucket, and the tag to look for in them.
     #[inline(always)]
     pub fn ways(&self, hash: u64) -> (&[IriWay; 3], u32) {
-        (&self.buckets[self.bucket(hash)].ways, Self::tag_of(hash))
+        let tag = Self::tag_of(hash);
+        (
+            &self.buckets[Self::bucket_of(tag, self.buckets.len())].ways,
+            tag,
+        )
     }
 
     /// Records `ids` for the IRI of `hash`, in a way of the same tag (a stale copy), an
     /// empty one, or else the bucket's next victim.
     #[inline]
     pub fn insert(&mut self, hash: u64, ids: CachedIds) {
+        self.inserts += 1;
+        if self.inserts > 2 * self.buckets.len() && self.buckets.len() < self.max_buckets {
+            self.grow();
+        }
         let tag = Self::tag_of(hash);
-        let i = self.bucket(hash);
+        let i = Self::bucket_of(tag, self.buckets.len());
         let b = &mut self.buckets[i];
         let at = match b.ways.iter().position(|w| w.tag == tag || w.tag == 0) {
             Some(at) => at,
@@ -386,6 +433,24 @@ impl IriCache {
             }
         };
         b.ways[at] = IriWay { tag, ids };
+    }
+
+    /// Doubles the buckets. The ways of a bucket go to one of two buckets, so they all fit.
+    #[cold]
+    fn grow(&mut self) {
+        let n = self.buckets.len() * 2;
+        let old = std::mem::replace(&mut self.buckets, vec![IriBucket::default(); n]);
+        for w in old
+            .iter()
+            .flat_map(|b| b.ways.iter())
+            .filter(|w| w.tag != 0)
+        {
+            let b = &mut self.buckets[Self::bucket_of(w.tag, n)];
+            if let Some(at) = b.ways.iter().position(|x| x.tag == 0) {
+                b.ways[at] = *w;
+            }
+        }
+        self.inserts = 0;
     }
 }
 
@@ -419,6 +484,50 @@ mod tests {
             t.get_or_insert("b", 6),
             Some(Lookup::New { id: 3, wire_id: 0 })
         );
+    }
+
+    #[test]
+    fn index_stays_consistent_through_growth_and_evictions() {
+        // A small table, many distinct values with a skewed reuse pattern: every
+        // value held must be found under its id, and nothing else.
+        let mut t = LruTable::new(37);
+        let mut x = 12345u32;
+        for stamp in 1..20_000u32 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let v = format!("v{}", (x >> 8) % if stamp % 3 == 0 { 1000 } else { 50 });
+            let id = match t.get_or_insert(&v, stamp) {
+                Some(Lookup::Hit(id) | Lookup::New { id, .. }) => id,
+                None => panic!("table full"),
+            };
+            assert_eq!(t.value(id), v);
+            if stamp % 997 == 0 {
+                for id in 1..=t.len {
+                    let key = t.value(id).to_owned();
+                    let tag = (hash_bytes(key.as_bytes(), t.seed) >> 32) as u32;
+                    assert_eq!(t.find(&key, tag), Ok(id));
+                }
+                assert_eq!(t.index.iter().filter(|&&i| i != 0).count(), t.len as usize);
+            }
+        }
+    }
+
+    #[test]
+    fn bytes_eq_matches_slice_equality() {
+        let base: Vec<u8> = (0..300u32).map(|i| (i * 7 % 251) as u8).collect();
+        for n in [
+            0, 1, 3, 4, 7, 8, 15, 16, 17, 31, 32, 33, 64, 255, 256, 257, 300,
+        ] {
+            let a = &base[..n];
+            assert!(bytes_eq(a, a));
+            for i in 0..n {
+                let mut b = a.to_vec();
+                b[i] ^= 1;
+                assert!(!bytes_eq(a, &b), "len {n}, byte {i}");
+            }
+            if n > 0 {
+                assert!(!bytes_eq(a, &base[..n - 1]));
+            }
+        }
     }
 
     #[test]

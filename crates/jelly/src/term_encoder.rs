@@ -109,6 +109,8 @@ pub(crate) struct TermEncoder {
     /// For a previous term that was an IRI: its ids, which identify it while the
     /// generations hold (then `prev` is not kept up to date for that position).
     prev_iri: [Option<CachedIds>; 4],
+    /// Id and generation of the last datatype looked up (id 0: none).
+    last_datatype: (u32, u32),
     have_prev: [bool; 4],
     /// Statement counter; entries used by the current statement are never evicted.
     pub(crate) stamp: u32,
@@ -142,6 +144,7 @@ impl TermEncoder {
             last_name_id: 0,
             prev: Default::default(),
             prev_iri: [None; 4],
+            last_datatype: (0, u32::MAX),
             have_prev: [false; 4],
             stamp: 0,
             buf: Vec::with_capacity(64 * 1024),
@@ -334,7 +337,18 @@ impl TermEncoder {
         let Some(table) = &mut self.datatypes else {
             return Err(EncodeError::DatatypeTableDisabled(dt.to_owned()));
         };
-        match table.get_or_insert(dt, stamp) {
+        // Most typed literals have the datatype of the one before.
+        let (id, generation) = self.last_datatype;
+        if table.generation(id) == generation && bytes_eq(table.value(id).as_bytes(), dt.as_bytes())
+        {
+            table.touch(id, stamp);
+            return Ok(id);
+        }
+        let r = table.get_or_insert(dt, stamp);
+        if let Some(Lookup::Hit(id) | Lookup::New { id, .. }) = r {
+            self.last_datatype = (id, table.generation(id));
+        }
+        match r {
             Some(Lookup::Hit(id)) => Ok(id),
             Some(Lookup::New { id, wire_id }) => {
                 Self::push_entry(
@@ -727,7 +741,9 @@ impl TermEncoder {
         position: usize,
     ) -> Result<(), EncodeError> {
         match (position, t) {
-            (0 | 2, TermRef::Iri(_) | TermRef::BlankNode(_)) | (1, TermRef::Iri(_)) => Ok(()),
+            (0 | 2, TermRef::Iri(_) | TermRef::BlankNode(_))
+            | (1, TermRef::Iri(_))
+            | (3, TermRef::Iri(_) | TermRef::BlankNode(_) | TermRef::DefaultGraph) => Ok(()),
             (2, TermRef::Literal(l))
                 if self.datatypes.is_some() || !matches!(l.kind, LiteralKind::Typed(_)) =>
             {
