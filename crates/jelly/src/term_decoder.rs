@@ -8,9 +8,72 @@ use jelly_proto::wire::{Reader, WireError, WireType};
 use crate::error::{DecodeErrorKind as K, POSITIONS, Table};
 use crate::term::{BufKind, TermBuf, TermRef};
 
+/// Strings by slot number in one buffer: setting a slot appends its new text, and
+/// the buffer is compacted when more than half of it is stale. Decoding a stream thus
+/// allocates a few growing buffers rather than one string per table entry.
+#[derive(Debug, Default)]
+struct StrSlots {
+    text: String,
+    /// `(offset, length)` of each slot's text in `text`.
+    spans: Vec<(usize, usize)>,
+    /// Bytes of `text` that some slot refers to.
+    live: usize,
+}
+
+impl StrSlots {
+    fn reset(&mut self, slots: usize) {
+        self.text.clear();
+        self.spans.clear();
+        self.spans.resize(slots, (0, 0));
+        self.live = 0;
+    }
+
+    #[inline(always)]
+    fn get(&self, slot: usize) -> &str {
+        match self.spans.get(slot) {
+            // Every span is the whole text of one `set`, so it is on char boundaries.
+            Some(&(off, len)) => self.text.get(off..off + len).unwrap_or_default(),
+            None => "",
+        }
+    }
+
+    /// Sets the text of `slot` (which must exist).
+    #[inline]
+    fn set(&mut self, slot: usize, value: &str) {
+        let Some(&(_, old)) = self.spans.get(slot) else {
+            return;
+        };
+        let len = value.len();
+        self.live = self.live - old + len;
+        if self.text.len() + len > 2 * self.live + (64 << 10) {
+            self.compact(slot);
+        }
+        let off = self.text.len();
+        self.text.push_str(value);
+        self.spans[slot] = (off, len);
+    }
+
+    /// Rewrites the buffer with the text of every slot but `skip` (about to be set).
+    #[cold]
+    fn compact(&mut self, skip: usize) {
+        let mut text = String::with_capacity(2 * self.live + (64 << 10));
+        for (i, span) in self.spans.iter_mut().enumerate() {
+            if i == skip {
+                *span = (0, 0);
+                continue;
+            }
+            let (off, len) = *span;
+            let start = text.len();
+            text.push_str(self.text.get(off..off + len).unwrap_or_default());
+            *span = (start, len);
+        }
+        self.text = text;
+    }
+}
+
 #[derive(Debug, Default)]
 struct Lookup {
-    values: Vec<String>,
+    values: StrSlots,
     defined: Vec<bool>,
     last_id: u32,
     max: u32,
@@ -20,8 +83,7 @@ impl Lookup {
     fn reset(&mut self, max: u32) {
         self.max = max;
         self.last_id = 0;
-        self.values.clear();
-        self.values.resize_with(max as usize + 1, String::new);
+        self.values.reset(max as usize + 1);
         self.defined.clear();
         self.defined.resize(max as usize + 1, false);
     }
@@ -29,7 +91,7 @@ impl Lookup {
     #[inline]
     fn get(&self, id: u32, table: Table) -> Result<&str, K> {
         match self.defined.get(id as usize) {
-            Some(true) => Ok(&self.values[id as usize]),
+            Some(true) => Ok(self.values.get(id as usize)),
             _ if id == 0 || id > self.max => {
                 if table == Table::Prefix && self.max == 0 {
                     Err(K::PrefixTableDisabled)
@@ -65,8 +127,7 @@ impl Lookup {
             });
         }
         let i = id as usize;
-        self.values[i].clear();
-        self.values[i].push_str(value);
+        self.values.set(i, value);
         self.defined[i] = true;
         self.last_id = id as u32;
         Ok(())
@@ -776,5 +837,29 @@ impl TermDecoder {
         } else {
             b.as_ref()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn str_slots_keep_every_value_through_compactions() {
+        let mut s = StrSlots::default();
+        s.reset(50);
+        let mut model = vec![String::new(); 50];
+        for i in 0..20_000usize {
+            let slot = (i * 7919) % 50;
+            let v = format!("é{}{}", i, "x".repeat(i % 300));
+            s.set(slot, &v);
+            model[slot] = v;
+            if i % 1000 == 0 {
+                for (j, m) in model.iter().enumerate() {
+                    assert_eq!(s.get(j), m);
+                }
+            }
+        }
+        assert!(s.text.len() <= 2 * s.live + (64 << 10) + 400);
     }
 }
