@@ -268,6 +268,41 @@ fn iri_ids(b: &[u8]) -> Result<(u32, u32), K> {
         [0x08, p, 0x10, n] if p < 0x80 && n < 0x80 => return Ok((u32::from(p), u32::from(n))),
         _ => {}
     }
+    // The same with ids of one or two bytes (names beyond 127).
+    let mut at = 0;
+    let two = |at: &mut usize| -> Option<u32> {
+        let lo = *b.get(*at)?;
+        if lo < 0x80 {
+            *at += 1;
+            return Some(u32::from(lo));
+        }
+        let hi = *b.get(*at + 1)?;
+        if hi >= 0x80 || hi == 0 {
+            return None;
+        }
+        *at += 2;
+        Some(u32::from(lo & 0x7f) | u32::from(hi) << 7)
+    };
+    let mut prefix_id = 0;
+    let mut name_id = 0;
+    let mut ok = true;
+    if b.first() == Some(&0x08) {
+        at = 1;
+        match two(&mut at) {
+            Some(p) => prefix_id = p,
+            None => ok = false,
+        }
+    }
+    if ok && b.get(at) == Some(&0x10) {
+        at += 1;
+        match two(&mut at) {
+            Some(n) => name_id = n,
+            None => ok = false,
+        }
+    }
+    if ok && at == b.len() {
+        return Ok((prefix_id, name_id));
+    }
     let mut r = Reader::new(b);
     let (mut prefix_id, mut name_id) = (0u32, 0u32);
     while let Some((field, wt)) = r.tag()? {
@@ -843,6 +878,48 @@ impl TermDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The general parse of an `RdfIri`, to check the fast paths of [`iri_ids`] against.
+    fn iri_ids_reference(b: &[u8]) -> Result<(u32, u32), K> {
+        let mut r = Reader::new(b);
+        let (mut p, mut n) = (0, 0);
+        while let Some((field, wt)) = r.tag()? {
+            match (field, wt) {
+                (iri::PREFIX_ID, WireType::Varint) => p = r.varint32()?,
+                (iri::NAME_ID, WireType::Varint) => n = r.varint32()?,
+                (_, wt) => r.skip(wt)?,
+            }
+        }
+        Ok((p, n))
+    }
+
+    #[test]
+    fn iri_ids_fast_paths_agree_with_the_general_parse() {
+        let cases: &[&[u8]] = &[
+            &[],
+            &[0x08, 5],
+            &[0x10, 7],
+            &[0x08, 5, 0x10, 7],
+            &[0x10, 0x80, 0x01],
+            &[0x10, 0xff, 0x7f],
+            &[0x08, 0x81, 0x01, 0x10, 0xa0, 0x1f],
+            &[0x08, 3, 0x10, 0x80, 0x00],
+            &[0x10, 0x80, 0x80, 0x01],
+            &[0x10, 7, 0x08, 5],
+            &[0x08, 1, 0x08, 2],
+            &[0x08, 1, 0x18, 9],
+            &[0x10, 0x80],
+            &[0x08],
+            &[0x10, 0xff, 0xff, 0xff, 0xff, 0x7f],
+        ];
+        for b in cases {
+            assert_eq!(
+                format!("{:?}", iri_ids(b)),
+                format!("{:?}", iri_ids_reference(b)),
+                "{b:02x?}"
+            );
+        }
+    }
 
     #[test]
     fn str_slots_keep_every_value_through_compactions() {
