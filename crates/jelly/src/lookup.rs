@@ -281,7 +281,8 @@ pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
         return false;
     }
     if n >= 16 {
-        if n > 256 {
+        if n > 64 {
+            // The library's vectorised comparison is cheaper from here on.
             return a == b;
         }
         let mut i = 0;
