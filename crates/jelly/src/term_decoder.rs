@@ -245,6 +245,15 @@ pub(crate) fn varint_at(b: &[u8], pos: &mut usize) -> Result<u64, K> {
         *pos += 1;
         return Ok(u64::from(x));
     }
+    // Two bytes: lengths of rows and fields from 128 bytes to 16 KiB.
+    if let Some(&[x, y]) = b
+        .get(*pos..*pos + 2)
+        .and_then(|s| <&[u8; 2]>::try_from(s).ok())
+        && y < 0x80
+    {
+        *pos += 2;
+        return Ok(u64::from(x & 0x7f) | u64::from(y) << 7);
+    }
     varint_at_slow(b, pos)
 }
 
@@ -400,7 +409,20 @@ impl State {
             [0x0a, l, ref rest @ ..] if l < 0x80 && rest.len() >= usize::from(l) => {
                 rest.split_at(usize::from(l))
             }
-            [0x0a, ..] => return Ok(false),
+            [0x0a, ..] => {
+                // A longer lexical form (a length of two bytes or more).
+                let mut at = 1;
+                let Ok(len) = varint_at(b, &mut at) else {
+                    return Ok(false);
+                };
+                match usize::try_from(len)
+                    .ok()
+                    .and_then(|l| b.get(at..)?.split_at_checked(l))
+                {
+                    Some(x) => x,
+                    None => return Ok(false),
+                }
+            }
             _ => (&[][..], b),
         };
         let Ok(lex) = std::str::from_utf8(lex) else {
