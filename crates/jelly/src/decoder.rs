@@ -277,6 +277,30 @@ impl Decoder {
         }
     }
 
+    /// A row that is exactly one lookup entry (`key` is the row's one-byte field key).
+    #[inline]
+    fn entry_row(&mut self, key: u8, payload: &[u8]) -> Result<Produced, K> {
+        if self.options.is_none() {
+            return Err(K::MissingOptions);
+        }
+        let table = match key >> 3 {
+            9 => {
+                self.stats.name_rows += 1;
+                Table::Name
+            }
+            10 => {
+                self.stats.prefix_rows += 1;
+                Table::Prefix
+            }
+            _ => {
+                self.stats.datatype_rows += 1;
+                Table::Datatype
+            }
+        };
+        self.terms.entry_row(table, Reader::new(payload))?;
+        Ok(Produced::Nothing)
+    }
+
     fn row(&mut self, mut r: Reader<'_>) -> Result<Produced, K> {
         let mut found: Option<(u32, Reader<'_>)> = None;
         while let Some((field, wt)) = r.tag()? {
@@ -401,6 +425,7 @@ impl Decoder {
         }
     }
 
+    #[inline(always)]
     fn statement_ref(&self, quad: bool) -> StatementRef<'_> {
         let graph = if quad {
             Some(self.terms.term_ref(&self.terms.cur[3]))
@@ -452,6 +477,7 @@ impl<'d, 'b> FrameCursor<'d, 'b> {
     }
 
     /// The next event of the frame, or `None` at its end.
+    #[inline]
     pub fn next_event(&mut self) -> Result<Option<Event<'_>>, DecodeError> {
         let produced = loop {
             let b = self.bytes;
@@ -503,6 +529,16 @@ impl<'d, 'b> FrameCursor<'d, 'b> {
                     match varint_at(row, &mut p) {
                         Ok(l) if l == (row.len() - p) as u64 => {
                             self.dec.statement_row(row[0] == 0x1a, &row[p..])
+                        }
+                        _ => self.dec.row(Reader::new(row)),
+                    }
+                }
+                // A lookup entry row: name (field 9), prefix (10) or datatype (11).
+                Some(&(0x4a | 0x52 | 0x5a)) => {
+                    let mut p = 1;
+                    match varint_at(row, &mut p) {
+                        Ok(l) if l == (row.len() - p) as u64 => {
+                            self.dec.entry_row(row[0], &row[p..])
                         }
                         _ => self.dec.row(Reader::new(row)),
                     }

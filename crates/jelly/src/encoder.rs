@@ -154,14 +154,21 @@ impl Encoder {
         self.metadata.push((key.into(), value.into()));
     }
 
+    #[inline(always)]
     fn ensure_options(&mut self) {
         if !self.options_written {
-            self.options_written = true;
-            let body = self.opts.encode_to_vec();
-            self.terms.push_row(row::OPTIONS, &body);
+            self.write_options();
         }
     }
 
+    #[cold]
+    fn write_options(&mut self) {
+        self.options_written = true;
+        let body = self.opts.encode_to_vec();
+        self.terms.push_row(row::OPTIONS, &body);
+    }
+
+    #[inline(always)]
     fn emit_statement(&mut self, field: u32, terms: &[TermRef<'_>]) -> Result<(), EncodeError> {
         // Validate before touching any state, so a refused statement leaves the stream intact.
         for (i, &t) in terms.iter().enumerate() {

@@ -1,8 +1,5 @@
 //! Encoder-side lookup tables: least-recently-used id assignment in flat arrays.
 
-use foldhash::fast::FixedState;
-use hashbrown::HashMap;
-
 /// Result of looking a value up in an [`LruTable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Lookup {
@@ -13,21 +10,36 @@ pub(crate) enum Lookup {
     New { id: u32, wire_id: u32 },
 }
 
+/// Per-id state of an [`LruTable`], kept together so a hit touches one cache line.
+#[derive(Debug, Clone, Copy, Default)]
+struct Meta {
+    /// Upper half of the value's hash, to skip most key comparisons while probing and
+    /// to find the value's home slot when it is removed.
+    hash: u32,
+    /// Bumped each time the id is (re)assigned, so caches can tell a stale id.
+    generation: u32,
+    /// Statement stamp of the last use of the id, so an eviction never removes an
+    /// entry the statement being encoded refers to.
+    stamp: u32,
+    /// Set on every use; cleared when the clock hand passes.
+    referenced: bool,
+}
+
 /// A lookup table of at most `max` entries with ids 1..=max. When full, a new value
 /// takes the id of an entry not used recently, chosen by the clock (second-chance)
 /// approximation of LRU: a hit only sets a flag, so the hot path does one store
 /// instead of relinking a list.
+///
+/// Values are found through an open-addressing index (linear probing, load at most
+/// 1/2) of ids; each id's value lives in a string buffer of its own that is reused
+/// when the id is given to another value, so a warm table does not allocate.
 #[derive(Debug)]
 pub(crate) struct LruTable {
-    map: HashMap<Box<str>, u32, FixedState>,
-    keys: Vec<Box<str>>,
-    /// Set on every use; cleared when the clock hand passes.
-    referenced: Vec<bool>,
-    /// Statement stamp of the last use of each id, so an eviction never removes an
-    /// entry the statement being encoded refers to.
-    stamp: Vec<u32>,
-    /// Bumped each time an id is (re)assigned, so caches can tell a stale id.
-    generation: Vec<u32>,
+    /// Id per slot, 0 for an empty slot. Its length is a power of two.
+    index: Vec<u32>,
+    keys: Vec<String>,
+    meta: Vec<Meta>,
+    seed: u64,
     /// Next eviction candidate.
     hand: u32,
     len: u32,
@@ -37,16 +49,16 @@ pub(crate) struct LruTable {
 
 impl LruTable {
     pub fn new(max: u32) -> Self {
-        let n = max as usize + 1;
+        use std::hash::BuildHasher;
+        let seed = std::collections::hash_map::RandomState::new().hash_one(0x0074_6162_6c65_u64);
+        // Ids are handed out in order before any is reused, so the per-id vectors and
+        // the index grow with the table rather than being sized for `max` up front
+        // (an encoder per small item stays cheap).
         LruTable {
-            map: HashMap::with_capacity_and_hasher(
-                (max as usize).min(1 << 16),
-                FixedState::default(),
-            ),
-            keys: vec![Box::from(""); n],
-            referenced: vec![false; n],
-            stamp: vec![0; n],
-            generation: vec![0; n],
+            index: vec![0; 16],
+            keys: vec![String::new()],
+            meta: vec![Meta::default()],
+            seed,
             hand: 1,
             len: 0,
             max,
@@ -64,11 +76,12 @@ impl LruTable {
             } else {
                 self.hand + 1
             };
-            if self.stamp[id as usize] == stamp {
+            let m = &mut self.meta[id as usize];
+            if m.stamp == stamp {
                 continue;
             }
-            if self.referenced[id as usize] {
-                self.referenced[id as usize] = false;
+            if m.referenced {
+                m.referenced = false;
                 continue;
             }
             return Some(id);
@@ -76,29 +89,118 @@ impl LruTable {
         None
     }
 
+    #[inline(always)]
+    fn home(&self, tag: u32) -> usize {
+        tag as usize & (self.index.len() - 1)
+    }
+
+    /// The id holding `value` (whose hash tag is `tag`), or the empty slot ending its probe.
+    #[inline(always)]
+    fn find(&self, value: &str, tag: u32) -> Result<u32, usize> {
+        let mask = self.index.len() - 1;
+        let mut i = self.home(tag);
+        loop {
+            let id = self.index[i];
+            if id == 0 {
+                return Err(i);
+            }
+            if self.meta[id as usize].hash == tag
+                && bytes_eq(self.keys[id as usize].as_bytes(), value.as_bytes())
+            {
+                return Ok(id);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Takes `id` out of the index, shifting later entries of its probe run back so
+    /// that every entry stays reachable from its home slot.
+    fn unlink(&mut self, id: u32) {
+        let mask = self.index.len() - 1;
+        let mut hole = self.home(self.meta[id as usize].hash);
+        while self.index[hole] != id {
+            if self.index[hole] == 0 {
+                // Not indexed (cannot happen for an assigned id).
+                return;
+            }
+            hole = (hole + 1) & mask;
+        }
+        let mut k = (hole + 1) & mask;
+        loop {
+            let other = self.index[k];
+            if other == 0 {
+                break;
+            }
+            let home = self.home(self.meta[other as usize].hash);
+            // `other` may fill the hole if the hole lies on its probe path (from its home to k).
+            if (k.wrapping_sub(home) & mask) >= (k.wrapping_sub(hole) & mask) {
+                self.index[hole] = other;
+                hole = k;
+            }
+            k = (k + 1) & mask;
+        }
+        self.index[hole] = 0;
+    }
+
+    /// Doubles the index and re-places every indexed id (all but the newest, `len`)
+    /// from its stored hash.
+    #[cold]
+    fn grow_index(&mut self) {
+        self.index = vec![0; self.index.len() * 2];
+        let mask = self.index.len() - 1;
+        for id in 1..self.len as usize {
+            let mut i = self.home(self.meta[id].hash);
+            while self.index[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            // Ids are below 2^32: they come from a u32 counter.
+            self.index[i] = id as u32;
+        }
+    }
+
     /// Looks `value` up, assigning an id (and evicting) on a miss.
     /// Returns `None` when every entry is in use by the current statement.
     #[inline]
     pub fn get_or_insert(&mut self, value: &str, stamp: u32) -> Option<Lookup> {
-        if let Some(&id) = self.map.get(value) {
-            self.touch(id, stamp);
-            return Some(Lookup::Hit(id));
-        }
+        let tag = (hash_bytes(value.as_bytes(), self.seed) >> 32) as u32;
+        let mut slot = match self.find(value, tag) {
+            Ok(id) => {
+                self.touch(id, stamp);
+                return Some(Lookup::Hit(id));
+            }
+            Err(slot) => slot,
+        };
         let id = if self.len < self.max {
             self.len += 1;
+            self.keys.push(String::new());
+            self.meta.push(Meta::default());
+            if self.len as usize * 2 > self.index.len() {
+                self.grow_index();
+                slot = match self.find(value, tag) {
+                    Err(slot) => slot,
+                    Ok(_) => return None,
+                };
+            }
             self.len
         } else {
             let victim = self.victim(stamp)?;
-            let old = std::mem::take(&mut self.keys[victim as usize]);
-            self.map.remove(&old);
+            self.unlink(victim);
+            // The removal may have moved entries into the probe run of `value`.
+            slot = match self.find(value, tag) {
+                Err(slot) => slot,
+                Ok(_) => return None,
+            };
             victim
         };
-        self.generation[id as usize] = self.generation[id as usize].wrapping_add(1);
-        let boxed: Box<str> = Box::from(value);
-        self.map.insert(boxed.clone(), id);
-        self.keys[id as usize] = boxed;
-        self.referenced[id as usize] = false;
-        self.stamp[id as usize] = stamp;
+        self.index[slot] = id;
+        let m = &mut self.meta[id as usize];
+        m.hash = tag;
+        m.generation = m.generation.wrapping_add(1);
+        m.referenced = false;
+        m.stamp = stamp;
+        let key = &mut self.keys[id as usize];
+        key.clear();
+        key.push_str(value);
         let wire_id = if id == self.last_emitted.wrapping_add(1) {
             0
         } else {
@@ -122,20 +224,234 @@ impl LruTable {
     /// Generation of `id`: changes whenever the id is given to another value.
     #[inline]
     pub fn generation(&self, id: u32) -> u32 {
-        self.generation[id as usize]
+        self.meta[id as usize].generation
     }
 
     /// Marks `id` as just used.
     #[inline]
     pub fn touch(&mut self, id: u32, stamp: u32) {
-        self.referenced[id as usize] = true;
-        self.stamp[id as usize] = stamp;
+        let m = &mut self.meta[id as usize];
+        m.referenced = true;
+        m.stamp = stamp;
     }
 
     /// The value stored under `id`.
-    #[cfg(test)]
+    #[inline(always)]
     pub fn value(&self, id: u32) -> &str {
-        &self.keys[id as usize]
+        self.keys.get(id as usize).map_or("", |k| k)
+    }
+}
+
+/// Ids an IRI was last encoded with, and the generations of those table slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct CachedIds {
+    pub pid: u32,
+    pub pgen: u32,
+    pub nid: u32,
+    pub ngen: u32,
+}
+
+#[inline(always)]
+fn rd16(b: &[u8], i: usize) -> u128 {
+    let mut w = [0u8; 16];
+    w.copy_from_slice(&b[i..i + 16]);
+    u128::from_le_bytes(w)
+}
+
+#[inline(always)]
+fn rd8(b: &[u8], i: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[i..i + 8]);
+    u64::from_le_bytes(w)
+}
+
+#[inline(always)]
+fn rd4(b: &[u8], i: usize) -> u64 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&b[i..i + 4]);
+    u64::from(u32::from_le_bytes(w))
+}
+
+/// Byte-string equality for the short strings of IRIs, inlined rather than a call to
+/// `memcmp`: 16 bytes per step, the last step overlapping.
+#[inline(always)]
+pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n >= 16 {
+        if n > 64 {
+            // The library's vectorised comparison is cheaper from here on.
+            return a == b;
+        }
+        let mut i = 0;
+        while i + 16 < n {
+            if rd16(a, i) != rd16(b, i) {
+                return false;
+            }
+            i += 16;
+        }
+        rd16(a, n - 16) == rd16(b, n - 16)
+    } else if n >= 8 {
+        rd8(a, 0) == rd8(b, 0) && rd8(a, n - 8) == rd8(b, n - 8)
+    } else if n >= 4 {
+        rd4(a, 0) == rd4(b, 0) && rd4(a, n - 4) == rd4(b, n - 4)
+    } else {
+        a == b
+    }
+}
+
+/// Hashes `b` with a per-cache `seed`: 16 bytes per step, each step one 64×64→128-bit
+/// multiply whose halves are folded together. Not cryptographic; the random seed keeps
+/// colliding inputs from being precomputed.
+#[inline(always)]
+pub(crate) fn hash_bytes(b: &[u8], seed: u64) -> u64 {
+    const K: u64 = 0x243f_6a88_85a3_08d3;
+    #[inline(always)]
+    fn fold(a: u64, b: u64) -> u64 {
+        let m = u128::from(a) * u128::from(b);
+        (m as u64) ^ ((m >> 64) as u64)
+    }
+    let len = b.len();
+    let mut h = seed ^ (len as u64).wrapping_mul(K);
+    let (x, y) = if len >= 16 {
+        let mut i = 0;
+        while i + 16 < len {
+            h = fold(rd8(b, i) ^ h, rd8(b, i + 8) ^ K);
+            i += 16;
+        }
+        // The last 16 bytes (overlapping the previous step when len is not a multiple).
+        (rd8(b, len - 16), rd8(b, len - 8))
+    } else if len >= 8 {
+        (rd8(b, 0), rd8(b, len - 8))
+    } else if len >= 4 {
+        (rd4(b, 0), rd4(b, len - 4))
+    } else if len > 0 {
+        (
+            u64::from(b[0]) | u64::from(b[len / 2]) << 8,
+            u64::from(b[len - 1]),
+        )
+    } else {
+        (0, 0)
+    };
+    fold(x ^ h, y ^ seed ^ K)
+}
+
+/// One way of an [`IriCache`] bucket: a hash tag and the ids, 20 bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct IriWay {
+    /// Upper half of the IRI's hash with the low bit set; 0 marks an empty way.
+    pub tag: u32,
+    pub ids: CachedIds,
+}
+
+/// Three ways and a round-robin victim counter: one 64-byte cache line.
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(align(64))]
+struct IriBucket {
+    ways: [IriWay; 3],
+    next: u32,
+}
+
+/// Full IRI → ids, a lossy set-associative cache: each IRI hashes to one bucket of
+/// three ways, and a new IRI takes the place of a stale or older one. It keeps no
+/// keys: a candidate's ids point at the prefix and name entries it was made from, and
+/// it is the IRI only if those entries still hold their values (generations) and spell
+/// the IRI. An IRI missing from the cache is found by a split and two table lookups,
+/// with the same result, so the cache size never changes the bytes written.
+///
+/// It starts small and doubles (keeping its entries) as IRIs are inserted, up to the
+/// size asked for.
+#[derive(Debug)]
+pub(crate) struct IriCache {
+    buckets: Vec<IriBucket>,
+    /// Largest number of buckets.
+    max_buckets: usize,
+    /// Insertions since the last doubling.
+    inserts: usize,
+    seed: u64,
+}
+
+impl IriCache {
+    /// A cache that grows up to at least `capacity` ways.
+    pub fn new(capacity: usize) -> Self {
+        use std::hash::BuildHasher;
+        let seed = std::collections::hash_map::RandomState::new().hash_one(0x006a_656c_6c79_u64);
+        let max_buckets = capacity.div_ceil(3).next_power_of_two();
+        IriCache {
+            buckets: vec![IriBucket::default(); max_buckets.min(64)],
+            max_buckets,
+            inserts: 0,
+            seed,
+        }
+    }
+
+    #[inline(always)]
+    pub fn hash(&self, key: &str) -> u64 {
+        hash_bytes(key.as_bytes(), self.seed)
+    }
+
+    /// The tag of a hash: its upper half with the low bit set. The bucket comes from
+    /// the tag's other bits, so entries can be re-placed when the cache grows.
+    #[inline(always)]
+    fn tag_of(hash: u64) -> u32 {
+        ((hash >> 32) as u32) | 1
+    }
+
+    #[inline(always)]
+    fn bucket_of(tag: u32, buckets: usize) -> usize {
+        (tag >> 1) as usize & (buckets - 1)
+    }
+
+    /// The ways of `hash`'s bucket, and the tag to look for in them.
+    #[inline(always)]
+    pub fn ways(&self, hash: u64) -> (&[IriWay; 3], u32) {
+        let tag = Self::tag_of(hash);
+        (
+            &self.buckets[Self::bucket_of(tag, self.buckets.len())].ways,
+            tag,
+        )
+    }
+
+    /// Records `ids` for the IRI of `hash`, in a way of the same tag (a stale copy), an
+    /// empty one, or else the bucket's next victim.
+    #[inline]
+    pub fn insert(&mut self, hash: u64, ids: CachedIds) {
+        self.inserts += 1;
+        if self.inserts > 2 * self.buckets.len() && self.buckets.len() < self.max_buckets {
+            self.grow();
+        }
+        let tag = Self::tag_of(hash);
+        let i = Self::bucket_of(tag, self.buckets.len());
+        let b = &mut self.buckets[i];
+        let at = match b.ways.iter().position(|w| w.tag == tag || w.tag == 0) {
+            Some(at) => at,
+            None => {
+                let at = b.next as usize % 3;
+                b.next = b.next.wrapping_add(1);
+                at
+            }
+        };
+        b.ways[at] = IriWay { tag, ids };
+    }
+
+    /// Doubles the buckets. The ways of a bucket go to one of two buckets, so they all fit.
+    #[cold]
+    fn grow(&mut self) {
+        let n = self.buckets.len() * 2;
+        let old = std::mem::replace(&mut self.buckets, vec![IriBucket::default(); n]);
+        for w in old
+            .iter()
+            .flat_map(|b| b.ways.iter())
+            .filter(|w| w.tag != 0)
+        {
+            let b = &mut self.buckets[Self::bucket_of(w.tag, n)];
+            if let Some(at) = b.ways.iter().position(|x| x.tag == 0) {
+                b.ways[at] = *w;
+            }
+        }
+        self.inserts = 0;
     }
 }
 
@@ -169,6 +485,50 @@ mod tests {
             t.get_or_insert("b", 6),
             Some(Lookup::New { id: 3, wire_id: 0 })
         );
+    }
+
+    #[test]
+    fn index_stays_consistent_through_growth_and_evictions() {
+        // A small table, many distinct values with a skewed reuse pattern: every
+        // value held must be found under its id, and nothing else.
+        let mut t = LruTable::new(37);
+        let mut x = 12345u32;
+        for stamp in 1..20_000u32 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let v = format!("v{}", (x >> 8) % if stamp % 3 == 0 { 1000 } else { 50 });
+            let id = match t.get_or_insert(&v, stamp) {
+                Some(Lookup::Hit(id) | Lookup::New { id, .. }) => id,
+                None => panic!("table full"),
+            };
+            assert_eq!(t.value(id), v);
+            if stamp % 997 == 0 {
+                for id in 1..=t.len {
+                    let key = t.value(id).to_owned();
+                    let tag = (hash_bytes(key.as_bytes(), t.seed) >> 32) as u32;
+                    assert_eq!(t.find(&key, tag), Ok(id));
+                }
+                assert_eq!(t.index.iter().filter(|&&i| i != 0).count(), t.len as usize);
+            }
+        }
+    }
+
+    #[test]
+    fn bytes_eq_matches_slice_equality() {
+        let base: Vec<u8> = (0..300u32).map(|i| (i * 7 % 251) as u8).collect();
+        for n in [
+            0, 1, 3, 4, 7, 8, 15, 16, 17, 31, 32, 33, 64, 255, 256, 257, 300,
+        ] {
+            let a = &base[..n];
+            assert!(bytes_eq(a, a));
+            for i in 0..n {
+                let mut b = a.to_vec();
+                b[i] ^= 1;
+                assert!(!bytes_eq(a, &b), "len {n}, byte {i}");
+            }
+            if n > 0 {
+                assert!(!bytes_eq(a, &base[..n - 1]));
+            }
+        }
     }
 
     #[test]

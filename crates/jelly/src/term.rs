@@ -225,6 +225,7 @@ pub enum Term {
 
 impl Term {
     /// Borrowed view.
+    #[inline]
     pub fn as_ref(&self) -> TermRef<'_> {
         match self {
             Term::Iri(s) => TermRef::Iri(s),
@@ -333,6 +334,7 @@ pub struct Statement {
 
 impl Statement {
     /// Borrowed view.
+    #[inline]
     pub fn as_ref(&self) -> StatementRef<'_> {
         StatementRef {
             subject: self.subject.as_ref(),

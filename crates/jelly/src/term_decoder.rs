@@ -8,9 +8,72 @@ use jelly_proto::wire::{Reader, WireError, WireType};
 use crate::error::{DecodeErrorKind as K, POSITIONS, Table};
 use crate::term::{BufKind, TermBuf, TermRef};
 
+/// Strings by slot number in one buffer: setting a slot appends its new text, and
+/// the buffer is compacted when more than half of it is stale. Decoding a stream thus
+/// allocates a few growing buffers rather than one string per table entry.
+#[derive(Debug, Default)]
+struct StrSlots {
+    text: String,
+    /// `(offset, length)` of each slot's text in `text`.
+    spans: Vec<(usize, usize)>,
+    /// Bytes of `text` that some slot refers to.
+    live: usize,
+}
+
+impl StrSlots {
+    fn reset(&mut self, slots: usize) {
+        self.text.clear();
+        self.spans.clear();
+        self.spans.resize(slots, (0, 0));
+        self.live = 0;
+    }
+
+    #[inline(always)]
+    fn get(&self, slot: usize) -> &str {
+        match self.spans.get(slot) {
+            // Every span is the whole text of one `set`, so it is on char boundaries.
+            Some(&(off, len)) => self.text.get(off..off + len).unwrap_or_default(),
+            None => "",
+        }
+    }
+
+    /// Sets the text of `slot` (which must exist).
+    #[inline]
+    fn set(&mut self, slot: usize, value: &str) {
+        let Some(&(_, old)) = self.spans.get(slot) else {
+            return;
+        };
+        let len = value.len();
+        self.live = self.live - old + len;
+        if self.text.len() + len > 2 * self.live + (64 << 10) {
+            self.compact(slot);
+        }
+        let off = self.text.len();
+        self.text.push_str(value);
+        self.spans[slot] = (off, len);
+    }
+
+    /// Rewrites the buffer with the text of every slot but `skip` (about to be set).
+    #[cold]
+    fn compact(&mut self, skip: usize) {
+        let mut text = String::with_capacity(2 * self.live + (64 << 10));
+        for (i, span) in self.spans.iter_mut().enumerate() {
+            if i == skip {
+                *span = (0, 0);
+                continue;
+            }
+            let (off, len) = *span;
+            let start = text.len();
+            text.push_str(self.text.get(off..off + len).unwrap_or_default());
+            *span = (start, len);
+        }
+        self.text = text;
+    }
+}
+
 #[derive(Debug, Default)]
 struct Lookup {
-    values: Vec<String>,
+    values: StrSlots,
     defined: Vec<bool>,
     last_id: u32,
     max: u32,
@@ -20,8 +83,7 @@ impl Lookup {
     fn reset(&mut self, max: u32) {
         self.max = max;
         self.last_id = 0;
-        self.values.clear();
-        self.values.resize_with(max as usize + 1, String::new);
+        self.values.reset(max as usize + 1);
         self.defined.clear();
         self.defined.resize(max as usize + 1, false);
     }
@@ -29,7 +91,7 @@ impl Lookup {
     #[inline]
     fn get(&self, id: u32, table: Table) -> Result<&str, K> {
         match self.defined.get(id as usize) {
-            Some(true) => Ok(&self.values[id as usize]),
+            Some(true) => Ok(self.values.get(id as usize)),
             _ if id == 0 || id > self.max => {
                 if table == Table::Prefix && self.max == 0 {
                     Err(K::PrefixTableDisabled)
@@ -65,8 +127,7 @@ impl Lookup {
             });
         }
         let i = id as usize;
-        self.values[i].clear();
-        self.values[i].push_str(value);
+        self.values.set(i, value);
         self.defined[i] = true;
         self.last_id = id as u32;
         Ok(())
@@ -184,6 +245,15 @@ pub(crate) fn varint_at(b: &[u8], pos: &mut usize) -> Result<u64, K> {
         *pos += 1;
         return Ok(u64::from(x));
     }
+    // Two bytes: lengths of rows and fields from 128 bytes to 16 KiB.
+    if let Some(&[x, y]) = b
+        .get(*pos..*pos + 2)
+        .and_then(|s| <&[u8; 2]>::try_from(s).ok())
+        && y < 0x80
+    {
+        *pos += 2;
+        return Ok(u64::from(x & 0x7f) | u64::from(y) << 7);
+    }
     varint_at_slow(b, pos)
 }
 
@@ -207,6 +277,41 @@ fn iri_ids(b: &[u8]) -> Result<(u32, u32), K> {
         [0x08, p, 0x10, n] if p < 0x80 && n < 0x80 => return Ok((u32::from(p), u32::from(n))),
         _ => {}
     }
+    // The same with ids of one or two bytes (names beyond 127).
+    let mut at = 0;
+    let two = |at: &mut usize| -> Option<u32> {
+        let lo = *b.get(*at)?;
+        if lo < 0x80 {
+            *at += 1;
+            return Some(u32::from(lo));
+        }
+        let hi = *b.get(*at + 1)?;
+        if hi >= 0x80 || hi == 0 {
+            return None;
+        }
+        *at += 2;
+        Some(u32::from(lo & 0x7f) | u32::from(hi) << 7)
+    };
+    let mut prefix_id = 0;
+    let mut name_id = 0;
+    let mut ok = true;
+    if b.first() == Some(&0x08) {
+        at = 1;
+        match two(&mut at) {
+            Some(p) => prefix_id = p,
+            None => ok = false,
+        }
+    }
+    if ok && b.get(at) == Some(&0x10) {
+        at += 1;
+        match two(&mut at) {
+            Some(n) => name_id = n,
+            None => ok = false,
+        }
+    }
+    if ok && at == b.len() {
+        return Ok((prefix_id, name_id));
+    }
     let mut r = Reader::new(b);
     let (mut prefix_id, mut name_id) = (0u32, 0u32);
     while let Some((field, wt)) = r.tag()? {
@@ -226,6 +331,34 @@ struct RawSlot {
     start: usize,
     end: usize,
 }
+
+/// Term kinds by the code used in [`TERM_KEY`].
+const TERM_KINDS: [TermField; 5] = [
+    TermField::Iri,
+    TermField::Bnode,
+    TermField::Literal,
+    TermField::Triple,
+    TermField::DefaultGraph,
+];
+
+/// For each one-byte key of a length-delimited statement field 1–15: 0x80, plus its
+/// position (0–3) times 8, plus its kind (index into [`TERM_KINDS`]); 0 for any other key.
+/// Field 16 (`g_literal`) has a two-byte key and takes the general path.
+const TERM_KEY: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut field = 1;
+    while field <= 15 {
+        let (pos, kind) = if field <= 12 {
+            ((field - 1) / 4, (field - 1) % 4)
+        } else {
+            // 13: g_iri, 14: g_bnode, 15: g_default_graph.
+            (3, [0, 1, 4][field - 13])
+        };
+        t[field << 3 | 2] = (0x80 | pos << 3 | kind) as u8;
+        field += 1;
+    }
+    t
+};
 
 const EMPTY_SLOT: RawSlot = RawSlot {
     kind: None,
@@ -264,6 +397,56 @@ impl State {
     #[inline]
     pub(crate) fn resolve_iri(&mut self, mut r: Reader<'_>, dest: &mut TermBuf) -> Result<(), K> {
         self.resolve_iri_bytes(r.remaining(), dest)
+    }
+
+    /// Resolves an `RdfLiteral` payload in one of its usual shapes (lexical form with a
+    /// one-byte length, then nothing, a one-byte datatype id or a language tag with a
+    /// one-byte length) into `dest`. Returns false, having changed nothing, for any
+    /// other shape (or invalid UTF-8), which [`State::resolve_literal`] handles.
+    #[inline]
+    pub(crate) fn literal_fast(&mut self, b: &[u8], dest: &mut TermBuf) -> Result<bool, K> {
+        let (lex, rest) = match *b {
+            [0x0a, l, ref rest @ ..] if l < 0x80 && rest.len() >= usize::from(l) => {
+                rest.split_at(usize::from(l))
+            }
+            [0x0a, ..] => {
+                // A longer lexical form (a length of two bytes or more).
+                let mut at = 1;
+                let Ok(len) = varint_at(b, &mut at) else {
+                    return Ok(false);
+                };
+                match usize::try_from(len)
+                    .ok()
+                    .and_then(|l| b.get(at..)?.split_at_checked(l))
+                {
+                    Some(x) => x,
+                    None => return Ok(false),
+                }
+            }
+            _ => (&[][..], b),
+        };
+        let Ok(lex) = std::str::from_utf8(lex) else {
+            return Ok(false);
+        };
+        match *rest {
+            [] => dest.set_str(BufKind::Simple, lex),
+            [0x18, id] if id != 0 && id < 0x80 => {
+                let dt = self.datatypes.get(u32::from(id), Table::Datatype)?;
+                dest.set_str(BufKind::Typed, lex);
+                dest.b.clear();
+                dest.b.push_str(dt);
+            }
+            [0x12, l, ref tag @ ..] if l < 0x80 && tag.len() == usize::from(l) => {
+                let Ok(tag) = std::str::from_utf8(tag) else {
+                    return Ok(false);
+                };
+                dest.set_str(BufKind::Lang, lex);
+                dest.b.clear();
+                dest.b.push_str(tag);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
     }
 
     fn resolve_literal(&mut self, mut r: Reader<'_>, dest: &mut TermBuf) -> Result<(), K> {
@@ -511,6 +694,33 @@ impl TermDecoder {
         let mut slots = [EMPTY_SLOT; 4];
         let mut pos = 0;
         while pos < b.len() {
+            // Fast path: a one-byte key of a term field and a one-byte length.
+            let code = TERM_KEY[usize::from(b[pos] & 0x7f)];
+            if b[pos] < 0x80
+                && code != 0
+                && (code & 0x18 != 0x18 || n == 4)
+                && let Some(&len) = b.get(pos + 1)
+                && len < 0x80
+            {
+                let p = usize::from(code >> 3 & 3);
+                let start = pos + 2;
+                let end = start + usize::from(len);
+                if end > b.len() {
+                    return Err(WireError::Truncated(b.len()).into());
+                }
+                if slots[p].kind.is_some() {
+                    return Err(K::MultipleTermFields {
+                        position: POSITIONS[p],
+                    });
+                }
+                slots[p] = RawSlot {
+                    kind: Some(TERM_KINDS[usize::from(code & 7)]),
+                    start,
+                    end,
+                };
+                pos = end;
+                continue;
+            }
             let key = varint_at(b, &mut pos)?;
             let field = key >> 3;
             let term_field = match field {
@@ -591,6 +801,12 @@ impl TermDecoder {
             Some((TermField::Iri, payload)) => {
                 // IRIs are allowed in every position: no feature check needed.
                 self.resolve_iri_cached(payload, i)?;
+                self.have[i] = true;
+            }
+            // Literals are allowed as objects: no feature check needed.
+            Some((TermField::Literal, payload))
+                if i == 2 && self.state.literal_fast(payload, &mut self.cur[2])? =>
+            {
                 self.have[i] = true;
             }
             Some((kind, payload)) => {
@@ -678,5 +894,71 @@ impl TermDecoder {
         } else {
             b.as_ref()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The general parse of an `RdfIri`, to check the fast paths of [`iri_ids`] against.
+    fn iri_ids_reference(b: &[u8]) -> Result<(u32, u32), K> {
+        let mut r = Reader::new(b);
+        let (mut p, mut n) = (0, 0);
+        while let Some((field, wt)) = r.tag()? {
+            match (field, wt) {
+                (iri::PREFIX_ID, WireType::Varint) => p = r.varint32()?,
+                (iri::NAME_ID, WireType::Varint) => n = r.varint32()?,
+                (_, wt) => r.skip(wt)?,
+            }
+        }
+        Ok((p, n))
+    }
+
+    #[test]
+    fn iri_ids_fast_paths_agree_with_the_general_parse() {
+        let cases: &[&[u8]] = &[
+            &[],
+            &[0x08, 5],
+            &[0x10, 7],
+            &[0x08, 5, 0x10, 7],
+            &[0x10, 0x80, 0x01],
+            &[0x10, 0xff, 0x7f],
+            &[0x08, 0x81, 0x01, 0x10, 0xa0, 0x1f],
+            &[0x08, 3, 0x10, 0x80, 0x00],
+            &[0x10, 0x80, 0x80, 0x01],
+            &[0x10, 7, 0x08, 5],
+            &[0x08, 1, 0x08, 2],
+            &[0x08, 1, 0x18, 9],
+            &[0x10, 0x80],
+            &[0x08],
+            &[0x10, 0xff, 0xff, 0xff, 0xff, 0x7f],
+        ];
+        for b in cases {
+            assert_eq!(
+                format!("{:?}", iri_ids(b)),
+                format!("{:?}", iri_ids_reference(b)),
+                "{b:02x?}"
+            );
+        }
+    }
+
+    #[test]
+    fn str_slots_keep_every_value_through_compactions() {
+        let mut s = StrSlots::default();
+        s.reset(50);
+        let mut model = vec![String::new(); 50];
+        for i in 0..20_000usize {
+            let slot = (i * 7919) % 50;
+            let v = format!("é{}{}", i, "x".repeat(i % 300));
+            s.set(slot, &v);
+            model[slot] = v;
+            if i % 1000 == 0 {
+                for (j, m) in model.iter().enumerate() {
+                    assert_eq!(s.get(j), m);
+                }
+            }
+        }
+        assert!(s.text.len() <= 2 * s.live + (64 << 10) + 400);
     }
 }

@@ -8,7 +8,7 @@ use jelly_proto::wire::{
 };
 
 use crate::error::{EncodeError, POSITIONS, Table};
-use crate::lookup::{Lookup, LruTable};
+use crate::lookup::{CachedIds, IriCache, Lookup, LruTable, bytes_eq};
 use crate::term::{LiteralKind, TermBuf, TermRef, TripleRef, XSD_STRING};
 
 /// Row field numbers of the three lookup entry kinds (they differ between Jelly-RDF
@@ -43,17 +43,21 @@ pub fn split_iri(iri: &str) -> (&str, &str) {
     }
 }
 
-/// Ids an IRI was last encoded with, and the generations of those table slots.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct CachedIds {
-    pid: u32,
-    pgen: u32,
-    nid: u32,
-    ngen: u32,
+/// What the first pass over a statement decided for one position. Small enough to
+/// stay in registers; the second pass takes the other terms' text from the term.
+#[derive(Debug, Clone, Copy)]
+enum Planned {
+    /// The term repeats the previous one of its position: nothing is written.
+    Repeat,
+    /// An IRI with these wire `(prefix_id, name_id)`.
+    Iri(u32, u32),
+    /// A blank node, literal or default graph; for a typed literal, its datatype id
+    /// (otherwise 0).
+    Other(u32),
 }
 
-/// Most IRIs kept in the encoder's IRI cache; it is cleared when full.
-const IRI_CACHE_MAX: usize = 1 << 16;
+/// Most ways of the IRI cache (64-byte buckets of three): 2 MiB.
+const IRI_CACHE_WAYS_MAX: usize = 3 << 15;
 
 /// Writes `v` as a varint into `b` at `at`; returns the position after it.
 #[inline(always)]
@@ -98,13 +102,15 @@ pub(crate) struct TermEncoder {
     prefixes: Option<LruTable>,
     datatypes: Option<LruTable>,
     /// Full IRI → ids, so a known IRI costs one hash lookup instead of a split and two.
-    iri_cache: hashbrown::HashMap<Box<str>, CachedIds, foldhash::fast::FixedState>,
+    iri_cache: IriCache,
     last_prefix_id: u32,
     last_name_id: u32,
     prev: [TermBuf; 4],
     /// For a previous term that was an IRI: its ids, which identify it while the
     /// generations hold (then `prev` is not kept up to date for that position).
     prev_iri: [Option<CachedIds>; 4],
+    /// Id and generation of the last datatype looked up (id 0: none).
+    last_datatype: (u32, u32),
     have_prev: [bool; 4],
     /// Statement counter; entries used by the current statement are never evicted.
     pub(crate) stamp: u32,
@@ -133,14 +139,12 @@ impl TermEncoder {
             prefixes: (prefixes > 0).then(|| LruTable::new(prefixes)),
             datatypes: (datatypes > 0).then(|| LruTable::new(datatypes)),
             // Sized for a few IRIs per name entry, so a new stream does not rehash its way up.
-            iri_cache: hashbrown::HashMap::with_capacity_and_hasher(
-                (names as usize * 4).clamp(1024, IRI_CACHE_MAX),
-                foldhash::fast::FixedState::default(),
-            ),
+            iri_cache: IriCache::new((names as usize * 2).clamp(256, IRI_CACHE_WAYS_MAX)),
             last_prefix_id: 0,
             last_name_id: 0,
             prev: Default::default(),
             prev_iri: [None; 4],
+            last_datatype: (0, u32::MAX),
             have_prev: [false; 4],
             stamp: 0,
             buf: Vec::with_capacity(64 * 1024),
@@ -175,10 +179,189 @@ impl TermEncoder {
         field: u32,
         terms: &[TermRef<'_>],
     ) -> Result<(), EncodeError> {
-        let body = self.statement_body(terms)?;
-        self.push_row(field, &body);
-        self.scratch[0] = body;
+        if field > 15 || terms.len() > 4 || terms.iter().any(TermRef::is_triple) {
+            // Quoted triples nest rows of their own: build the body aside.
+            let body = self.statement_body(terms)?;
+            self.push_row(field, &body);
+            self.scratch[0] = body;
+            return Ok(());
+        }
+        // First pass: resolve every term in S, P, O, G order (lookup entry rows go
+        // into the frame now, ahead of the statement row). Second pass: write the row.
+        self.stamp = self.stamp.wrapping_add(1);
+        let delta_state = (self.last_prefix_id, self.last_name_id);
+        let mut plan = [Planned::Repeat; 4];
+        for (i, (&t, p)) in terms.iter().zip(plan.iter_mut()).enumerate() {
+            match self.plan_term(i, t) {
+                Ok(x) => *p = x,
+                Err(e) => {
+                    // The row is not written: undo the IRI delta state its terms advanced
+                    // (entry rows already emitted stay valid) and forget the repeated
+                    // terms it set.
+                    (self.last_prefix_id, self.last_name_id) = delta_state;
+                    self.have_prev[..i].fill(false);
+                    return Err(e);
+                }
+            }
+        }
+        let buf = &mut self.buf;
+        let start = buf.len();
+        // The row is built in place behind a header that assumes one-byte lengths,
+        // which is moved when the row turns out longer.
+        buf.extend_from_slice(&[(frame::ROWS << 3 | 2) as u8, 0, (field << 3 | 2) as u8, 0]);
+        let body_start = buf.len();
+        for (i, (&p, &t)) in plan.iter().zip(terms).enumerate() {
+            Self::write_planned(buf, i, p, t);
+        }
+        let body_len = buf.len() - body_start;
+        if body_len < 126 {
+            buf[start + 1] = (body_len + 2) as u8;
+            buf[start + 3] = body_len as u8;
+        } else {
+            Self::fix_long_row_header(buf, start, body_start);
+        }
+        self.rows += 1;
         Ok(())
+    }
+
+    /// Rewrites the header of a row built in place whose body reached 126 bytes or more.
+    #[cold]
+    fn fix_long_row_header(buf: &mut Vec<u8>, start: usize, body_start: usize) {
+        let body_len = buf.len() - body_start;
+        let row_len = 1 + varint_len(body_len as u64) + body_len;
+        let mut header = Vec::with_capacity(16);
+        header.push(buf[start]);
+        put_varint(&mut header, row_len as u64);
+        header.push(buf[start + 2]);
+        put_varint(&mut header, body_len as u64);
+        buf.splice(start..body_start, header);
+    }
+
+    /// First pass over one term of a statement: resolves it (lookup entries, delta
+    /// state, repeated terms) and tells what to write.
+    #[inline(always)]
+    fn plan_term(&mut self, slot: usize, t: TermRef<'_>) -> Result<Planned, EncodeError> {
+        if let TermRef::Iri(iri) = t {
+            return self.plan_iri(slot, iri);
+        }
+        if self.have_prev[slot] && self.prev_iri[slot].is_none() && self.prev[slot].as_ref() == t {
+            return Ok(Planned::Repeat);
+        }
+        self.check_term(t, slot)?;
+        let p = match t {
+            TermRef::Literal(l) => match l.kind {
+                LiteralKind::Typed(dt) if dt != XSD_STRING => Planned::Other(self.datatype_id(dt)?),
+                _ => Planned::Other(0),
+            },
+            TermRef::BlankNode(_) | TermRef::DefaultGraph => Planned::Other(0),
+            // Callers route quoted triples to `term_field`, and IRIs are handled above.
+            TermRef::Triple(_) | TermRef::Iri(_) => {
+                return Err(EncodeError::RdfStarNotEnabled(POSITIONS[slot]));
+            }
+        };
+        self.prev[slot].set_from(t);
+        self.prev_iri[slot] = None;
+        self.have_prev[slot] = true;
+        Ok(p)
+    }
+
+    /// [`TermEncoder::plan_term`] for an IRI.
+    #[inline(always)]
+    fn plan_iri(&mut self, slot: usize, iri: &str) -> Result<Planned, EncodeError> {
+        // A repeated IRI is the previous IRI of the slot, which the decoder still holds
+        // whatever happened to the tables since. It is only recognised while its table
+        // entries stay valid, so as to compare with them rather than keep a copy.
+        if self.have_prev[slot]
+            && let Some(p) = self.prev_iri[slot]
+            && self.ids_spell(p, iri)
+        {
+            return Ok(Planned::Repeat);
+        }
+        let hash = self.iri_cache.hash(iri);
+        let c = self.resolve_iri(iri, hash)?;
+        let (pid, nid) = self.wire_ids(c.pid, c.nid);
+        self.prev_iri[slot] = Some(c);
+        self.have_prev[slot] = true;
+        Ok(Planned::Iri(pid, nid))
+    }
+
+    /// Second pass over one term: writes what [`TermEncoder::plan_term`] decided, as
+    /// the fields of `position` (see [`term_fields`]).
+    #[inline(always)]
+    fn write_planned(out: &mut Vec<u8>, position: usize, p: Planned, t: TermRef<'_>) {
+        let (f_iri, f_bnode, f_lit, f_other) = term_fields(position);
+        match (p, t) {
+            (Planned::Repeat, _) => {}
+            (Planned::Iri(pid, nid), _) => Self::put_iri(out, f_iri, (pid, nid)),
+            (Planned::Other(_), TermRef::BlankNode(b)) => {
+                put_bytes_field(out, f_bnode, b.as_bytes())
+            }
+            (Planned::Other(dt), TermRef::Literal(l)) => {
+                let lang = match l.kind {
+                    LiteralKind::Lang(tag) => Some(tag),
+                    _ => None,
+                };
+                let lex = l.lex;
+                let field_len = |n: usize| 1 + varint_len(n as u64) + n;
+                let mut len = 0;
+                if !lex.is_empty() {
+                    len += field_len(lex.len());
+                }
+                if let Some(tag) = lang {
+                    len += field_len(tag.len());
+                }
+                if dt != 0 {
+                    len += 1 + varint_len(u64::from(dt));
+                }
+                put_tag(out, f_lit, WireType::Len);
+                put_varint(out, len as u64);
+                if !lex.is_empty() {
+                    put_bytes_field(out, lit::LEX, lex.as_bytes());
+                }
+                if let Some(tag) = lang {
+                    put_bytes_field(out, lit::LANGTAG, tag.as_bytes());
+                }
+                if dt != 0 {
+                    put_tag(out, lit::DATATYPE, WireType::Varint);
+                    put_varint(out, u64::from(dt));
+                }
+            }
+            (Planned::Other(_), _) => put_bytes_field(out, f_other, &[]),
+        }
+    }
+
+    /// The id of datatype `dt` (not `xsd:string`), emitting an entry when it is new.
+    #[inline]
+    fn datatype_id(&mut self, dt: &str) -> Result<u32, EncodeError> {
+        let stamp = self.stamp;
+        let Some(table) = &mut self.datatypes else {
+            return Err(EncodeError::DatatypeTableDisabled(dt.to_owned()));
+        };
+        // Most typed literals have the datatype of the one before.
+        let (id, generation) = self.last_datatype;
+        if table.generation(id) == generation && bytes_eq(table.value(id).as_bytes(), dt.as_bytes())
+        {
+            table.touch(id, stamp);
+            return Ok(id);
+        }
+        let r = table.get_or_insert(dt, stamp);
+        if let Some(Lookup::Hit(id) | Lookup::New { id, .. }) = r {
+            self.last_datatype = (id, table.generation(id));
+        }
+        match r {
+            Some(Lookup::Hit(id)) => Ok(id),
+            Some(Lookup::New { id, wire_id }) => {
+                Self::push_entry(
+                    &mut self.buf,
+                    &mut self.rows,
+                    self.entry_fields.datatype,
+                    wire_id,
+                    dt,
+                );
+                Ok(id)
+            }
+            None => Err(Self::table_full_error(Table::Datatype, table.size())),
+        }
     }
 
     /// Appends one `rows` element holding a row whose oneof field `field` has `body`.
@@ -225,55 +408,83 @@ impl TermEncoder {
         EncodeError::TableTooSmallForRow { table, size }
     }
 
-    /// Resolves an IRI to the `(prefix_id, name_id)` pair to write, emitting lookup
-    /// entries as needed and advancing the IRI delta state.
-    /// The cached ids of `iri`, if its table slots still hold it. No side effects.
-    #[inline]
-    fn peek_iri(&self, iri: &str) -> Option<CachedIds> {
-        let c = *self.iri_cache.get(iri)?;
+    /// True while the table slots of `c` still hold the values it was made from.
+    #[inline(always)]
+    fn ids_valid(&self, c: CachedIds) -> bool {
         let prefix_ok = match &self.prefixes {
             None => true,
             Some(p) => p.generation(c.pid) == c.pgen,
         };
-        (prefix_ok && self.names.generation(c.nid) == c.ngen).then_some(c)
+        prefix_ok && self.names.generation(c.nid) == c.ngen
+    }
+
+    /// True if `c` is valid and its prefix and name entries spell `iri`.
+    #[inline(always)]
+    fn ids_spell(&self, c: CachedIds, iri: &str) -> bool {
+        if !self.ids_valid(c) {
+            return false;
+        }
+        let name = self.names.value(c.nid).as_bytes();
+        let iri = iri.as_bytes();
+        match &self.prefixes {
+            None => bytes_eq(iri, name),
+            Some(p) => {
+                let prefix = p.value(c.pid).as_bytes();
+                iri.len() == prefix.len() + name.len()
+                    && bytes_eq(&iri[..prefix.len()], prefix)
+                    && bytes_eq(&iri[prefix.len()..], name)
+            }
+        }
+    }
+
+    /// The ids of `iri` (whose hash is `hash`), if the IRI cache has them and they are
+    /// still valid. No side effects.
+    #[inline(always)]
+    fn peek_iri(&self, iri: &str, hash: u64) -> Option<CachedIds> {
+        let (ways, tag) = self.iri_cache.ways(hash);
+        for w in ways {
+            if w.tag == tag && self.ids_spell(w.ids, iri) {
+                return Some(w.ids);
+            }
+        }
+        None
     }
 
     /// Makes sure `iri` is in the tables (emitting entries, touching the LRU lists) and
-    /// returns its ids. `peeked` is the result of [`Encoder::peek_iri`].
-    #[inline]
-    fn resolve_iri(
-        &mut self,
-        iri: &str,
-        peeked: Option<CachedIds>,
-    ) -> Result<CachedIds, EncodeError> {
+    /// returns its ids.
+    #[inline(always)]
+    fn resolve_iri(&mut self, iri: &str, hash: u64) -> Result<CachedIds, EncodeError> {
+        let Some(c) = self.peek_iri(iri, hash) else {
+            return self.resolve_iri_slow(iri, hash);
+        };
         let stamp = self.stamp;
-        if let Some(c) = peeked {
-            if let Some(p) = &mut self.prefixes {
-                p.touch(c.pid, stamp);
-            }
-            self.names.touch(c.nid, stamp);
-            return Ok(c);
+        if let Some(p) = &mut self.prefixes {
+            p.touch(c.pid, stamp);
         }
+        self.names.touch(c.nid, stamp);
+        Ok(c)
+    }
+
+    #[inline(never)]
+    fn resolve_iri_slow(&mut self, iri: &str, hash: u64) -> Result<CachedIds, EncodeError> {
         let (pid, nid) = self.iri_ids_slow(iri)?;
-        if self.iri_cache.len() >= IRI_CACHE_MAX {
-            self.iri_cache.clear();
-        }
         let pgen = self.prefixes.as_ref().map_or(0, |p| p.generation(pid));
         let ngen = self.names.generation(nid);
-        let c = CachedIds {
+        let ids = CachedIds {
             pid,
             pgen,
             nid,
             ngen,
         };
-        self.iri_cache.insert(Box::from(iri), c);
-        Ok(c)
+        self.iri_cache.insert(hash, ids);
+        Ok(ids)
     }
 
     /// Resolves `iri` and returns the `(prefix_id, name_id)` to write.
     #[inline]
     pub(crate) fn iri_ids(&mut self, iri: &str) -> Result<(u32, u32), EncodeError> {
-        let c = self.resolve_iri(iri, self.peek_iri(iri))?;
+        let hash = self.iri_cache.hash(iri);
+        let c = self.resolve_iri(iri, hash)?;
         Ok(self.wire_ids(c.pid, c.nid))
     }
 
@@ -333,25 +544,33 @@ impl TermEncoder {
     }
 
     /// Writes an `RdfIri` message as field `field`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn put_iri(out: &mut Vec<u8>, field: u32, (pid, nid): (u32, u32)) {
-        // Assembled on the stack and appended once: at most 2 (tag) + 1 (length)
-        // + 2 × (1 + 5) bytes.
-        let mut b = [0u8; 16];
-        let mut n = put_varint_at(&mut b, 0, u64::from(field << 3 | 2));
+        // Written in place into 16 zeroed bytes, then cut to length: at most 2 (tag)
+        // + 1 (length) + 2 × (1 + 5) bytes. (Bytes assembled on the stack and copied as
+        // a block would stall the copy's load behind the byte stores.)
+        let at = out.len();
+        out.extend_from_slice(&[0u8; 16]);
+        let Some(b) = out
+            .get_mut(at..)
+            .and_then(|b| <&mut [u8; 16]>::try_from(b).ok())
+        else {
+            return;
+        };
+        let mut n = put_varint_at(b, 0, u64::from(field << 3 | 2));
         let len_at = n;
         n += 1;
         if pid != 0 {
             b[n] = (iri_f::PREFIX_ID << 3) as u8;
-            n = put_varint_at(&mut b, n + 1, u64::from(pid));
+            n = put_varint_at(b, n + 1, u64::from(pid));
         }
         if nid != 0 {
             b[n] = (iri_f::NAME_ID << 3) as u8;
-            n = put_varint_at(&mut b, n + 1, u64::from(nid));
+            n = put_varint_at(b, n + 1, u64::from(nid));
         }
         // The body is at most 12 bytes, so its length is one byte.
         b[len_at] = (n - len_at - 1) as u8;
-        out.extend_from_slice(&b[..n]);
+        out.truncate(at + n);
     }
 
     fn literal_body(
@@ -368,24 +587,7 @@ impl TermEncoder {
             LiteralKind::Typed(dt) if dt == XSD_STRING => {}
             LiteralKind::Lang(tag) => put_bytes_field(out, lit::LANGTAG, tag.as_bytes()),
             LiteralKind::Typed(dt) => {
-                let stamp = self.stamp;
-                let Some(table) = &mut self.datatypes else {
-                    return Err(EncodeError::DatatypeTableDisabled(dt.to_owned()));
-                };
-                let id = match table.get_or_insert(dt, stamp) {
-                    Some(Lookup::Hit(id)) => id,
-                    Some(Lookup::New { id, wire_id }) => {
-                        Self::push_entry(
-                            &mut self.buf,
-                            &mut self.rows,
-                            self.entry_fields.datatype,
-                            wire_id,
-                            dt,
-                        );
-                        id
-                    }
-                    None => return Err(Self::table_full_error(Table::Datatype, table.size())),
-                };
+                let id = self.datatype_id(dt)?;
                 put_tag(out, lit::DATATYPE, WireType::Varint);
                 put_varint(out, u64::from(id));
             }
@@ -514,26 +716,21 @@ impl TermEncoder {
         position: usize,
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
-        if let TermRef::Iri(iri) = t {
-            // A repeated IRI is one with the same ids at the same slot generations.
-            let peeked = self.peek_iri(iri);
-            if self.have_prev[slot] && peeked.is_some() && peeked == self.prev_iri[slot] {
+        if t.is_triple() {
+            if self.have_prev[slot]
+                && self.prev_iri[slot].is_none()
+                && self.prev[slot].as_ref() == t
+            {
                 return Ok(());
             }
-            let c = self.resolve_iri(iri, peeked)?;
-            let ids = self.wire_ids(c.pid, c.nid);
-            Self::put_iri(out, term_fields(position).0, ids);
-            self.prev_iri[slot] = Some(c);
+            self.term_field(t, position, out, 0)?;
+            self.prev[slot].set_from(t);
+            self.prev_iri[slot] = None;
             self.have_prev[slot] = true;
             return Ok(());
         }
-        if self.have_prev[slot] && self.prev_iri[slot].is_none() && self.prev[slot].as_ref() == t {
-            return Ok(());
-        }
-        self.term_field(t, position, out, 0)?;
-        self.prev[slot].set_from(t);
-        self.prev_iri[slot] = None;
-        self.have_prev[slot] = true;
+        let p = self.plan_term(slot, t)?;
+        Self::write_planned(out, position, p, t);
         Ok(())
     }
 
@@ -544,7 +741,9 @@ impl TermEncoder {
         position: usize,
     ) -> Result<(), EncodeError> {
         match (position, t) {
-            (0 | 2, TermRef::Iri(_) | TermRef::BlankNode(_)) | (1, TermRef::Iri(_)) => Ok(()),
+            (0 | 2, TermRef::Iri(_) | TermRef::BlankNode(_))
+            | (1, TermRef::Iri(_))
+            | (3, TermRef::Iri(_) | TermRef::BlankNode(_) | TermRef::DefaultGraph) => Ok(()),
             (2, TermRef::Literal(l))
                 if self.datatypes.is_some() || !matches!(l.kind, LiteralKind::Typed(_)) =>
             {

@@ -1,0 +1,123 @@
+//! `codec_profile`: one encode or decode pass in a function of its own, for
+//! instruction counting (`valgrind --tool=callgrind --toggle-collect='*encode_pass*'`
+//! or `'*decode_pass*'`) and `perf stat`, without the timing loop of `jelly-bench`.
+//!
+//! ```text
+//! codec_profile encode IN.nt|nq[.gz] [--grouped] [--iters N] [--out F]
+//! codec_profile decode IN.jelly [--iters N]
+//! ```
+//! Frames as `jelly-bench`: "flat" is 512 rows per frame with the BIG preset, "grouped"
+//! one frame per run of quads with the same graph.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+
+use jelly::{
+    Event, FramePolicy, JellyReader, JellyWriterBuilder, LogicalType, PhysicalType, Statement,
+    StreamOptions,
+};
+
+fn read_input(path: &str) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let f = File::open(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let r = if path.ends_with(".gz") {
+        flate2::read::GzDecoder::new(BufReader::new(f)).read_to_end(&mut bytes)
+    } else {
+        BufReader::new(f).read_to_end(&mut bytes)
+    };
+    r.unwrap_or_else(|e| panic!("{path}: {e}"));
+    bytes
+}
+
+#[inline(never)]
+fn encode_pass(statements: &[Statement], quads: bool, grouped: bool) -> Vec<u8> {
+    let physical = if quads {
+        PhysicalType::Quads
+    } else {
+        PhysicalType::Triples
+    };
+    let logical = match (quads, grouped) {
+        (false, false) => LogicalType::FLAT_TRIPLES,
+        (true, false) => LogicalType::FLAT_QUADS,
+        (false, true) => LogicalType::GRAPHS,
+        (true, true) => LogicalType::DATASETS,
+    };
+    let opts = StreamOptions::big()
+        .with_physical_type(physical)
+        .with_logical_type(logical);
+    let policy = if grouped {
+        FramePolicy::Manual
+    } else {
+        FramePolicy::Rows(512)
+    };
+    let mut out = Vec::with_capacity(statements.len() * 24);
+    let mut w = JellyWriterBuilder::new(opts)
+        .frame_policy(policy)
+        .build(&mut out)
+        .expect("writer");
+    let mut prev_graph = None;
+    for st in statements {
+        let st = st.as_ref();
+        if grouped {
+            if prev_graph.is_some() && prev_graph != st.graph {
+                w.flush_frame().expect("flush");
+            }
+            prev_graph = st.graph;
+        }
+        w.add(st).expect("encode");
+    }
+    w.finish().expect("finish");
+    out
+}
+
+#[inline(never)]
+fn decode_pass(bytes: &[u8]) -> (u64, u64) {
+    let mut n = 0u64;
+    let mut checksum = 0u64;
+    let mut r = JellyReader::new(bytes);
+    r.for_each_event(|_, ev| {
+        if let Event::Statement(st) = ev {
+            n += 1;
+            if let jelly::TermRef::Iri(s) = st.subject {
+                checksum = checksum.wrapping_add(s.len() as u64);
+            }
+        }
+    })
+    .expect("decode");
+    (n, checksum)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cmd = args.first().expect("command").as_str();
+    let input = args.get(1).expect("input").as_str();
+    let flag = |name: &str| args.iter().position(|a| a == name);
+    let value = |name: &str| flag(name).and_then(|i| args.get(i + 1)).cloned();
+    let iters: usize = value("--iters").map_or(1, |v| v.parse().expect("iters"));
+    match cmd {
+        "encode" => {
+            let text = String::from_utf8(read_input(input)).expect("utf-8");
+            let statements = jelly::nquads::parse_document(&text).expect("parse");
+            drop(text);
+            let quads = input.trim_end_matches(".gz").ends_with(".nq");
+            let grouped = flag("--grouped").is_some();
+            let mut bytes = Vec::new();
+            for _ in 0..iters {
+                bytes = encode_pass(&statements, quads, grouped);
+            }
+            if let Some(out) = value("--out") {
+                std::fs::write(out, &bytes).expect("write");
+            }
+            println!("statements {} bytes {}", statements.len(), bytes.len());
+        }
+        "decode" => {
+            let bytes = read_input(input);
+            let mut r = (0, 0);
+            for _ in 0..iters {
+                r = decode_pass(&bytes);
+            }
+            println!("statements {} checksum {}", r.0, r.1);
+        }
+        other => panic!("unknown command {other}"),
+    }
+}
