@@ -42,6 +42,8 @@ struct Args {
     jelly: PathBuf,
     /// `file` (default) or `memory`.
     log: String,
+    /// Subscribe over another transport than the publisher's (latency only).
+    sub_transport: Option<Transport>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -58,6 +60,7 @@ fn parse_args() -> Result<Args, String> {
         items: 2000,
         jelly: PathBuf::from("target/release/jelly"),
         log: "file".into(),
+        sub_transport: None,
     };
     let list = |v: String| -> Result<Vec<u64>, String> {
         v.split(',')
@@ -78,6 +81,10 @@ fn parse_args() -> Result<Args, String> {
             "--items" => a.items = val()?.parse().map_err(|e| format!("{e}"))?,
             "--jelly" => a.jelly = PathBuf::from(val()?),
             "--log" => a.log = val()?,
+            "--sub-transport" => {
+                a.sub_transport =
+                    Some(Transport::parse(&val()?).ok_or("transport: http, ws or grpc")?)
+            }
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -342,7 +349,7 @@ fn latency(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
                 transports::create_topic(&url, topic, physical).await?;
                 let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
                 let sub = tokio::spawn(transports::subscribe(
-                    a.transport,
+                    a.sub_transport.unwrap_or(a.transport),
                     url.clone(),
                     topic.into(),
                     tx,
@@ -381,8 +388,9 @@ fn latency(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
                 Ok::<_, String>(lat)
             })?;
             println!(
-                "{{\"bench\":\"latency\",\"transport\":\"{}\",\"statements_per_item\":{size},\"interval_us\":{interval},\"items\":{},\"p50_us\":{:.1},\"p90_us\":{:.1},\"p99_us\":{:.1},\"max_us\":{:.1}}}",
+                "{{\"bench\":\"latency\",\"transport\":\"{}\",\"sub_transport\":\"{}\",\"statements_per_item\":{size},\"interval_us\":{interval},\"items\":{},\"p50_us\":{:.1},\"p90_us\":{:.1},\"p99_us\":{:.1},\"max_us\":{:.1}}}",
                 a.transport.name(),
+                a.sub_transport.unwrap_or(a.transport).name(),
                 lat.len(),
                 percentile(&lat, 0.5),
                 percentile(&lat, 0.9),
