@@ -593,8 +593,23 @@ async fn retention_by_age_with_injected_clock() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_appenders_get_dense_unique_offsets() {
+    concurrent_appenders(Durability::Fsync).await;
+}
+
+/// The same with appends committed inline (no fsync: no writer thread on the path).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_inline_appenders_get_dense_unique_offsets() {
+    concurrent_appenders(Durability::None).await;
+    concurrent_appenders(Durability::Interval(Duration::from_millis(5))).await;
+}
+
+async fn concurrent_appenders(durability: Durability) {
     let dir = TempDir::new("concurrent");
-    let log = Arc::new(open(dir.path(), small(8 << 10)));
+    let opts = FileLogOptions {
+        durability,
+        ..small(8 << 10)
+    };
+    let log = Arc::new(open(dir.path(), opts));
     let mut tasks = Vec::new();
     for t in 0..8u64 {
         let log = log.clone();
