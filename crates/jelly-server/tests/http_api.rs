@@ -25,6 +25,18 @@ async fn start_with(f: impl FnOnce(&mut ServerConfig)) -> Server {
     Server::start(c).await.unwrap()
 }
 
+/// The curl tests need curl (every CI image has it); without it they fail, not skip.
+fn require_curl() {
+    let ok = std::process::Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "curl is needed by this test: install it (apt-get install curl)"
+    );
+}
+
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(20))
@@ -911,14 +923,7 @@ async fn topics_health_and_metrics() {
 
 #[tokio::test]
 async fn curl_follows_a_live_stream() {
-    if std::process::Command::new("curl")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("curl not installed; skipped");
-        return;
-    }
+    require_curl();
     let srv = start().await;
     let c = client();
     let base = srv.url();
@@ -1228,14 +1233,7 @@ async fn streaming_publish_bad_frame_mid_stream_keeps_earlier_items() {
 
 #[tokio::test]
 async fn curl_streams_a_chunked_upload() {
-    if std::process::Command::new("curl")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("curl not installed; skipped");
-        return;
-    }
+    require_curl();
     use tokio::io::AsyncWriteExt as _;
     let srv = start().await;
     let c = client();
