@@ -121,8 +121,6 @@ struct Publish {
     frames: u64,
     /// Items appended.
     accepted: u64,
-    /// The append of the previous batch, still running while the next is decoded.
-    inflight: Option<tokio::task::JoinHandle<Result<Vec<u64>, LogError>>>,
     first_offset: Option<u64>,
     last_offset: Option<u64>,
 }
@@ -176,7 +174,6 @@ impl Publish {
             pending_bytes: 0,
             frames: 0,
             accepted: 0,
-            inflight: None,
             first_offset: None,
             last_offset: None,
         })
@@ -195,7 +192,7 @@ impl Publish {
                 biased;
                 m = stream.message() => m,
                 _ = async { drop(shutdown.wait_for(|v| *v).await) } => {
-                    self.drain(s).await?;
+                    self.flush(s).await?;
                     let st = Status::unavailable("the server is shutting down");
                     return Err(self.failed(st, None));
                 }
@@ -208,7 +205,7 @@ impl Publish {
                 Ok(Some(f)) => f,
                 Ok(None) => break,
                 Err(st) => {
-                    self.drain(s).await?;
+                    self.flush(s).await?;
                     let st = if st.code() == Code::OutOfRange {
                         // tonic's answer to a message over the size limit.
                         Status::resource_exhausted(st.message().to_string())
@@ -219,7 +216,7 @@ impl Publish {
                 }
             };
             if let Err(st) = self.frame(&frame.0) {
-                self.drain(s).await?;
+                self.flush(s).await?;
                 return Err(self.failed(st, Some(self.frames - 1)));
             }
             if self.pending.len() >= BATCH_ITEMS || self.pending_bytes >= BATCH_BYTES {
@@ -231,7 +228,7 @@ impl Publish {
                 "the stream holds no frame (it must have at least one, starting with the stream options)",
             ));
         }
-        self.drain(s).await?;
+        self.flush(s).await?;
         tracing::debug!(topic = %self.name, items = self.accepted, "published over gRPC");
         let mut r = Response::new(Received);
         self.put_offsets(r.metadata_mut());
@@ -264,8 +261,7 @@ impl Publish {
         }
     }
 
-    /// Starts appending the pending items (after the batch before them is appended);
-    /// [`Publish::drain`] waits for the end.
+    /// Appends the pending items.
     async fn flush(&mut self, s: &AppState) -> Result<(), Status> {
         if self.pending.is_empty() {
             return Ok(());
@@ -291,39 +287,24 @@ impl Publish {
                 t
             }
         };
-        // One append in flight at a time keeps the batches in order; the next batch is
-        // decoded while this one is written.
-        self.wait_inflight().await?;
         let items = std::mem::take(&mut self.pending);
         self.pending_bytes = 0;
-        let metrics = s.metrics.clone();
-        self.inflight = Some(tokio::spawn(
-            async move { topic.append(items, &metrics).await },
-        ));
-        Ok(())
+        // Appended on this task: a hand-off to another task would cost a thread
+        // wake-up on the way to the subscribers (about 50 µs of p50 latency here),
+        // and overlapping the next batch's decoding with it gained no throughput.
+        let r = topic.append(items, &s.metrics).await;
+        self.record(r)
     }
 
-    /// Submits what is pending and waits until every submitted batch is appended.
-    async fn drain(&mut self, s: &AppState) -> Result<(), Status> {
-        self.flush(s).await?;
-        self.wait_inflight().await
-    }
-
-    /// Waits for the batch in flight, if any, and records its offsets.
-    async fn wait_inflight(&mut self) -> Result<(), Status> {
-        let Some(h) = self.inflight.take() else {
-            return Ok(());
-        };
-        let offsets = h
-            .await
-            .map_err(|e| self.failed(Status::internal(format!("append task: {e}")), None))?
-            .map_err(|e| {
-                let st = match e {
-                    LogError::ItemTooLarge { .. } => Status::resource_exhausted(e.to_string()),
-                    e => Status::unavailable(format!("append failed: {e}")),
-                };
-                self.failed(st, None)
-            })?;
+    /// Records the offsets of a finished append, or turns its error into the status.
+    fn record(&mut self, r: Result<Vec<u64>, LogError>) -> Result<(), Status> {
+        let offsets = r.map_err(|e| {
+            let st = match e {
+                LogError::ItemTooLarge { .. } => Status::resource_exhausted(e.to_string()),
+                e => Status::unavailable(format!("append failed: {e}")),
+            };
+            self.failed(st, None)
+        })?;
         if let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) {
             self.first_offset.get_or_insert(first);
             self.last_offset = Some(last);
