@@ -167,8 +167,7 @@ impl Delivery {
     /// A new output stream, in [`JellyMode::Splice`] for Jelly. `delimited` only
     /// matters for Jelly (false: each item is a bare frame message, as in SSE events
     /// and gRPC messages).
-    pub fn new(format: OutFormat, topic: &TopicOptions, delimited: bool) -> Delivery {
-        let _ = topic;
+    pub fn new(format: OutFormat, delimited: bool) -> Delivery {
         Delivery {
             format,
             jelly: (format == OutFormat::Jelly).then_some(JellyOut::Splice {

@@ -121,7 +121,7 @@ pub(super) fn delivery(t: &Topic, format: OutFormat, mode: JellyMode, delimited:
     if format == OutFormat::Jelly {
         Delivery::jelly(mode, t.options.stream_options(), delimited)
     } else {
-        Delivery::new(format, &t.options, delimited)
+        Delivery::new(format, delimited)
     }
 }
 
