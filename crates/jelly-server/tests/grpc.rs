@@ -1,17 +1,19 @@
 //! The gRPC `RdfStreamService` on real loopback sockets, with a real tonic client
 //! (HTTP/2 cleartext, prior knowledge) that uses the same custom codec as the server.
 
-use std::collections::HashMap;
+mod support;
+
 use std::time::Duration;
 
 use axum::http::uri::PathAndQuery;
 use bytes::Bytes;
-use jelly::{Decoder, Encoder, Event, PhysicalType, Statement, StreamOptions, Term};
+use jelly::{Decoder, Encoder, PhysicalType, Statement, StreamOptions, Term};
 use jelly_server::grpc::codec::JellyCodec;
 use jelly_server::grpc::messages::{Frame, Received, Subscribe};
 use jelly_server::grpc::{PUBLISH_PATH, SUBSCRIBE_PATH};
 use jelly_server::topic::{Physical, TopicOptions};
 use jelly_server::{Server, ServerConfig};
+use support::{DecodedFrame as Got, iri};
 use tonic::client::Grpc;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Response, Status, Streaming};
@@ -55,10 +57,6 @@ fn dataset_statements(rel: &str, n: usize) -> Vec<Statement> {
     }
     assert_eq!(out.len(), n);
     out
-}
-
-fn iri(s: &str) -> Term {
-    Term::Iri(s.to_string())
 }
 
 fn quad(i: usize, j: usize) -> Statement {
@@ -164,19 +162,6 @@ async fn subscribe(
     .map(Response::into_inner)
 }
 
-/// One received frame, decoded.
-#[derive(Debug)]
-struct Got {
-    meta: HashMap<String, String>,
-    statements: Vec<Statement>,
-}
-
-impl Got {
-    fn offset(&self) -> u64 {
-        self.meta["offset"].parse().unwrap()
-    }
-}
-
 /// Decodes a subscription's frames with one decoder (one Jelly stream).
 struct Reader {
     stream: Streaming<Frame>,
@@ -198,20 +183,7 @@ impl Reader {
             .expect("no frame in time")
             .expect("stream error")
             .expect("stream ended");
-        let mut cur = self.dec.frame(&f.0);
-        let meta = cur
-            .metadata()
-            .unwrap()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), String::from_utf8(v.to_vec()).unwrap()))
-            .collect();
-        let mut statements = Vec::new();
-        while let Some(ev) = cur.next_event().unwrap() {
-            if let Event::Statement(st) = ev {
-                statements.push(st.to_owned());
-            }
-        }
-        Got { meta, statements }
+        Got::decode(&mut self.dec, &f.0)
     }
 
     async fn take(&mut self, n: usize) -> Vec<Got> {

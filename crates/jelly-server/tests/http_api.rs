@@ -1,12 +1,15 @@
 //! The HTTP API on real loopback sockets, with a real HTTP client (reqwest) and curl.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use jelly::{Decoder, Event, FramePolicy, JellyWriterBuilder, Statement, StreamOptions, Term};
 use jelly_server::{Server, ServerConfig};
 use reqwest::StatusCode;
 use serde_json::Value;
+
+mod support;
+
+use support::{DecodedFrame as Frame, iri, triple};
 
 const JELLY: &str = "application/x-jelly-rdf";
 const NQ: &str = "application/n-quads";
@@ -42,19 +45,6 @@ fn client() -> reqwest::Client {
         .timeout(Duration::from_secs(20))
         .build()
         .unwrap()
-}
-
-fn iri(s: &str) -> Term {
-    Term::Iri(s.to_string())
-}
-
-fn triple(s: &str, p: &str, o: &str) -> Statement {
-    Statement {
-        subject: iri(s),
-        predicate: iri(p),
-        object: iri(o),
-        graph: None,
-    }
 }
 
 /// A delimited Jelly stream with one frame per group, with tables carried over (so
@@ -94,19 +84,6 @@ fn sample_frames(n: usize, start: usize) -> Vec<Vec<Statement>> {
         .collect()
 }
 
-/// One decoded output frame.
-#[derive(Debug)]
-struct Frame {
-    meta: HashMap<String, String>,
-    statements: Vec<Statement>,
-}
-
-impl Frame {
-    fn offset(&self) -> u64 {
-        self.meta["offset"].parse().unwrap()
-    }
-}
-
 /// Incrementally decodes a delimited Jelly response with one decoder (one stream).
 struct JellyStream {
     resp: reqwest::Response,
@@ -141,20 +118,7 @@ impl JellyStream {
             return None;
         }
         let bytes: Vec<u8> = self.buf.drain(..i + len).skip(i).collect();
-        let mut cur = self.dec.frame(&bytes);
-        let meta = cur
-            .metadata()
-            .unwrap()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), String::from_utf8(v.to_vec()).unwrap()))
-            .collect();
-        let mut statements = Vec::new();
-        while let Some(ev) = cur.next_event().unwrap() {
-            if let Event::Statement(s) = ev {
-                statements.push(s.to_owned());
-            }
-        }
-        Some(Frame { meta, statements })
+        Some(Frame::decode(&mut self.dec, &bytes))
     }
 
     /// The next frame, or `None` at the end of the body.

@@ -1,13 +1,15 @@
 //! The WebSocket front-end on real loopback sockets, with a real WebSocket client
 //! (tokio-tungstenite) and reqwest.
 
-use std::collections::HashMap;
+mod support;
+
 use std::time::Duration;
 
 use futures_util::{SinkExt as _, StreamExt as _};
-use jelly::{Decoder, Encoder, Event, Statement, StreamOptions, Term};
+use jelly::{Decoder, Encoder, Statement, StreamOptions, Term};
 use jelly_server::{Server, ServerConfig};
 use serde_json::Value;
+use support::{DecodedFrame as Got, iri, triple};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -38,19 +40,6 @@ fn ws_url(srv: &Server, path: &str) -> String {
 
 async fn connect(url: &str) -> Ws {
     connect_async(url).await.unwrap().0
-}
-
-fn iri(s: &str) -> Term {
-    Term::Iri(s.to_string())
-}
-
-fn triple(s: &str, p: &str, o: &str) -> Statement {
-    Statement {
-        subject: iri(s),
-        predicate: iri(p),
-        object: iri(o),
-        graph: None,
-    }
 }
 
 /// Item `i` of the sample data: two triples, the first with object `r{i}`.
@@ -129,38 +118,15 @@ async fn ws_publish(srv: &Server, topic: &str, start: usize, n: usize) -> Vec<u6
     offsets
 }
 
-/// One decoded item.
-#[derive(Debug)]
-struct Got {
-    meta: HashMap<String, String>,
-    statements: Vec<Statement>,
-}
-
-impl Got {
-    fn offset(&self) -> u64 {
-        self.meta["offset"].parse().unwrap()
-    }
-}
-
+/// One decoded item; the default graph is written as no graph, as the tests' inputs do.
 fn decode(dec: &mut Decoder, bytes: &[u8]) -> Got {
-    let mut cur = dec.frame(bytes);
-    let meta = cur
-        .metadata()
-        .unwrap()
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), String::from_utf8(v.to_vec()).unwrap()))
-        .collect();
-    let mut statements = Vec::new();
-    while let Some(ev) = cur.next_event().unwrap() {
-        if let Event::Statement(s) = ev {
-            let mut s = s.to_owned();
-            if s.graph == Some(Term::DefaultGraph) {
-                s.graph = None;
-            }
-            statements.push(s);
+    let mut got = Got::decode(dec, bytes);
+    for s in &mut got.statements {
+        if s.graph == Some(Term::DefaultGraph) {
+            s.graph = None;
         }
     }
-    Got { meta, statements }
+    got
 }
 
 /// Reads `n` binary items from a WebSocket subscription, decoded with one decoder.

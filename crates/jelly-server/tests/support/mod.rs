@@ -1,0 +1,51 @@
+//! Helpers shared by the server's integration tests.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+
+use jelly::{Decoder, Event, Statement, Term};
+
+pub fn iri(s: &str) -> Term {
+    Term::Iri(s.to_string())
+}
+
+pub fn triple(s: &str, p: &str, o: &str) -> Statement {
+    Statement {
+        subject: iri(s),
+        predicate: iri(p),
+        object: iri(o),
+        graph: None,
+    }
+}
+
+/// One delivered frame, decoded: its metadata (values as UTF-8) and its statements.
+#[derive(Debug)]
+pub struct DecodedFrame {
+    pub meta: HashMap<String, String>,
+    pub statements: Vec<Statement>,
+}
+
+impl DecodedFrame {
+    /// Decodes one bare frame message with `dec` (the subscription's one decoder).
+    pub fn decode(dec: &mut Decoder, bytes: &[u8]) -> DecodedFrame {
+        let mut cur = dec.frame(bytes);
+        let meta = cur
+            .metadata()
+            .unwrap()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), String::from_utf8(v.to_vec()).unwrap()))
+            .collect();
+        let mut statements = Vec::new();
+        while let Some(ev) = cur.next_event().unwrap() {
+            if let Event::Statement(s) = ev {
+                statements.push(s.to_owned());
+            }
+        }
+        DecodedFrame { meta, statements }
+    }
+
+    /// The item's offset (its `offset` metadata).
+    pub fn offset(&self) -> u64 {
+        self.meta["offset"].parse().unwrap()
+    }
+}
