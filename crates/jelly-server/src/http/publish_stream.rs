@@ -88,7 +88,10 @@ impl StreamPublisher {
         }
         let topic = s.topics.get(name);
         if topic.is_none() && !s.config.auto_create_topics {
-            return Err(ApiError::unknown_topic(name));
+            return Err(ApiError::not_found(format!(
+                "topic `{name}` does not exist (create it first: auto-creation is off)"
+            ))
+            .with("topic", name));
         }
         let options = match &topic {
             Some(t) => t.options.clone(),
@@ -176,6 +179,17 @@ impl StreamPublisher {
     fn push(&mut self, item: NewItem) {
         self.pending_bytes += item.frame.len();
         self.pending.push(item);
+    }
+
+    /// The topic's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The options items are checked against: the topic's, or the defaults until the
+    /// first append creates it.
+    pub fn topic_options(&self) -> &TopicOptions {
+        &self.options
     }
 
     /// Pending (decoded, not yet appended) items.
