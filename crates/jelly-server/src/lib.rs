@@ -11,6 +11,7 @@
 //! - [`ingest`]: a publish body → self-contained items (decoded and checked whole first);
 //!   `JellyIngest` for long-lived publisher streams (streaming POST, WebSocket).
 //! - [`deliver`]: stored items → one subscriber's stream (one encoder per subscription).
+//! - [`filter`]: per-subscription item filters (source, IRI prefix, pattern, SPARQL ASK).
 //! - [`http`]: the axum routes (HTTP, SSE, WebSocket); [`server`] starts and stops them;
 //!   [`config`], [`metrics`].
 //! - [`demo`]: the `jelly serve --demo` publisher.
@@ -20,6 +21,7 @@
 pub mod config;
 pub mod deliver;
 pub mod demo;
+pub mod filter;
 pub mod grpc;
 pub mod http;
 pub mod ingest;
