@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use crate::filter::FilterError;
 use crate::topic::TopicError;
 
 /// An error answer.
@@ -69,5 +70,17 @@ impl From<TopicError> for ApiError {
             TopicError::Storage(_) => StatusCode::SERVICE_UNAVAILABLE,
         };
         ApiError::new(status, e.to_string())
+    }
+}
+
+impl From<FilterError> for ApiError {
+    /// A bad filter parameter: 400, with the parameter named in `parameter`.
+    fn from(e: FilterError) -> ApiError {
+        let parameter = e.parameter();
+        let err = ApiError::bad_request(e.to_string());
+        match parameter {
+            Some(p) => err.with("parameter", p),
+            None => err,
+        }
     }
 }
