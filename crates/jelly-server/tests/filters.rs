@@ -556,7 +556,10 @@ async fn grpc_subscribe_with_filter_metadata() {
     let mut s = grpc_subscribe(
         &srv,
         &[("x-jelly-prefix", "http://schema.org/")],
-        &[("x-jelly-ask-bin", "ASK { GRAPH ?g { ?s ?p \"Carol\" } } # ü")],
+        &[(
+            "x-jelly-ask-bin",
+            "ASK { GRAPH ?g { ?s ?p \"Carol\" } } # ü",
+        )],
     )
     .await
     .unwrap();
