@@ -129,6 +129,9 @@ impl TopicLog {
     pub async fn append(&self, items: Vec<NewItem>) -> Result<Vec<u64>, LogError> {
         dispatch!(self, l => l.append(items).await)
     }
+    pub async fn append_at(&self, items: Vec<Item>, restart: bool) -> Result<(), LogError> {
+        dispatch!(self, l => l.append_at(items, restart).await)
+    }
     pub async fn read(&self, from: u64, limits: ReadLimits) -> Result<Vec<Item>, LogError> {
         dispatch!(self, l => l.read(from, limits).await)
     }
