@@ -13,6 +13,7 @@
 //! - [`deliver`]: stored items → one subscriber's stream (one encoder per subscription).
 //! - [`http`]: the axum routes (HTTP, SSE, WebSocket); [`server`] starts and stops them;
 //!   [`config`], [`metrics`].
+//! - [`mirror`]: repeaters — a topic copied from another jellyfish server, same offsets.
 //! - [`demo`]: the `jelly serve --demo` publisher.
 //!
 //! The design is written down in `docs/server-design.md`, the API in `docs/http-api.md`.
@@ -26,6 +27,7 @@ pub mod ingest;
 pub mod item;
 pub mod log;
 pub mod metrics;
+pub mod mirror;
 pub mod position;
 pub mod server;
 pub mod topic;
