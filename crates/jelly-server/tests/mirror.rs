@@ -478,3 +478,75 @@ async fn a_mirror_behind_upstream_retention_stops_or_skips() {
     b.shutdown().await.unwrap();
     a.shutdown().await.unwrap();
 }
+
+/// What a mirror spends per item: unsplicing a delivered frame (what it does) or
+/// decoding and re-encoding it (`JellyIngest`, the alternative). Prints numbers,
+/// asserts none about speed:
+///
+/// ```text
+/// cargo test --release -p jelly-server --test mirror -- --ignored --nocapture
+/// ```
+#[test]
+#[ignore = "a measurement; run by hand"]
+fn unsplice_versus_reingest_cost() {
+    use jelly_server::deliver::{Delivery, OutFormat};
+    use jelly_server::ingest::{InputFormat, JellyIngest, PublishMeta, ingest};
+    use jelly_server::mirror::Unsplicer;
+    use jelly_server::topic::TopicOptions;
+    use std::time::Instant;
+
+    const ITEMS: u64 = 2000;
+    const STATEMENTS: u64 = 20;
+    let topic = TopicOptions::default();
+    let meta = PublishMeta::default();
+    let mut delivery = Delivery::new(OutFormat::Jelly, false);
+    let mut delivered = Vec::new();
+    for i in 0..ITEMS {
+        let text: String = (0..STATEMENTS)
+            .map(|k| {
+                format!(
+                    "<http://ex.org/sensor/{}> <http://ex.org/p{k}> \"{i}.{k}\"^^<http://www.w3.org/2001/XMLSchema#decimal> <http://ex.org/g{}> .\n",
+                    i % 50,
+                    i % 7
+                )
+            })
+            .collect();
+        let stored = ingest(text.as_bytes(), InputFormat::NQuads, &topic, &meta, 1 << 20)
+            .unwrap()
+            .remove(0);
+        let item = Item {
+            offset: i,
+            timestamp_ms: 1_700_000_000_000 + i,
+            frame: stored.frame,
+            statements: stored.statements,
+            source: "bench".into(),
+            headers: vec![("seq".into(), i.to_string())],
+        };
+        let mut out = Vec::new();
+        delivery.write_item(&item, &mut out).unwrap();
+        delivered.push(Bytes::from(out));
+    }
+    let bytes: usize = delivered.iter().map(Bytes::len).sum();
+    for round in 0..3 {
+        let t0 = Instant::now();
+        let mut u = Unsplicer::new();
+        for f in &delivered {
+            std::hint::black_box(u.item(f.clone()).unwrap());
+        }
+        let unsplice = t0.elapsed();
+        let t0 = Instant::now();
+        let mut ing = JellyIngest::new(&topic, meta.clone(), 1 << 20);
+        for f in &delivered {
+            std::hint::black_box(ing.frame(f).unwrap());
+        }
+        let reingest = t0.elapsed();
+        let per = |d: Duration| d.as_nanos() as f64 / ITEMS as f64;
+        println!(
+            "round {round}: {ITEMS} items of {STATEMENTS} quads ({bytes} bytes delivered): \
+             unsplice {:.0} ns/item, re-ingest {:.0} ns/item ({:.1}x)",
+            per(unsplice),
+            per(reingest),
+            reingest.as_secs_f64() / unsplice.as_secs_f64()
+        );
+    }
+}
