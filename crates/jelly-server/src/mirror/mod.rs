@@ -6,7 +6,7 @@
 //!    whose stream options differ stops the mirror).
 //! 2. `GET {upstream}/topics/{name}/items?from=<local next offset>&format=jelly`: the
 //!    chunked splice stream. Each delivered frame becomes the stored item again
-//!    ([`frame::Unsplicer`]: options row + rows, metadata stripped, no decoding) and
+//!    ([`Unsplicer`]: options row + rows, metadata stripped, no decoding) and
 //!    is appended with [`crate::log::Log::append_at`]: same offset, timestamp, source
 //!    and headers. Items that arrive together are appended as one batch.
 //!
@@ -23,7 +23,7 @@ mod status;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Buf as _, BytesMut};
 use futures_util::FutureExt as _;
@@ -43,6 +43,8 @@ use crate::topic::{Topic, TopicOptions};
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
 /// Longest pause between attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// A session connected this long counts as a success (the pause is reset).
+const STABLE_SESSION: Duration = Duration::from_secs(1);
 /// Time allowed for connecting, and for the describe request as a whole.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Append once this many items are pending, even if more data is ready.
@@ -62,7 +64,11 @@ pub fn client() -> Result<reqwest::Client, reqwest::Error> {
         .no_proxy()
         .connect_timeout(REQUEST_TIMEOUT)
         .tcp_nodelay(true)
-        .tcp_keepalive(Duration::from_secs(30))
+        // An idle topic sends nothing: keepalive probes find a dead upstream (about
+        // 30 s) where the stream alone would wait forever.
+        .tcp_keepalive(Duration::from_secs(15))
+        .tcp_keepalive_interval(Duration::from_secs(5))
+        .tcp_keepalive_retries(3)
         .http1_only()
         .build()
 }
@@ -84,6 +90,7 @@ pub fn spawn(
         status,
         shutdown,
         skip_to_first: false,
+        connected_at: None,
     };
     Some(tokio::spawn(m.run()))
 }
@@ -112,6 +119,8 @@ struct Mirror {
     /// `on_gone = "skip"` after a 410: the next session starts at the upstream's
     /// first retained offset, dropping the local items.
     skip_to_first: bool,
+    /// When the current session's subscription was answered.
+    connected_at: Option<Instant>,
 }
 
 /// What the upstream says about its topic.
@@ -130,8 +139,14 @@ impl Mirror {
                 break;
             }
             let copied_before = self.status.items.load(Ordering::Relaxed);
+            self.connected_at = None;
             let end = self.session().await;
-            let progressed = self.status.items.load(Ordering::Relaxed) > copied_before;
+            // A session that copied items, or stayed connected a while (an idle
+            // topic), was a success: the next attempt starts with a short pause.
+            let progressed = self.status.items.load(Ordering::Relaxed) > copied_before
+                || self
+                    .connected_at
+                    .is_some_and(|t| t.elapsed() >= STABLE_SESSION);
             match end {
                 End::Shutdown => break,
                 End::Fatal(e) => {
@@ -212,7 +227,13 @@ impl Mirror {
         }
         self.status.set_upstream_next(up.next, true);
         let resp = tokio::select! {
-            r = self.get(&format!("/topics/{name}/items?from={from}&format=jelly")).send() => r,
+            r = tokio::time::timeout(
+                REQUEST_TIMEOUT,
+                self.get(&format!("/topics/{name}/items?from={from}&format=jelly")).send(),
+            ) => match r {
+                Ok(r) => r,
+                Err(_) => return End::Retry("the upstream did not answer the subscription".into()),
+            },
             _ = crate::http::wait_shutdown(&mut shutdown) => return End::Shutdown,
         };
         let resp = match resp {
@@ -254,6 +275,7 @@ impl Mirror {
         }
         self.status.connects.fetch_add(1, Ordering::Relaxed);
         self.status.set_state(MirrorState::Connected);
+        self.connected_at = Some(Instant::now());
         tracing::info!(topic = %self.config.topic, from, "mirror: connected");
         self.copy(resp, &topic, from, restart).await
     }
