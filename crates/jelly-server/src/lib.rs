@@ -14,6 +14,7 @@
 //! - [`filter`]: per-subscription item filters (source, IRI prefix, pattern, SPARQL ASK).
 //! - [`http`]: the axum routes (HTTP, SSE, WebSocket); [`server`] starts and stops them;
 //!   [`config`], [`metrics`].
+//! - [`mirror`]: repeaters — a topic copied from another jellyfish server, same offsets.
 //! - [`demo`]: the `jelly serve --demo` publisher.
 //!
 //! The design is written down in `docs/server-design.md`, the API in `docs/http-api.md`.
@@ -28,6 +29,7 @@ pub mod ingest;
 pub mod item;
 pub mod log;
 pub mod metrics;
+pub mod mirror;
 pub mod position;
 pub mod server;
 pub mod topic;

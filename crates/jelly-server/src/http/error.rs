@@ -65,7 +65,7 @@ impl From<TopicError> for ApiError {
     fn from(e: TopicError) -> ApiError {
         let status = match e {
             TopicError::BadName(_) | TopicError::BadOptions(_) => StatusCode::BAD_REQUEST,
-            TopicError::Conflict(_) => StatusCode::CONFLICT,
+            TopicError::Conflict(_) | TopicError::Mirrored { .. } => StatusCode::CONFLICT,
             TopicError::NotFound(_) => StatusCode::NOT_FOUND,
             TopicError::Storage(_) => StatusCode::SERVICE_UNAVAILABLE,
         };
