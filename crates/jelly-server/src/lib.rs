@@ -11,12 +11,15 @@
 //! - [`ingest`]: a publish body → self-contained items (decoded and checked whole first);
 //!   `JellyIngest` for long-lived publisher streams (streaming POST, WebSocket).
 //! - [`deliver`]: stored items → one subscriber's stream (one encoder per subscription).
+//! - [`compress`]: content codings, with batches compressed once and shared by all
+//!   subscribers (stitched per subscriber into one valid stream).
 //! - [`http`]: the axum routes (HTTP, SSE, WebSocket); [`server`] starts and stops them;
 //!   [`config`], [`metrics`].
 //! - [`demo`]: the `jelly serve --demo` publisher.
 //!
 //! The design is written down in `docs/server-design.md`, the API in `docs/http-api.md`.
 
+pub mod compress;
 pub mod config;
 pub mod deliver;
 pub mod demo;
