@@ -13,9 +13,9 @@
 //! Each subscriber owns a [`Stitcher`] for its negotiated [`Encoding`]: it writes
 //! [`Stitcher::header`] first, then [`Stitcher::block`] for every shared block in
 //! order, from whichever block it joined at, and [`Stitcher::trailer`] at the end.
-//! `block` returns the shared bytes themselves; the only per-subscriber work is a
-//! CRC combine for gzip (O(log n) in the block length), no recompression and no
-//! copy. Header + any run of blocks + trailer is one valid stream:
+//! `block` returns the shared bytes themselves; the only per-subscriber work is
+//! folding the block's CRC into the stream's for gzip (a few table look-ups), no
+//! recompression and no copy. Header + any run of blocks + trailer is one valid stream:
 //!
 //! | coding   | header                         | block                                            | trailer |
 //! |----------|--------------------------------|--------------------------------------------------|---------|
@@ -41,6 +41,7 @@
 mod brotli_blocks;
 mod deflate_blocks;
 mod encoding;
+mod gzip_crc;
 mod zstd_frames;
 
 use std::cell::RefCell;
@@ -111,7 +112,7 @@ fn with_scratch(write: impl FnOnce(&mut Vec<u8>)) -> Bytes {
 pub struct Stitcher {
     enc: Encoding,
     /// CRC-32 of the raw bytes of the blocks so far (gzip's trailer needs it).
-    crc: crc32fast::Hasher,
+    crc: u32,
     /// Raw bytes so far.
     raw_len: u64,
     /// Whether any block so far had compressed bytes (zstd needs at least one frame).
@@ -123,7 +124,7 @@ impl Stitcher {
     pub fn new(enc: Encoding) -> Stitcher {
         Stitcher {
             enc,
-            crc: crc32fast::Hasher::new(),
+            crc: 0,
             raw_len: 0,
             any_data: false,
         }
@@ -141,8 +142,7 @@ impl Stitcher {
     /// The bytes to send for `b`: its shared data, unchanged.
     pub fn block(&mut self, b: &Block) -> Bytes {
         if self.enc == Encoding::Gzip {
-            self.crc
-                .combine(&crc32fast::Hasher::new_with_initial_len(b.crc32, b.raw_len));
+            self.crc = gzip_crc::crc32_append(self.crc, b.crc32, b.raw_len);
         }
         self.raw_len = self.raw_len.wrapping_add(b.raw_len);
         self.any_data |= !b.data.is_empty();
@@ -159,7 +159,7 @@ impl Stitcher {
             Encoding::Gzip => {
                 let mut t = Vec::with_capacity(10);
                 t.extend_from_slice(&deflate_blocks::FINAL_EMPTY_BLOCK);
-                t.extend_from_slice(&self.crc.clone().finalize().to_le_bytes());
+                t.extend_from_slice(&self.crc.to_le_bytes());
                 // ISIZE is the input length mod 2^32.
                 t.extend_from_slice(&(self.raw_len as u32).to_le_bytes());
                 Bytes::from(t)

@@ -4,10 +4,10 @@
 
 use std::cell::RefCell;
 
-/// Level 1: zstd's fastest standard level. On Jelly batches it keeps most of
-/// level 3's ratio (the repeated IRIs and prefixes are long, easy matches) at
-/// roughly one and a half times the speed, which matters because every flush on
-/// every topic pays it.
+/// Level 1, zstd's fastest regular level. Informal, noisy measurement on Jelly
+/// output (IoT weather data): 64 KiB batches 10.2x at level 1, 10.8x at level 3
+/// for roughly 1.2-1.4x the time; 1 KiB items 1.61x against 1.63x. Negative
+/// levels were faster on single items but lost 10-20% of ratio on batches.
 const LEVEL: i32 = 1;
 
 /// A frame holding zero bytes: what `zstd` itself writes for empty input
