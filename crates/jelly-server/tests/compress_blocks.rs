@@ -302,3 +302,60 @@ fn independent_decoders_accept_stitched_streams() {
         }
     }
 }
+
+/// Serves one HTTP/1.1 response on a loopback port: `parts` as chunks of a
+/// chunked body with the given `Content-Encoding`, as the server streams them.
+fn serve_once(parts: Vec<Bytes>, content_encoding: &'static str) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut request = Vec::new();
+        let mut byte = [0u8; 1];
+        while !request.ends_with(b"\r\n\r\n") {
+            if conn.read(&mut byte).unwrap() == 0 {
+                return;
+            }
+            request.push(byte[0]);
+        }
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Encoding: {content_encoding}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        );
+        conn.write_all(head.as_bytes()).unwrap();
+        for p in parts.iter().filter(|p| !p.is_empty()) {
+            conn.write_all(format!("{:x}\r\n", p.len()).as_bytes())
+                .unwrap();
+            conn.write_all(p).unwrap();
+            conn.write_all(b"\r\n").unwrap();
+        }
+        conn.write_all(b"0\r\n\r\n").unwrap();
+    });
+    port
+}
+
+#[test]
+fn curl_compressed_decodes_stitched_http_bodies() {
+    let raws = raw_batches();
+    for enc in COMPRESSED {
+        let blocks: Vec<Block> = raws.iter().map(|r| compress_block(enc, r)).collect();
+        let join = 3;
+        let mut s = Stitcher::new(enc);
+        let mut parts = vec![s.header()];
+        parts.extend(blocks[join..].iter().map(|b| s.block(b)));
+        parts.push(s.trailer());
+        let port = serve_once(parts, enc.content_encoding().unwrap());
+        let url = format!("http://127.0.0.1:{port}/");
+        let Some(decoded) = external(
+            "curl",
+            &["-sS", "--compressed", "--max-time", "20", &url],
+            b"",
+        ) else {
+            return;
+        };
+        assert_same(
+            &decoded,
+            &raws[join..].concat(),
+            &format!("curl --compressed on {}", enc.name()),
+        );
+    }
+}
