@@ -12,6 +12,8 @@
 //!   `JellyIngest` for long-lived publisher streams (streaming POST, WebSocket).
 //! - [`deliver`]: stored items → one subscriber's stream (one encoder per subscription).
 //! - [`filter`]: per-subscription item filters (source, IRI prefix, pattern, SPARQL ASK).
+//! - [`compress`]: content codings, with batches compressed once and shared by all
+//!   subscribers (stitched per subscriber into one valid stream).
 //! - [`http`]: the axum routes (HTTP, SSE, WebSocket); [`server`] starts and stops them;
 //!   [`config`], [`metrics`].
 //! - [`mirror`]: repeaters — a topic copied from another jellyfish server, same offsets.
@@ -19,6 +21,7 @@
 //!
 //! The design is written down in `docs/server-design.md`, the API in `docs/http-api.md`.
 
+pub mod compress;
 pub mod config;
 pub mod deliver;
 pub mod demo;
