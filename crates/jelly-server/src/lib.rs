@@ -13,11 +13,17 @@
 //! - [`deliver`]: stored items → one subscriber's stream (one encoder per subscription).
 //! - [`http`]: the axum routes (HTTP, SSE, WebSocket); [`server`] starts and stops them;
 //!   [`config`], [`metrics`].
+//! - Security: [`auth`] (bearer tokens, rights per topic), [`tls`] (rustls),
+//!   [`conn_limit`] (connections per client address); [`accept`] is the accept loop
+//!   that applies them.
 //! - [`demo`]: the `jelly serve --demo` publisher.
 //!
 //! The design is written down in `docs/server-design.md`, the API in `docs/http-api.md`.
 
+pub mod accept;
+pub mod auth;
 pub mod config;
+pub mod conn_limit;
 pub mod deliver;
 pub mod demo;
 pub mod grpc;
@@ -28,6 +34,7 @@ pub mod log;
 pub mod metrics;
 pub mod position;
 pub mod server;
+pub mod tls;
 pub mod topic;
 
 pub use config::ServerConfig;

@@ -51,7 +51,8 @@ fn from_error(e: FromError) -> Status {
 
 async fn subscribe(s: AppState, req: Request<Subscribe>) -> Result<Response<FrameStream>, Status> {
     let from = ascii_metadata(req.metadata(), FROM_METADATA)?;
-    let msg = req.into_inner();
+    let (md, _, msg) = req.into_parts();
+    crate::auth::check_grpc(&s, &md, &msg.topic, crate::auth::Right::Subscribe)?;
     let t = s
         .topics
         .get(&msg.topic)
