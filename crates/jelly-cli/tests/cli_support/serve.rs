@@ -13,6 +13,11 @@ pub struct ServeProc {
 
 impl ServeProc {
     pub fn start(data: &Path) -> ServeProc {
+        Self::start_with(data, &[])
+    }
+
+    /// Like [`ServeProc::start`], with more flags.
+    pub fn start_with(data: &Path, extra: &[&str]) -> ServeProc {
         let mut child = Command::new(env!("CARGO_BIN_EXE_jelly"))
             .args([
                 "serve",
@@ -23,6 +28,7 @@ impl ServeProc {
                 "--data",
             ])
             .arg(data)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
