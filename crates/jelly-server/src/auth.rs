@@ -801,6 +801,22 @@ mod tests {
     }
 
     #[test]
+    fn example_token_file_is_valid() {
+        let text = include_str!("../../../docs/examples/tokens.example.toml");
+        let file: TokenFile = toml::from_str(text).unwrap();
+        let a = Auth::from_config(&AuthConfig {
+            tokens: file.tokens,
+            ..AuthConfig::default()
+        })
+        .unwrap();
+        let dashboard = a.identify(Some("change-me-dashboard")).unwrap();
+        assert!(dashboard.allows(Some("weather.x"), Right::Subscribe));
+        assert!(!dashboard.allows(Some("weather.x"), Right::Publish));
+        let stations = a.identify(Some("change-me-stations")).unwrap();
+        assert!(stations.allows(Some("weather.x"), Right::Publish));
+    }
+
+    #[test]
     fn debug_hides_tokens() {
         let c: AuthConfig = toml::from_str("[[tokens]]\ntoken = \"hunter2\"").unwrap();
         assert!(!format!("{c:?}").contains("hunter2"));

@@ -181,6 +181,15 @@ mod tests {
     }
 
     #[test]
+    fn example_config_is_valid() {
+        let text = include_str!("../../../docs/examples/jelly-secure.toml");
+        let c = ServerConfig::from_toml(text, "jelly-secure.toml").unwrap();
+        assert_eq!(c.max_connections_per_ip, 64);
+        assert!(c.tls.is_some());
+        assert_eq!(c.auth.unwrap().anonymous_subscribe, ["public-*"]);
+    }
+
+    #[test]
     fn security_sections() {
         let c = ServerConfig::from_toml(
             "max_connections_per_ip = 3\nreuse_port = true\n\
