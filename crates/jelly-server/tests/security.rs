@@ -264,7 +264,32 @@ async fn https_with_a_test_ca_publish_and_subscribe() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(m.tls_handshakes_failed.load(Ordering::Relaxed) >= 2);
-    srv.shutdown().await.unwrap();
+
+    // Shutdown ends a live subscription over TLS, which gets what was there.
+    let live = tokio::spawn(async move {
+        HttpsClient::new(&pki.ca_pem, &[b"h2"])
+            .send(addr, "GET", "/topics/tls/items?format=nquads", None)
+            .await
+    });
+    let t0 = std::time::Instant::now();
+    while srv
+        .state()
+        .topics
+        .get("tls")
+        .unwrap()
+        .subscribers()
+        .is_empty()
+    {
+        assert!(t0.elapsed() < LIMIT, "the live subscription did not start");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::timeout(LIMIT, srv.shutdown())
+        .await
+        .unwrap()
+        .unwrap();
+    let (_, status, body) = live.await.unwrap().unwrap();
+    assert_eq!(status, 200);
+    assert!(body.contains("<http://ex.org/o0>") && body.contains("<http://ex.org/o1>"));
 }
 
 fn require_curl() {
