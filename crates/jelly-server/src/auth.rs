@@ -559,19 +559,10 @@ fn bearer(value: &str) -> Result<&str, AuthError> {
 
 /// The `access_token` query parameter, percent-decoded.
 fn access_token(query: Option<&str>) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Q {
-        access_token: Option<String>,
-    }
-    let q: Q = serde_urlencoded_query(query?)?;
-    q.access_token.filter(|t| !t.is_empty())
-}
-
-fn serde_urlencoded_query<T: serde::de::DeserializeOwned>(query: &str) -> Option<T> {
-    let uri: axum::http::Uri = format!("/?{query}").parse().ok()?;
-    axum::extract::Query::<T>::try_from_uri(&uri)
-        .ok()
-        .map(|q| q.0)
+    form_urlencoded::parse(query?.as_bytes())
+        .find(|(k, _)| k == "access_token")
+        .map(|(_, v)| v.into_owned())
+        .filter(|t| !t.is_empty())
 }
 
 /// Checks a gRPC request for `right` on `topic`: the status to answer when refused.
