@@ -17,12 +17,18 @@
 //! - [`http`]: the axum routes (HTTP, SSE, WebSocket); [`server`] starts and stops them;
 //!   [`config`], [`metrics`].
 //! - [`mirror`]: repeaters — a topic copied from another jellyfish server, same offsets.
+//! - Security: [`auth`] (bearer tokens, rights per topic), [`tls`] (rustls),
+//!   [`conn_limit`] (connections per client address); [`accept`] is the accept loop
+//!   that applies them.
 //! - [`demo`]: the `jelly serve --demo` publisher.
 //!
 //! The design is written down in `docs/server-design.md`, the API in `docs/http-api.md`.
 
+pub mod accept;
+pub mod auth;
 pub mod compress;
 pub mod config;
+pub mod conn_limit;
 pub mod deliver;
 pub mod demo;
 pub mod filter;
@@ -35,6 +41,7 @@ pub mod metrics;
 pub mod mirror;
 pub mod position;
 pub mod server;
+pub mod tls;
 pub mod topic;
 
 pub use config::ServerConfig;

@@ -52,10 +52,11 @@ fn from_error(e: FromError) -> Status {
 
 async fn subscribe(s: AppState, req: Request<Subscribe>) -> Result<Response<FrameStream>, Status> {
     let from = ascii_metadata(req.metadata(), FROM_METADATA)?;
-    let filter = FilterParams::from_grpc_metadata(req.metadata())
+    let (md, _, msg) = req.into_parts();
+    crate::auth::check_grpc(&s, &md, &msg.topic, crate::auth::Right::Subscribe)?;
+    let filter = FilterParams::from_grpc_metadata(&md)
         .and_then(|p| p.build())
         .map_err(|e| Status::invalid_argument(e.to_string()))?;
-    let msg = req.into_inner();
     let t = s
         .topics
         .get(&msg.topic)
