@@ -60,6 +60,10 @@ pub struct ServerConfig {
     pub delivery_batch_items: usize,
     /// Seconds between SSE keep-alive comments.
     pub sse_keepalive_secs: u64,
+    /// Fan-out: most blocks a group keeps for subscribers that lag behind it.
+    pub fanout_ring_blocks: usize,
+    /// Fan-out: most bytes of blocks a group keeps (the newest block is always kept).
+    pub fanout_ring_bytes: usize,
 }
 
 impl Default for ServerConfig {
@@ -76,6 +80,8 @@ impl Default for ServerConfig {
             topic_defaults: TopicOptions::default(),
             delivery_batch_items: 256,
             sse_keepalive_secs: 15,
+            fanout_ring_blocks: 256,
+            fanout_ring_bytes: 4 << 20,
         }
     }
 }

@@ -11,15 +11,20 @@
 //! - [`ingest`]: a publish body → self-contained items (decoded and checked whole first);
 //!   `JellyIngest` for long-lived publisher streams (streaming POST, WebSocket).
 //! - [`deliver`]: stored items → one subscriber's stream (one encoder per subscription).
+//! - [`fanout`]: live subscriptions that want the same bytes share them: each batch is
+//!   written and compressed once per group ([`compress`], [`filter`]).
 //! - [`http`]: the axum routes (HTTP, SSE, WebSocket); [`server`] starts and stops them;
 //!   [`config`], [`metrics`].
 //! - [`demo`]: the `jelly serve --demo` publisher.
 //!
 //! The design is written down in `docs/server-design.md`, the API in `docs/http-api.md`.
 
+pub mod compress;
 pub mod config;
 pub mod deliver;
 pub mod demo;
+pub mod fanout;
+pub mod filter;
 pub mod grpc;
 pub mod http;
 pub mod ingest;

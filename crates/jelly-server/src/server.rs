@@ -9,8 +9,12 @@ use axum::serve::ListenerExt as _;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use std::time::Duration;
+
 use crate::config::ServerConfig;
+use crate::fanout::{Fanout, RingLimits};
 use crate::http::{AppState, Shared, router};
+use crate::log::ReadLimits;
 use crate::metrics::Metrics;
 use crate::topic::Registry;
 
@@ -34,10 +38,25 @@ impl Server {
         let listener = tokio::net::TcpListener::bind(config.listen).await?;
         let addr = listener.local_addr()?;
         let (tx, rx) = watch::channel(false);
+        let metrics = Arc::new(Metrics::default());
+        let fanout = Fanout::new(
+            RingLimits {
+                max_blocks: config.fanout_ring_blocks.max(1),
+                max_bytes: config.fanout_ring_bytes,
+            },
+            ReadLimits {
+                max_items: config.delivery_batch_items.max(1),
+                max_bytes: 4 << 20,
+            },
+            Duration::from_secs(config.sse_keepalive_secs.max(1)),
+            rx.clone(),
+            metrics.clone(),
+        );
         let state: AppState = Arc::new(Shared {
             topics,
             config,
-            metrics: Arc::new(Metrics::default()),
+            metrics,
+            fanout,
             shutdown: rx.clone(),
         });
         let app = router(state.clone());

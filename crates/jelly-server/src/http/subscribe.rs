@@ -12,7 +12,10 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::{ApiError, AppState};
+use crate::compress::{Encoding, Stitcher};
 use crate::deliver::{Delivery, Follow, JellyMode, OutFormat, Wrapping};
+use crate::fanout::{Framing, GroupKey, MAX_WINDOW_MS, Subscription};
+use crate::filter::{FilterParams, ItemFilter};
 use crate::log::{LogError, ReadLimits};
 use crate::position::{self, FromError};
 use crate::topic::Topic;
@@ -27,6 +30,9 @@ pub struct SubscribeQuery {
     pub(super) follow: Option<bool>,
     /// Jelly output: `splice` (default) or `compact`.
     pub(super) mode: Option<String>,
+    /// Buffer window in milliseconds: items are gathered this long before they are
+    /// written (0, the default: as soon as they are read).
+    pub(super) window: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -129,14 +135,105 @@ pub(super) fn offset_header(v: u64) -> HeaderValue {
     HeaderValue::from(v)
 }
 
-fn streaming_response(content_type: &'static str, start: u64, follow: Follow) -> Response {
-    let mut r = Response::new(Body::from_stream(follow.into_stream()));
+/// A streaming body's response, with its `Content-Encoding` (the body is already
+/// encoded with it).
+fn streaming_response(
+    content_type: &'static str,
+    start: u64,
+    encoding: Encoding,
+    body: Body,
+) -> Response {
+    let mut r = Response::new(body);
     let h = r.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    if let Some(ce) = encoding.content_encoding() {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(ce));
+    }
     h.insert("x-jelly-start-offset", offset_header(start));
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     r
+}
+
+/// The response coding for a request's `Accept-Encoding`.
+pub(super) fn pick_encoding(headers: &HeaderMap) -> Encoding {
+    Encoding::negotiate(
+        headers
+            .get(header::ACCEPT_ENCODING)
+            .and_then(|v| v.to_str().ok()),
+    )
+}
+
+/// The `window` parameter, checked.
+pub(super) fn pick_window(window: Option<u64>) -> Result<u64, ApiError> {
+    match window {
+        None => Ok(0),
+        Some(w) if w <= MAX_WINDOW_MS => Ok(w),
+        Some(w) => Err(ApiError::bad_request(format!(
+            "window={w} is too long (at most {MAX_WINDOW_MS} ms)"
+        ))),
+    }
+}
+
+/// The subscription's filter, checked.
+pub(super) fn pick_filter(f: &FilterParams) -> Result<Option<Arc<ItemFilter>>, ApiError> {
+    f.build().map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+/// A shared (fan-out) subscription.
+pub(super) fn shared(
+    s: &AppState,
+    t: Arc<Topic>,
+    framing: Framing,
+    format: OutFormat,
+    filter: Option<Arc<ItemFilter>>,
+    encoding: Encoding,
+    window_ms: u64,
+    start: u64,
+) -> Subscription {
+    let key = GroupKey {
+        topic: t.name.clone(),
+        format,
+        framing,
+        filter,
+        encoding,
+        window_ms,
+    };
+    s.fanout.subscribe(t, key, framing.name(), start)
+}
+
+/// A private subscription's body, compressed on its own (each chunk an independent
+/// block: this subscriber's own work, as for compact mode and bounded replays).
+fn private_body(f: Follow, encoding: Encoding) -> Body {
+    if encoding == Encoding::Identity {
+        return Body::from_stream(f.into_stream());
+    }
+    let mut stitcher = Stitcher::new(encoding);
+    let header = stitcher.header();
+    let state = (f, stitcher, Some(header), false);
+    Body::from_stream(futures_util::stream::unfold(
+        state,
+        move |(mut f, mut st, header, done)| async move {
+            if let Some(h) = header {
+                return Some((Ok::<_, std::io::Error>(h), (f, st, None, done)));
+            }
+            if done {
+                return None;
+            }
+            match f.next_chunk().await {
+                Some(chunk) => {
+                    let b = crate::fanout::encode::block(encoding, chunk.to_vec());
+                    let out = st.block(&b);
+                    Some((Ok(out), (f, st, None, false)))
+                }
+                None => {
+                    let t = st.trailer();
+                    Some((Ok(t), (f, st, None, true)))
+                }
+            }
+        },
+    ))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -168,21 +265,47 @@ pub(super) fn follow(
     )
 }
 
-/// `GET /topics/{name}/items`: a chunked stream that follows new items.
+/// `GET /topics/{name}/items`: a chunked stream that follows new items. Live splice
+/// and text subscriptions are served by fan-out groups; `mode=compact` and
+/// `follow=false` read the log privately.
 pub async fn stream(
     State(s): State<AppState>,
     Path(name): Path<String>,
     Query(q): Query<SubscribeQuery>,
+    Query(fq): Query<FilterParams>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let t = topic(&s, &name)?;
     let format = pick_format(&t, q.format.as_deref(), &headers, OutFormat::Jelly)?;
     let mode = pick_mode(q.mode.as_deref())?;
+    let window = pick_window(q.window)?;
+    let filter = pick_filter(&fq)?;
+    let encoding = pick_encoding(&headers);
     let start = resolve_from(&t, q.from.as_deref(), "earliest").await?;
-    let end = (q.follow == Some(false)).then(|| t.log.next_offset());
-    let d = delivery(&t, format, mode, true);
-    let f = follow(&s, t, "stream", d, start, end, Wrapping::Raw);
-    Ok(streaming_response(format.content_type(), start, f))
+    let content_type = format.content_type();
+    if q.follow == Some(false) || (format == OutFormat::Jelly && mode == JellyMode::Compact) {
+        let end = (q.follow == Some(false)).then(|| t.log.next_offset());
+        let d = delivery(&t, format, mode, true);
+        let f = follow(&s, t, "stream", d, start, end, Wrapping::Raw);
+        return Ok(streaming_response(
+            content_type,
+            start,
+            encoding,
+            private_body(f, encoding),
+        ));
+    }
+    let sub = shared(
+        &s,
+        t,
+        Framing::Stream,
+        format,
+        filter,
+        encoding,
+        window,
+        start,
+    );
+    let body = Body::from_stream(sub.into_stream());
+    Ok(streaming_response(content_type, start, encoding, body))
 }
 
 /// `GET /topics/{name}/sse`: server-sent events, one per item, `id: <offset>`.
@@ -191,6 +314,7 @@ pub async fn sse(
     State(s): State<AppState>,
     Path(name): Path<String>,
     Query(q): Query<SubscribeQuery>,
+    Query(fq): Query<FilterParams>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let t = topic(&s, &name)?;
@@ -205,6 +329,10 @@ pub async fn sse(
     if !format.fits(&t.options) {
         return Err(pick_format(&t, Some(format.name()), &headers, format).unwrap_err());
     }
+    let mode = pick_mode(q.mode.as_deref())?;
+    let window = pick_window(q.window)?;
+    let filter = pick_filter(&fq)?;
+    let encoding = pick_encoding(&headers);
     let last_id = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -219,11 +347,26 @@ pub async fn sse(
         }
         None => resolve_from(&t, q.from.as_deref(), "earliest").await?,
     };
-    let end = (q.follow == Some(false)).then(|| t.log.next_offset());
-    // Each Jelly event keeps its options row, so a browser can decode events one by one.
-    let d = delivery(&t, format, pick_mode(q.mode.as_deref())?, false).options_in_every_item();
-    let f = follow(&s, t, "sse", d, start, end, Wrapping::Sse);
-    Ok(streaming_response("text/event-stream", start, f))
+    if q.follow == Some(false) || (format == OutFormat::Jelly && mode == JellyMode::Compact) {
+        let end = (q.follow == Some(false)).then(|| t.log.next_offset());
+        // Each Jelly event keeps its options row, so a browser can decode events one by one.
+        let d = delivery(&t, format, mode, false).options_in_every_item();
+        let f = follow(&s, t, "sse", d, start, end, Wrapping::Sse);
+        return Ok(streaming_response(
+            "text/event-stream",
+            start,
+            encoding,
+            private_body(f, encoding),
+        ));
+    }
+    let sub = shared(&s, t, Framing::Sse, format, filter, encoding, window, start);
+    let body = Body::from_stream(sub.into_stream());
+    Ok(streaming_response(
+        "text/event-stream",
+        start,
+        encoding,
+        body,
+    ))
 }
 
 /// `GET /topics/{name}/poll`: at most `max_items` / `max_bytes` from `from`, waiting
