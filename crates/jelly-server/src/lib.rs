@@ -11,6 +11,8 @@
 //! - [`ingest`]: a publish body → self-contained items (decoded and checked whole first);
 //!   `JellyIngest` for long-lived publisher streams (streaming POST, WebSocket).
 //! - [`deliver`]: stored items → one subscriber's stream (one encoder per subscription).
+//! - [`compress`]: content codings, with batches compressed once and shared by all
+//!   subscribers (stitched per subscriber into one valid stream).
 //! - [`fanout`]: live subscriptions that want the same bytes share them: each batch is
 //!   written and compressed once per group ([`compress`], [`filter`]).
 //! - [`http`]: the axum routes (HTTP, SSE, WebSocket); [`server`] starts and stops them;
