@@ -362,7 +362,7 @@ async fn grpc_subscribers_get_gzip_and_zstd_messages_compressed_once() {
         let srv = start().await;
         let plain = plain_client();
         publish(&plain, &srv, 0, 10).await;
-        let mut a = grpc_subscribe(&srv, enc, "earliest", false).await;
+        let a = grpc_subscribe(&srv, enc, "earliest", false).await;
         assert_eq!(a.metadata().get("grpc-encoding").unwrap(), name);
         let mut a = a.into_inner();
         let mut b = grpc_subscribe(&srv, enc, "latest", true).await.into_inner();

@@ -369,10 +369,7 @@ async fn read_chunked_body(s: &mut tokio::net::TcpStream) -> Vec<u8> {
     assert!(head.contains("transfer-encoding: chunked"), "{head}");
     let mut body = Vec::new();
     let mut p = head_end;
-    loop {
-        let Some(eol) = raw[p..].windows(2).position(|w| w == b"\r\n") else {
-            break;
-        };
+    while let Some(eol) = raw[p..].windows(2).position(|w| w == b"\r\n") {
         let size =
             usize::from_str_radix(std::str::from_utf8(&raw[p..p + eol]).unwrap(), 16).unwrap();
         p += eol + 2;

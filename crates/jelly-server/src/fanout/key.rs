@@ -57,6 +57,18 @@ pub struct GroupKey {
 }
 
 impl GroupKey {
+    /// The key of unfiltered, uncompressed output without a window.
+    pub fn new(topic: &str, format: OutFormat, framing: Framing) -> GroupKey {
+        GroupKey {
+            topic: topic.to_string(),
+            format,
+            framing,
+            filter: None,
+            encoding: Encoding::Identity,
+            window_ms: 0,
+        }
+    }
+
     fn filter_key(&self) -> Option<&str> {
         self.filter.as_deref().map(ItemFilter::key)
     }

@@ -15,7 +15,7 @@ use super::encode::{BatchEncoder, Wire};
 use super::group::{Group, accepts};
 use super::key::Framing;
 use super::ring::{GroupEnd, Lookup, Place};
-use crate::compress::Stitcher;
+use crate::compress::{Encoding, Stitcher};
 use crate::deliver::{DeliverError, EndReason, FollowEnd, OutFormat};
 use crate::log::{LogError, ReadLimits};
 use crate::metrics::Metrics;
@@ -80,7 +80,12 @@ impl Subscription {
     ) -> Subscription {
         let key = &group.key;
         let owes_options = key.format == OutFormat::Jelly && key.framing != Framing::Sse;
-        let stitcher = Stitcher::new(key.encoding);
+        // Only HTTP bodies are one compressed stream; gRPC messages are compressed
+        // one by one and WebSocket messages not at all.
+        let stitcher = Stitcher::new(match key.framing {
+            Framing::Stream | Framing::Sse => key.encoding,
+            Framing::Messages | Framing::Grpc => Encoding::Identity,
+        });
         let version = group.ring.watch();
         Subscription {
             group,

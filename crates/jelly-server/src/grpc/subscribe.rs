@@ -175,12 +175,10 @@ async fn subscribe(s: AppState, req: Request) -> Result<Response, Status> {
         Body::new(private_body(follow, encoding))
     } else {
         let key = GroupKey {
-            topic: t.name.clone(),
-            format: OutFormat::Jelly,
-            framing: Framing::Grpc,
             filter,
             encoding,
             window_ms: window,
+            ..GroupKey::new(&t.name, OutFormat::Jelly, Framing::Grpc)
         };
         Body::new(shared_body(s.fanout.subscribe(t, key, "grpc", start)))
     };

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use super::{ApiError, AppState};
 use crate::compress::{Encoding, Stitcher};
 use crate::deliver::{Delivery, Follow, JellyMode, OutFormat, Wrapping};
-use crate::fanout::{Framing, GroupKey, MAX_WINDOW_MS, Subscription};
+use crate::fanout::{Framing, GroupKey, MAX_WINDOW_MS};
 use crate::filter::{FilterParams, ItemFilter};
 use crate::log::{LogError, ReadLimits};
 use crate::position::{self, FromError};
@@ -181,28 +181,6 @@ pub(super) fn pick_filter(f: &FilterParams) -> Result<Option<Arc<ItemFilter>>, A
     f.build().map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
-/// A shared (fan-out) subscription.
-pub(super) fn shared(
-    s: &AppState,
-    t: Arc<Topic>,
-    framing: Framing,
-    format: OutFormat,
-    filter: Option<Arc<ItemFilter>>,
-    encoding: Encoding,
-    window_ms: u64,
-    start: u64,
-) -> Subscription {
-    let key = GroupKey {
-        topic: t.name.clone(),
-        format,
-        framing,
-        filter,
-        encoding,
-        window_ms,
-    };
-    s.fanout.subscribe(t, key, framing.name(), start)
-}
-
 /// A private subscription's body, compressed on its own (each chunk an independent
 /// block: this subscriber's own work, as for compact mode and bounded replays).
 fn private_body(f: Follow, encoding: Encoding) -> Body {
@@ -294,16 +272,13 @@ pub async fn stream(
             private_body(f, encoding),
         ));
     }
-    let sub = shared(
-        &s,
-        t,
-        Framing::Stream,
-        format,
+    let key = GroupKey {
         filter,
         encoding,
-        window,
-        start,
-    );
+        window_ms: window,
+        ..GroupKey::new(&t.name, format, Framing::Stream)
+    };
+    let sub = s.fanout.subscribe(t, key, "stream", start);
     let body = Body::from_stream(sub.into_stream());
     Ok(streaming_response(content_type, start, encoding, body))
 }
@@ -359,7 +334,13 @@ pub async fn sse(
             private_body(f, encoding),
         ));
     }
-    let sub = shared(&s, t, Framing::Sse, format, filter, encoding, window, start);
+    let key = GroupKey {
+        filter,
+        encoding,
+        window_ms: window,
+        ..GroupKey::new(&t.name, format, Framing::Sse)
+    };
+    let sub = s.fanout.subscribe(t, key, "sse", start);
     let body = Body::from_stream(sub.into_stream());
     Ok(streaming_response(
         "text/event-stream",

@@ -24,12 +24,11 @@ use super::publish::{PublishQuery, meta_from};
 use super::publish_stream::{FrameError, StreamPublisher};
 use super::subscribe::{
     SubscribeQuery, delivery, follow, offset_header, pick_filter, pick_format, pick_mode,
-    pick_window, resolve_from, shared, topic,
+    pick_window, resolve_from, topic,
 };
 use super::{ApiError, AppState, wait_shutdown};
-use crate::compress::Encoding;
 use crate::deliver::{Follow, FollowEnd, JellyMode, OutFormat, Wrapping};
-use crate::fanout::{Framing, Step, Subscription};
+use crate::fanout::{Framing, GroupKey, Step, Subscription};
 use crate::filter::FilterParams;
 
 /// Close codes (RFC 6455 §7.4.1, and one of the private range).
@@ -124,16 +123,12 @@ pub async fn subscribe(
             let d = delivery(&t, format, mode, false);
             Source::Private(follow(&s, t, "ws", d, start, end, Wrapping::Raw))
         } else {
-            Source::Shared(shared(
-                &s,
-                t,
-                Framing::Messages,
-                format,
+            let key = GroupKey {
                 filter,
-                Encoding::Identity,
-                window,
-                start,
-            ))
+                window_ms: window,
+                ..GroupKey::new(&t.name, format, Framing::Messages)
+            };
+            Source::Shared(s.fanout.subscribe(t, key, "ws", start))
         };
     let ping = ping_interval(&s);
     let mut r = ws
