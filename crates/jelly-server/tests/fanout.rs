@@ -466,3 +466,126 @@ async fn wait_subscribers(srv: &Server, topic: &str, n: usize) {
     }
     panic!("{n} subscribers of {topic} did not come");
 }
+
+#[tokio::test]
+async fn websocket_and_sse_subscribers_share_groups_too() {
+    use futures_util::StreamExt as _;
+    use tokio_tungstenite::tungstenite::Message;
+
+    let srv = start_with(|_| {}).await;
+    let c = plain_client();
+    publish(&c, &srv, "t", 0, 4).await;
+    let ws_url = |q: &str| format!("ws://{}/topics/t/ws?{q}", srv.local_addr());
+    let (mut w1, _) = tokio_tungstenite::connect_async(ws_url("from=earliest"))
+        .await
+        .unwrap();
+    let (mut w2, _) = tokio_tungstenite::connect_async(ws_url("from=2&window=0"))
+        .await
+        .unwrap();
+    let sse = |from: &str| {
+        c.get(format!(
+            "{}/topics/t/sse?format=jelly&from={from}",
+            srv.url()
+        ))
+        .send()
+    };
+    let mut s1 = sse("0").await.unwrap();
+    let mut s2 = sse("3").await.unwrap();
+    assert_eq!(
+        metric(&c, &srv, "jelly_fanout_groups").await,
+        2,
+        "one WebSocket group, one SSE group"
+    );
+    publish(&c, &srv, "t", 4, 4).await;
+    let all = frames(&everything(&c, &srv, "t").await);
+
+    // WebSocket: one binary message per item, one Jelly stream per connection.
+    for (ws, from) in [(&mut w1, 0usize), (&mut w2, 2)] {
+        let mut dec = jelly::Decoder::default();
+        let mut got = Vec::new();
+        while got.len() < all.len() - from {
+            let m = tokio::time::timeout(Duration::from_secs(30), ws.next())
+                .await
+                .expect("a message in time")
+                .unwrap()
+                .unwrap();
+            let Message::Binary(b) = m else { continue };
+            let mut cur = dec.frame(&b);
+            let meta = cur.metadata().unwrap();
+            let (_, off) = meta.iter().find(|(k, _)| *k == "offset").unwrap();
+            let off: u64 = std::str::from_utf8(off).unwrap().parse().unwrap();
+            let mut st = Vec::new();
+            while let Some(ev) = cur.next_event().unwrap() {
+                if let Event::Statement(s) = ev {
+                    st.push(s.to_owned());
+                }
+            }
+            got.push((off, st));
+        }
+        assert_eq!(got, all[from..].to_vec(), "WebSocket from {from}");
+    }
+
+    // SSE: every Jelly event decodes alone (it keeps its options row).
+    for (r, from) in [(&mut s1, 0usize), (&mut s2, 3)] {
+        let mut text = String::new();
+        let complete = |t: &str| {
+            let parts: Vec<&str> = t.split("\n\n").collect();
+            parts[..parts.len() - 1]
+                .iter()
+                .filter(|e| e.contains("event: item"))
+                .count()
+        };
+        while complete(&text) < all.len() - from {
+            let chunk = tokio::time::timeout(Duration::from_secs(30), r.chunk())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            text.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+        let events: Vec<&str> = text
+            .split("\n\n")
+            .filter(|e| e.contains("event: item"))
+            .collect();
+        assert_eq!(events.len(), all.len() - from);
+        for (e, (offset, st)) in events.iter().zip(&all[from..]) {
+            assert!(e.starts_with(&format!("id: {offset}\n")), "{e}");
+            let data = e.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
+            let mut dec = jelly::Decoder::default();
+            let bytes = unbase64(data);
+            let mut cur = dec.frame(&bytes);
+            let mut got = Vec::new();
+            while let Some(ev) = cur.next_event().unwrap() {
+                if let Event::Statement(s) = ev {
+                    got.push(s.to_owned());
+                }
+            }
+            assert_eq!(&got, st, "SSE event {offset} decodes alone");
+        }
+    }
+    srv.shutdown().await.unwrap();
+}
+
+/// Standard base64 (the data of an SSE Jelly event).
+fn unbase64(s: &str) -> Vec<u8> {
+    let val = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        _ => 63,
+    };
+    let bytes: Vec<u8> = s.bytes().filter(|&c| c != b'=').collect();
+    let mut out = Vec::new();
+    for chunk in bytes.chunks(4) {
+        let mut n = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            n |= u32::from(val(c)) << (18 - 6 * i);
+        }
+        let k = chunk.len() * 6 / 8;
+        for i in 0..k {
+            out.push((n >> (16 - 8 * i)) as u8);
+        }
+    }
+    out
+}

@@ -236,7 +236,7 @@ impl GroupTask {
     /// Publishes the batch as a block covering everything below `next`.
     fn flush(&self, enc: BatchEncoder, next: u64) {
         if enc.items() == 0 {
-            if next > self.ring.lock().processed() {
+            if next > self.ring.read().processed() {
                 self.ring.skip_to(next);
             }
             return;

@@ -8,7 +8,7 @@
 //! the group's knowledge starts there.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tokio::sync::watch;
 
@@ -141,7 +141,8 @@ impl RingState {
 
 /// The ring, and a version number that changes with every change of it.
 pub struct Ring {
-    state: Mutex<RingState>,
+    /// Read by every subscriber for every block, written by the group's task only.
+    state: RwLock<RingState>,
     version: watch::Sender<u64>,
     limits: RingLimits,
 }
@@ -150,7 +151,7 @@ impl Ring {
     /// An empty ring whose group starts at offset `start`.
     pub fn new(start: u64, limits: RingLimits) -> Ring {
         Ring {
-            state: Mutex::new(RingState {
+            state: RwLock::new(RingState {
                 blocks: VecDeque::new(),
                 first_seq: 0,
                 floor: start,
@@ -163,11 +164,15 @@ impl Ring {
         }
     }
 
-    /// The state, locked (never held across an await).
-    pub fn lock(&self) -> MutexGuard<'_, RingState> {
+    /// The state, for reading (never held across an await).
+    pub fn read(&self) -> RwLockReadGuard<'_, RingState> {
         // A panic while holding the lock cannot leave the ring half-changed: every
         // change below is completed before anything that could panic.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, RingState> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Watches the version (subscribers wait on it).
@@ -183,7 +188,7 @@ impl Ring {
     /// the limits (the newest is always kept).
     pub fn push(&self, end: u64, items: u32, wire: Wire) {
         {
-            let mut st = self.lock();
+            let mut st = self.write();
             let block = Arc::new(SharedBlock {
                 start: st.processed,
                 end,
@@ -209,7 +214,7 @@ impl Ring {
     /// Records that every offset below `end` is handled, without a block (the items
     /// were all rejected by the filter).
     pub fn skip_to(&self, end: u64) {
-        self.lock().processed = end;
+        self.write().processed = end;
         self.changed();
     }
 
@@ -217,7 +222,7 @@ impl Ring {
     /// it knew is dropped and it starts over at `first`.
     pub fn restart_at(&self, first: u64) {
         {
-            let mut st = self.lock();
+            let mut st = self.write();
             let n = st.blocks.len() as u64;
             st.blocks.clear();
             st.first_seq += n;
@@ -230,7 +235,7 @@ impl Ring {
 
     /// The group will produce no more blocks.
     pub fn end(&self, why: GroupEnd) {
-        self.lock().ended.get_or_insert(why);
+        self.write().ended.get_or_insert(why);
         self.changed();
     }
 }
@@ -250,14 +255,14 @@ mod tests {
     #[test]
     fn places() {
         let r = ring(RingLimits::default());
-        assert_eq!(r.lock().place(10, false), Place::Join(0));
-        assert_eq!(r.lock().place(10, true), Place::Wait);
-        assert_eq!(r.lock().place(11, false), Place::Wait, "ahead of the group");
-        assert_eq!(r.lock().place(5, false), Place::Private { stop: 10 });
+        assert_eq!(r.read().place(10, false), Place::Join(0));
+        assert_eq!(r.read().place(10, true), Place::Wait);
+        assert_eq!(r.read().place(11, false), Place::Wait, "ahead of the group");
+        assert_eq!(r.read().place(5, false), Place::Private { stop: 10 });
         r.push(15, 5, wire(10)); // seq 0: [10, 15)
         r.skip_to(20); // [15, 20) rejected
         r.push(25, 5, wire(10)); // seq 1: [20, 25)
-        let st = r.lock();
+        let st = r.read();
         assert_eq!(st.place(10, false), Place::Join(0));
         assert_eq!(st.place(10, true), Place::Private { stop: 15 });
         assert_eq!(st.place(12, false), Place::Private { stop: 15 }, "inside");
@@ -280,14 +285,14 @@ mod tests {
         r.push(11, 1, wire(10));
         r.push(12, 1, wire(10));
         r.push(13, 1, wire(10));
-        let st = r.lock();
+        let st = r.read();
         assert!(matches!(st.get(0), Lookup::Dropped));
         assert!(matches!(st.get(1), Lookup::Block(b) if b.start == 11));
         assert!(matches!(st.get(3), Lookup::Pending));
         assert_eq!(st.place(10, false), Place::Private { stop: 11 });
         drop(st);
         r.push(14, 1, wire(5000));
-        let st = r.lock();
+        let st = r.read();
         assert_eq!(st.head_seq(), 4);
         assert!(matches!(st.get(3), Lookup::Block(_)), "the newest is kept");
         assert!(matches!(st.get(2), Lookup::Dropped));

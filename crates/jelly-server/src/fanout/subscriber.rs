@@ -170,7 +170,7 @@ impl Subscription {
             // the look wakes the wait below.
             self.version.borrow_and_update();
             let found = {
-                let st = self.group.ring.lock();
+                let st = self.group.ring.read();
                 match self.seq {
                     Some(seq) => match st.get(seq) {
                         Lookup::Block(b) => Next::Block(b),
