@@ -238,6 +238,25 @@ async fn each_encoding_decodes_with_real_clients_also_for_a_joiner_mid_stream() 
         let all = everything(&plain, &srv).await;
         assert_eq!(all.len(), 25);
 
+        // A long-poll page is compressed too.
+        let page = decoding_client(enc)
+            .get(format!("{}/topics/t/poll?from=3&max_items=4", srv.url()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(frames(&page.bytes().await.unwrap()), all[3..7].to_vec());
+        let page = plain
+            .get(format!("{}/topics/t/poll?from=3&max_items=4", srv.url()))
+            .header("accept-encoding", enc)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.headers()["content-encoding"], enc);
+        if enc != "br" {
+            let body = page.bytes().await.unwrap();
+            assert_eq!(frames(&decode_by_hand(enc, &body)), all[3..7].to_vec());
+        }
+
         // The streams end (with the encoding's trailer) when the server stops.
         srv.shutdown().await.unwrap();
         let got_decoded = decoded.bytes().await.unwrap();

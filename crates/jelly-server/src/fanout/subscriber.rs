@@ -27,8 +27,7 @@ pub enum Step {
     /// Buffers to send in order: parts of the HTTP body ([`Framing::Stream`],
     /// [`Framing::Sse`], [`Framing::Grpc`]) or one WebSocket message each.
     Data(Vec<Bytes>),
-    /// Nothing new for a while ([`Framing::Sse`]: a keep-alive comment is in `Data`;
-    /// other framings get this to ping).
+    /// Nothing to send yet (SSE keep-alive comments come as `Data`).
     KeepAlive,
     /// The subscription is over; for HTTP bodies the stream's trailer came before.
     End(EndReason),
@@ -225,9 +224,17 @@ impl Subscription {
         }
     }
 
-    /// Waits for the group to change; a keep-alive or the end may come first.
+    /// Waits for the group to change; a keep-alive (SSE) or the end may come first.
     async fn wait(&mut self) -> Option<Step> {
-        let keepalive = tokio::time::sleep(self.keepalive);
+        // Only SSE sends keep-alives; the other framings arm no timer per wait.
+        let sse = self.group.key.framing == Framing::Sse;
+        let keepalive = async {
+            if sse {
+                tokio::time::sleep(self.keepalive).await
+            } else {
+                std::future::pending().await
+            }
+        };
         tokio::select! {
             r = self.version.changed() => match r {
                 Ok(()) => None,
@@ -235,11 +242,7 @@ impl Subscription {
                 Err(_) => Some(Step::End(EndReason::Closed)),
             },
             _ = self.shutdown.wait_for(|s| *s) => Some(Step::End(EndReason::Shutdown)),
-            _ = keepalive => Some(if self.group.key.framing == Framing::Sse {
-                Step::Data(vec![self.stitcher.block(&self.group.keepalive)])
-            } else {
-                Step::KeepAlive
-            }),
+            _ = keepalive => Some(Step::Data(vec![self.stitcher.block(&self.group.keepalive)])),
         }
     }
 

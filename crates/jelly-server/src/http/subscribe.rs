@@ -181,6 +181,19 @@ pub(super) fn pick_filter(f: &FilterParams) -> Result<Option<Arc<ItemFilter>>, A
     f.build().map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
+/// A whole body in `encoding` (a long-poll page).
+fn compress_whole(encoding: Encoding, raw: Vec<u8>) -> Vec<u8> {
+    if encoding == Encoding::Identity {
+        return raw;
+    }
+    let mut st = Stitcher::new(encoding);
+    let block = crate::fanout::encode::block(encoding, raw);
+    let mut out = st.header().to_vec();
+    out.extend_from_slice(&st.block(&block));
+    out.extend_from_slice(&st.trailer());
+    out
+}
+
 /// A private subscription's body, compressed on its own (each chunk an independent
 /// block: this subscriber's own work, as for compact mode and bounded replays).
 fn private_body(f: Follow, encoding: Encoding) -> Body {
@@ -395,6 +408,8 @@ pub async fn poll(
             .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
         next = it.offset + 1;
     }
+    let encoding = pick_encoding(&headers);
+    let out = compress_whole(encoding, out);
     let n = items.len() as u64;
     t.stats.items_out.fetch_add(n, Ordering::Relaxed);
     t.stats
@@ -416,6 +431,10 @@ pub async fn poll(
     )
         .into_response();
     let h = r.headers_mut();
+    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    if let Some(ce) = encoding.content_encoding() {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(ce));
+    }
     h.insert("x-jelly-next-offset", offset_header(next));
     h.insert("x-jelly-first-offset", offset_header(t.log.first_offset()));
     h.insert("x-jelly-items", offset_header(n));
