@@ -4,9 +4,10 @@
 //! compression, window) form a [`Group`]. One task per group follows the topic's log
 //! from its head, writes each batch of accepted items once (Jelly items spliced
 //! without their options row), compresses it once as an independent block and puts
-//! it in the group's bounded [`ring`]. Each [`Subscription`] sends its own first item
-//! (with the options row; compressed on its own), catches up privately from the log
-//! while it is behind the ring, then passes the shared blocks on (`Bytes` clones), a
+//! it in the group's bounded [`ring`]. Each [`Subscription`] starts with a block's
+//! opening form (the options row in its first item; built once per block and shared
+//! by all that start there), catches up privately from the log while it is behind
+//! the ring, then passes the shared blocks on (`Bytes` clones), a
 //! per-subscriber [`crate::compress::Stitcher`] making them one `Content-Encoding`
 //! stream. A subscriber that lags out of the ring catches up from the log again; one
 //! that falls behind retention is closed. Producers never wait for subscribers.

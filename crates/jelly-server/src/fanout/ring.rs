@@ -42,6 +42,10 @@ pub struct SharedBlock {
     /// Items in the block.
     pub items: u32,
     pub wire: Wire,
+    /// The same items as a subscriber's first output: the Jelly options row in the
+    /// first item. Made once, by the first subscriber that starts here, for all
+    /// that start here (not counted in the ring's byte bound).
+    pub opening: tokio::sync::OnceCell<Arc<Wire>>,
 }
 
 /// Why a group stopped producing blocks.
@@ -60,6 +64,9 @@ pub enum GroupEnd {
 pub enum Place {
     /// Take shared blocks from `seq` on.
     Join(u64),
+    /// Start with the opening form of block `seq` (the subscriber owes the options
+    /// row, and everything between it and the block was rejected).
+    Open(u64),
     /// Read the log privately up to (not including) `stop`, then look again.
     Private { stop: u64 },
     /// Nothing to send until the group moves on.
@@ -115,8 +122,7 @@ impl RingState {
     }
 
     /// Where a subscriber at `next` stands. `owes_options`: its next output must
-    /// carry the Jelly options row, so it cannot start with a shared block and reads
-    /// that block's range privately instead.
+    /// carry the Jelly options row, so it starts with a block's opening form.
     pub fn place(&self, next: u64, owes_options: bool) -> Place {
         if next < self.floor {
             return Place::Private { stop: self.floor };
@@ -125,9 +131,11 @@ impl RingState {
             return Place::Wait;
         }
         let idx = self.blocks.partition_point(|b| b.end <= next);
+        let seq = self.first_seq + idx as u64;
         match self.blocks.get(idx) {
-            Some(b) if b.start < next || owes_options => Place::Private { stop: b.end },
-            Some(_) => Place::Join(self.first_seq + idx as u64),
+            Some(b) if b.start < next => Place::Private { stop: b.end },
+            Some(_) if owes_options => Place::Open(seq),
+            Some(_) => Place::Join(seq),
             None if owes_options => Place::Wait,
             None => Place::Join(self.head_seq()),
         }
@@ -194,6 +202,7 @@ impl Ring {
                 end,
                 items,
                 wire,
+                opening: tokio::sync::OnceCell::new(),
             });
             st.bytes += block.wire.len();
             st.processed = end;
@@ -264,14 +273,19 @@ mod tests {
         r.push(25, 5, wire(10)); // seq 1: [20, 25)
         let st = r.read();
         assert_eq!(st.place(10, false), Place::Join(0));
-        assert_eq!(st.place(10, true), Place::Private { stop: 15 });
+        assert_eq!(st.place(10, true), Place::Open(0));
         assert_eq!(st.place(12, false), Place::Private { stop: 15 }, "inside");
         assert_eq!(
             st.place(15, false),
             Place::Join(1),
             "a gap of rejected items"
         );
-        assert_eq!(st.place(17, true), Place::Private { stop: 25 });
+        assert_eq!(
+            st.place(17, true),
+            Place::Open(1),
+            "rejected items, then block 1"
+        );
+        assert_eq!(st.place(21, true), Place::Private { stop: 25 });
         assert_eq!(st.place(25, false), Place::Join(2));
         assert_eq!(st.place(25, true), Place::Wait);
     }

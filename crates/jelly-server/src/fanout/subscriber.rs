@@ -1,6 +1,7 @@
-//! One subscriber of a group: its own first item (with the Jelly options row), a
-//! private catch-up from the log while it is behind the group, then the group's
-//! shared blocks; back to catch-up if it lags out of the ring.
+//! One subscriber of a group: a first output with the Jelly options row (a block's
+//! shared opening form, or its own read when it starts inside a block), a private
+//! catch-up from the log while it is behind the group, then the group's shared
+//! blocks; back to catch-up if it lags out of the ring.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -60,6 +61,8 @@ pub struct Subscription {
 /// What a look at the ring found.
 enum Next {
     Block(Arc<super::ring::SharedBlock>),
+    /// Block `seq`, in its opening form.
+    Open(u64, Arc<super::ring::SharedBlock>),
     Private(u64),
     Wait,
     End(GroupEnd),
@@ -187,6 +190,11 @@ impl Subscription {
                             self.seq = Some(seq);
                             continue;
                         }
+                        Place::Open(seq) => match st.get(seq) {
+                            Lookup::Block(b) => Next::Open(seq, b),
+                            // Dropped since: look again.
+                            _ => continue,
+                        },
                         Place::Private { stop } => Next::Private(stop),
                         Place::Wait => match st.ended() {
                             Some(e) => Next::End(e.clone()),
@@ -208,6 +216,32 @@ impl Subscription {
                         .fetch_add(bytes as u64, Ordering::Relaxed);
                     self.count(b.items as usize, bytes);
                     return Step::Data(data);
+                }
+                Next::Open(seq, b) => {
+                    let opening = b
+                        .opening
+                        .get_or_try_init(|| {
+                            let (topic, key) = (self.topic.clone(), self.group.key.clone());
+                            encode_range(topic, key, b.start, b.end, self.batch)
+                        })
+                        .await;
+                    match opening {
+                        Ok(w) => {
+                            // Only now, so that a cancelled wait changes nothing.
+                            let w = w.clone();
+                            self.seq = Some(seq + 1);
+                            self.next = b.end;
+                            self.owes_options = false;
+                            let data = self.wire(&w);
+                            let bytes = data.iter().map(Bytes::len).sum::<usize>();
+                            self.metrics
+                                .fanout_shared_bytes
+                                .fetch_add(bytes as u64, Ordering::Relaxed);
+                            self.count(b.items as usize, bytes);
+                            return Step::Data(data);
+                        }
+                        Err(reason) => return Step::End(reason),
+                    }
                 }
                 Next::Private(stop) => match self.private(stop).await {
                     Ok(Some(data)) => return Step::Data(data),
@@ -345,6 +379,42 @@ impl Subscription {
             }
         })
     }
+}
+
+/// The accepted items of `[start, end)` as a subscriber's first output (the options
+/// row in the first item), read from the log: a block's opening form.
+async fn encode_range(
+    topic: Arc<Topic>,
+    key: super::key::GroupKey,
+    start: u64,
+    end: u64,
+    batch: ReadLimits,
+) -> Result<Arc<Wire>, EndReason> {
+    let mut enc = BatchEncoder::new(&key, true);
+    let mut next = start;
+    while next < end {
+        let mut limits = batch;
+        limits.max_items = limits.max_items.min((end - next) as usize).max(1);
+        let items = match topic.log.read(next, limits).await {
+            Ok(items) if !items.is_empty() => items,
+            Ok(_) => {
+                return Err(EndReason::ReadFailed(format!(
+                    "offsets {next}..{end} are missing from the log"
+                )));
+            }
+            Err(LogError::Truncated { requested, first }) => {
+                return Err(EndReason::Truncated { requested, first });
+            }
+            Err(e) => return Err(EndReason::ReadFailed(e.to_string())),
+        };
+        for it in items.iter().take_while(|it| it.offset < end) {
+            if accepts(&key, it) {
+                enc.push(it).map_err(EndReason::DeliverFailed)?;
+            }
+            next = it.offset + 1;
+        }
+    }
+    Ok(Arc::new(enc.finish()))
 }
 
 /// The subscriber-facing reason for a group's end.
