@@ -356,6 +356,34 @@ async fn grpc_subscribe(
     .unwrap()
 }
 
+/// A `SubscribeRdf` call with the given metadata.
+async fn grpc_call(
+    srv: &Server,
+    enc: CompressionEncoding,
+    md: &[(&'static str, &str)],
+) -> Result<tonic::Response<tonic::Streaming<Frame>>, tonic::Status> {
+    let ch = tonic::transport::Channel::from_shared(srv.url())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut g = tonic::client::Grpc::new(ch).accept_compressed(enc);
+    g.ready().await.unwrap();
+    let mut r = tonic::Request::new(Subscribe {
+        topic: "t".into(),
+        requested_options: None,
+    });
+    for (k, v) in md {
+        r.metadata_mut().insert(*k, v.parse().unwrap());
+    }
+    g.server_streaming(
+        r,
+        PathAndQuery::from_static(SUBSCRIBE_PATH),
+        JellyCodec::<Subscribe, Frame>::new(),
+    )
+    .await
+}
+
 /// Decodes `n` messages of a call with one decoder: their offsets and statements.
 async fn take(s: &mut tonic::Streaming<Frame>, n: usize) -> Vec<(u64, Vec<Statement>)> {
     let mut dec = Decoder::default();
@@ -399,7 +427,31 @@ async fn grpc_subscribers_get_gzip_and_zstd_messages_compressed_once() {
         let all = everything(&plain, &srv).await;
         assert_eq!(take(&mut c, 8).await, all[15..].to_vec(), "{name}: joiner");
         assert_eq!(groups(&plain, &srv).await, 1, "{name}: one group");
-        drop((a, b, c));
+        // Another window is another group; a bad one is refused before the stream.
+        let mut w = grpc_call(
+            &srv,
+            enc,
+            &[("x-jelly-from", "20"), ("x-jelly-window-ms", "50")],
+        )
+        .await
+        .unwrap()
+        .into_inner();
+        assert_eq!(
+            take(&mut w, 3).await,
+            all[20..].to_vec(),
+            "{name}: windowed"
+        );
+        assert_eq!(groups(&plain, &srv).await, 2, "{name}: a second group");
+        let bad = grpc_call(&srv, enc, &[("x-jelly-window-ms", "soon")])
+            .await
+            .unwrap_err();
+        assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+        assert!(
+            bad.message().contains("x-jelly-window-ms"),
+            "{}",
+            bad.message()
+        );
+        drop((a, b, c, w));
         srv.shutdown().await.unwrap();
     }
 }
