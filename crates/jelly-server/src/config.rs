@@ -82,6 +82,10 @@ pub struct ServerConfig {
     pub delivery_batch_items: usize,
     /// Seconds between SSE keep-alive comments.
     pub sse_keepalive_secs: u64,
+    /// Fan-out: most blocks a group keeps for subscribers that lag behind it.
+    pub fanout_ring_blocks: usize,
+    /// Fan-out: most bytes of blocks a group keeps (the newest block is always kept).
+    pub fanout_ring_bytes: usize,
     /// Most open connections from one client address (0: no limit). A connection
     /// over the limit is closed as soon as it is accepted.
     pub max_connections_per_ip: usize,
@@ -228,6 +232,8 @@ impl Default for ServerConfig {
             reuse_port: false,
             auth: None,
             tls: None,
+            fanout_ring_blocks: 256,
+            fanout_ring_bytes: 4 << 20,
         }
     }
 }

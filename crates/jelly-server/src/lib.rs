@@ -14,6 +14,8 @@
 //! - [`filter`]: per-subscription item filters (source, IRI prefix, pattern, SPARQL ASK).
 //! - [`compress`]: content codings, with batches compressed once and shared by all
 //!   subscribers (stitched per subscriber into one valid stream).
+//! - [`fanout`]: live subscriptions that want the same bytes share them: each batch is
+//!   written and compressed once per group ([`compress`], [`filter`]).
 //! - [`http`]: the axum routes (HTTP, SSE, WebSocket); [`server`] starts and stops them;
 //!   [`config`], [`metrics`].
 //! - [`mirror`]: repeaters — a topic copied from another jellyfish server, same offsets.
@@ -31,6 +33,7 @@ pub mod config;
 pub mod conn_limit;
 pub mod deliver;
 pub mod demo;
+pub mod fanout;
 pub mod filter;
 pub mod grpc;
 pub mod http;

@@ -35,6 +35,14 @@ pub struct Metrics {
     pub auth_unauthenticated: AtomicU64,
     /// Requests refused with 403 / gRPC `PERMISSION_DENIED`.
     pub auth_forbidden: AtomicU64,
+    /// Live fan-out groups (gauge).
+    pub fanout_groups: AtomicU64,
+    /// Bytes written (and compressed) once by fan-out groups.
+    pub fanout_encoded_bytes: AtomicU64,
+    /// Bytes of shared blocks sent to subscribers (counted once per subscriber).
+    pub fanout_shared_bytes: AtomicU64,
+    /// Times a subscriber lagged out of its group's ring and caught up from the log.
+    pub fanout_catchups: AtomicU64,
 }
 
 fn label(v: &str) -> String {
@@ -126,6 +134,29 @@ impl Metrics {
             "# HELP {name} Requests refused by authentication (401, gRPC UNAUTHENTICATED) or authorization (403, PERMISSION_DENIED).\n# TYPE {name} counter\n{name}{{reason=\"unauthenticated\"}} {}\n{name}{{reason=\"forbidden\"}} {}",
             g(&self.auth_unauthenticated),
             g(&self.auth_forbidden)
+        );
+        let _ = writeln!(
+            s,
+            "# HELP jelly_fanout_groups Live fan-out groups (subscriptions sharing encoded bytes).\n# TYPE jelly_fanout_groups gauge\njelly_fanout_groups {}",
+            g(&self.fanout_groups)
+        );
+        counter(
+            &mut s,
+            "jelly_fanout_encoded_bytes_total",
+            "Bytes written and compressed once by fan-out groups.",
+            g(&self.fanout_encoded_bytes),
+        );
+        counter(
+            &mut s,
+            "jelly_fanout_shared_bytes_total",
+            "Bytes of shared fan-out blocks sent to subscribers.",
+            g(&self.fanout_shared_bytes),
+        );
+        counter(
+            &mut s,
+            "jelly_fanout_catchups_total",
+            "Times a subscriber lagged out of its group's ring and caught up from the log.",
+            g(&self.fanout_catchups),
         );
 
         let topics = registry.list();

@@ -8,11 +8,15 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use std::time::Duration;
+
 use crate::accept::{self, Acceptor};
 use crate::auth::Auth;
 use crate::config::ServerConfig;
 use crate::conn_limit::ConnLimiter;
+use crate::fanout::{Fanout, RingLimits};
 use crate::http::{AppState, Shared, router};
+use crate::log::ReadLimits;
 use crate::metrics::Metrics;
 use crate::topic::Registry;
 
@@ -56,11 +60,25 @@ impl Server {
         let (tx, rx) = watch::channel(false);
         let limiter = ConnLimiter::new(config.max_connections_per_ip);
         let metrics = Arc::new(Metrics::default());
+        let fanout = Fanout::new(
+            RingLimits {
+                max_blocks: config.fanout_ring_blocks.max(1),
+                max_bytes: config.fanout_ring_bytes,
+            },
+            ReadLimits {
+                max_items: config.delivery_batch_items.max(1),
+                max_bytes: 4 << 20,
+            },
+            Duration::from_secs(config.sse_keepalive_secs.max(1)),
+            rx.clone(),
+            metrics.clone(),
+        );
         let state: AppState = Arc::new(Shared {
             topics,
             config,
             auth,
             metrics: metrics.clone(),
+            fanout,
             shutdown: rx.clone(),
         });
         let acceptor = Acceptor {

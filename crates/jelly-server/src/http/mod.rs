@@ -33,6 +33,8 @@ pub struct Shared {
     pub auth: Auth,
     pub topics: Registry,
     pub metrics: Arc<Metrics>,
+    /// Live subscriptions' shared groups.
+    pub fanout: crate::fanout::Fanout,
     /// Becomes true when the server shuts down: live subscriptions end.
     pub shutdown: watch::Receiver<bool>,
 }
