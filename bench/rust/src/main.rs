@@ -281,7 +281,7 @@ fn encode_refs<'s>(
 fn decode(bytes: &[u8]) -> (u64, u64) {
     let mut n = 0u64;
     let mut checksum = 0u64;
-    let mut r = JellyReader::new(bytes);
+    let mut r = JellyReader::from_slice(bytes);
     let res = r.for_each_event(|_, ev| {
         if let Event::Statement(st) = ev {
             n += 1;
@@ -393,7 +393,7 @@ fn run(a: &Args) -> Result<(), String> {
             let mut n = 0u64;
             let (iters, el) = time_loop(a.seconds, || {
                 n = 0;
-                let r = JellyReader::new(&bytes[..]).for_each_statement(|st| {
+                let r = JellyReader::from_slice(&bytes).for_each_statement(|st| {
                     if let Ok(q) = st.to_oxrdf_quad() {
                         std::hint::black_box(q);
                         n += 1;

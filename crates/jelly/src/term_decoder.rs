@@ -860,6 +860,8 @@ impl TermDecoder {
             Self::materialize(&mut self.cur, &st.iri_cache, nid);
             let e = &mut st.iri_cache[nid as usize];
             e.iri.clear();
+            // One allocation at most, rather than one per part.
+            e.iri.reserve(prefix.len() + name.len());
             e.iri.push_str(prefix);
             e.iri.push_str(name);
             e.valid = true;

@@ -74,7 +74,7 @@ fn encode_pass(statements: &[Statement], quads: bool, grouped: bool) -> Vec<u8> 
 fn decode_pass(bytes: &[u8]) -> (u64, u64) {
     let mut n = 0u64;
     let mut checksum = 0u64;
-    let mut r = JellyReader::new(bytes);
+    let mut r = JellyReader::from_slice(bytes);
     r.for_each_event(|_, ev| {
         if let Event::Statement(st) = ev {
             n += 1;
