@@ -264,7 +264,7 @@ fn encode_refs<'s>(
     for st in statements {
         if a.grouped {
             let g = st.graph;
-            if prev_graph.is_some() && prev_graph != g {
+            if prev_graph.is_some() && !same_graph(prev_graph, g) {
                 let _ = w.flush_frame();
             }
             prev_graph = g;
@@ -276,6 +276,19 @@ fn encode_refs<'s>(
     }
     let _ = w.finish();
     out
+}
+
+/// Whether two statements' graphs are the same, decided as Jena's `Node.equals` decides
+/// it for the JVM peer's frame-per-graph writer: the same object first (here: the same
+/// string in memory, as with interned input), then the same text.
+#[inline]
+fn same_graph(a: Option<jelly::TermRef<'_>>, b: Option<jelly::TermRef<'_>>) -> bool {
+    match (a, b) {
+        (Some(jelly::TermRef::Iri(x)), Some(jelly::TermRef::Iri(y))) => {
+            std::ptr::eq(x, y) || x == y
+        }
+        _ => a == b,
+    }
 }
 
 fn decode(bytes: &[u8]) -> (u64, u64) {
