@@ -215,22 +215,21 @@ fn arena_refs<'a>(arena: &'a Arena, quads: bool) -> Vec<jelly::StatementRef<'a>>
         .collect()
 }
 
-fn encode(statements: &[Statement], quads: bool, a: &Args) -> Vec<u8> {
+fn encode(statements: &[Statement], quads: bool, a: &Args, out: &mut Vec<u8>) {
     // A borrowed view per statement, as a caller holding owned statements would pass them.
-    encode_refs(
-        statements.iter().map(Statement::as_ref),
-        statements.len(),
-        quads,
-        a,
-    )
+    encode_refs(statements.iter().map(Statement::as_ref), quads, a, out)
 }
 
+/// Encodes into `out`, which is cleared first. Its capacity carries over from one
+/// iteration to the next, as the JVM peer sizes its output buffer by the previous
+/// iteration's output (and allocates it from a heap that is already mapped).
 fn encode_refs<'s>(
     statements: impl Iterator<Item = jelly::StatementRef<'s>>,
-    count: usize,
     quads: bool,
     a: &Args,
-) -> Vec<u8> {
+    out: &mut Vec<u8>,
+) {
+    out.clear();
     let base = if a.preset == "small" {
         StreamOptions::small()
     } else {
@@ -253,12 +252,11 @@ fn encode_refs<'s>(
     } else {
         FramePolicy::Rows(a.rows)
     };
-    let mut out = Vec::with_capacity(count * 24);
     let Ok(mut w) = JellyWriterBuilder::new(opts)
         .frame_policy(policy)
-        .build(&mut out)
+        .build(&mut *out)
     else {
-        return Vec::new();
+        return;
     };
     let mut prev_graph: Option<jelly::TermRef<'_>> = None;
     for st in statements {
@@ -275,7 +273,6 @@ fn encode_refs<'s>(
         }
     }
     let _ = w.finish();
-    out
 }
 
 /// Whether two statements' graphs are the same, decided as Jena's `Node.equals` decides
@@ -348,7 +345,7 @@ fn run(a: &Args) -> Result<(), String> {
             let statements = load_statements(&a.input)?;
             let quads = is_quads(&a.input);
             let mut bytes = Vec::new();
-            let (iters, el) = time_loop(a.seconds, || bytes = encode(&statements, quads, a));
+            let (iters, el) = time_loop(a.seconds, || encode(&statements, quads, a, &mut bytes));
             if let Some(out) = &a.out {
                 std::fs::write(out, &bytes).map_err(|e| e.to_string())?;
             }
@@ -377,7 +374,7 @@ fn run(a: &Args) -> Result<(), String> {
             let refs = arena_refs(&arena, quads);
             let mut bytes = Vec::new();
             let (iters, el) = time_loop(a.seconds, || {
-                bytes = encode_refs(refs.iter().copied(), refs.len(), quads, a)
+                encode_refs(refs.iter().copied(), quads, a, &mut bytes)
             });
             let extra = format!(
                 ",\"preset\":\"{}\",\"grouped\":{},\"input_form\":\"interned\"",
