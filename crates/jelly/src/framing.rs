@@ -215,7 +215,7 @@ pub struct FrameReader<R: Read> {
 }
 
 /// Smallest size of a [`FrameReader`]'s buffer once it reads.
-const MIN_READ_BUFFER: usize = 16 * 1024;
+const MIN_READ_BUFFER: usize = 64 * 1024;
 
 impl<R: Read> FrameReader<R> {
     /// A frame reader over `inner`.

@@ -74,7 +74,9 @@ fn delimited(sizes: &[usize]) -> (Vec<u8>, Vec<Vec<u8>>) {
 
 #[test]
 fn frames_of_every_size_come_out_whole_and_in_order() {
-    let sizes = [3, 0, 200_000, 17, 40_000, 16_384, 16_383, 1, 100_000, 5];
+    let sizes = [
+        3, 0, 200_000, 17, 40_000, 65_536, 65_535, 1, 100_000, 5, 131_072,
+    ];
     let (stream, expected) = delimited(&sizes);
     let (frames, err, read) = all_ways(&stream, Delimiting::Delimited, 1 << 20);
     assert_eq!(err, None);
