@@ -215,22 +215,21 @@ fn arena_refs<'a>(arena: &'a Arena, quads: bool) -> Vec<jelly::StatementRef<'a>>
         .collect()
 }
 
-fn encode(statements: &[Statement], quads: bool, a: &Args) -> Vec<u8> {
+fn encode(statements: &[Statement], quads: bool, a: &Args, out: &mut Vec<u8>) {
     // A borrowed view per statement, as a caller holding owned statements would pass them.
-    encode_refs(
-        statements.iter().map(Statement::as_ref),
-        statements.len(),
-        quads,
-        a,
-    )
+    encode_refs(statements.iter().map(Statement::as_ref), quads, a, out)
 }
 
+/// Encodes into `out`, which is cleared first. Its capacity carries over from one
+/// iteration to the next, as the JVM peer sizes its output buffer by the previous
+/// iteration's output (and allocates it from a heap that is already mapped).
 fn encode_refs<'s>(
     statements: impl Iterator<Item = jelly::StatementRef<'s>>,
-    count: usize,
     quads: bool,
     a: &Args,
-) -> Vec<u8> {
+    out: &mut Vec<u8>,
+) {
+    out.clear();
     let base = if a.preset == "small" {
         StreamOptions::small()
     } else {
@@ -253,18 +252,17 @@ fn encode_refs<'s>(
     } else {
         FramePolicy::Rows(a.rows)
     };
-    let mut out = Vec::with_capacity(count * 24);
     let Ok(mut w) = JellyWriterBuilder::new(opts)
         .frame_policy(policy)
-        .build(&mut out)
+        .build(&mut *out)
     else {
-        return Vec::new();
+        return;
     };
     let mut prev_graph: Option<jelly::TermRef<'_>> = None;
     for st in statements {
         if a.grouped {
             let g = st.graph;
-            if prev_graph.is_some() && prev_graph != g {
+            if prev_graph.is_some() && !same_graph(prev_graph, g) {
                 let _ = w.flush_frame();
             }
             prev_graph = g;
@@ -275,13 +273,25 @@ fn encode_refs<'s>(
         }
     }
     let _ = w.finish();
-    out
+}
+
+/// Whether two statements' graphs are the same, decided as Jena's `Node.equals` decides
+/// it for the JVM peer's frame-per-graph writer: the same object first (here: the same
+/// string in memory, as with interned input), then the same text.
+#[inline]
+fn same_graph(a: Option<jelly::TermRef<'_>>, b: Option<jelly::TermRef<'_>>) -> bool {
+    match (a, b) {
+        (Some(jelly::TermRef::Iri(x)), Some(jelly::TermRef::Iri(y))) => {
+            std::ptr::eq(x, y) || x == y
+        }
+        _ => a == b,
+    }
 }
 
 fn decode(bytes: &[u8]) -> (u64, u64) {
     let mut n = 0u64;
     let mut checksum = 0u64;
-    let mut r = JellyReader::new(bytes);
+    let mut r = JellyReader::from_slice(bytes);
     let res = r.for_each_event(|_, ev| {
         if let Event::Statement(st) = ev {
             n += 1;
@@ -335,7 +345,7 @@ fn run(a: &Args) -> Result<(), String> {
             let statements = load_statements(&a.input)?;
             let quads = is_quads(&a.input);
             let mut bytes = Vec::new();
-            let (iters, el) = time_loop(a.seconds, || bytes = encode(&statements, quads, a));
+            let (iters, el) = time_loop(a.seconds, || encode(&statements, quads, a, &mut bytes));
             if let Some(out) = &a.out {
                 std::fs::write(out, &bytes).map_err(|e| e.to_string())?;
             }
@@ -364,7 +374,7 @@ fn run(a: &Args) -> Result<(), String> {
             let refs = arena_refs(&arena, quads);
             let mut bytes = Vec::new();
             let (iters, el) = time_loop(a.seconds, || {
-                bytes = encode_refs(refs.iter().copied(), refs.len(), quads, a)
+                encode_refs(refs.iter().copied(), quads, a, &mut bytes)
             });
             let extra = format!(
                 ",\"preset\":\"{}\",\"grouped\":{},\"input_form\":\"interned\"",
@@ -393,7 +403,7 @@ fn run(a: &Args) -> Result<(), String> {
             let mut n = 0u64;
             let (iters, el) = time_loop(a.seconds, || {
                 n = 0;
-                let r = JellyReader::new(&bytes[..]).for_each_statement(|st| {
+                let r = JellyReader::from_slice(&bytes).for_each_statement(|st| {
                     if let Ok(q) = st.to_oxrdf_quad() {
                         std::hint::black_box(q);
                         n += 1;

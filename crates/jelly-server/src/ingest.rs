@@ -184,7 +184,7 @@ fn ingest_jelly(
     meta: &PublishMeta,
 ) -> Result<Vec<NewItem>, IngestError> {
     let cfg = DecoderOptions::default();
-    let mut frames = FrameReader::new(body, Delimiting::Auto, cfg.max_frame_bytes);
+    let mut frames = FrameReader::from_slice(body, Delimiting::Auto, cfg.max_frame_bytes);
     let mut ingest = JellyIngest::new(topic, meta.clone(), usize::MAX);
     let mut items = Vec::new();
     while let Some(f) = frames.next_frame().map_err(decode_error)? {

@@ -1,7 +1,7 @@
 //! The Jelly-RDF encoder: statements in, frame bytes out.
 
 use jelly_proto::fields::{frame, namespace as ns, row};
-use jelly_proto::wire::{put_bytes_field, put_varint};
+use jelly_proto::wire::put_bytes_field;
 
 use crate::error::EncodeError;
 use crate::options::{PhysicalType, StreamOptions, VERSION_1_0, VERSION_1_1};
@@ -324,12 +324,21 @@ impl Encoder {
             put_bytes_field(&mut e, frame::MAP_VALUE, &v);
             put_bytes_field(&mut meta, frame::METADATA, &e);
         }
-        let mut prefix = Vec::with_capacity(10);
+        let mut prefix = [0u8; 10];
+        let mut prefix_len = 0;
         if delimited {
-            put_varint(&mut prefix, (self.terms.buf.len() + meta.len()) as u64);
+            let mut v = (self.terms.buf.len() + meta.len()) as u64;
+            while v >= 0x80 {
+                prefix[prefix_len] = v as u8 | 0x80;
+                v >>= 7;
+                prefix_len += 1;
+            }
+            prefix[prefix_len] = v as u8;
+            prefix_len += 1;
         }
+        let prefix = &prefix[..prefix_len];
         let r = out
-            .write_all(&prefix)
+            .write_all(prefix)
             .and_then(|()| out.write_all(&self.terms.buf))
             .and_then(|()| out.write_all(&meta));
         let n = prefix.len() + self.terms.buf.len() + meta.len();

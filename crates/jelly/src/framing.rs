@@ -1,7 +1,7 @@
 //! Byte framing of Jelly streams: delimited (varint length before each frame) or not
 //! (exactly one frame), with the autodetection the other implementations use.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 
 use crate::decoder::{Decoder, DecoderOptions, Event, FrameCursor};
 use crate::encoder::{Encoder, EncoderConfig};
@@ -47,43 +47,6 @@ pub fn detect_delimiting(head: &[u8]) -> Delimiting {
         _ => Delimiting::Single,
     }
 }
-
-/// A reader that can look at its first three bytes before handing them on.
-struct PeekReader<R> {
-    head: [u8; 3],
-    head_len: usize,
-    head_pos: usize,
-    inner: R,
-}
-
-impl<R: Read> PeekReader<R> {
-    /// Reads up to three bytes ahead (fewer only at the end of input).
-    fn peek3(&mut self) -> io::Result<&[u8]> {
-        while self.head_len < 3 {
-            match self.inner.read(&mut self.head[self.head_len..]) {
-                Ok(0) => break,
-                Ok(n) => self.head_len += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(&self.head[..self.head_len])
-    }
-}
-
-impl<R: Read> Read for PeekReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.head_pos < self.head_len {
-            let n = (self.head_len - self.head_pos).min(buf.len());
-            buf[..n].copy_from_slice(&self.head[self.head_pos..self.head_pos + n]);
-            self.head_pos += n;
-            return Ok(n);
-        }
-        self.inner.read(buf)
-    }
-}
-
-type Source<R> = BufReader<PeekReader<R>>;
 
 /// Reads a Jelly-RDF stream frame by frame in bounded memory.
 ///
@@ -181,6 +144,26 @@ impl<R: Read> JellyReader<R> {
     }
 }
 
+impl<'a> JellyReader<&'a [u8]> {
+    /// A reader over a stream already in memory, with default limits and delimiting
+    /// autodetection. It decodes the frames where they are, without copying them.
+    pub fn from_slice(bytes: &'a [u8]) -> Self {
+        Self::from_slice_with_options(bytes, DecoderOptions::default(), Delimiting::Auto)
+    }
+
+    /// [`JellyReader::from_slice`] with explicit limits and delimiting.
+    pub fn from_slice_with_options(
+        bytes: &'a [u8],
+        cfg: DecoderOptions,
+        delimiting: Delimiting,
+    ) -> Self {
+        JellyReader {
+            frames: FrameReader::from_slice(bytes, delimiting, cfg.max_frame_bytes),
+            dec: Decoder::new(cfg),
+        }
+    }
+}
+
 /// One frame's bytes as read by a [`FrameReader`].
 #[derive(Debug, Clone, Copy)]
 pub struct RawFrame<'a> {
@@ -194,7 +177,11 @@ pub struct RawFrame<'a> {
 
 /// Splits a byte stream into frames (delimited, or a single non-delimited frame,
 /// autodetected by default) without decoding them. Holds one frame at a time, and
-/// never allocates more than the declared frame length's worth of bytes actually read.
+/// never allocates more than twice the bytes actually read, whatever length a frame
+/// declares.
+///
+/// Frames are handed out in place from the reader's own buffer: the input is copied
+/// once, by the inner reader's `read`.
 ///
 /// Jelly-RDF and Jelly-Patch streams share this framing.
 ///
@@ -207,8 +194,17 @@ pub struct RawFrame<'a> {
 /// assert!(r.next_frame().unwrap().is_none());
 /// ```
 pub struct FrameReader<R: Read> {
-    src: Source<R>,
+    inner: R,
+    /// Set by [`FrameReader::from_slice`]: the whole input as a slice, which frames
+    /// are then borrowed from (`buf` stays empty; `start` and `end` index the slice).
+    as_slice: Option<fn(&R) -> &[u8]>,
+    /// Bytes read from `inner`; `buf[start..end]` is not consumed yet. Its length is
+    /// its initialised size, which grows (doubling) only when unconsumed bytes fill it.
     buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// `inner` reported the end of its input.
+    eof: bool,
     delimiting: Delimiting,
     max_frame_bytes: u64,
     /// Bytes consumed so far.
@@ -218,21 +214,19 @@ pub struct FrameReader<R: Read> {
     done: bool,
 }
 
+/// Smallest size of a [`FrameReader`]'s buffer once it reads.
+const MIN_READ_BUFFER: usize = 64 * 1024;
+
 impl<R: Read> FrameReader<R> {
     /// A frame reader over `inner`.
     pub fn new(inner: R, delimiting: Delimiting, max_frame_bytes: u64) -> Self {
-        let src = BufReader::with_capacity(
-            256 * 1024,
-            PeekReader {
-                head: [0; 3],
-                head_len: 0,
-                head_pos: 0,
-                inner,
-            },
-        );
         FrameReader {
-            src,
+            inner,
+            as_slice: None,
             buf: Vec::new(),
+            start: 0,
+            end: 0,
+            eof: false,
             delimiting,
             max_frame_bytes,
             offset: 0,
@@ -265,116 +259,182 @@ impl<R: Read> FrameReader<R> {
         }
     }
 
+    /// The bytes read so far (`start..end` not consumed yet).
+    #[inline]
+    fn data(&self) -> &[u8] {
+        match self.as_slice {
+            Some(slice) => slice(&self.inner),
+            None => &self.buf,
+        }
+    }
+
+    /// Reads until at least `need` unconsumed bytes are buffered or the input ends.
+    fn fill(&mut self, need: usize) -> io::Result<()> {
+        if let Some(slice) = self.as_slice {
+            self.end = slice(&self.inner).len();
+            self.eof = true;
+            return Ok(());
+        }
+        while self.end - self.start < need && !self.eof {
+            if self.end == self.buf.len() {
+                if self.start > 0 {
+                    // Move the unconsumed tail (part of one frame) to the front.
+                    self.buf.copy_within(self.start..self.end, 0);
+                    self.end -= self.start;
+                    self.start = 0;
+                }
+                if self.end == self.buf.len() {
+                    // Full of unconsumed bytes: grow, at most doubling what was read.
+                    let size = (self.buf.len() * 2).max(MIN_READ_BUFFER);
+                    self.buf.resize(size, 0);
+                }
+            }
+            match self.inner.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n.min(self.buf.len() - self.end),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
     fn detect(&mut self) -> Result<(), DecodeError> {
-        // Nothing has gone through the BufReader yet, so the peeked bytes come first.
-        let head = self.src.get_mut().peek3().map_err(|e| DecodeError {
+        self.fill(3).map_err(|e| DecodeError {
             frame: 0,
             row: None,
             offset: Some(0),
             kind: e.into(),
         })?;
+        let head = &self.data()[self.start..self.end.min(self.start + 3)];
         self.delimiting = detect_delimiting(head);
         Ok(())
     }
 
-    /// Reads the next frame's bytes into the buffer. Returns false at the end of the stream.
-    fn load_frame(&mut self) -> Result<bool, DecodeError> {
+    /// Reads a varint at the start of the unconsumed bytes and consumes it.
+    /// `Ok(None)` at a clean end of input; otherwise `(value, bytes)`.
+    fn read_varint(&mut self) -> Result<Option<(u64, u64)>, DecodeErrorKind> {
+        let mut value = 0u64;
+        let mut shift = 0;
+        let mut n = 0usize;
+        loop {
+            if self.start + n == self.end {
+                self.fill(n + 1)?;
+            }
+            let Some(&b) = self
+                .data()
+                .get(self.start + n)
+                .filter(|_| self.start + n < self.end)
+            else {
+                return if n == 0 {
+                    Ok(None)
+                } else {
+                    Err(DecodeErrorKind::TruncatedFrame {
+                        expected: n as u64 + 1,
+                        got: n as u64,
+                    })
+                };
+            };
+            n += 1;
+            if shift >= 63 && b > 1 {
+                return Err(jelly_proto::wire::WireError::BadVarint(0).into());
+            }
+            value |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                self.start += n;
+                return Ok(Some((value, n as u64)));
+            }
+            shift += 7;
+        }
+    }
+
+    /// Finds the next frame in the buffer and consumes it. Returns its range in the
+    /// buffer, or `None` at the end of the stream.
+    fn load_frame(&mut self) -> Result<Option<(usize, usize)>, DecodeError> {
         if self.done {
-            return Ok(false);
+            return Ok(None);
         }
         if self.delimiting == Delimiting::Auto {
             self.detect()?;
         }
         let max = self.max_frame_bytes;
-        self.buf.clear();
         match self.delimiting {
             Delimiting::Single => {
                 self.done = true;
-                let n = (&mut self.src)
-                    .take(max + 1)
-                    .read_to_end(&mut self.buf)
-                    .map_err(|e| self.err(e.into()))?;
+                let cap = usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX);
+                self.fill(cap).map_err(|e| self.err(e.into()))?;
+                let n = self.end - self.start;
                 if n as u64 > max {
-                    return Err(self.err(DecodeErrorKind::FrameTooLarge { len: n as u64, max }));
+                    // What is known of the length without reading on: more than `max`.
+                    let len = max.saturating_add(1);
+                    return Err(self.err(DecodeErrorKind::FrameTooLarge { len, max }));
                 }
                 if self.frames_read == 0 && n == 0 {
                     return Err(self.err(DecodeErrorKind::EmptyInput));
                 }
-                Ok(true)
+                let range = (self.start, self.end);
+                self.start = self.end;
+                Ok(Some(range))
             }
             _ => {
-                let Some((len, len_bytes)) = read_varint(&mut self.src).map_err(|e| self.err(e))?
-                else {
+                let Some((len, len_bytes)) = self.read_varint().map_err(|e| self.err(e))? else {
                     self.done = true;
-                    return Ok(false);
+                    return Ok(None);
                 };
                 if len > max {
                     return Err(self.err(DecodeErrorKind::FrameTooLarge { len, max }));
                 }
                 self.offset += len_bytes;
-                let got = (&mut self.src)
-                    .take(len)
-                    .read_to_end(&mut self.buf)
-                    .map_err(|e| self.err(e.into()))?;
-                if (got as u64) < len {
+                // `len` is at most `max_frame_bytes`, which the buffer may grow to hold.
+                let want = usize::try_from(len).unwrap_or(usize::MAX);
+                self.fill(want).map_err(|e| self.err(e.into()))?;
+                let got = self.end - self.start;
+                if got < want {
                     return Err(self.err(DecodeErrorKind::TruncatedFrame {
                         expected: len,
                         got: got as u64,
                     }));
                 }
-                Ok(true)
+                let range = (self.start, self.start + want);
+                self.start += want;
+                Ok(Some(range))
             }
         }
     }
 
     /// The next frame, or `None` at the end of the stream.
     pub fn next_frame(&mut self) -> Result<Option<RawFrame<'_>>, DecodeError> {
-        if !self.load_frame()? {
+        let Some((from, to)) = self.load_frame()? else {
             return Ok(None);
-        }
+        };
         let offset = self.offset;
-        self.offset += self.buf.len() as u64;
+        self.offset += (to - from) as u64;
         let index = self.frames_read;
         self.frames_read += 1;
         Ok(Some(RawFrame {
-            bytes: &self.buf,
+            bytes: &self.data()[from..to],
             index,
             offset,
         }))
     }
 }
 
-/// Reads a varint from `r`. `Ok(None)` at a clean end of input.
-fn read_varint(r: &mut impl BufRead) -> Result<Option<(u64, u64)>, DecodeErrorKind> {
-    let mut value = 0u64;
-    let mut shift = 0;
-    let mut n = 0u64;
-    loop {
-        let buf = match r.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e.into()),
-        };
-        let Some(&b) = buf.first() else {
-            return if n == 0 {
-                Ok(None)
-            } else {
-                Err(DecodeErrorKind::TruncatedFrame {
-                    expected: n + 1,
-                    got: n,
-                })
-            };
-        };
-        r.consume(1);
-        n += 1;
-        if shift >= 63 && b > 1 {
-            return Err(jelly_proto::wire::WireError::BadVarint(0).into());
-        }
-        value |= u64::from(b & 0x7f) << shift;
-        if b < 0x80 {
-            return Ok(Some((value, n)));
-        }
-        shift += 7;
+impl<'a> FrameReader<&'a [u8]> {
+    /// A frame reader over input already in memory: frames are borrowed from `bytes`
+    /// rather than copied out of it (the same frames and errors as
+    /// [`FrameReader::new`] over the slice).
+    ///
+    /// ```
+    /// use jelly::{FrameReader, Delimiting};
+    /// let stream = [2u8, 0x0a, 0x00];
+    /// let mut r = FrameReader::from_slice(&stream, Delimiting::Auto, 1 << 20);
+    /// let f = r.next_frame().unwrap().unwrap();
+    /// assert!(std::ptr::eq(f.bytes, &stream[1..]));
+    /// ```
+    pub fn from_slice(bytes: &'a [u8], delimiting: Delimiting, max_frame_bytes: u64) -> Self {
+        let mut r = FrameReader::new(bytes, delimiting, max_frame_bytes);
+        r.as_slice = Some(|inner: &&[u8]| -> &[u8] { inner });
+        r
     }
 }
 

@@ -199,6 +199,11 @@ impl LruTable {
         m.referenced = false;
         m.stamp = stamp;
         let key = &mut self.keys[id as usize];
+        if key.capacity() < value.len() {
+            // A fresh buffer with room to spare, rather than growing the old one (which
+            // would copy its stale text): later values of similar length then fit.
+            *key = String::with_capacity(value.len().next_power_of_two().max(32));
+        }
         key.clear();
         key.push_str(value);
         let wire_id = if id == self.last_emitted.wrapping_add(1) {
@@ -302,17 +307,22 @@ pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
+/// The odd constant mixed into the hashes.
+const HASH_K: u64 = 0x243f_6a88_85a3_08d3;
+
+/// One step of the hashes: a 64×64→128-bit multiply whose halves are folded together.
+#[inline(always)]
+fn fold(a: u64, b: u64) -> u64 {
+    let m = u128::from(a) * u128::from(b);
+    (m as u64) ^ ((m >> 64) as u64)
+}
+
 /// Hashes `b` with a per-cache `seed`: 16 bytes per step, each step one 64×64→128-bit
 /// multiply whose halves are folded together. Not cryptographic; the random seed keeps
 /// colliding inputs from being precomputed.
 #[inline(always)]
 pub(crate) fn hash_bytes(b: &[u8], seed: u64) -> u64 {
-    const K: u64 = 0x243f_6a88_85a3_08d3;
-    #[inline(always)]
-    fn fold(a: u64, b: u64) -> u64 {
-        let m = u128::from(a) * u128::from(b);
-        (m as u64) ^ ((m >> 64) as u64)
-    }
+    const K: u64 = HASH_K;
     let len = b.len();
     let mut h = seed ^ (len as u64).wrapping_mul(K);
     let (x, y) = if len >= 16 {
@@ -387,9 +397,23 @@ impl IriCache {
         }
     }
 
+    /// The hash of an IRI for this cache: of its length and of at most 48 of its
+    /// bytes (the first 16, 16 from the middle and the last 16), so that a lookup costs
+    /// the same whatever the IRI's length. IRIs that differ only elsewhere share a
+    /// bucket: the cache is lossy and checks every candidate against the tables, so
+    /// such IRIs cost lookups in the tables, never a wrong id.
     #[inline(always)]
     pub fn hash(&self, key: &str) -> u64 {
-        hash_bytes(key.as_bytes(), self.seed)
+        let b = key.as_bytes();
+        if b.len() <= 48 {
+            return hash_bytes(b, self.seed);
+        }
+        let (len, seed) = (b.len(), self.seed);
+        let mid = len / 2 - 8;
+        let h = seed ^ (len as u64).wrapping_mul(HASH_K);
+        let h = fold(rd8(b, 0) ^ h, rd8(b, 8) ^ HASH_K);
+        let h = fold(rd8(b, mid) ^ h, rd8(b, mid + 8) ^ HASH_K);
+        fold(rd8(b, len - 16) ^ h, rd8(b, len - 8) ^ seed ^ HASH_K)
     }
 
     /// The tag of a hash: its upper half with the low bit set. The bucket comes from

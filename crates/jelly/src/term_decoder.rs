@@ -859,6 +859,12 @@ impl TermDecoder {
             // The entry is about to change: terms still pointing at it keep their own copy.
             Self::materialize(&mut self.cur, &st.iri_cache, nid);
             let e = &mut st.iri_cache[nid as usize];
+            let len = prefix.len() + name.len();
+            if e.iri.capacity() < len {
+                // A fresh buffer with room to spare, rather than growing the old one
+                // part by part (copying stale text): later IRIs of this id then fit.
+                e.iri = String::with_capacity(len.next_power_of_two().max(64));
+            }
             e.iri.clear();
             e.iri.push_str(prefix);
             e.iri.push_str(name);

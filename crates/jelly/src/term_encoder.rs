@@ -109,8 +109,9 @@ pub(crate) struct TermEncoder {
     /// For a previous term that was an IRI: its ids, which identify it while the
     /// generations hold (then `prev` is not kept up to date for that position).
     prev_iri: [Option<CachedIds>; 4],
-    /// Id and generation of the last datatype looked up (id 0: none).
-    last_datatype: (u32, u32),
+    /// Id and generation of the datatypes looked up last, most recent first (id 0:
+    /// none): most typed literals have one of a few datatypes.
+    recent_datatypes: [(u32, u32); 4],
     have_prev: [bool; 4],
     /// Statement counter; entries used by the current statement are never evicted.
     pub(crate) stamp: u32,
@@ -144,7 +145,7 @@ impl TermEncoder {
             last_name_id: 0,
             prev: Default::default(),
             prev_iri: [None; 4],
-            last_datatype: (0, u32::MAX),
+            recent_datatypes: [(0, u32::MAX); 4],
             have_prev: [false; 4],
             stamp: 0,
             buf: Vec::with_capacity(64 * 1024),
@@ -337,16 +338,21 @@ impl TermEncoder {
         let Some(table) = &mut self.datatypes else {
             return Err(EncodeError::DatatypeTableDisabled(dt.to_owned()));
         };
-        // Most typed literals have the datatype of the one before.
-        let (id, generation) = self.last_datatype;
-        if table.generation(id) == generation && bytes_eq(table.value(id).as_bytes(), dt.as_bytes())
-        {
-            table.touch(id, stamp);
-            return Ok(id);
+        let recent = &mut self.recent_datatypes;
+        for i in 0..recent.len() {
+            let (id, generation) = recent[i];
+            if table.generation(id) == generation
+                && bytes_eq(table.value(id).as_bytes(), dt.as_bytes())
+            {
+                table.touch(id, stamp);
+                recent[..=i].rotate_right(1);
+                return Ok(id);
+            }
         }
         let r = table.get_or_insert(dt, stamp);
         if let Some(Lookup::Hit(id) | Lookup::New { id, .. }) = r {
-            self.last_datatype = (id, table.generation(id));
+            recent.rotate_right(1);
+            recent[0] = (id, table.generation(id));
         }
         match r {
             Some(Lookup::Hit(id)) => Ok(id),

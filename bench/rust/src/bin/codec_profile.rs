@@ -59,7 +59,7 @@ fn encode_pass(statements: &[Statement], quads: bool, grouped: bool) -> Vec<u8> 
     for st in statements {
         let st = st.as_ref();
         if grouped {
-            if prev_graph.is_some() && prev_graph != st.graph {
+            if prev_graph.is_some() && !same_graph(prev_graph, st.graph) {
                 w.flush_frame().expect("flush");
             }
             prev_graph = st.graph;
@@ -70,11 +70,24 @@ fn encode_pass(statements: &[Statement], quads: bool, grouped: bool) -> Vec<u8> 
     out
 }
 
+/// Whether two statements' graphs are the same, decided as Jena's `Node.equals` decides
+/// it for the JVM peer's frame-per-graph writer: the same object first (here: the same
+/// string in memory, as with interned input), then the same text.
+#[inline]
+fn same_graph(a: Option<jelly::TermRef<'_>>, b: Option<jelly::TermRef<'_>>) -> bool {
+    match (a, b) {
+        (Some(jelly::TermRef::Iri(x)), Some(jelly::TermRef::Iri(y))) => {
+            std::ptr::eq(x, y) || x == y
+        }
+        _ => a == b,
+    }
+}
+
 #[inline(never)]
 fn decode_pass(bytes: &[u8]) -> (u64, u64) {
     let mut n = 0u64;
     let mut checksum = 0u64;
-    let mut r = JellyReader::new(bytes);
+    let mut r = JellyReader::from_slice(bytes);
     r.for_each_event(|_, ev| {
         if let Event::Statement(st) = ev {
             n += 1;
