@@ -94,6 +94,8 @@ struct Recorder {
     /// Subscriptions that ended after being set up.
     ended: AtomicUsize,
     retries: AtomicUsize,
+    /// Subscriptions whose response came with a content coding (HTTP).
+    compressed: AtomicUsize,
     errors: Mutex<Vec<String>>,
 }
 
@@ -108,6 +110,7 @@ impl Recorder {
             failed: AtomicUsize::new(0),
             ended: AtomicUsize::new(0),
             retries: AtomicUsize::new(0),
+            compressed: AtomicUsize::new(0),
             errors: Mutex::new(Vec::new()),
         }
     }
@@ -320,6 +323,13 @@ async fn run_sub(cfg: Arc<ClientConfig>, rec: Arc<Recorder>, sem: Arc<Semaphore>
             Transport::Http => match http_open(&cfg, src, &mut buf).await {
                 Ok((s, head, filled)) => {
                     drop(permit);
+                    if head
+                        .content_encoding
+                        .as_deref()
+                        .is_some_and(|e| e != "identity")
+                    {
+                        rec.compressed.fetch_add(1, Ordering::Relaxed);
+                    }
                     rec.connected.fetch_add(1, Ordering::Relaxed);
                     Some(http_follow(s, head, &mut buf, filled, &mut sub).await)
                 }
@@ -388,6 +398,7 @@ pub fn run(cfg: ClientConfig) -> Result<(), String> {
             "ok": rec.connected.load(Ordering::Relaxed),
             "failed": rec.failed.load(Ordering::Relaxed),
             "retries": rec.retries.load(Ordering::Relaxed),
+            "compressed": rec.compressed.load(Ordering::Relaxed),
             "ramp_secs": t0.elapsed().as_secs_f64(),
             "errors": errors,
         })

@@ -19,7 +19,7 @@ use crate::clients::{ClientConfig, Transport};
 use crate::hist::Histogram;
 use crate::items;
 use crate::procstat;
-use crate::publisher::Publisher;
+use crate::publisher::{Arrivals, Publisher};
 use crate::simple_http;
 use crate::topology::Topology;
 
@@ -58,6 +58,7 @@ struct RunConfig {
     window_ms: u64,
     encoding: String,
     rate: f64,
+    arrivals: Arrivals,
     item_bytes: usize,
     measure_secs: f64,
     settle_secs: f64,
@@ -94,6 +95,8 @@ fn parse(mut f: Flags) -> Result<RunConfig, String> {
         window_ms,
         encoding: f.get("encoding", "none".to_string())?,
         rate: f.get("rate", 4.0)?,
+        arrivals: Arrivals::parse(&f.get("arrivals", "poisson".to_string())?)
+            .ok_or("--arrivals: fixed or poisson")?,
         item_bytes: f.get("item-bytes", 900)?,
         measure_secs: f.get("measure-secs", 20.0)?,
         settle_secs: f.get("settle-secs", 2.0)?,
@@ -286,6 +289,31 @@ fn ms(us: f64) -> f64 {
 /// The `run` command.
 pub fn run(f: Flags) -> Result<(), String> {
     let c = parse(f)?;
+    match run_config(&c) {
+        Ok(line) => {
+            println!("{line}");
+            Ok(())
+        }
+        Err(e) => {
+            // A line for the report too, so a failed configuration is not silently absent.
+            let line = json!({
+                "bench": "fanout",
+                "label": c.label,
+                "transport": c.transport.name(),
+                "subscribers": c.subscribers,
+                "window_ms": c.window_ms,
+                "encoding": c.encoding,
+                "rate": c.rate,
+                "edges": c.edges,
+                "error": e,
+            });
+            println!("{line}");
+            Err(e)
+        }
+    }
+}
+
+fn run_config(c: &RunConfig) -> Result<Value, String> {
     let topic = "t";
     let pool = items::build(&c.input, c.item_bytes, 400)?;
     let mut topo = Topology::start(&c.jelly, c.edges, topic, &c.server_extra)?;
@@ -315,12 +343,11 @@ pub fn run(f: Flags) -> Result<(), String> {
         topic.into(),
         pool.bodies.clone(),
         c.rate,
+        c.arrivals,
     );
-    let result = measure(&c, &mut topo, publisher, topic, &pool);
+    let result = measure(c, &mut topo, publisher, topic, &pool);
     drop(topo);
-    let line = result?;
-    println!("{line}");
-    Ok(())
+    result
 }
 
 fn measure(
@@ -360,6 +387,7 @@ fn measure(
     let ok = sum(&connected, "ok");
     let failed = sum(&connected, "failed");
     let retries = sum(&connected, "retries");
+    let compressed = sum(&connected, "compressed");
     std::thread::sleep(Duration::from_secs_f64(c.settle_secs));
 
     // The window: items first..=last, announced before the first is sent.
@@ -434,6 +462,7 @@ fn measure(
         "window_ms": c.window_ms,
         "encoding": c.encoding,
         "rate": c.rate,
+        "arrivals": c.arrivals.name(),
         "edges": c.edges,
         "loadgen_processes": reports.len(),
         "item_statements": (pool.statements * 10.0).round() / 10.0,
@@ -445,6 +474,7 @@ fn measure(
         "connected": ok,
         "connect_failures": failed,
         "connect_retries": retries,
+        "compressed_subscribers": compressed,
         "live_at_window_start": live,
         "disconnects_in_window": sum(&reports, "ended_in_window"),
         "expected": expected,

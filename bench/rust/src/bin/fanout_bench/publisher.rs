@@ -1,7 +1,8 @@
 //! The publisher: one POST per item at a fixed rate, on its own thread, each item
 //! carrying `X-Jelly-Header-Seq` (its sequence number, from 0) and
 //! `X-Jelly-Header-Sent` (unix µs when the request is sent), which the server hands
-//! to subscribers as the metadata `h:seq` and `h:sent`.
+//! to subscribers as the metadata `h:seq` and `h:sent`. Arrivals are evenly spaced or,
+//! as in Ztreamy's experiments, a Poisson process (exponential gaps, fixed seed).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +23,57 @@ pub struct PublishStats {
     pub late: u64,
 }
 
+/// How send times are spaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrivals {
+    /// Every 1/rate seconds.
+    Fixed,
+    /// Exponentially distributed gaps of mean 1/rate (seeded, so runs repeat).
+    Poisson,
+}
+
+impl Arrivals {
+    pub fn parse(s: &str) -> Option<Arrivals> {
+        match s {
+            "fixed" => Some(Arrivals::Fixed),
+            "poisson" => Some(Arrivals::Poisson),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrivals::Fixed => "fixed",
+            Arrivals::Poisson => "poisson",
+        }
+    }
+}
+
+/// Gaps between sends, in seconds.
+struct Gaps {
+    arrivals: Arrivals,
+    mean: f64,
+    /// xorshift64* state.
+    state: u64,
+}
+
+impl Gaps {
+    fn next(&mut self) -> f64 {
+        match self.arrivals {
+            Arrivals::Fixed => self.mean,
+            Arrivals::Poisson => {
+                self.state ^= self.state >> 12;
+                self.state ^= self.state << 25;
+                self.state ^= self.state >> 27;
+                let r = self.state.wrapping_mul(0x2545_f491_4f6c_dd1d);
+                // Uniform in (0, 1]: never ln(0).
+                let u = ((r >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+                -u.ln() * self.mean
+            }
+        }
+    }
+}
+
 /// A running publisher.
 pub struct Publisher {
     /// The sequence number of the next item to send.
@@ -33,7 +85,13 @@ pub struct Publisher {
 
 impl Publisher {
     /// Starts publishing `bodies` (cycled) to `url/topics/topic/items`, `rate` per second.
-    pub fn start(url: String, topic: String, bodies: Vec<Vec<u8>>, rate: f64) -> Publisher {
+    pub fn start(
+        url: String,
+        topic: String,
+        bodies: Vec<Vec<u8>>,
+        rate: f64,
+        arrivals: Arrivals,
+    ) -> Publisher {
         let next_seq = Arc::new(AtomicU64::new(0));
         let last_seq = Arc::new(AtomicU64::new(u64::MAX));
         let (next, last) = (next_seq.clone(), last_seq.clone());
@@ -59,10 +117,15 @@ impl Publisher {
                 let client = reqwest::Client::new();
                 let items_url = format!("{url}/topics/{topic}/items");
                 let interval = Duration::from_secs_f64(1.0 / rate);
-                let t0 = Instant::now();
+                let mut gaps = Gaps {
+                    arrivals,
+                    mean: 1.0 / rate,
+                    state: 0x9e37_79b9_7f4a_7c15,
+                };
+                let mut due = Instant::now();
                 let mut seq = 0u64;
                 while seq <= last.load(Ordering::Relaxed) {
-                    let due = t0 + interval.mul_f64(seq as f64);
+                    due += Duration::from_secs_f64(gaps.next());
                     let now = Instant::now();
                     if now < due {
                         tokio::time::sleep_until(due.into()).await;
