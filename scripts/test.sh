@@ -15,7 +15,7 @@ apt_install() {
 
 say "toolchains"
 if ! command -v cargo >/dev/null; then
-  echo "cargo not found: install Rust 1.85 or newer (rustup) and run this again" >&2
+  echo "cargo not found: install Rust 1.88 or newer (rustup) and run this again" >&2
   exit 2
 fi
 for c in rustfmt clippy; do

@@ -13,11 +13,17 @@ Examples:
   jelly serve --listen 0.0.0.0:8686 --data /var/lib/jelly
   jelly serve --config jelly.toml
   jelly serve --demo
+  jelly serve --listen 127.0.0.1:8687 --data edge --mirror http://127.0.0.1:8686/topics/weather
   curl -N localhost:8686/topics/weather/items -H 'Accept: application/n-quads'
 
 Settings come from the embedded defaults, then the --config file (TOML), then the
 flags. The API is described in docs/http-api.md. SIGINT or SIGTERM stops the server
 gracefully (live subscriptions are ended, in-flight requests finish).
+
+--mirror makes this server a repeater of a topic of another jellyfish server: it
+copies the topic with the same offsets, follows it live, and resumes where its own
+log ends after a failure or restart. Local publishes to that topic are refused (409).
+`[[mirror]]` tables in the config file do the same, with more settings (token, on_gone).
 
 --demo replays the weather observations of
 ../shared/datasets/iot-assist-weather (one item per frame of the recorded stream)
@@ -49,6 +55,10 @@ pub struct ServeArgs {
     /// Demo items per second.
     #[arg(long = "demo-rate", value_name = "N", default_value_t = 4.0)]
     pub demo_rate: f64,
+    /// Mirror a topic of another server: URL/topics/NAME, or URL/topics/NAME=LOCAL to
+    /// store it under another name here. Repeatable.
+    #[arg(long = "mirror", value_name = "URL/topics/NAME[=LOCAL]")]
+    pub mirror: Vec<String>,
     /// Log level: error, warn, info, debug, trace.
     #[arg(long = "log-level", value_name = "LEVEL", default_value = "info")]
     pub log_level: tracing::Level,
@@ -66,6 +76,11 @@ pub fn config(a: &ServeArgs) -> CliResult<ServerConfig> {
     if let Some(d) = &a.data {
         c.data = d.clone();
     }
+    for m in &a.mirror {
+        c.mirrors
+            .push(jelly_server::config::MirrorConfig::from_topic_url(m).map_err(CliError::usage)?);
+    }
+    c.check().map_err(CliError::usage)?;
     Ok(c)
 }
 

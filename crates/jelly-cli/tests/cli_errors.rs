@@ -164,6 +164,12 @@ fn usage_and_io_errors_exit_2() {
         Some(b""),
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
+    // A mirror that is not URL/topics/NAME, or an https upstream: exit 2 before serving.
+    for bad in ["http://127.0.0.1:1/weather", "https://h:1/topics/w"] {
+        let r = jelly(&["serve", "--listen", "127.0.0.1:0", "--mirror", bad], None);
+        assert_eq!(r.code, 2, "{bad}: {}", r.stderr);
+        assert!(r.stderr.contains("mirror"), "{}", r.stderr);
+    }
 }
 
 #[test]

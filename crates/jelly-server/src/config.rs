@@ -14,6 +14,13 @@
 //! physical = "quads"        # triples | quads
 //! logical = "datasets"      # flat-triples, flat-quads, graphs, datasets, named-graphs, …
 //! retention_items = 1000000
+//!
+//! [[mirror]]                # a repeater: copy a topic of another jellyfish server
+//! topic = "weather"         # the local topic
+//! upstream = "http://origin:8686"
+//! upstream_topic = "weather"  # default: the same name
+//! token = "…"               # optional bearer token for the upstream
+//! on_gone = "stop"          # or "skip" (see `MirrorConfig::on_gone`)
 //! ```
 
 use std::net::SocketAddr;
@@ -60,6 +67,122 @@ pub struct ServerConfig {
     pub delivery_batch_items: usize,
     /// Seconds between SSE keep-alive comments.
     pub sse_keepalive_secs: u64,
+    /// Topics copied from other servers (`[[mirror]]` tables).
+    #[serde(rename = "mirror")]
+    pub mirrors: Vec<MirrorConfig>,
+}
+
+/// What a mirror does when the upstream no longer retains the next item it needs
+/// (it was down or behind for longer than the upstream's retention).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnGone {
+    /// Stop mirroring the topic and report it (`GET /topics/{name}`, `/metrics`).
+    #[default]
+    Stop,
+    /// Drop the local items and go on from the upstream's first retained offset
+    /// (offsets stay the upstream's; the skipped items are lost here).
+    Skip,
+}
+
+/// One mirrored topic (a `[[mirror]]` table, or `jelly serve --mirror`).
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct MirrorConfig {
+    /// The local topic: created with the upstream topic's options, then written only
+    /// by the mirror.
+    pub topic: String,
+    /// The upstream server's base URL, `http://host:port` (a path prefix is kept).
+    pub upstream: String,
+    /// The topic's name on the upstream (default: `topic`).
+    #[serde(default)]
+    pub upstream_topic: Option<String>,
+    /// Sent as `Authorization: Bearer <token>` to the upstream.
+    #[serde(default)]
+    pub token: Option<String>,
+    /// See [`OnGone`].
+    #[serde(default)]
+    pub on_gone: OnGone,
+}
+
+impl std::fmt::Debug for MirrorConfig {
+    /// Everything but the token.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MirrorConfig")
+            .field("topic", &self.topic)
+            .field("upstream", &self.upstream)
+            .field("upstream_topic", &self.upstream_topic)
+            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field("on_gone", &self.on_gone)
+            .finish()
+    }
+}
+
+impl MirrorConfig {
+    /// From `URL/topics/NAME[=LOCAL]` (the `--mirror` flag): upstream `URL`, upstream
+    /// topic `NAME`, local topic `LOCAL` (default `NAME`).
+    pub fn from_topic_url(spec: &str) -> Result<MirrorConfig, String> {
+        let bad = || {
+            format!(
+                "bad mirror `{spec}`: expected http://host:port/topics/NAME or …/topics/NAME=LOCAL"
+            )
+        };
+        let (upstream, rest) = spec.rsplit_once("/topics/").ok_or_else(bad)?;
+        let (name, local) = match rest.split_once('=') {
+            Some((n, l)) => (n, l),
+            None => (rest, rest),
+        };
+        let c = MirrorConfig {
+            topic: local.to_string(),
+            upstream: upstream.to_string(),
+            upstream_topic: Some(name.to_string()),
+            token: None,
+            on_gone: OnGone::Stop,
+        };
+        c.check()?;
+        Ok(c)
+    }
+
+    /// The topic's name on the upstream.
+    pub fn upstream_topic(&self) -> &str {
+        self.upstream_topic.as_deref().unwrap_or(&self.topic)
+    }
+
+    /// The upstream base URL, checked: `http` (no TLS in this build), with a host.
+    pub fn upstream_url(&self) -> Result<reqwest::Url, String> {
+        let u = reqwest::Url::parse(&self.upstream).map_err(|e| {
+            format!(
+                "mirror of `{}`: bad upstream URL `{}`: {e}",
+                self.topic, self.upstream
+            )
+        })?;
+        if u.scheme() != "http" || u.host().is_none() {
+            return Err(format!(
+                "mirror of `{}`: upstream `{}` must be an http://host:port URL (https is not supported)",
+                self.topic, self.upstream
+            ));
+        }
+        if u.query().is_some() || u.fragment().is_some() {
+            return Err(format!(
+                "mirror of `{}`: upstream `{}` must not have a query or fragment",
+                self.topic, self.upstream
+            ));
+        }
+        Ok(u)
+    }
+
+    /// Checks names and the URL.
+    pub fn check(&self) -> Result<(), String> {
+        for (what, name) in [
+            ("topic", &self.topic[..]),
+            ("upstream_topic", self.upstream_topic()),
+        ] {
+            if !crate::topic::valid_name(name) {
+                return Err(format!("mirror: invalid {what} name `{name}`"));
+            }
+        }
+        self.upstream_url().map(|_| ())
+    }
 }
 
 impl Default for ServerConfig {
@@ -76,6 +199,7 @@ impl Default for ServerConfig {
             topic_defaults: TopicOptions::default(),
             delivery_batch_items: 256,
             sse_keepalive_secs: 15,
+            mirrors: Vec::new(),
         }
     }
 }
@@ -108,11 +232,24 @@ impl ServerConfig {
             path: path.to_string(),
             message: e.to_string(),
         })?;
-        c.durability().map_err(|m| ConfigError::Parse {
+        c.check().map_err(|m| ConfigError::Parse {
             path: path.to_string(),
             message: m,
         })?;
         Ok(c)
+    }
+
+    /// Checks what serde cannot: the durability policy and the mirrors.
+    pub fn check(&self) -> Result<(), String> {
+        self.durability()?;
+        let mut seen = std::collections::HashSet::new();
+        for m in &self.mirrors {
+            m.check()?;
+            if !seen.insert(&m.topic) {
+                return Err(format!("topic `{}` is mirrored twice", m.topic));
+            }
+        }
+        Ok(())
     }
 
     /// The file log's durability policy.
@@ -148,5 +285,45 @@ mod tests {
         assert_eq!(c.topic_defaults.physical, crate::topic::Physical::Triples);
         assert_eq!(c.topic_defaults.retention_items, 5);
         assert!(ServerConfig::from_toml("nope = 1", "x.toml").is_err());
+    }
+
+    #[test]
+    fn mirrors_from_toml_and_flag() {
+        let c = ServerConfig::from_toml(
+            "[[mirror]]\ntopic = \"a\"\nupstream = \"http://127.0.0.1:1\"\n\
+             [[mirror]]\ntopic = \"b\"\nupstream = \"http://h:2/base\"\nupstream_topic = \"x\"\ntoken = \"t\"\non_gone = \"skip\"\n",
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(c.mirrors.len(), 2);
+        assert_eq!(c.mirrors[0].upstream_topic(), "a");
+        assert_eq!(c.mirrors[0].on_gone, OnGone::Stop);
+        assert_eq!(c.mirrors[1].upstream_topic(), "x");
+        assert_eq!(c.mirrors[1].on_gone, OnGone::Skip);
+        assert!(
+            !format!("{:?}", c.mirrors[1]).contains("\"t\""),
+            "token not shown"
+        );
+        for bad in [
+            "[[mirror]]\ntopic = \"a\"\nupstream = \"https://h:1\"\n",
+            "[[mirror]]\ntopic = \"a/b\"\nupstream = \"http://h:1\"\n",
+            "[[mirror]]\ntopic = \"a\"\nupstream = \"h:1\"\n",
+            "[[mirror]]\ntopic = \"a\"\nupstream = \"http://h:1\"\n[[mirror]]\ntopic = \"a\"\nupstream = \"http://h:2\"\n",
+            "[[mirror]]\ntopic = \"a\"\nupstream = \"http://h:1\"\nextra = 1\n",
+        ] {
+            assert!(ServerConfig::from_toml(bad, "x.toml").is_err(), "{bad}");
+        }
+        let m = MirrorConfig::from_topic_url("http://127.0.0.1:8686/topics/weather").unwrap();
+        assert_eq!(
+            (m.topic.as_str(), m.upstream_topic(), m.upstream.as_str()),
+            ("weather", "weather", "http://127.0.0.1:8686")
+        );
+        let m = MirrorConfig::from_topic_url("http://h:1/p/topics/w=local").unwrap();
+        assert_eq!(
+            (m.topic.as_str(), m.upstream_topic(), m.upstream.as_str()),
+            ("local", "w", "http://h:1/p")
+        );
+        assert!(MirrorConfig::from_topic_url("http://h:1/weather").is_err());
+        assert!(MirrorConfig::from_topic_url("http://h:1/topics/").is_err());
     }
 }

@@ -11,7 +11,7 @@
 use std::io::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::Stream;
@@ -20,6 +20,7 @@ use jelly::{Decoder, Encoder, EncoderConfig, Event, StreamOptions};
 use jelly_proto::wire::put_varint;
 use tokio::sync::watch;
 
+use crate::filter::ItemFilter;
 use crate::item::Item;
 use crate::log::{LogError, ReadLimits};
 use crate::topic::{Physical, SubscriberGuard, Topic, TopicOptions};
@@ -377,6 +378,13 @@ pub struct Follow {
     /// SSE keep-alive interval.
     pub keepalive: Duration,
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// Items it rejects are skipped (see [`Follow::with_filter`]).
+    filter: Option<Arc<ItemFilter>>,
+    /// Offsets of the items in the last [`Batch::Items`] (they need not be
+    /// consecutive once a filter skips items).
+    offsets: Vec<u64>,
+    /// When output (items or a keep-alive) last went out.
+    last_output: Instant,
     watch: watch::Receiver<u64>,
     ended: Option<FollowEnd>,
 }
@@ -427,8 +435,32 @@ impl Follow {
             shutdown,
             keepalive,
             metrics,
+            filter: None,
+            offsets: Vec::new(),
+            last_output: Instant::now(),
             watch,
             ended: None,
+        }
+    }
+
+    /// Delivers only the items `filter` accepts (`None`: every item). Skipped items
+    /// still move the subscription on (`next` and the subscriber's position). An item
+    /// the filter cannot be checked on (see [`crate::filter::FilterError::Item`]) is
+    /// skipped too: that is not the subscriber's fault, so the subscription goes on.
+    pub fn with_filter(mut self, filter: Option<Arc<ItemFilter>>) -> Follow {
+        self.filter = filter;
+        self
+    }
+
+    /// Whether the subscription's filter lets the item through.
+    fn accepts(&self, item: &Item) -> bool {
+        let Some(f) = &self.filter else { return true };
+        match f.accepts(item) {
+            Ok(yes) => yes,
+            Err(e) => {
+                tracing::debug!(topic = %self.topic.name, error = %e, "filter cannot check item; skipped");
+                false
+            }
         }
     }
 
@@ -445,31 +477,53 @@ impl Follow {
     /// The next batch of output: the items available now (waiting for new ones when
     /// there are none), a keep-alive (SSE), or the end of the subscription and why.
     pub async fn next_batch(&mut self) -> Batch {
-        let items = match self.step().await {
-            Step::Items(items) => items,
-            Step::KeepAlive => return Batch::KeepAlive,
-            Step::End(reason) => return Batch::End(reason),
-        };
-        let mut out = Vec::new();
-        let mut ends = Vec::with_capacity(items.len());
-        for it in &items {
-            if let Err(e) = self.write(it, &mut out) {
-                tracing::error!(topic = %self.topic.name, error = %e, "cannot deliver item");
-                if ends.is_empty() {
-                    self.ended = Some(FollowEnd::Failed);
-                    return Batch::End(EndReason::DeliverFailed(e));
+        loop {
+            let items = match self.step().await {
+                Step::Items(items) => items,
+                Step::KeepAlive => {
+                    self.last_output = Instant::now();
+                    return Batch::KeepAlive;
                 }
-                // Send what was written; the failing item fails again next time.
-                break;
+                Step::End(reason) => return Batch::End(reason),
+            };
+            let mut out = Vec::new();
+            let mut ends = Vec::with_capacity(items.len());
+            self.offsets.clear();
+            for it in &items {
+                if !self.accepts(it) {
+                    self.next = it.offset + 1;
+                    continue;
+                }
+                if let Err(e) = self.write(it, &mut out) {
+                    tracing::error!(topic = %self.topic.name, error = %e, "cannot deliver item");
+                    if ends.is_empty() {
+                        self.ended = Some(FollowEnd::Failed);
+                        return Batch::End(EndReason::DeliverFailed(e));
+                    }
+                    // Send what was written; the failing item fails again next time.
+                    break;
+                }
+                self.next = it.offset + 1;
+                ends.push(out.len());
+                self.offsets.push(it.offset);
             }
-            self.next = it.offset + 1;
-            ends.push(out.len());
-        }
-        out.truncate(ends.last().copied().unwrap_or(0));
-        self.count(ends.len(), out.len());
-        Batch::Items {
-            data: Bytes::from(out),
-            ends,
+            out.truncate(ends.last().copied().unwrap_or(0));
+            self.count(ends.len(), out.len());
+            if ends.is_empty() {
+                // The filter skipped the whole batch: read on, letting other tasks run
+                // between batches, and keep an SSE stream alive while nothing passes.
+                tokio::task::coop::consume_budget().await;
+                if self.wrapping == Wrapping::Sse && self.last_output.elapsed() >= self.keepalive {
+                    self.last_output = Instant::now();
+                    return Batch::KeepAlive;
+                }
+                continue;
+            }
+            self.last_output = Instant::now();
+            return Batch::Items {
+                data: Bytes::from(out),
+                ends,
+            };
         }
     }
 
@@ -483,12 +537,11 @@ impl Follow {
                 Batch::KeepAlive => continue,
                 Batch::End(_) => return None,
                 Batch::Items { data, ends } => {
-                    let last = self.next;
-                    let n = ends.len() as u64;
                     return Some(
-                        Batch::parts(&data, &ends)
-                            .enumerate()
-                            .map(|(i, part)| (last - n + i as u64, part))
+                        self.offsets
+                            .iter()
+                            .copied()
+                            .zip(Batch::parts(&data, &ends))
                             .collect(),
                     );
                 }

@@ -11,8 +11,10 @@
 //! - [`ingest`]: a publish body → self-contained items (decoded and checked whole first);
 //!   `JellyIngest` for long-lived publisher streams (streaming POST, WebSocket).
 //! - [`deliver`]: stored items → one subscriber's stream (one encoder per subscription).
+//! - [`filter`]: per-subscription item filters (source, IRI prefix, pattern, SPARQL ASK).
 //! - [`http`]: the axum routes (HTTP, SSE, WebSocket); [`server`] starts and stops them;
 //!   [`config`], [`metrics`].
+//! - [`mirror`]: repeaters — a topic copied from another jellyfish server, same offsets.
 //! - [`demo`]: the `jelly serve --demo` publisher.
 //!
 //! The design is written down in `docs/server-design.md`, the API in `docs/http-api.md`.
@@ -20,12 +22,14 @@
 pub mod config;
 pub mod deliver;
 pub mod demo;
+pub mod filter;
 pub mod grpc;
 pub mod http;
 pub mod ingest;
 pub mod item;
 pub mod log;
 pub mod metrics;
+pub mod mirror;
 pub mod position;
 pub mod server;
 pub mod topic;

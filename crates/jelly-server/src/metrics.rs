@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::mirror::MirrorState;
 use crate::topic::Registry;
 
 /// A per-topic metric: name, type, help, value.
@@ -32,7 +33,7 @@ fn label(v: &str) -> String {
 
 impl Metrics {
     /// Renders all metrics.
-    pub fn render(&self, topics: &Registry) -> String {
+    pub fn render(&self, registry: &Registry) -> String {
         let mut s = String::new();
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let counter = |s: &mut String, name: &str, help: &str, v: u64| {
@@ -75,7 +76,7 @@ impl Metrics {
             g(&self.bytes_out),
         );
 
-        let topics = topics.list();
+        let topics = registry.list();
         let per_topic: [PerTopic; 6] = [
             (
                 "jelly_topic_items_in_total",
@@ -140,6 +141,67 @@ impl Metrics {
                 );
             }
         }
+        render_mirrors(&mut s, registry);
         s
+    }
+}
+
+/// The mirrors' metrics (one series per mirrored topic).
+fn render_mirrors(s: &mut String, registry: &Registry) {
+    let mirrors = registry.mirrors();
+    if mirrors.is_empty() {
+        return;
+    }
+    type PerMirror = (
+        &'static str,
+        &'static str,
+        &'static str,
+        fn(&crate::mirror::MirrorStatus, Option<u64>) -> Option<u64>,
+    );
+    let per_mirror: [PerMirror; 5] = [
+        (
+            "jelly_mirror_connected",
+            "gauge",
+            "1 while the mirror is subscribed to its upstream.",
+            |m, _| Some(u64::from(m.state() == MirrorState::Connected)),
+        ),
+        (
+            "jelly_mirror_stopped",
+            "gauge",
+            "1 when the mirror gave up (the upstream no longer retains what it needs, or other options): needs an operator.",
+            |m, _| Some(u64::from(m.state() == MirrorState::Stopped)),
+        ),
+        (
+            "jelly_mirror_items_total",
+            "counter",
+            "Items copied from the upstream.",
+            |m, _| Some(m.items.load(Ordering::Relaxed)),
+        ),
+        (
+            "jelly_mirror_connects_total",
+            "counter",
+            "Subscriptions made to the upstream (1 + reconnections).",
+            |m, _| Some(m.connects.load(Ordering::Relaxed)),
+        ),
+        (
+            "jelly_mirror_lag_items",
+            "gauge",
+            "Items the upstream had when last seen that are not copied yet.",
+            |m, next| next.and_then(|n| m.lag(n)),
+        ),
+    ];
+    for (name, kind, help, f) in per_mirror {
+        let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for m in &mirrors {
+            let next = registry.get(m.topic()).map(|t| t.log.next_offset());
+            if let Some(v) = f(m, next) {
+                let _ = writeln!(
+                    s,
+                    "{name}{{topic=\"{}\",upstream=\"{}\"}} {v}",
+                    label(m.topic()),
+                    label(&m.upstream_topic_url())
+                );
+            }
+        }
     }
 }

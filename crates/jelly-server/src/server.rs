@@ -20,12 +20,17 @@ pub struct Server {
     state: AppState,
     shutdown: watch::Sender<bool>,
     task: JoinHandle<io::Result<()>>,
+    /// The mirror tasks ([`crate::mirror`]).
+    mirrors: Vec<JoinHandle<()>>,
 }
 
 impl Server {
-    /// Opens the topics (recovering file logs), binds `config.listen` and starts
-    /// serving in the background.
+    /// Opens the topics (recovering file logs), binds `config.listen`, starts
+    /// serving in the background and starts the mirrors.
     pub async fn start(config: ServerConfig) -> io::Result<Server> {
+        config
+            .check()
+            .map_err(|m| io::Error::new(io::ErrorKind::InvalidInput, m))?;
         let c = config.clone();
         let topics = tokio::task::spawn_blocking(move || Registry::open(&c))
             .await
@@ -57,11 +62,24 @@ impl Server {
                 .await
         });
         tracing::info!(%addr, "listening");
+        let mut mirrors = Vec::new();
+        if !state.config.mirrors.is_empty() {
+            let client = crate::mirror::client().map_err(io::Error::other)?;
+            for m in &state.config.mirrors {
+                mirrors.extend(crate::mirror::spawn(
+                    state.clone(),
+                    m.clone(),
+                    client.clone(),
+                    tx.subscribe(),
+                ));
+            }
+        }
         Ok(Server {
             addr,
             state,
             shutdown: tx,
             task,
+            mirrors,
         })
     }
 
@@ -85,10 +103,15 @@ impl Server {
         self.shutdown.subscribe()
     }
 
-    /// Stops accepting connections, ends live subscriptions and waits for the
-    /// in-flight requests to finish.
+    /// Stops accepting connections, ends live subscriptions and mirrors (each
+    /// stores what it has received first) and waits for the in-flight requests.
     pub async fn shutdown(self) -> io::Result<()> {
         self.shutdown.send_replace(true);
+        for m in self.mirrors {
+            if let Err(e) = m.await {
+                tracing::error!(error = %e, "mirror task failed");
+            }
+        }
         match self.task.await {
             Ok(r) => r,
             Err(e) => Err(io::Error::other(e)),

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use crate::config::{LogKind, ServerConfig};
 use crate::item::{Item, NewItem};
 use crate::log::{FileLog, FileLogOptions, Log, LogError, MemoryLog, ReadLimits, now_ms};
+use crate::mirror::MirrorStatus;
 
 /// Physical stream type of a topic's items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -129,6 +130,9 @@ impl TopicLog {
     pub async fn append(&self, items: Vec<NewItem>) -> Result<Vec<u64>, LogError> {
         dispatch!(self, l => l.append(items).await)
     }
+    pub async fn append_at(&self, items: Vec<Item>, restart: bool) -> Result<(), LogError> {
+        dispatch!(self, l => l.append_at(items, restart).await)
+    }
     pub async fn read(&self, from: u64, limits: ReadLimits) -> Result<Vec<Item>, LogError> {
         dispatch!(self, l => l.read(from, limits).await)
     }
@@ -176,6 +180,8 @@ pub struct Topic {
     pub log: TopicLog,
     pub created_ms: u64,
     pub stats: TopicStats,
+    /// Set when the topic is a copy of another server's topic (only its mirror writes it).
+    pub mirror: Option<Arc<MirrorStatus>>,
     subs: Mutex<HashMap<u64, Arc<SubscriberInfo>>>,
     next_sub: AtomicU64,
 }
@@ -232,13 +238,19 @@ impl Storage {
 }
 
 impl Topic {
-    fn new(name: String, options: TopicOptions, log: TopicLog) -> Topic {
+    fn new(
+        name: String,
+        options: TopicOptions,
+        log: TopicLog,
+        mirror: Option<Arc<MirrorStatus>>,
+    ) -> Topic {
         Topic {
             name,
             options,
             log,
             created_ms: now_ms(),
             stats: TopicStats::default(),
+            mirror,
             subs: Mutex::new(HashMap::new()),
             next_sub: AtomicU64::new(1),
         }
@@ -290,6 +302,28 @@ impl Topic {
         Ok(offsets)
     }
 
+    /// Appends items that carry their offsets and timestamps (see
+    /// [`crate::log::Log::append_at`]) and counts them like [`Topic::append`].
+    pub async fn append_at(
+        &self,
+        items: Vec<Item>,
+        restart: bool,
+        metrics: &crate::metrics::Metrics,
+    ) -> Result<(), LogError> {
+        let n = items.len() as u64;
+        let bytes: u64 = items.iter().map(|i| i.frame.len() as u64).sum();
+        let statements: u64 = items.iter().map(|i| u64::from(i.statements)).sum();
+        self.log.append_at(items, restart).await?;
+        self.stats.items_in.fetch_add(n, Ordering::Relaxed);
+        self.stats.bytes_in.fetch_add(bytes, Ordering::Relaxed);
+        self.stats
+            .statements_in
+            .fetch_add(statements, Ordering::Relaxed);
+        metrics.items_in.fetch_add(n, Ordering::Relaxed);
+        metrics.bytes_in.fetch_add(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// The live subscriptions.
     pub fn subscribers(&self) -> Vec<Arc<SubscriberInfo>> {
         let mut v: Vec<_> = self.subs().values().cloned().collect();
@@ -332,6 +366,10 @@ pub enum TopicError {
     NotFound(String),
     #[error("topic storage: {0}")]
     Storage(String),
+    #[error(
+        "topic `{topic}` is a mirror of {upstream}: only its mirror writes it (publish upstream)"
+    )]
+    Mirrored { topic: String, upstream: String },
 }
 
 /// Checks a topic name (it becomes a directory name in the file log).
@@ -350,6 +388,8 @@ pub struct Registry {
     storage: Storage,
     defaults: TopicOptions,
     auto_create: bool,
+    /// The mirrored topics (whether they exist yet or not), by local name.
+    mirrors: BTreeMap<String, Arc<MirrorStatus>>,
 }
 
 impl Registry {
@@ -368,6 +408,11 @@ impl Registry {
                 ..FileLogOptions::default()
             },
         };
+        let mirrors: BTreeMap<String, Arc<MirrorStatus>> = config
+            .mirrors
+            .iter()
+            .map(|m| (m.topic.clone(), Arc::new(MirrorStatus::new(m))))
+            .collect();
         let mut topics = BTreeMap::new();
         if storage.kind == LogKind::File {
             let err =
@@ -391,9 +436,10 @@ impl Registry {
                     next_offset = log.next_offset(),
                     "topic opened"
                 );
+                let mirror = mirrors.get(name).cloned();
                 topics.insert(
                     name.to_string(),
-                    Arc::new(Topic::new(name.to_string(), options, log)),
+                    Arc::new(Topic::new(name.to_string(), options, log, mirror)),
                 );
             }
         }
@@ -402,7 +448,30 @@ impl Registry {
             storage,
             defaults: config.topic_defaults.clone(),
             auto_create: config.auto_create_topics,
+            mirrors,
         })
+    }
+
+    /// The mirror of a topic name, if it is mirrored (the topic may not exist yet).
+    pub fn mirror(&self, name: &str) -> Option<Arc<MirrorStatus>> {
+        self.mirrors.get(name).cloned()
+    }
+
+    /// All mirrors, by local topic name.
+    pub fn mirrors(&self) -> Vec<Arc<MirrorStatus>> {
+        self.mirrors.values().cloned().collect()
+    }
+
+    /// Refuses a local publish to a mirrored topic ([`TopicError::Mirrored`]): its
+    /// offsets are the upstream's.
+    pub fn check_publish(&self, name: &str) -> Result<(), TopicError> {
+        match self.mirrors.get(name) {
+            Some(m) => Err(TopicError::Mirrored {
+                topic: name.to_string(),
+                upstream: m.upstream_topic_url(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// The topic, if it exists.
@@ -426,7 +495,30 @@ impl Registry {
 
     /// Creates a topic, or returns the existing one if its options are the same.
     /// The flag is true when the topic was created.
+    /// A mirrored topic is created by its mirror only: until then, this refuses it
+    /// ([`TopicError::Mirrored`]).
     pub fn create(
+        &self,
+        name: &str,
+        options: Option<TopicOptions>,
+    ) -> Result<(Arc<Topic>, bool), TopicError> {
+        if self.get(name).is_none() {
+            self.check_publish(name)?;
+        }
+        self.create_inner(name, options)
+    }
+
+    /// Creates a mirrored topic (for its mirror), or returns it if it exists with
+    /// the same options.
+    pub(crate) fn create_mirrored(
+        &self,
+        name: &str,
+        options: TopicOptions,
+    ) -> Result<(Arc<Topic>, bool), TopicError> {
+        self.create_inner(name, Some(options))
+    }
+
+    fn create_inner(
         &self,
         name: &str,
         options: Option<TopicOptions>,
@@ -446,7 +538,8 @@ impl Registry {
         }
         self.storage.save(name, &options)?;
         let log = self.storage.open(name, &options)?;
-        let t = Arc::new(Topic::new(name.to_string(), options, log));
+        let mirror = self.mirrors.get(name).cloned();
+        let t = Arc::new(Topic::new(name.to_string(), options, log, mirror));
         g.insert(name.to_string(), t.clone());
         tracing::info!(topic = name, "topic created");
         Ok((t, true))
@@ -455,6 +548,7 @@ impl Registry {
     /// The topic for a publish: created with the default options on first use when
     /// auto-creation is on.
     pub fn for_publish(&self, name: &str) -> Result<Arc<Topic>, TopicError> {
+        self.check_publish(name)?;
         if let Some(t) = self.get(name) {
             return Ok(t);
         }

@@ -810,3 +810,125 @@ async fn tail_cache_serves_the_same_items_as_the_files() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------
+// append_at: items that carry their own offsets and timestamps (mirrors)
+
+/// Item `i` as a mirror would receive it: offset `i`, timestamp `1000 + i`.
+fn placed(i: u64) -> Item {
+    let it = item(i);
+    Item {
+        offset: i,
+        timestamp_ms: 1_000 + i,
+        frame: it.frame,
+        statements: it.statements,
+        source: it.source,
+        headers: it.headers,
+    }
+}
+
+fn placed_range(r: std::ops::Range<u64>) -> Vec<Item> {
+    r.map(placed).collect()
+}
+
+#[tokio::test]
+async fn append_at_keeps_offsets_and_timestamps_and_starts_an_empty_log_late() {
+    let dir = TempDir::new("at-start");
+    {
+        let log = open(dir.path(), small(600));
+        // An empty log starts wherever the first placed item is.
+        log.append_at(placed_range(100..110), false).await.unwrap();
+        log.append_at(placed_range(110..140), false).await.unwrap();
+        assert_eq!(log.first_offset(), 100);
+        assert_eq!(log.next_offset(), 140);
+        assert_eq!(read_all(&log).await, placed_range(100..140));
+        assert_eq!(log.offset_for_timestamp(1_120).await.unwrap(), 120);
+        assert!(matches!(
+            log.read(99, ReadLimits::default()).await,
+            Err(LogError::Truncated {
+                requested: 99,
+                first: 100
+            })
+        ));
+    }
+    assert_eq!(seg_files(dir.path())[0], seg_path(dir.path(), 100));
+    let log = open(dir.path(), small(600));
+    assert_eq!(
+        (log.first_offset(), log.next_offset()),
+        (100, 140),
+        "reopened"
+    );
+    assert_eq!(read_all(&log).await, placed_range(100..140));
+    // Ordinary appends continue after the placed items, never earlier in time.
+    assert_eq!(log.append(vec![item(140)]).await.unwrap(), vec![140]);
+    let last = log.read(140, ReadLimits::default()).await.unwrap();
+    assert!(last[0].timestamp_ms >= 1_139);
+}
+
+#[tokio::test]
+async fn append_at_refuses_offsets_that_do_not_continue_the_log() {
+    let dir = TempDir::new("at-refuse");
+    let log = open(dir.path(), small(1 << 20));
+    log.append_at(placed_range(0..5), false).await.unwrap();
+    for (batch, expected, got) in [
+        (placed_range(4..6), 5, 4),         // a duplicate
+        (placed_range(7..9), 5, 7),         // a gap in a non-empty log
+        (vec![placed(5), placed(7)], 6, 7), // a gap inside the batch
+    ] {
+        match log.append_at(batch, false).await {
+            Err(LogError::OffsetMismatch {
+                expected: e,
+                got: g,
+            }) => assert_eq!((e, g), (expected, got)),
+            other => panic!("expected an offset mismatch, got {other:?}"),
+        }
+    }
+    assert_eq!(log.next_offset(), 5, "nothing of the refused batches");
+    log.append_at(placed_range(5..8), false).await.unwrap();
+    assert_eq!(read_all(&log).await, placed_range(0..8));
+}
+
+#[tokio::test]
+async fn append_at_with_restart_drops_the_old_items() {
+    let dir = TempDir::new("at-restart");
+    {
+        let log = open(dir.path(), small(600));
+        for start in (0..60).step_by(10) {
+            log.append_at(placed_range(start..start + 10), false)
+                .await
+                .unwrap();
+        }
+        assert!(seg_files(dir.path()).len() > 2);
+        let mut w = log.watch();
+        log.append_at(placed_range(500..510), true).await.unwrap();
+        assert_eq!(*w.borrow_and_update(), 510);
+        assert_eq!((log.first_offset(), log.next_offset()), (500, 510));
+        assert_eq!(read_all(&log).await, placed_range(500..510));
+        assert!(matches!(
+            log.read(59, ReadLimits::default()).await,
+            Err(LogError::Truncated { first: 500, .. })
+        ));
+    }
+    assert_eq!(seg_files(dir.path()), vec![seg_path(dir.path(), 500)]);
+    let log = open(dir.path(), small(600));
+    assert_eq!(read_all(&log).await, placed_range(500..510));
+}
+
+#[tokio::test]
+async fn memory_log_append_at_follows_the_same_rules() {
+    use jelly_server::log::MemoryLog;
+    let log = MemoryLog::new(100);
+    log.append_at(placed_range(10..20), false).await.unwrap();
+    assert_eq!((log.first_offset(), log.next_offset()), (10, 20));
+    assert!(matches!(
+        log.append_at(placed_range(25..26), false).await,
+        Err(LogError::OffsetMismatch {
+            expected: 20,
+            got: 25
+        })
+    ));
+    log.append_at(placed_range(25..30), true).await.unwrap();
+    let all = log.read(25, ReadLimits::default()).await.unwrap();
+    assert_eq!(all, placed_range(25..30));
+    assert_eq!(log.first_offset(), 25);
+}

@@ -133,7 +133,7 @@ impl DecoderStats {
 /// }
 /// assert_eq!(n, 1);
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Decoder {
     cfg: DecoderOptions,
     options: Option<StreamOptions>,
@@ -143,6 +143,14 @@ pub struct Decoder {
     ns_name: String,
     ns_iri: TermBuf,
     stats: DecoderStats,
+}
+
+impl Default for Decoder {
+    /// A decoder with [`DecoderOptions::default`] (a derived `Default` would leave the
+    /// term decoder with a nesting limit of 0 and no feature checks).
+    fn default() -> Self {
+        Decoder::new(DecoderOptions::default())
+    }
 }
 
 /// What the last row produced (computed before the borrow for the event is taken).
@@ -162,7 +170,12 @@ impl Decoder {
         Decoder {
             terms: TermDecoder::new(&cfg),
             cfg,
-            ..Default::default()
+            options: None,
+            graph: TermBuf::default(),
+            in_graph: false,
+            ns_name: String::new(),
+            ns_iri: TermBuf::default(),
+            stats: DecoderStats::default(),
         }
     }
 
@@ -606,4 +619,39 @@ pub fn frame_metadata(bytes: &[u8]) -> Result<Vec<(&str, &[u8])>, WireError> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Encoder, Term, Triple};
+
+    /// `Decoder::default()` has the limits of `DecoderOptions::default()`: quoted
+    /// triples (up to its nesting limit) decode, features not in the options are refused.
+    #[test]
+    fn default_decoder_has_default_limits() {
+        let quoted = Term::Triple(Box::new(Triple {
+            subject: Term::Iri("http://e/s".into()),
+            predicate: Term::Iri("http://e/p".into()),
+            object: Term::Iri("http://e/o".into()),
+        }));
+        let st = StatementRef::triple(
+            quoted.as_ref(),
+            TermRef::Iri("http://e/q"),
+            TermRef::Iri("http://e/x"),
+        );
+        let mut enc = Encoder::new(StreamOptions::small().with_rdf_star(true)).unwrap();
+        enc.add(st).unwrap();
+        let bytes = enc.finish_frame();
+        let mut dec = Decoder::default();
+        assert_eq!(dec.config(), &DecoderOptions::default());
+        let mut cur = dec.frame(&bytes);
+        let mut got = Vec::new();
+        while let Some(ev) = cur.next_event().unwrap() {
+            if let Event::Statement(s) = ev {
+                got.push(s.to_owned());
+            }
+        }
+        assert_eq!(got, vec![st.to_owned()]);
+    }
 }

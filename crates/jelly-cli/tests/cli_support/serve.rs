@@ -13,16 +13,16 @@ pub struct ServeProc {
 
 impl ServeProc {
     pub fn start(data: &Path) -> ServeProc {
+        Self::try_start_with(data, "127.0.0.1:0", &[]).expect("jelly serve ended before listening")
+    }
+
+    /// Starts `jelly serve` on `listen` with `extra` flags; `None` if it exits
+    /// before listening (e.g. the address is taken).
+    pub fn try_start_with(data: &Path, listen: &str, extra: &[String]) -> Option<ServeProc> {
         let mut child = Command::new(env!("CARGO_BIN_EXE_jelly"))
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--log-level",
-                "warn",
-                "--data",
-            ])
+            .args(["serve", "--listen", listen, "--log-level", "warn", "--data"])
             .arg(data)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -30,17 +30,18 @@ impl ServeProc {
             .expect("spawn jelly serve");
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let url = loop {
-            let line = lines
-                .next()
-                .expect("jelly serve ended before listening")
-                .unwrap();
+            let Some(line) = lines.next() else {
+                let _ = child.wait();
+                return None;
+            };
+            let line = line.unwrap();
             if let Some(u) = line.strip_prefix("jelly serve: listening on ") {
                 break u.trim().to_string();
             }
         };
         // Keep draining stderr so the server never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
-        ServeProc { child, url }
+        Some(ServeProc { child, url })
     }
 
     /// SIGKILL (`kill -9`): no chance to flush or clean up.

@@ -10,8 +10,9 @@
 //! Extensions carried in request metadata (the official messages have no fields for
 //! them): `x-jelly-topic` (publish: the topic), `x-jelly-source` and
 //! `x-jelly-header-<name>` (publish: stored with each item), `x-jelly-from`
-//! (subscribe: the start position, as the HTTP `from` parameter). `docs/grpc-api.md`
-//! describes the API.
+//! (subscribe: the start position, as the HTTP `from` parameter), and the subscribe
+//! filters `x-jelly-source`, `x-jelly-prefix`, `x-jelly-pattern`, `x-jelly-ask` (see
+//! [`crate::filter`]). `docs/grpc-api.md` describes the API.
 
 pub mod codec;
 pub mod messages;

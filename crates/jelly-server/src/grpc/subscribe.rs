@@ -15,6 +15,7 @@ use super::messages::{Frame, Subscribe};
 use super::negotiate::negotiate;
 use super::{FROM_METADATA, ascii_metadata};
 use crate::deliver::{Batch, Delivery, EndReason, Follow, JellyMode, Wrapping};
+use crate::filter::FilterParams;
 use crate::http::AppState;
 use crate::log::ReadLimits;
 use crate::position::{FromError, resolve_from};
@@ -51,6 +52,9 @@ fn from_error(e: FromError) -> Status {
 
 async fn subscribe(s: AppState, req: Request<Subscribe>) -> Result<Response<FrameStream>, Status> {
     let from = ascii_metadata(req.metadata(), FROM_METADATA)?;
+    let filter = FilterParams::from_grpc_metadata(req.metadata())
+        .and_then(|p| p.build())
+        .map_err(|e| Status::invalid_argument(e.to_string()))?;
     let msg = req.into_inner();
     let t = s
         .topics
@@ -82,7 +86,8 @@ async fn subscribe(s: AppState, req: Request<Subscribe>) -> Result<Response<Fram
         s.shutdown.clone(),
         Duration::from_secs(s.config.sse_keepalive_secs.max(1)),
         s.metrics.clone(),
-    );
+    )
+    .with_filter(filter);
     tracing::debug!(start, compact, "gRPC subscription");
     let mut r = Response::new(frames(follow, compact));
     r.metadata_mut()

@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use crate::filter::FilterError;
 use crate::topic::TopicError;
 
 /// An error answer.
@@ -64,10 +65,22 @@ impl From<TopicError> for ApiError {
     fn from(e: TopicError) -> ApiError {
         let status = match e {
             TopicError::BadName(_) | TopicError::BadOptions(_) => StatusCode::BAD_REQUEST,
-            TopicError::Conflict(_) => StatusCode::CONFLICT,
+            TopicError::Conflict(_) | TopicError::Mirrored { .. } => StatusCode::CONFLICT,
             TopicError::NotFound(_) => StatusCode::NOT_FOUND,
             TopicError::Storage(_) => StatusCode::SERVICE_UNAVAILABLE,
         };
         ApiError::new(status, e.to_string())
+    }
+}
+
+impl From<FilterError> for ApiError {
+    /// A bad filter parameter: 400, with the parameter named in `parameter`.
+    fn from(e: FilterError) -> ApiError {
+        let parameter = e.parameter();
+        let err = ApiError::bad_request(e.to_string());
+        match parameter {
+            Some(p) => err.with("parameter", p),
+            None => err,
+        }
     }
 }

@@ -144,6 +144,8 @@ async fn publish_inner(
     if !valid_name(name) {
         return Err(crate::topic::TopicError::BadName(name.to_string()).into());
     }
+    // Before the body is read: a mirrored topic's offsets are its upstream's.
+    s.topics.check_publish(name)?;
     let ct = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

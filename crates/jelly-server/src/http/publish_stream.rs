@@ -86,6 +86,8 @@ impl StreamPublisher {
         if !valid_name(name) {
             return Err(TopicError::BadName(name.to_string()).into());
         }
+        // A mirrored topic's offsets are its upstream's: nobody else may append.
+        s.topics.check_publish(name)?;
         let topic = s.topics.get(name);
         if topic.is_none() && !s.config.auto_create_topics {
             return Err(ApiError::not_found(format!(
@@ -264,7 +266,7 @@ impl StreamPublisher {
 }
 
 /// A varint at the start of `buf`: `Ok(None)` if incomplete, `Err` if over 10 bytes.
-fn varint(buf: &[u8]) -> Result<Option<(u64, usize)>, ()> {
+pub(crate) fn varint(buf: &[u8]) -> Result<Option<(u64, usize)>, ()> {
     let mut v = 0u64;
     for (i, &b) in buf.iter().enumerate().take(10) {
         if i == 9 && b > 1 {

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -13,6 +14,7 @@ use serde::Deserialize;
 
 use super::{ApiError, AppState};
 use crate::deliver::{Delivery, Follow, JellyMode, OutFormat, Wrapping};
+use crate::filter::{FilterParams, ItemFilter};
 use crate::log::{LogError, ReadLimits};
 use crate::position::{self, FromError};
 use crate::topic::Topic;
@@ -116,6 +118,15 @@ pub(super) fn pick_mode(mode: Option<&str>) -> Result<JellyMode, ApiError> {
     }
 }
 
+/// The subscription's filter, from the `source`, `prefix`, `pattern` and `ask`
+/// query parameters (a second `Query` extractor next to the handler's own).
+pub(super) fn pick_filter(
+    q: Result<Query<FilterParams>, QueryRejection>,
+) -> Result<Option<Arc<ItemFilter>>, ApiError> {
+    let Query(params) = q.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    Ok(params.build()?)
+}
+
 /// The output of one subscription.
 pub(super) fn delivery(t: &Topic, format: OutFormat, mode: JellyMode, delimited: bool) -> Delivery {
     if format == OutFormat::Jelly {
@@ -173,15 +184,17 @@ pub async fn stream(
     State(s): State<AppState>,
     Path(name): Path<String>,
     Query(q): Query<SubscribeQuery>,
+    fq: Result<Query<FilterParams>, QueryRejection>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let t = topic(&s, &name)?;
     let format = pick_format(&t, q.format.as_deref(), &headers, OutFormat::Jelly)?;
     let mode = pick_mode(q.mode.as_deref())?;
+    let filter = pick_filter(fq)?;
     let start = resolve_from(&t, q.from.as_deref(), "earliest").await?;
     let end = (q.follow == Some(false)).then(|| t.log.next_offset());
     let d = delivery(&t, format, mode, true);
-    let f = follow(&s, t, "stream", d, start, end, Wrapping::Raw);
+    let f = follow(&s, t, "stream", d, start, end, Wrapping::Raw).with_filter(filter);
     Ok(streaming_response(format.content_type(), start, f))
 }
 
@@ -191,9 +204,11 @@ pub async fn sse(
     State(s): State<AppState>,
     Path(name): Path<String>,
     Query(q): Query<SubscribeQuery>,
+    fq: Result<Query<FilterParams>, QueryRejection>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let t = topic(&s, &name)?;
+    let filter = pick_filter(fq)?;
     let format = match q.format.as_deref() {
         Some(f) => OutFormat::parse(f).ok_or_else(|| {
             ApiError::bad_request(format!(
@@ -222,21 +237,28 @@ pub async fn sse(
     let end = (q.follow == Some(false)).then(|| t.log.next_offset());
     // Each Jelly event keeps its options row, so a browser can decode events one by one.
     let d = delivery(&t, format, pick_mode(q.mode.as_deref())?, false).options_in_every_item();
-    let f = follow(&s, t, "sse", d, start, end, Wrapping::Sse);
+    let f = follow(&s, t, "sse", d, start, end, Wrapping::Sse).with_filter(filter);
     Ok(streaming_response("text/event-stream", start, f))
 }
 
 /// `GET /topics/{name}/poll`: at most `max_items` / `max_bytes` from `from`, waiting
 /// up to `wait_ms` when nothing is there yet. `X-Jelly-Next-Offset` tells where to go on.
+///
+/// With a filter, `max_items` / `max_bytes` bound the items read; those the filter
+/// skips are not sent, but `X-Jelly-Next-Offset` moves past them. When a whole page is
+/// skipped the request reads on (while there are items) and waits (while `wait_ms`
+/// lasts) for one that passes.
 pub async fn poll(
     State(s): State<AppState>,
     Path(name): Path<String>,
     Query(q): Query<PollQuery>,
+    fq: Result<Query<FilterParams>, QueryRejection>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let t = topic(&s, &name)?;
     let format = pick_format(&t, q.format.as_deref(), &headers, OutFormat::Jelly)?;
     let mode = pick_mode(q.mode.as_deref())?;
+    let filter = pick_filter(fq)?;
     let from = resolve_from(&t, q.from.as_deref(), "earliest").await?;
     let limits = ReadLimits {
         max_items: q.max_items.unwrap_or(100).clamp(1, MAX_POLL_ITEMS),
@@ -252,24 +274,47 @@ pub async fn poll(
             })
         }
     };
-    let mut items = read(from).await?;
-    if items.is_empty() && !wait.is_zero() {
-        let mut w = t.log.watch();
-        let mut shutdown = s.shutdown.clone();
-        tokio::select! {
-            _ = tokio::time::timeout(wait, w.wait_for(|n| *n > from)) => {}
-            _ = shutdown.changed() => {}
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut next = from;
+    let items = loop {
+        let mut items = read(next).await?;
+        if items.is_empty() && !wait.is_zero() {
+            // Wait until an item arrives or the wait is over.
+            let mut w = t.log.watch();
+            let mut shutdown = s.shutdown.clone();
+            let at = next;
+            tokio::select! {
+                _ = tokio::time::timeout_at(deadline, w.wait_for(|n| *n > at)) => {}
+                _ = shutdown.changed() => {}
+            }
+            items = read(next).await?;
         }
-        items = read(from).await?;
-    }
+        let Some(last) = items.last() else {
+            break items;
+        };
+        let Some(f) = &filter else { break items };
+        let last = last.offset;
+        items.retain(|it| match f.accepts(it) {
+            Ok(yes) => yes,
+            Err(e) => {
+                tracing::debug!(topic = %t.name, error = %e, "filter cannot check item; skipped");
+                false
+            }
+        });
+        next = last + 1;
+        // A page with items that pass, or out of time: answer. Else read on.
+        if !items.is_empty() || wait.is_zero() || tokio::time::Instant::now() >= deadline {
+            break items;
+        }
+        tokio::task::coop::consume_budget().await;
+    };
     let mut delivery = delivery(&t, format, mode, true);
     let mut out = Vec::new();
-    let mut next = from;
     for it in &items {
         delivery
             .write_item(it, &mut out)
             .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-        next = it.offset + 1;
+        next = next.max(it.offset + 1);
     }
     let n = items.len() as u64;
     t.stats.items_out.fetch_add(n, Ordering::Relaxed);

@@ -36,7 +36,7 @@ pub fn describe_json(t: &Topic) -> Value {
             })
         })
         .collect();
-    json!({
+    let mut v = json!({
         "name": t.name,
         "options": options,
         "first_offset": first,
@@ -49,7 +49,11 @@ pub fn describe_json(t: &Topic) -> Value {
         "bytes_out": t.stats.bytes_out.load(Ordering::Relaxed),
         "created_ms": t.created_ms,
         "subscribers": subscribers,
-    })
+    });
+    if let (Some(m), Value::Object(map)) = (&t.mirror, &mut v) {
+        map.insert("mirror".into(), m.to_json(Some(next)));
+    }
+    v
 }
 
 pub async fn list(State(s): State<AppState>) -> impl IntoResponse {
@@ -61,10 +65,18 @@ pub async fn describe(
     State(s): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let t = s
-        .topics
-        .get(&name)
-        .ok_or_else(|| ApiError::unknown_topic(&name))?;
+    let Some(t) = s.topics.get(&name) else {
+        // A mirror that has not reached its upstream yet: say so.
+        return Err(match s.topics.mirror(&name) {
+            Some(m) => ApiError::not_found(format!(
+                "topic `{name}` does not exist yet: its mirror has not reached {}",
+                m.upstream_topic_url()
+            ))
+            .with("topic", name.as_str())
+            .with("mirror", m.to_json(None)),
+            None => ApiError::unknown_topic(&name),
+        });
+    };
     Ok(Json(describe_json(&t)))
 }
 

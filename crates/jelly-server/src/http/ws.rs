@@ -11,6 +11,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use axum::extract::rejection::QueryRejection;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, Query, State};
@@ -23,10 +24,12 @@ use serde_json::{Value, json};
 use super::publish::{PublishQuery, meta_from};
 use super::publish_stream::{FrameError, StreamPublisher};
 use super::subscribe::{
-    SubscribeQuery, delivery, follow, offset_header, pick_format, pick_mode, resolve_from, topic,
+    SubscribeQuery, delivery, follow, offset_header, pick_filter, pick_format, pick_mode,
+    resolve_from, topic,
 };
 use super::{ApiError, AppState, wait_shutdown};
 use crate::deliver::{Follow, FollowEnd, OutFormat, Wrapping};
+use crate::filter::FilterParams;
 
 /// Close codes (RFC 6455 §7.4.1, and one of the private range).
 pub mod close_code {
@@ -94,25 +97,28 @@ fn ping_interval(s: &AppState) -> tokio::time::Interval {
     i
 }
 
-/// `GET /topics/{name}/ws`: subscribe over WebSocket. Takes `from`, `format`, `mode`
-/// and `follow` like `GET /topics/{name}/items`; errors (404, 400, 410, 416, 406) are
-/// answered before the upgrade. The upgrade response carries `X-Jelly-Start-Offset`.
+/// `GET /topics/{name}/ws`: subscribe over WebSocket. Takes `from`, `format`, `mode`,
+/// `follow` and the filter parameters like `GET /topics/{name}/items`; errors (404,
+/// 400, 410, 416, 406) are answered before the upgrade. The upgrade response carries
+/// `X-Jelly-Start-Offset`.
 pub async fn subscribe(
     State(s): State<AppState>,
     Path(name): Path<String>,
     Query(q): Query<SubscribeQuery>,
+    fq: Result<Query<FilterParams>, QueryRejection>,
     headers: HeaderMap,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
     let t = topic(&s, &name)?;
     let format = pick_format(&t, q.format.as_deref(), &headers, OutFormat::Jelly)?;
     let mode = pick_mode(q.mode.as_deref())?;
+    let filter = pick_filter(fq)?;
     let start = resolve_from(&t, q.from.as_deref(), "earliest").await?;
     let ws = ws.map_err(upgrade_required)?;
     let end = (q.follow == Some(false)).then(|| t.log.next_offset());
     // Bare frames: the messages of one connection form one Jelly stream.
     let d = delivery(&t, format, mode, false);
-    let f = follow(&s, t, "ws", d, start, end, Wrapping::Raw);
+    let f = follow(&s, t, "ws", d, start, end, Wrapping::Raw).with_filter(filter);
     let ping = ping_interval(&s);
     let mut r = ws
         .max_message_size(MAX_SUBSCRIBER_MESSAGE)

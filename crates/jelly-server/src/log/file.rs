@@ -50,7 +50,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot, watch};
 
 use super::record::{self, HEADER_LEN};
 use super::segment::{self, IndexEntry, RecordReader, ScanError, Segment};
-use super::{Log, LogError, ReadLimits, now_ms};
+use super::{Log, LogError, ReadLimits, check_consecutive, now_ms};
 use crate::item::{Item, NewItem};
 
 /// When an append counts as done.
@@ -257,6 +257,8 @@ type Reply = oneshot::Sender<Result<Vec<u64>, LogError>>;
 
 struct Request {
     items: Vec<NewItem>,
+    /// Offsets and timestamps chosen by the appender ([`Log::append_at`]).
+    placed: Option<Placed>,
     /// Record bytes (headers included) of all items.
     bytes: u64,
     reply: Reply,
@@ -338,8 +340,13 @@ impl Drop for FileLog {
     }
 }
 
-impl Log for FileLog {
-    async fn append(&self, items: Vec<NewItem>) -> Result<Vec<u64>, LogError> {
+impl FileLog {
+    /// Checks the items and hands them to the writer (inline, or to its thread).
+    async fn submit(
+        &self,
+        items: Vec<NewItem>,
+        placed: Option<Placed>,
+    ) -> Result<Vec<u64>, LogError> {
         if items.is_empty() {
             return Ok(Vec::new());
         }
@@ -359,6 +366,7 @@ impl Log for FileLog {
             let (reply, rx) = oneshot::channel();
             lock(&self.writer).commit(vec![Request {
                 items,
+                placed,
                 bytes,
                 reply,
                 _permit: None,
@@ -375,12 +383,45 @@ impl Log for FileLog {
         let (reply, rx) = oneshot::channel();
         tx.send(Request {
             items,
+            placed,
             bytes,
             reply,
             _permit: Some(permit),
         })
         .map_err(|_| LogError::Closed)?;
         rx.await.map_err(|_| LogError::Closed)?
+    }
+}
+
+impl Log for FileLog {
+    async fn append(&self, items: Vec<NewItem>) -> Result<Vec<u64>, LogError> {
+        self.submit(items, None).await
+    }
+
+    async fn append_at(&self, items: Vec<Item>, restart: bool) -> Result<(), LogError> {
+        let Some(first) = items.first().map(|i| i.offset) else {
+            return Ok(());
+        };
+        check_consecutive(&items)?;
+        let mut timestamps = Vec::with_capacity(items.len());
+        let items = items
+            .into_iter()
+            .map(|it| {
+                timestamps.push(it.timestamp_ms);
+                NewItem {
+                    frame: it.frame,
+                    statements: it.statements,
+                    source: it.source,
+                    headers: it.headers,
+                }
+            })
+            .collect();
+        let placed = Placed {
+            first,
+            timestamps,
+            restart,
+        };
+        self.submit(items, Some(placed)).await.map(|_| ())
     }
 
     async fn read(&self, from: u64, limits: ReadLimits) -> Result<Vec<Item>, LogError> {
@@ -727,11 +768,22 @@ struct Writer {
     buf: Vec<u8>,
 }
 
+/// Where the items of an [`Log::append_at`] go: their offsets and timestamps.
+struct Placed {
+    first: u64,
+    /// One per item.
+    timestamps: Vec<u64>,
+    /// The log may start over at `first` even when it holds items.
+    restart: bool,
+}
+
 /// Records of a group not yet written, for the active segment.
 #[derive(Default)]
 struct Pending {
     count: u64,
     first_ts: u64,
+    /// Newest timestamp of the records.
+    last_ts: u64,
     index: Vec<IndexEntry>,
     /// The items, for the tail cache.
     items: Vec<Item>,
@@ -839,9 +891,9 @@ impl Writer {
         self.retain();
         match result {
             Ok(()) => {
-                for (reply, offsets) in replies {
+                for (reply, answer) in replies {
                     // The appender may have gone away; its items are written anyway.
-                    let _ = reply.send(Ok(offsets));
+                    let _ = reply.send(answer);
                 }
             }
             Err(e) => {
@@ -865,37 +917,61 @@ impl Writer {
         )
     }
 
+    /// Writes the records of a group. A request refused on its own (an
+    /// [`Log::append_at`] at the wrong offset) gets its error in `replies` and does not
+    /// fail the group; an I/O error does.
     fn write_group(
         &mut self,
         group: Vec<Request>,
-        replies: &mut Vec<(Reply, Vec<u64>)>,
+        replies: &mut Vec<(Reply, Result<Vec<u64>, LogError>)>,
     ) -> std::io::Result<()> {
         if self.failed.is_some() {
             for req in group {
-                replies.push((req.reply, Vec::new()));
+                replies.push((req.reply, Ok(Vec::new())));
             }
             return Err(std::io::Error::other("log failed earlier"));
         }
-        let ts = self.opts.clock.now_ms().max(self.last_ts);
+        let now = self.opts.clock.now_ms().max(self.last_ts);
         let mut pending = Pending::default();
         self.buf.clear();
         let mut result = Ok(());
         for req in group {
+            if result.is_ok()
+                && let Some(p) = &req.placed
+            {
+                let expected = self.next + pending.count;
+                if p.first != expected {
+                    let empty = self.shared.read_state().first() == expected;
+                    if p.first < expected || !(p.restart || empty) {
+                        let e = LogError::OffsetMismatch {
+                            expected,
+                            got: p.first,
+                        };
+                        replies.push((req.reply, Err(e)));
+                        continue;
+                    }
+                    result = self
+                        .flush(&mut pending, true)
+                        .and_then(|()| self.restart_at(p.first));
+                }
+            }
             if result.is_ok() {
                 let used = self.len + self.buf.len() as u64;
                 if used > 0 && used + req.bytes > self.opts.segment_bytes {
-                    result = self
-                        .flush(&mut pending, ts, true)
-                        .and_then(|()| self.roll());
+                    result = self.flush(&mut pending, true).and_then(|()| self.roll());
                 }
             }
             if result.is_err() {
-                replies.push((req.reply, Vec::new()));
+                replies.push((req.reply, Ok(Vec::new())));
                 continue;
             }
             let mut offsets = Vec::with_capacity(req.items.len());
-            for item in &req.items {
+            for (i, item) in req.items.iter().enumerate() {
                 let offset = self.next + pending.count;
+                let ts = match &req.placed {
+                    Some(p) => p.timestamps.get(i).copied().unwrap_or(now),
+                    None => now.max(pending.last_ts),
+                };
                 let pos = self.len + self.buf.len() as u64;
                 if self
                     .last_indexed
@@ -922,10 +998,11 @@ impl Writer {
                 if pending.count == 0 {
                     pending.first_ts = ts;
                 }
+                pending.last_ts = pending.last_ts.max(ts);
                 pending.count += 1;
                 offsets.push(offset);
             }
-            replies.push((req.reply, offsets));
+            replies.push((req.reply, Ok(offsets)));
         }
         result?;
         let sync = match self.opts.durability {
@@ -933,12 +1010,12 @@ impl Writer {
             Durability::Interval(d) => self.last_sync.elapsed() >= d,
             Durability::None => false,
         };
-        self.flush(&mut pending, ts, sync)
+        self.flush(&mut pending, sync)
     }
 
     /// Writes the buffered records to the active segment, fsyncs if `sync` (or if
     /// asked to and earlier writes are unsynced), and publishes them to readers.
-    fn flush(&mut self, pending: &mut Pending, ts: u64, sync: bool) -> std::io::Result<()> {
+    fn flush(&mut self, pending: &mut Pending, sync: bool) -> std::io::Result<()> {
         if !self.buf.is_empty() {
             if let Err(e) = self.active.write_all_at(&self.buf, self.len) {
                 // Best effort: do not leave a partial record behind a later one.
@@ -959,7 +1036,7 @@ impl Writer {
                 if seg.is_empty() {
                     seg.first_ts = pending.first_ts;
                 }
-                seg.last_ts = ts;
+                seg.last_ts = seg.last_ts.max(pending.last_ts);
                 seg.len += written;
                 seg.next += pending.count;
                 seg.index.append(&mut pending.index);
@@ -978,10 +1055,61 @@ impl Writer {
             drop(st);
             self.len += written;
             self.next += pending.count;
-            self.last_ts = ts;
+            self.last_ts = self.last_ts.max(pending.last_ts);
         }
         self.buf.clear();
         *pending = Pending::default();
+        Ok(())
+    }
+
+    /// Drops every record and starts over with an empty segment at `first` (for an
+    /// [`Log::append_at`] past the end). Segments are deleted oldest first, each
+    /// deletion durable before the next, and the new segment is only created once
+    /// they are all gone: a crash in between leaves a log that recovers (a suffix of
+    /// the old one, or an empty log at 0), never one with a gap.
+    fn restart_at(&mut self, first: u64) -> std::io::Result<()> {
+        let old: Vec<PathBuf> = self
+            .shared
+            .read_state()
+            .segments
+            .iter()
+            .map(|s| s.path.clone())
+            .collect();
+        tracing::info!(dir = %self.shared.dir.display(), from = self.next, to = first, "log: starting over at a later offset");
+        for path in old {
+            fs::remove_file(&path)?;
+            File::open(&self.shared.dir)?.sync_all()?;
+        }
+        let path = self.shared.dir.join(segment::file_name(first));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        File::open(&self.shared.dir)?.sync_all()?;
+        let file = Arc::new(file);
+        {
+            let mut st = self.shared.write_state();
+            st.segments = vec![Segment {
+                base: first,
+                path: path.clone(),
+                file: file.clone(),
+                len: 0,
+                next: first,
+                first_ts: 0,
+                last_ts: 0,
+                index: Vec::new(),
+            }];
+            st.next = first;
+            st.tail.clear();
+            st.tail_bytes = 0;
+        }
+        self.active = file;
+        self.active_path = path;
+        self.len = 0;
+        self.next = first;
+        self.last_indexed = None;
+        self.dirty = false;
         Ok(())
     }
 

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use tokio::sync::watch;
 
-use super::{Log, LogError, ReadLimits, now_ms};
+use super::{Log, LogError, ReadLimits, check_consecutive, now_ms};
 use crate::item::{Item, NewItem};
 
 /// An in-memory [`Log`] that keeps at most `capacity` items (older ones are dropped).
@@ -76,6 +76,32 @@ impl Log for MemoryLog {
         drop(g);
         self.tx.send_replace(next);
         Ok(offsets)
+    }
+
+    async fn append_at(&self, items: Vec<Item>, restart: bool) -> Result<(), LogError> {
+        let Some(first) = items.first().map(|i| i.offset) else {
+            return Ok(());
+        };
+        check_consecutive(&items)?;
+        let mut g = self.lock();
+        if first != g.next {
+            if first < g.next || !(restart || g.items.is_empty()) {
+                return Err(LogError::OffsetMismatch {
+                    expected: g.next,
+                    got: first,
+                });
+            }
+            g.items.clear();
+        }
+        g.next = first + items.len() as u64;
+        g.items.extend(items);
+        while g.items.len() > self.capacity {
+            g.items.pop_front();
+        }
+        let next = g.next;
+        drop(g);
+        self.tx.send_replace(next);
+        Ok(())
     }
 
     async fn read(&self, from: u64, limits: ReadLimits) -> Result<Vec<Item>, LogError> {

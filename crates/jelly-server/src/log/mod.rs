@@ -37,6 +37,9 @@ pub enum LogError {
     ItemTooLarge { size: usize, max: usize },
     #[error("the log is closed")]
     Closed,
+    /// An item of [`Log::append_at`] whose offset does not continue the log (or the batch).
+    #[error("item offset {got} does not continue the log: expected offset {expected}")]
+    OffsetMismatch { expected: u64, got: u64 },
 }
 
 /// Bounds of one read.
@@ -70,6 +73,21 @@ pub trait Log: Send + Sync + 'static {
         items: Vec<NewItem>,
     ) -> impl Future<Output = Result<Vec<u64>, LogError>> + Send;
 
+    /// Appends items that already carry their offsets and timestamps (a copy of another
+    /// log: a mirror), atomically as a batch, durable as for [`Log::append`].
+    ///
+    /// The items' offsets must be consecutive and the first must be
+    /// [`Log::next_offset`], with one exception: when the log holds no items, or when
+    /// `restart` is true, a first offset above `next_offset` makes the log start over
+    /// there, dropping whatever it held (readers positioned before it see
+    /// [`LogError::Truncated`]). Anything else is [`LogError::OffsetMismatch`] and
+    /// appends nothing. Timestamps are stored as given (they should not go backwards).
+    fn append_at(
+        &self,
+        items: Vec<Item>,
+        restart: bool,
+    ) -> impl Future<Output = Result<(), LogError>> + Send;
+
     /// Reads items from `from` (inclusive), bounded by `limits`. An offset below
     /// [`Log::first_offset`] is [`LogError::Truncated`]; at or past the end, the result is empty.
     fn read(
@@ -92,6 +110,19 @@ pub trait Log: Send + Sync + 'static {
 
     /// Watches `next_offset`: subscribers wait on it for new items.
     fn watch(&self) -> watch::Receiver<u64>;
+}
+
+/// Checks that the offsets of an [`Log::append_at`] batch are consecutive.
+fn check_consecutive(items: &[Item]) -> Result<(), LogError> {
+    for pair in items.windows(2) {
+        if pair[1].offset != pair[0].offset.wrapping_add(1) {
+            return Err(LogError::OffsetMismatch {
+                expected: pair[0].offset.wrapping_add(1),
+                got: pair[1].offset,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Milliseconds since the Unix epoch.

@@ -1,0 +1,1152 @@
+//! Subscription filters: which items a subscriber receives.
+//!
+//! A filter is checked on each stored item, and the item is delivered whole or not
+//! at all: an item is one graph or dataset (a nanopublication, a sensor reading with
+//! its context), and cutting statements out of it would break it. Every kind given
+//! must hold (AND):
+//!
+//! - `source=<id>[,<id>...]`: the item's source id (set by its publisher) is one of
+//!   the listed ids. Needs no decoding.
+//! - `prefix=<iri>[ <iri>...]`: some IRI in the item starts with one of the prefixes
+//!   (space-separated; each may be written bare or as `<iri>`, and must be an absolute
+//!   IRI). IRIs are looked for in every position (subject, predicate, object, graph),
+//!   in literal datatypes (`xsd:` is a vocabulary too) and inside quoted triples;
+//!   literal values are not IRIs, even when they look like one. The comparison is on
+//!   the IRI text as stored, byte by byte.
+//! - `pattern=<s> <p> <o> [<g>]`: some statement of the item matches. Each position
+//!   is an N-Triples term (`<iri>`, a literal such as `"v"`, `"v"@en`,
+//!   `"1"^^<http://www.w3.org/2001/XMLSchema#integer>`, a quoted triple
+//!   `<<( s p o )>>`), `*` (anything), `?name` (anything; the same name in two
+//!   positions must be the same term) or `_:name` (any blank node; the same name in
+//!   two positions must be the same blank node — publishers' labels are local to an
+//!   item, so matching them by label would mean nothing). With three terms the
+//!   statement may be in any graph; a fourth term matches the graph name, and then
+//!   only statements in a named graph match. Terms inside a quoted triple are
+//!   matched exactly.
+//! - `ask=<SPARQL ASK query>`: the query answers true on the item. Triples form the
+//!   default graph, quads in a named graph form that named graph (the default graph is
+//!   not their union). Only `ASK` is allowed; `SERVICE` calls fail. Statements
+//!   oxrdf cannot hold (generalized terms, quoted triples outside the object) are left
+//!   out of the dataset. The evaluation is bounded by a work budget
+//!   ([`ASK_WORK_BUDGET`] statement visits and term conversions); an item whose
+//!   evaluation runs out of it is not delivered.
+//!
+//! A filter is built once per subscription ([`FilterParams::build`]); equal filters
+//! have equal [`ItemFilter::key`]s, so subscribers with the same filter can share its
+//! evaluation and its output bytes.
+//!
+//! Bad parameters are [`FilterError`]s that name the parameter (HTTP 400, gRPC
+//! `INVALID_ARGUMENT`). An error while checking one item (an item that does not decode,
+//! an ASK evaluation error) is not the subscriber's fault: the delivery treats the
+//! item as not accepted and goes on.
+
+use std::cell::Cell;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use jelly::{Decoder, Event, LiteralKind, LiteralRef, StatementRef, TermRef, TripleRef};
+use oxrdf::{BaseDirection, Dataset};
+use serde::Deserialize;
+use spareval::{InternalQuad, QueryEvaluator, QueryResults, QueryableDataset};
+use spargebra::{Query, SparqlParser};
+use tonic::metadata::MetadataMap;
+
+use crate::item::Item;
+
+/// Longest `source`, `prefix` or `pattern` value, in bytes.
+pub const MAX_PARAM_BYTES: usize = 4096;
+/// Longest `ask` query, in bytes.
+pub const MAX_ASK_BYTES: usize = 16 << 10;
+/// Most source ids in one `source` list, and most prefixes in one `prefix` list.
+pub const MAX_LIST_ENTRIES: usize = 64;
+/// Deepest nesting of quoted triples in a `pattern` term.
+const MAX_PATTERN_NESTING: usize = 16;
+/// Work units (statements visited, terms converted) one ASK evaluation may spend on
+/// one item. A join that explodes (a cartesian product filtered at the end) runs out
+/// of it instead of holding a CPU.
+pub const ASK_WORK_BUDGET: u64 = 2_000_000;
+
+/// The filter parameters of a subscription, as given (HTTP query string, gRPC metadata).
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct FilterParams {
+    /// Comma-separated source ids: the item's source is one of them.
+    pub source: Option<String>,
+    /// Space-separated IRI prefixes: some IRI of the item starts with one of them.
+    pub prefix: Option<String>,
+    /// A statement pattern `s p o [g]`: some statement of the item matches it.
+    pub pattern: Option<String>,
+    /// A SPARQL ASK query: true on the item.
+    pub ask: Option<String>,
+}
+
+/// A bad filter parameter, or an item a filter could not be checked on.
+#[derive(Debug, thiserror::Error)]
+pub enum FilterError {
+    /// A parameter value over its size limit.
+    #[error("{param}: {len} bytes is too long (at most {max})")]
+    TooLong {
+        param: &'static str,
+        len: usize,
+        max: usize,
+    },
+    /// A parameter value that cannot be used.
+    #[error("{param}: {message}")]
+    Invalid {
+        param: &'static str,
+        message: String,
+    },
+    /// `ask` is not valid SPARQL; `message` is the parser's, with the position.
+    #[error("ask: SPARQL syntax error: {message}")]
+    AskSyntax { message: String },
+    /// `ask` is valid SPARQL but not an ASK query.
+    #[error("ask: only ASK queries are allowed, this is a {form} query")]
+    NotAsk { form: &'static str },
+    /// A gRPC metadata value that is not usable text.
+    #[error("metadata {key}: {message}")]
+    Metadata { key: String, message: String },
+    /// The item at `offset` could not be checked (not a parameter error).
+    #[error("item {offset}: {message}")]
+    Item { offset: u64, message: String },
+}
+
+impl FilterError {
+    /// The parameter at fault (`source`, `prefix`, `pattern`, `ask`), if any.
+    pub fn parameter(&self) -> Option<&'static str> {
+        match self {
+            FilterError::TooLong { param, .. } | FilterError::Invalid { param, .. } => Some(param),
+            FilterError::AskSyntax { .. } | FilterError::NotAsk { .. } => Some("ask"),
+            FilterError::Metadata { .. } | FilterError::Item { .. } => None,
+        }
+    }
+}
+
+fn invalid(param: &'static str, message: impl Into<String>) -> FilterError {
+    FilterError::Invalid {
+        param,
+        message: message.into(),
+    }
+}
+
+fn check_len(param: &'static str, value: &str, max: usize) -> Result<(), FilterError> {
+    if value.len() > max {
+        return Err(FilterError::TooLong {
+            param,
+            len: value.len(),
+            max,
+        });
+    }
+    Ok(())
+}
+
+impl FilterParams {
+    /// Whether no filter is given.
+    pub fn is_empty(&self) -> bool {
+        self.source.is_none()
+            && self.prefix.is_none()
+            && self.pattern.is_none()
+            && self.ask.is_none()
+    }
+
+    /// Checks and compiles the parameters: `None` when no filter is given.
+    pub fn build(&self) -> Result<Option<Arc<ItemFilter>>, FilterError> {
+        if self.is_empty() {
+            return Ok(None);
+        }
+        let sources = self.source.as_deref().map(parse_sources).transpose()?;
+        let prefixes = self.prefix.as_deref().map(parse_prefixes).transpose()?;
+        let pattern = self
+            .pattern
+            .as_deref()
+            .map(StatementPattern::parse)
+            .transpose()?;
+        let ask = self.ask.as_deref().map(parse_ask).transpose()?;
+        let mut key = serde_json::Map::new();
+        if let Some(s) = &sources {
+            key.insert("source".into(), s.clone().into());
+        }
+        if let Some(p) = &prefixes {
+            key.insert("prefix".into(), p.clone().into());
+        }
+        if let Some(p) = &pattern {
+            key.insert("pattern".into(), p.canonical().into());
+        }
+        if let Some(q) = &ask {
+            key.insert("ask".into(), q.to_string().into());
+        }
+        Ok(Some(Arc::new(ItemFilter {
+            key: serde_json::Value::Object(key).to_string(),
+            sources,
+            prefixes,
+            pattern,
+            ask,
+            ask_budget: ASK_WORK_BUDGET,
+        })))
+    }
+
+    /// The parameters of a gRPC request: metadata `x-jelly-source`, `x-jelly-prefix`,
+    /// `x-jelly-pattern` and `x-jelly-ask` (visible ASCII), or the same keys with
+    /// `-bin` (binary metadata holding UTF-8, for values with other characters).
+    pub fn from_grpc_metadata(md: &MetadataMap) -> Result<FilterParams, FilterError> {
+        Ok(FilterParams {
+            source: metadata_text(md, "x-jelly-source")?,
+            prefix: metadata_text(md, "x-jelly-prefix")?,
+            pattern: metadata_text(md, "x-jelly-pattern")?,
+            ask: metadata_text(md, "x-jelly-ask")?,
+        })
+    }
+}
+
+/// The text of an ASCII metadata entry `key` or a binary entry `key-bin`.
+fn metadata_text(md: &MetadataMap, key: &str) -> Result<Option<String>, FilterError> {
+    let bin_key = format!("{key}-bin");
+    let err = |key: &str, message: &str| FilterError::Metadata {
+        key: key.to_string(),
+        message: message.to_string(),
+    };
+    let ascii = md
+        .get(key)
+        .map(|v| {
+            v.to_str()
+                .map(str::to_string)
+                .map_err(|_| err(key, "not visible ASCII (use the -bin key for UTF-8)"))
+        })
+        .transpose()?;
+    let binary = md
+        .get_bin(bin_key.as_str())
+        .map(|v| {
+            let bytes = v
+                .to_bytes()
+                .map_err(|_| err(&bin_key, "not valid base64"))?;
+            String::from_utf8(bytes.to_vec()).map_err(|_| err(&bin_key, "not UTF-8"))
+        })
+        .transpose()?;
+    match (ascii, binary) {
+        (Some(_), Some(_)) => Err(err(key, &format!("given both as {key} and {bin_key}"))),
+        (a, b) => Ok(a.or(b)),
+    }
+}
+
+/// `source`: a sorted, deduplicated list of ids.
+fn parse_sources(value: &str) -> Result<Vec<String>, FilterError> {
+    check_len("source", value, MAX_PARAM_BYTES)?;
+    let mut ids = Vec::new();
+    for id in value.split(',').map(str::trim) {
+        if id.is_empty() {
+            return Err(invalid(
+                "source",
+                "empty source id (give one or more ids separated by commas)",
+            ));
+        }
+        ids.push(id.to_string());
+    }
+    if ids.len() > MAX_LIST_ENTRIES {
+        return Err(invalid(
+            "source",
+            format!("{} ids (at most {MAX_LIST_ENTRIES})", ids.len()),
+        ));
+    }
+    ids.sort();
+    ids.dedup();
+    Ok(ids)
+}
+
+/// `prefix`: a sorted, deduplicated list of absolute IRIs (`<...>` removed).
+fn parse_prefixes(value: &str) -> Result<Vec<String>, FilterError> {
+    check_len("prefix", value, MAX_PARAM_BYTES)?;
+    let mut prefixes = Vec::new();
+    for p in value.split_ascii_whitespace() {
+        let bare = p
+            .strip_prefix('<')
+            .and_then(|p| p.strip_suffix('>'))
+            .unwrap_or(p);
+        oxrdf::NamedNode::new(bare).map_err(|e| {
+            invalid(
+                "prefix",
+                format!("`{p}` is not an absolute IRI prefix: {e}"),
+            )
+        })?;
+        prefixes.push(bare.to_string());
+    }
+    if prefixes.is_empty() {
+        return Err(invalid("prefix", "no prefix given"));
+    }
+    if prefixes.len() > MAX_LIST_ENTRIES {
+        return Err(invalid(
+            "prefix",
+            format!("{} prefixes (at most {MAX_LIST_ENTRIES})", prefixes.len()),
+        ));
+    }
+    prefixes.sort();
+    prefixes.dedup();
+    Ok(prefixes)
+}
+
+/// `ask`: a parsed SPARQL ASK query.
+fn parse_ask(text: &str) -> Result<Query, FilterError> {
+    check_len("ask", text, MAX_ASK_BYTES)?;
+    let query = SparqlParser::new()
+        .parse_query(text)
+        .map_err(|e| FilterError::AskSyntax {
+            message: e.to_string(),
+        })?;
+    let form = match &query {
+        Query::Ask { .. } => return Ok(query),
+        Query::Select { .. } => "SELECT",
+        Query::Construct { .. } => "CONSTRUCT",
+        Query::Describe { .. } => "DESCRIBE",
+    };
+    Err(FilterError::NotAsk { form })
+}
+
+/// A compiled filter. Cheap to share between subscriptions (`Arc`).
+#[derive(Debug)]
+pub struct ItemFilter {
+    key: String,
+    sources: Option<Vec<String>>,
+    prefixes: Option<Vec<String>>,
+    pattern: Option<StatementPattern>,
+    ask: Option<Query>,
+    ask_budget: u64,
+}
+
+impl ItemFilter {
+    /// A canonical text of the filter: equal filters (whatever the order of the listed
+    /// sources and prefixes, the names of pattern variables, the spacing of the query)
+    /// have equal keys.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Whether the item passes every part of the filter. Cheap parts are checked
+    /// first: the source (no decoding), then prefixes and the pattern (one decoding
+    /// pass, no allocation per statement), then the ASK query.
+    pub fn accepts(&self, item: &Item) -> Result<bool, FilterError> {
+        if let Some(sources) = &self.sources
+            && !sources.contains(&item.source)
+        {
+            return Ok(false);
+        }
+        if (self.prefixes.is_some() || self.pattern.is_some()) && !self.scan(item)? {
+            return Ok(false);
+        }
+        match &self.ask {
+            Some(query) => self.ask(query, item),
+            None => Ok(true),
+        }
+    }
+
+    /// Prefixes and pattern, in one pass over the item's statements.
+    fn scan(&self, item: &Item) -> Result<bool, FilterError> {
+        let mut need_prefix = self.prefixes.as_deref();
+        let mut need_pattern = self.pattern.as_ref();
+        let mut dec = Decoder::default();
+        let mut cur = dec.frame(&item.frame);
+        while let Some(ev) = cur.next_event().map_err(|e| item_error(item, e))? {
+            let Event::Statement(st) = ev else { continue };
+            if let Some(prefixes) = need_prefix
+                && statement_has_prefix(&st, prefixes)
+            {
+                need_prefix = None;
+            }
+            if let Some(p) = need_pattern
+                && p.matches(&st)
+            {
+                need_pattern = None;
+            }
+            if need_prefix.is_none() && need_pattern.is_none() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Evaluates the ASK query on the item's statements.
+    fn ask(&self, query: &Query, item: &Item) -> Result<bool, FilterError> {
+        let mut dataset = Dataset::new();
+        let mut dec = Decoder::default();
+        let mut cur = dec.frame(&item.frame);
+        while let Some(ev) = cur.next_event().map_err(|e| item_error(item, e))? {
+            if let Event::Statement(st) = ev
+                && let Ok(q) = st.to_oxrdf_quad()
+            {
+                dataset.insert(q.as_ref());
+            }
+        }
+        let left = Cell::new(self.ask_budget);
+        let data = Budgeted {
+            inner: &dataset,
+            left: &left,
+        };
+        match QueryEvaluator::new().prepare(query).execute(data) {
+            Ok(QueryResults::Boolean(b)) => Ok(b),
+            Ok(_) => Err(FilterError::Item {
+                offset: item.offset,
+                message: "the ASK query gave no boolean".into(),
+            }),
+            Err(e) => Err(FilterError::Item {
+                offset: item.offset,
+                message: format!("ASK evaluation failed: {e}"),
+            }),
+        }
+    }
+
+    #[cfg(test)]
+    fn with_ask_budget(mut self, budget: u64) -> ItemFilter {
+        self.ask_budget = budget;
+        self
+    }
+}
+
+fn item_error(item: &Item, e: impl std::fmt::Display) -> FilterError {
+    FilterError::Item {
+        offset: item.offset,
+        message: e.to_string(),
+    }
+}
+
+/// Whether an IRI of the statement (any position, datatypes, quoted triples) starts
+/// with one of the prefixes.
+fn statement_has_prefix(st: &StatementRef<'_>, prefixes: &[String]) -> bool {
+    let hit = |iri: &str| prefixes.iter().any(|p| iri.starts_with(p.as_str()));
+    term_has_prefix(st.subject, &hit)
+        || term_has_prefix(st.predicate, &hit)
+        || term_has_prefix(st.object, &hit)
+        || st.graph.is_some_and(|g| term_has_prefix(g, &hit))
+}
+
+fn term_has_prefix(t: TermRef<'_>, hit: &impl Fn(&str) -> bool) -> bool {
+    match t {
+        TermRef::Iri(i) => hit(i),
+        TermRef::Literal(LiteralRef {
+            kind: LiteralKind::Typed(dt),
+            ..
+        }) => hit(dt),
+        TermRef::Triple(tr) => (0..3).any(|i| term_has_prefix(tr.term(i), hit)),
+        TermRef::BlankNode(_) | TermRef::Literal(_) | TermRef::DefaultGraph => false,
+    }
+}
+
+/// One position of a [`StatementPattern`].
+#[derive(Debug, Clone, PartialEq)]
+enum PatternTerm {
+    /// `*`, or a variable used once.
+    Any,
+    /// A variable used in more than one position: slot of its binding.
+    Var(usize),
+    /// `_:name`: any blank node; slot of its binding.
+    Blank(usize),
+    /// A term that must be equal.
+    Term(oxrdf::Term),
+}
+
+/// A parsed `pattern`: three positions, and the graph when a fourth is given.
+#[derive(Debug, Clone, PartialEq)]
+struct StatementPattern {
+    terms: Vec<PatternTerm>,
+}
+
+impl StatementPattern {
+    fn parse(text: &str) -> Result<StatementPattern, FilterError> {
+        check_len("pattern", text, MAX_PARAM_BYTES)?;
+        let tokens = split_terms(text)?;
+        if !(3..=4).contains(&tokens.len()) {
+            return Err(invalid(
+                "pattern",
+                format!(
+                    "expected 3 or 4 terms (subject predicate object [graph]), found {}",
+                    tokens.len()
+                ),
+            ));
+        }
+        // Variables and blank nodes get slots in order of first use; a variable used
+        // once is a wildcard (so `?s <p> ?o` and `* <p> *` are the same filter).
+        let mut names: Vec<(bool, String)> = Vec::new();
+        let mut terms = Vec::with_capacity(tokens.len());
+        for (i, &(col, tok)) in tokens.iter().enumerate() {
+            let bad = |m: String| {
+                invalid(
+                    "pattern",
+                    format!("term {} `{tok}` (column {col}): {m}", i + 1),
+                )
+            };
+            let t = if tok == "*" {
+                PatternTerm::Any
+            } else if tok.starts_with('?') || tok.starts_with('$') {
+                let v = oxrdf::Variable::from_str(tok).map_err(|e| bad(e.to_string()))?;
+                PatternTerm::Var(slot(&mut names, false, v.as_str()))
+            } else if tok.starts_with("_:") {
+                let b = oxrdf::BlankNode::from_str(tok).map_err(|e| bad(e.to_string()))?;
+                PatternTerm::Blank(slot(&mut names, true, b.as_str()))
+            } else {
+                let t = oxrdf::Term::from_str(tok).map_err(|e| bad(e.to_string()))?;
+                if i == 3 && !matches!(t, oxrdf::Term::NamedNode(_)) {
+                    return Err(bad(
+                        "a graph name is an IRI, a blank node or a wildcard".into()
+                    ));
+                }
+                PatternTerm::Term(t)
+            };
+            terms.push(t);
+        }
+        // Renumber slots densely, turning single-use variables into wildcards.
+        let uses = |s: usize| {
+            terms
+                .iter()
+                .filter(|t| matches!(t, PatternTerm::Var(x) | PatternTerm::Blank(x) if *x == s))
+                .count()
+        };
+        let mut renumber = Vec::new();
+        let mut out = Vec::with_capacity(terms.len());
+        for t in &terms {
+            out.push(match t {
+                PatternTerm::Var(s) if uses(*s) == 1 => PatternTerm::Any,
+                PatternTerm::Var(s) | PatternTerm::Blank(s) => {
+                    let n = match renumber.iter().position(|x| x == s) {
+                        Some(n) => n,
+                        None => {
+                            renumber.push(*s);
+                            renumber.len() - 1
+                        }
+                    };
+                    if matches!(t, PatternTerm::Var(_)) {
+                        PatternTerm::Var(n)
+                    } else {
+                        PatternTerm::Blank(n)
+                    }
+                }
+                other => other.clone(),
+            });
+        }
+        Ok(StatementPattern { terms: out })
+    }
+
+    /// The pattern in canonical syntax (slots as `?vN` / `_:bN`).
+    fn canonical(&self) -> String {
+        let parts: Vec<String> = self
+            .terms
+            .iter()
+            .map(|t| match t {
+                PatternTerm::Any => "*".to_string(),
+                PatternTerm::Var(n) => format!("?v{n}"),
+                PatternTerm::Blank(n) => format!("_:b{n}"),
+                PatternTerm::Term(t) => t.to_string(),
+            })
+            .collect();
+        parts.join(" ")
+    }
+
+    fn matches(&self, st: &StatementRef<'_>) -> bool {
+        let graph = match (self.terms.len(), st.graph) {
+            (3, _) => None,
+            (_, None | Some(TermRef::DefaultGraph)) => return false,
+            (_, Some(g)) => Some(g),
+        };
+        let values = [Some(st.subject), Some(st.predicate), Some(st.object), graph];
+        let mut bound: [Option<TermRef<'_>>; 4] = [None; 4];
+        for (p, v) in self.terms.iter().zip(values) {
+            let Some(v) = v else { continue };
+            let ok = match p {
+                PatternTerm::Any => true,
+                PatternTerm::Term(t) => term_eq(t.as_ref(), v),
+                PatternTerm::Blank(_) if !matches!(v, TermRef::BlankNode(_)) => false,
+                PatternTerm::Var(s) | PatternTerm::Blank(s) => match bound[*s] {
+                    Some(b) => b == v,
+                    None => {
+                        bound[*s] = Some(v);
+                        true
+                    }
+                },
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The slot of a variable (`blank == false`) or blank node name, added when new.
+fn slot(names: &mut Vec<(bool, String)>, blank: bool, name: &str) -> usize {
+    match names.iter().position(|(b, n)| *b == blank && n == name) {
+        Some(i) => i,
+        None => {
+            names.push((blank, name.to_string()));
+            names.len() - 1
+        }
+    }
+}
+
+/// Splits a pattern into its terms: `(column, text)`, column counted in characters
+/// from 1. Only finds where terms end; each term is then parsed by oxrdf.
+fn split_terms(text: &str) -> Result<Vec<(usize, &str)>, FilterError> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    loop {
+        let rest = &text[pos..];
+        let trimmed = rest.trim_start();
+        pos += rest.len() - trimmed.len();
+        if trimmed.is_empty() {
+            return Ok(out);
+        }
+        let col = text[..pos].chars().count() + 1;
+        let len = term_len(trimmed, 0).map_err(|m| {
+            invalid(
+                "pattern",
+                format!("term {} (column {col}): {m}", out.len() + 1),
+            )
+        })?;
+        out.push((col, &trimmed[..len]));
+        pos += len;
+        if out.len() > 4 {
+            return Err(invalid(
+                "pattern",
+                "more than 4 terms (subject predicate object [graph])",
+            ));
+        }
+    }
+}
+
+/// Byte length of the term at the start of `s` (not empty, no leading space).
+fn term_len(s: &str, depth: usize) -> Result<usize, String> {
+    let b = s.as_bytes();
+    if let Some(inner) = s.strip_prefix("<<(") {
+        if depth >= MAX_PATTERN_NESTING {
+            return Err(format!(
+                "quoted triples nested deeper than {MAX_PATTERN_NESTING}"
+            ));
+        }
+        let mut i = 3;
+        let mut rest = inner;
+        loop {
+            let t = rest.trim_start();
+            i += rest.len() - t.len();
+            if t.starts_with(")>>") {
+                return Ok(i + 3);
+            }
+            if t.is_empty() {
+                return Err("`<<(` without `)>>`".into());
+            }
+            let n = term_len(t, depth + 1)?;
+            i += n;
+            rest = &t[n..];
+        }
+    }
+    match b[0] {
+        b'<' => s
+            .find('>')
+            .map(|e| e + 1)
+            .ok_or_else(|| "IRI without closing `>`".to_string()),
+        b'"' => {
+            let mut i = 1;
+            loop {
+                match b.get(i) {
+                    None => return Err("literal without closing quote".into()),
+                    Some(b'\\') => i += 2,
+                    Some(b'"') => {
+                        i += 1;
+                        break;
+                    }
+                    Some(_) => i += 1,
+                }
+            }
+            if b.get(i) == Some(&b'@') {
+                i += 1;
+                while b
+                    .get(i)
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'-')
+                {
+                    i += 1;
+                }
+            } else if s[i..].starts_with("^^<") {
+                let end = s[i..]
+                    .find('>')
+                    .ok_or_else(|| "datatype IRI without closing `>`".to_string())?;
+                i += end + 1;
+            }
+            Ok(i)
+        }
+        _ => Ok(s
+            .find(|c: char| c.is_whitespace() || c == ')')
+            .unwrap_or(s.len())
+            .max(1)),
+    }
+}
+
+/// Whether an oxrdf term (from a pattern) equals a stored term.
+fn term_eq(p: oxrdf::TermRef<'_>, t: TermRef<'_>) -> bool {
+    match (p, t) {
+        (oxrdf::TermRef::NamedNode(n), TermRef::Iri(i)) => n.as_str() == i,
+        (oxrdf::TermRef::BlankNode(n), TermRef::BlankNode(b)) => n.as_str() == b,
+        (oxrdf::TermRef::Literal(l), TermRef::Literal(j)) => literal_eq(l, j),
+        (oxrdf::TermRef::Triple(pt), TermRef::Triple(jt)) => triple_eq(pt, jt),
+        _ => false,
+    }
+}
+
+fn triple_eq(p: &oxrdf::Triple, t: TripleRef<'_>) -> bool {
+    term_eq(p.subject.as_ref().into(), t.subject())
+        && term_eq(p.predicate.as_ref().into(), t.predicate())
+        && term_eq(p.object.as_ref(), t.object())
+}
+
+/// Literal equality across the two models: a simple literal is `xsd:string`; language
+/// tags compare case-insensitively; Jelly carries a base direction as `lang--ltr`.
+fn literal_eq(l: oxrdf::LiteralRef<'_>, j: LiteralRef<'_>) -> bool {
+    if l.value() != j.lex {
+        return false;
+    }
+    match j.kind {
+        LiteralKind::Simple => l.language().is_none() && l.datatype() == oxrdf::vocab::xsd::STRING,
+        LiteralKind::Typed(dt) => l.language().is_none() && l.datatype().as_str() == dt,
+        LiteralKind::Lang(tag) => {
+            let Some(lang) = l.language() else {
+                return false;
+            };
+            let (tag, dir) = match tag.rsplit_once("--") {
+                Some((t, "ltr")) => (t, Some(BaseDirection::Ltr)),
+                Some((t, "rtl")) => (t, Some(BaseDirection::Rtl)),
+                _ => (tag, None),
+            };
+            tag.eq_ignore_ascii_case(lang) && dir == l.direction()
+        }
+    }
+}
+
+/// An item's dataset with a work budget: every statement visited and every term
+/// converted by the evaluator spends one unit; at zero the evaluation fails.
+struct Budgeted<'a> {
+    inner: &'a Dataset,
+    left: &'a Cell<u64>,
+}
+
+/// The ASK evaluation ran out of its work budget.
+#[derive(Debug, thiserror::Error)]
+#[error("the query needs more than its work budget on this item")]
+struct BudgetExceeded;
+
+fn spend(left: &Cell<u64>) -> Result<(), BudgetExceeded> {
+    let n = left.get();
+    if n == 0 {
+        return Err(BudgetExceeded);
+    }
+    left.set(n - 1);
+    Ok(())
+}
+
+type InnerTerm<'a> = <&'a Dataset as QueryableDataset<'a>>::InternalTerm;
+
+impl<'a> QueryableDataset<'a> for Budgeted<'a> {
+    type InternalTerm = InnerTerm<'a>;
+    type Error = BudgetExceeded;
+
+    fn internal_quads_for_pattern(
+        &self,
+        subject: Option<&Self::InternalTerm>,
+        predicate: Option<&Self::InternalTerm>,
+        object: Option<&Self::InternalTerm>,
+        graph_name: Option<Option<&Self::InternalTerm>>,
+    ) -> impl Iterator<Item = Result<InternalQuad<Self::InternalTerm>, BudgetExceeded>> + use<'a>
+    {
+        let left = self.left;
+        self.inner
+            .internal_quads_for_pattern(subject, predicate, object, graph_name)
+            .map(move |r| {
+                spend(left)?;
+                match r {
+                    Ok(q) => Ok(q),
+                    Err(never) => match never {},
+                }
+            })
+    }
+
+    fn internalize_term(&self, term: oxrdf::Term) -> Result<Self::InternalTerm, BudgetExceeded> {
+        spend(self.left)?;
+        match self.inner.internalize_term(term) {
+            Ok(t) => Ok(t),
+            Err(never) => match never {},
+        }
+    }
+
+    fn externalize_term(&self, term: Self::InternalTerm) -> Result<oxrdf::Term, BudgetExceeded> {
+        spend(self.left)?;
+        match self.inner.externalize_term(term) {
+            Ok(t) => Ok(t),
+            Err(never) => match never {},
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use jelly::{Encoder, PhysicalType, Statement, StreamOptions, Term};
+
+    fn iri(s: &str) -> Term {
+        Term::Iri(s.to_string())
+    }
+
+    fn lit(lex: &str, kind: jelly::OwnedLiteralKind) -> Term {
+        Term::Literal(jelly::Literal {
+            lex: lex.to_string(),
+            kind,
+        })
+    }
+
+    fn st(s: Term, p: Term, o: Term, g: Option<Term>) -> Statement {
+        Statement {
+            subject: s,
+            predicate: p,
+            object: o,
+            graph: g,
+        }
+    }
+
+    /// An item holding `statements`, encoded as the server stores items.
+    fn item(source: &str, statements: &[Statement]) -> Item {
+        let opts = StreamOptions::small()
+            .with_physical_type(PhysicalType::Quads)
+            .with_rdf_star(true)
+            .with_generalized_statements(true);
+        let mut enc = Encoder::new(opts).unwrap();
+        for s in statements {
+            enc.add(s.as_ref()).unwrap();
+        }
+        Item {
+            offset: 7,
+            timestamp_ms: 0,
+            frame: Bytes::from(enc.finish_frame()),
+            statements: statements.len() as u32,
+            source: source.to_string(),
+            headers: Vec::new(),
+        }
+    }
+
+    fn filter(f: impl FnOnce(&mut FilterParams)) -> Result<Arc<ItemFilter>, FilterError> {
+        let mut p = FilterParams::default();
+        f(&mut p);
+        Ok(p.build()?.expect("a filter was given"))
+    }
+
+    fn pattern(p: &str) -> Arc<ItemFilter> {
+        filter(|f| f.pattern = Some(p.into())).unwrap()
+    }
+
+    fn sample() -> Item {
+        item(
+            "sensor-1",
+            &[
+                st(
+                    iri("http://ex.org/s"),
+                    iri("http://schema.org/name"),
+                    lit("Anna", jelly::OwnedLiteralKind::Lang("en".into())),
+                    None,
+                ),
+                st(
+                    iri("http://ex.org/s"),
+                    iri("http://ex.org/age"),
+                    lit(
+                        "42",
+                        jelly::OwnedLiteralKind::Typed(
+                            "http://www.w3.org/2001/XMLSchema#integer".into(),
+                        ),
+                    ),
+                    Some(iri("http://ex.org/g")),
+                ),
+                st(
+                    Term::BlankNode("b1".into()),
+                    iri("http://ex.org/knows"),
+                    Term::BlankNode("b1".into()),
+                    None,
+                ),
+            ],
+        )
+    }
+
+    #[test]
+    fn no_parameters_is_no_filter() {
+        assert!(FilterParams::default().build().unwrap().is_none());
+    }
+
+    #[test]
+    fn sources_any_of_a_list() {
+        let it = sample();
+        let f = filter(|f| f.source = Some("a, sensor-1".into())).unwrap();
+        assert!(f.accepts(&it).unwrap());
+        let f = filter(|f| f.source = Some("sensor-2".into())).unwrap();
+        assert!(!f.accepts(&it).unwrap());
+        let e = filter(|f| f.source = Some("a,,b".into())).unwrap_err();
+        assert_eq!(e.parameter(), Some("source"));
+        assert!(e.to_string().contains("empty source id"), "{e}");
+    }
+
+    #[test]
+    fn prefixes_in_any_position_and_datatypes() {
+        let it = sample();
+        let ok = |p: &str| {
+            filter(|f| f.prefix = Some(p.into()))
+                .unwrap()
+                .accepts(&it)
+                .unwrap()
+        };
+        assert!(ok("http://schema.org/"));
+        assert!(ok("<http://nowhere.org/> <http://ex.org/g>"));
+        assert!(ok("http://www.w3.org/2001/XMLSchema#"));
+        assert!(!ok("http://nowhere.org/"));
+        // Literal values are not IRIs.
+        let text = item(
+            "",
+            &[st(
+                iri("http://a/s"),
+                iri("http://a/p"),
+                lit("http://schema.org/x", jelly::OwnedLiteralKind::Simple),
+                None,
+            )],
+        );
+        let f = filter(|f| f.prefix = Some("http://schema.org/".into())).unwrap();
+        assert!(!f.accepts(&text).unwrap());
+        let e = filter(|f| f.prefix = Some("not an iri".into())).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("prefix: `not` is not an absolute IRI"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn prefixes_inside_quoted_triples() {
+        let quoted = Term::Triple(Box::new(jelly::Triple {
+            subject: iri("http://a/s"),
+            predicate: iri("http://vocab.org/said"),
+            object: iri("http://a/o"),
+        }));
+        let it = item(
+            "",
+            &[st(
+                quoted,
+                iri("http://a/certainty"),
+                iri("http://a/high"),
+                None,
+            )],
+        );
+        let f = filter(|f| f.prefix = Some("http://vocab.org/".into())).unwrap();
+        assert!(f.accepts(&it).unwrap());
+        let f = pattern("<<( <http://a/s> <http://vocab.org/said> <http://a/o> )>> * *");
+        assert!(f.accepts(&it).unwrap());
+        let f = pattern("<<( <http://a/s> <http://vocab.org/said> <http://a/x> )>> * *");
+        assert!(!f.accepts(&it).unwrap());
+    }
+
+    #[test]
+    fn patterns_with_literals_wildcards_and_graphs() {
+        let it = sample();
+        let m = |p: &str| pattern(p).accepts(&it).unwrap();
+        assert!(m("<http://ex.org/s> <http://schema.org/name> \"Anna\"@en"));
+        assert!(m("* <http://schema.org/name> \"Anna\"@EN"));
+        assert!(!m("* <http://schema.org/name> \"Anna\""));
+        assert!(!m("* <http://schema.org/name> \"Anna\"@de"));
+        assert!(m("?s * \"42\"^^<http://www.w3.org/2001/XMLSchema#integer>"));
+        assert!(!m("?s * \"42\""));
+        // A graph term: only statements in a named graph.
+        assert!(m("* <http://ex.org/age> * <http://ex.org/g>"));
+        assert!(m("* <http://ex.org/age> * ?g"));
+        assert!(!m("* <http://schema.org/name> * ?g"));
+        // Repeated variables and blank nodes.
+        assert!(m("?x <http://ex.org/knows> ?x"));
+        assert!(!m("?x <http://schema.org/name> ?x"));
+        assert!(m("_:a * _:a"));
+        assert!(!m("_:a <http://schema.org/name> *"));
+    }
+
+    #[test]
+    fn pattern_errors_name_the_term() {
+        let e = |p: &str| {
+            filter(|f| f.pattern = Some(p.into()))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(e("<http://a> <http://b>").contains("expected 3 or 4 terms"));
+        assert!(e("<a> <b> <c> <d> <e>").contains("more than 4 terms"));
+        let m = e("* <http://b * *");
+        assert!(m.starts_with("pattern: term 2"), "{m}");
+        let m = e("* * \"open");
+        assert!(
+            m.contains("term 3 (column 5)") && m.contains("closing quote"),
+            "{m}"
+        );
+        let m = e("* * * \"lit\"");
+        assert!(m.contains("graph name"), "{m}");
+        let m = e("?a-b * *");
+        assert!(m.starts_with("pattern: term 1 `?a-b` (column 1)"), "{m}");
+        let m = e("* * <not an iri>");
+        assert!(m.starts_with("pattern:"), "{m}");
+    }
+
+    #[test]
+    fn equal_filters_have_equal_keys() {
+        let k = |f: &FilterParams| f.build().unwrap().unwrap().key().to_string();
+        let a = FilterParams {
+            source: Some("b,a".into()),
+            prefix: Some("<http://x.org/> http://y.org/".into()),
+            pattern: Some("?s <http://p> ?o".into()),
+            ask: Some("ASK { ?s ?p ?o }".into()),
+        };
+        let b = FilterParams {
+            source: Some("a, b, a".into()),
+            prefix: Some("http://y.org/ http://x.org/".into()),
+            pattern: Some("*   <http://p>   ?anything".into()),
+            ask: Some("ask   where {?s ?p ?o}".into()),
+        };
+        assert_eq!(k(&a), k(&b));
+        let c = FilterParams {
+            pattern: Some("?s <http://p> ?s".into()),
+            ..a.clone()
+        };
+        assert_ne!(k(&a), k(&c));
+        let d = FilterParams {
+            source: Some("a".into()),
+            ..FilterParams::default()
+        };
+        let e = FilterParams {
+            prefix: Some("a:".into()),
+            ..FilterParams::default()
+        };
+        assert_ne!(k(&d), k(&e));
+    }
+
+    #[test]
+    fn ask_matches_and_does_not() {
+        let it = sample();
+        let ask = |q: &str| {
+            filter(|f| f.ask = Some(q.into()))
+                .unwrap()
+                .accepts(&it)
+                .unwrap()
+        };
+        assert!(ask("ASK { ?s <http://schema.org/name> \"Anna\"@en }"));
+        assert!(!ask("ASK { ?s <http://schema.org/name> \"Bob\"@en }"));
+        // Quads in a named graph are in that graph, not in the default graph.
+        assert!(!ask("ASK { ?s <http://ex.org/age> ?a }"));
+        assert!(ask(
+            "ASK { GRAPH <http://ex.org/g> { ?s <http://ex.org/age> ?a FILTER(?a > 40) } }"
+        ));
+        assert!(!ask(
+            "ASK { GRAPH ?g { ?s <http://ex.org/age> ?a FILTER(?a > 50) } }"
+        ));
+        assert!(ask(
+            "PREFIX s: <http://schema.org/> ASK { ?x s:name ?n FILTER(lang(?n) = 'en') }"
+        ));
+    }
+
+    #[test]
+    fn ask_errors_are_clear() {
+        let e = filter(|f| f.ask = Some("ASK { ?s ?p }".into())).unwrap_err();
+        assert!(matches!(e, FilterError::AskSyntax { .. }), "{e:?}");
+        let m = e.to_string();
+        assert!(
+            m.starts_with("ask: SPARQL syntax error") && m.contains("1:"),
+            "{m}"
+        );
+        let e = filter(|f| f.ask = Some("SELECT * { ?s ?p ?o }".into())).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "ask: only ASK queries are allowed, this is a SELECT query"
+        );
+        let e = filter(|f| f.ask = Some("CONSTRUCT WHERE { ?s ?p ?o }".into())).unwrap_err();
+        assert!(e.to_string().contains("CONSTRUCT"));
+        let long = format!("ASK {{ ?s ?p \"{}\" }}", "x".repeat(MAX_ASK_BYTES));
+        let e = filter(|f| f.ask = Some(long)).unwrap_err();
+        assert!(
+            matches!(e, FilterError::TooLong { param: "ask", .. }),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn ask_that_explodes_runs_out_of_budget() {
+        let statements: Vec<Statement> = (0..40)
+            .map(|i| {
+                st(
+                    iri(&format!("http://a/s{i}")),
+                    iri("http://a/p"),
+                    iri(&format!("http://a/o{i}")),
+                    None,
+                )
+            })
+            .collect();
+        let it = item("", &statements);
+        let q = "ASK { ?a ?p ?b . ?c ?q ?d . ?e ?r ?f \
+                 FILTER(STR(?a) = CONCAT(STR(?c), STR(?e), 'never')) }";
+        let f = FilterParams {
+            ask: Some(q.into()),
+            ..FilterParams::default()
+        }
+        .build()
+        .unwrap()
+        .unwrap();
+        let f = Arc::try_unwrap(f).unwrap().with_ask_budget(20_000);
+        let e = f.accepts(&it).unwrap_err();
+        assert!(e.to_string().contains("work budget"), "{e}");
+        assert_eq!(e.parameter(), None);
+    }
+
+    #[test]
+    fn kinds_combine_with_and() {
+        let it = sample();
+        let f = FilterParams {
+            source: Some("sensor-1".into()),
+            prefix: Some("http://schema.org/".into()),
+            pattern: Some("* <http://ex.org/knows> *".into()),
+            ask: Some("ASK { ?s ?p ?o }".into()),
+        };
+        assert!(f.build().unwrap().unwrap().accepts(&it).unwrap());
+        for bad in [
+            FilterParams {
+                source: Some("other".into()),
+                ..f.clone()
+            },
+            FilterParams {
+                prefix: Some("http://other.org/".into()),
+                ..f.clone()
+            },
+            FilterParams {
+                pattern: Some("* <http://other.org/p> *".into()),
+                ..f.clone()
+            },
+            FilterParams {
+                ask: Some("ASK { ?s <http://other.org/p> ?o }".into()),
+                ..f.clone()
+            },
+        ] {
+            assert!(
+                !bad.build().unwrap().unwrap().accepts(&it).unwrap(),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn grpc_metadata_ascii_and_binary() {
+        let mut md = MetadataMap::new();
+        md.insert("x-jelly-source", "a,b".parse().unwrap());
+        md.insert_bin(
+            "x-jelly-ask-bin",
+            tonic::metadata::MetadataValue::from_bytes("ASK { ?s ?p \"é\" }".as_bytes()),
+        );
+        let p = FilterParams::from_grpc_metadata(&md).unwrap();
+        assert_eq!(p.source.as_deref(), Some("a,b"));
+        assert_eq!(p.ask.as_deref(), Some("ASK { ?s ?p \"é\" }"));
+        assert!(p.prefix.is_none() && p.pattern.is_none());
+        md.insert("x-jelly-ask", "ASK {}".parse().unwrap());
+        let e = FilterParams::from_grpc_metadata(&md).unwrap_err();
+        assert!(e.to_string().contains("both"), "{e}");
+    }
+
+    #[test]
+    fn undecodable_item_is_an_item_error() {
+        let mut it = sample();
+        it.frame = Bytes::from_static(b"\x0a\x05garbage");
+        let e = pattern("* * *").accepts(&it).unwrap_err();
+        assert!(matches!(e, FilterError::Item { offset: 7, .. }), "{e:?}");
+    }
+}

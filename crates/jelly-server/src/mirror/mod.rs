@@ -1,0 +1,474 @@
+//! Repeaters: a topic copied from another jellyfish server, with the same offsets.
+//!
+//! One task per mirrored topic ([`crate::config::MirrorConfig`]). Each session:
+//! 1. `GET {upstream}/topics/{name}`: the upstream topic's options and offsets. The
+//!    local topic is created with those options if it does not exist (a local topic
+//!    whose stream options differ stops the mirror).
+//! 2. `GET {upstream}/topics/{name}/items?from=<local next offset>&format=jelly`: the
+//!    chunked splice stream. Each delivered frame becomes the stored item again
+//!    ([`Unsplicer`]: options row + rows, metadata stripped, no decoding) and
+//!    is appended with [`crate::log::Log::append_at`]: same offset, timestamp, source
+//!    and headers. Items that arrive together are appended as one batch.
+//!
+//! On any failure (upstream down, connection dropped, a 5xx, a bad frame) the task
+//! waits (100 ms, doubling up to 5 s) and starts a new session from the local log's
+//! next offset, so nothing is duplicated or skipped; after a crash the same happens
+//! on restart. If the upstream no longer retains that offset (410), the mirror stops
+//! or, with `on_gone = "skip"`, starts the local log over at the upstream's first
+//! retained offset. An empty local log simply starts at the upstream's first offset.
+//! Only the mirror writes a mirrored topic: local publishes are refused (409).
+
+mod frame;
+mod status;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf as _, BytesMut};
+use futures_util::FutureExt as _;
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use frame::{FrameError, Unsplicer};
+pub use status::{MirrorState, MirrorStatus};
+
+use crate::config::{MirrorConfig, OnGone};
+use crate::http::AppState;
+use crate::item::Item;
+use crate::topic::{Topic, TopicOptions};
+
+/// First pause after a failure.
+const MIN_BACKOFF: Duration = Duration::from_millis(100);
+/// Longest pause between attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// A session connected this long counts as a success (the pause is reset).
+const STABLE_SESSION: Duration = Duration::from_secs(1);
+/// Time allowed for connecting, and for the describe request as a whole.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Append once this many items are pending, even if more data is ready.
+const BATCH_ITEMS: usize = 256;
+/// Append once the pending frames add up to this many bytes.
+const BATCH_BYTES: usize = 1 << 20;
+/// Largest topic description read from the upstream (it lists the subscribers).
+const DESCRIBE_BYTES: usize = 16 << 20;
+/// Largest error answer read from the upstream.
+const ERROR_BYTES: usize = 64 << 10;
+/// Metadata allowance of a delivered frame over the stored item's size limit.
+const METADATA_BYTES: usize = 64 << 10;
+
+/// The HTTP client of the server's mirrors (plain HTTP/1.1, no proxy).
+pub fn client() -> Result<reqwest::Client, reqwest::Error> {
+    reqwest::Client::builder()
+        .no_proxy()
+        .connect_timeout(REQUEST_TIMEOUT)
+        .tcp_nodelay(true)
+        // An idle topic sends nothing: keepalive probes find a dead upstream (about
+        // 30 s) where the stream alone would wait forever.
+        .tcp_keepalive(Duration::from_secs(15))
+        .tcp_keepalive_interval(Duration::from_secs(5))
+        .tcp_keepalive_retries(3)
+        .http1_only()
+        .build()
+}
+
+/// Starts the mirror of `config.topic` (whose status the registry holds).
+pub fn spawn(
+    state: AppState,
+    config: MirrorConfig,
+    client: reqwest::Client,
+    shutdown: watch::Receiver<bool>,
+) -> Option<JoinHandle<()>> {
+    let status = state.topics.mirror(&config.topic)?;
+    let base = config.upstream_url().ok()?;
+    let m = Mirror {
+        state,
+        base: base.as_str().trim_end_matches('/').to_string(),
+        config,
+        client,
+        status,
+        shutdown,
+        skip_to_first: false,
+        connected_at: None,
+    };
+    Some(tokio::spawn(m.run()))
+}
+
+/// How a session ended.
+#[derive(Debug)]
+enum End {
+    /// The server is shutting down.
+    Shutdown,
+    /// Try again after a pause.
+    Retry(String),
+    /// The upstream no longer retains the next offset.
+    Gone { requested: u64, first: u64 },
+    /// Cannot go on without an operator.
+    Fatal(String),
+}
+
+struct Mirror {
+    state: AppState,
+    config: MirrorConfig,
+    /// Upstream base URL without a trailing slash.
+    base: String,
+    client: reqwest::Client,
+    status: Arc<MirrorStatus>,
+    shutdown: watch::Receiver<bool>,
+    /// `on_gone = "skip"` after a 410: the next session starts at the upstream's
+    /// first retained offset, dropping the local items.
+    skip_to_first: bool,
+    /// When the current session's subscription was answered.
+    connected_at: Option<Instant>,
+}
+
+/// What the upstream says about its topic.
+struct Upstream {
+    options: TopicOptions,
+    first: u64,
+    next: u64,
+}
+
+impl Mirror {
+    async fn run(mut self) {
+        let mut backoff = MIN_BACKOFF;
+        tracing::info!(topic = %self.config.topic, upstream = %self.status.upstream_topic_url(), "mirror: starting");
+        loop {
+            if *self.shutdown.borrow() {
+                break;
+            }
+            let copied_before = self.status.items.load(Ordering::Relaxed);
+            self.connected_at = None;
+            let end = self.session().await;
+            // A session that copied items, or stayed connected a while (an idle
+            // topic), was a success: the next attempt starts with a short pause.
+            let progressed = self.status.items.load(Ordering::Relaxed) > copied_before
+                || self
+                    .connected_at
+                    .is_some_and(|t| t.elapsed() >= STABLE_SESSION);
+            match end {
+                End::Shutdown => break,
+                End::Fatal(e) => {
+                    tracing::error!(topic = %self.config.topic, error = %e, "mirror: stopped");
+                    self.status.set_error(MirrorState::Stopped, e);
+                    return;
+                }
+                End::Gone { requested, first } => {
+                    let e = format!(
+                        "the upstream no longer retains offset {requested} (its first retained offset is {first})"
+                    );
+                    if self.config.on_gone == OnGone::Skip {
+                        tracing::error!(topic = %self.config.topic, error = %e, "mirror: skipping to the upstream's first retained offset");
+                        self.status.set_error(MirrorState::Retrying, e);
+                        self.skip_to_first = true;
+                    } else {
+                        let e = format!("{e}; mirroring stopped (on_gone = \"stop\")");
+                        tracing::error!(topic = %self.config.topic, error = %e, "mirror: stopped");
+                        self.status.set_error(MirrorState::Stopped, e);
+                        return;
+                    }
+                }
+                End::Retry(e) => {
+                    tracing::warn!(topic = %self.config.topic, error = %e, "mirror: will retry");
+                    self.status.set_error(MirrorState::Retrying, e);
+                }
+            }
+            if progressed {
+                backoff = MIN_BACKOFF;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = crate::http::wait_shutdown(&mut self.shutdown) => break,
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+        self.status.set_state(MirrorState::Ended);
+    }
+
+    fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        let r = self.client.get(format!("{}{path}", self.base));
+        match &self.config.token {
+            Some(t) => r.bearer_auth(t),
+            None => r,
+        }
+    }
+
+    /// One subscription to the upstream, until it fails or the server shuts down.
+    async fn session(&mut self) -> End {
+        let name = self.config.upstream_topic().to_string();
+        let mut shutdown = self.shutdown.clone();
+        let up = tokio::select! {
+            r = self.describe(&name) => match r {
+                Ok(up) => up,
+                Err(e) => return e,
+            },
+            _ = crate::http::wait_shutdown(&mut shutdown) => return End::Shutdown,
+        };
+        let topic = match self.local_topic(&up.options) {
+            Ok(t) => t,
+            Err(e) => return e,
+        };
+        let local_first = topic.log.first_offset();
+        let local_next = topic.log.next_offset();
+        // An empty local log starts at the upstream's first retained item.
+        let restart = self.skip_to_first || local_first == local_next;
+        let from = if restart {
+            local_next.max(up.first)
+        } else {
+            local_next
+        };
+        if from > up.next {
+            return End::Retry(format!(
+                "the local topic is ahead of the upstream (local next offset {from}, upstream next offset {}): \
+                 the upstream lost items or is another topic",
+                up.next
+            ));
+        }
+        self.status.set_upstream_next(up.next, true);
+        let resp = tokio::select! {
+            r = tokio::time::timeout(
+                REQUEST_TIMEOUT,
+                self.get(&format!("/topics/{name}/items?from={from}&format=jelly")).send(),
+            ) => match r {
+                Ok(r) => r,
+                Err(_) => return End::Retry("the upstream did not answer the subscription".into()),
+            },
+            _ = crate::http::wait_shutdown(&mut shutdown) => return End::Shutdown,
+        };
+        let resp = match resp {
+            Ok(r) => r,
+            Err(e) => return End::Retry(format!("cannot subscribe to the upstream: {e}")),
+        };
+        let status = resp.status();
+        if status == reqwest::StatusCode::GONE {
+            let first = error_body(resp).await["first_offset"]
+                .as_u64()
+                .unwrap_or(up.first);
+            if restart {
+                // Retention moved on since the describe; an empty log just follows it.
+                return End::Retry(format!(
+                    "the upstream's first offset moved past {from} meanwhile"
+                ));
+            }
+            return End::Gone {
+                requested: from,
+                first,
+            };
+        }
+        if !status.is_success() {
+            let body = error_body(resp).await;
+            return End::Retry(format!(
+                "subscribing to the upstream: HTTP {status}: {}",
+                body["error"].as_str().unwrap_or("")
+            ));
+        }
+        let start = resp
+            .headers()
+            .get("x-jelly-start-offset")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if start != Some(from) {
+            return End::Retry(format!(
+                "the upstream started the stream at {start:?}, not at offset {from}"
+            ));
+        }
+        self.status.connects.fetch_add(1, Ordering::Relaxed);
+        self.status.set_state(MirrorState::Connected);
+        self.connected_at = Some(Instant::now());
+        tracing::info!(topic = %self.config.topic, from, "mirror: connected");
+        self.copy(resp, &topic, from, restart).await
+    }
+
+    /// `GET /topics/{name}` on the upstream.
+    async fn describe(&self, name: &str) -> Result<Upstream, End> {
+        let resp = self
+            .get(&format!("/topics/{name}"))
+            .timeout(REQUEST_TIMEOUT)
+            .send()
+            .await
+            .map_err(|e| End::Retry(format!("cannot reach the upstream: {e}")))?;
+        let status = resp.status();
+        if !status.is_success() {
+            let body = error_body(resp).await;
+            return Err(End::Retry(format!(
+                "describing the upstream topic: HTTP {status}: {}",
+                body["error"].as_str().unwrap_or("")
+            )));
+        }
+        let body = read_capped(resp, DESCRIBE_BYTES)
+            .await
+            .map_err(|e| End::Retry(format!("describing the upstream topic: {e}")))?;
+        let v: Value = serde_json::from_slice(&body)
+            .map_err(|e| End::Retry(format!("describing the upstream topic: {e}")))?;
+        let options: TopicOptions = serde_json::from_value(v["options"].clone()).map_err(|e| {
+            End::Fatal(format!(
+                "the upstream topic's options are not understood: {e}"
+            ))
+        })?;
+        let offset = |k: &str| {
+            v[k].as_u64()
+                .ok_or_else(|| End::Retry(format!("the upstream topic description has no `{k}`")))
+        };
+        Ok(Upstream {
+            options,
+            first: offset("first_offset")?,
+            next: offset("next_offset")?,
+        })
+    }
+
+    /// The local topic, created with the upstream's options when missing.
+    fn local_topic(&self, options: &TopicOptions) -> Result<Arc<Topic>, End> {
+        let name = &self.config.topic;
+        let topic = match self.state.topics.get(name) {
+            Some(t) => t,
+            None => match self.state.topics.create_mirrored(name, options.clone()) {
+                Ok((t, _)) => t,
+                Err(e) => return Err(End::Retry(format!("cannot create the local topic: {e}"))),
+            },
+        };
+        if topic.options.stream_options() != options.stream_options() {
+            return Err(End::Fatal(format!(
+                "the local topic `{name}` has other stream options than the upstream topic \
+                 (local {:?}, upstream {:?})",
+                topic.options, options
+            )));
+        }
+        Ok(topic)
+    }
+
+    /// Copies items from the upstream stream into the local topic.
+    async fn copy(
+        &mut self,
+        mut resp: reqwest::Response,
+        topic: &Topic,
+        from: u64,
+        mut restart: bool,
+    ) -> End {
+        let max_frame = self.state.config.max_item_bytes as u64 + METADATA_BYTES as u64;
+        let mut unsplice = Unsplicer::new();
+        let mut buf = BytesMut::new();
+        let mut batch: Vec<Item> = Vec::new();
+        let mut batch_bytes = 0usize;
+        let mut expect = from;
+        let mut shutdown = self.shutdown.clone();
+        loop {
+            // Data that is ready is taken at once; when the stream stalls, the
+            // pending items are appended before waiting.
+            let next = match resp.chunk().now_or_never() {
+                Some(next) => next,
+                None => {
+                    if let Err(e) = self.append(topic, &mut batch, &mut restart).await {
+                        return e;
+                    }
+                    batch_bytes = 0;
+                    tokio::select! {
+                        next = resp.chunk() => next,
+                        _ = crate::http::wait_shutdown(&mut shutdown) => return End::Shutdown,
+                    }
+                }
+            };
+            let chunk = match next {
+                Ok(Some(c)) => c,
+                Ok(None) => {
+                    return self
+                        .append(topic, &mut batch, &mut restart)
+                        .await
+                        .err()
+                        .unwrap_or_else(|| End::Retry("the upstream ended the stream".into()));
+                }
+                Err(e) => {
+                    return self
+                        .append(topic, &mut batch, &mut restart)
+                        .await
+                        .err()
+                        .unwrap_or_else(|| End::Retry(format!("the upstream stream broke: {e}")));
+                }
+            };
+            buf.extend_from_slice(&chunk);
+            loop {
+                let (len, n) = match crate::http::publish_stream::varint(&buf) {
+                    Ok(Some(v)) => v,
+                    Ok(None) => break,
+                    Err(()) => return End::Retry(format!("item {expect}: bad frame length")),
+                };
+                if len > max_frame {
+                    return End::Retry(format!(
+                        "item {expect}: a frame of {len} bytes, over the limit of {max_frame}"
+                    ));
+                }
+                let len = len as usize;
+                if buf.len() < n + len {
+                    buf.reserve(n + len - buf.len());
+                    break;
+                }
+                buf.advance(n);
+                let delivered = buf.split_to(len).freeze();
+                let item = match unsplice.item(delivered) {
+                    Ok(it) => it,
+                    Err(e) => return End::Retry(format!("item {expect}: {e}")),
+                };
+                if item.offset != expect {
+                    return End::Retry(format!(
+                        "the upstream sent offset {} where {expect} was expected",
+                        item.offset
+                    ));
+                }
+                expect += 1;
+                batch_bytes += item.frame.len();
+                batch.push(item);
+                if batch.len() >= BATCH_ITEMS || batch_bytes >= BATCH_BYTES {
+                    if let Err(e) = self.append(topic, &mut batch, &mut restart).await {
+                        return e;
+                    }
+                    batch_bytes = 0;
+                }
+            }
+        }
+    }
+
+    /// Appends the pending items (not cancelled by shutdown: once read, they are
+    /// stored before the mirror stops).
+    async fn append(
+        &mut self,
+        topic: &Topic,
+        batch: &mut Vec<Item>,
+        restart: &mut bool,
+    ) -> Result<(), End> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let items = std::mem::take(batch);
+        let n = items.len() as u64;
+        let next = items.last().map_or(0, |i| i.offset + 1);
+        topic
+            .append_at(items, *restart, &self.state.metrics)
+            .await
+            .map_err(|e| End::Retry(format!("cannot append to the local topic: {e}")))?;
+        *restart = false;
+        self.skip_to_first = false;
+        self.status.items.fetch_add(n, Ordering::Relaxed);
+        self.status.set_upstream_next(next, false);
+        Ok(())
+    }
+}
+
+/// The JSON body of an error answer (`Null` if there is none).
+async fn error_body(resp: reqwest::Response) -> Value {
+    match read_capped(resp, ERROR_BYTES).await {
+        Ok(b) => serde_json::from_slice(&b).unwrap_or(Value::Null),
+        Err(_) => Value::Null,
+    }
+}
+
+/// A response body of at most `max` bytes.
+async fn read_capped(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    while let Some(c) = resp.chunk().await.map_err(|e| e.to_string())? {
+        if out.len() + c.len() > max {
+            return Err(format!("answer over {max} bytes"));
+        }
+        out.extend_from_slice(&c);
+    }
+    Ok(out)
+}

@@ -1,0 +1,552 @@
+//! Repeaters: servers on real loopback sockets mirroring each other's topics.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use axum::http::uri::PathAndQuery;
+use bytes::Bytes;
+use jelly::{Encoder, StatementRef, StreamOptions, TermRef};
+use jelly_server::config::{LogKind, MirrorConfig, OnGone};
+use jelly_server::grpc::PUBLISH_PATH;
+use jelly_server::grpc::codec::JellyCodec;
+use jelly_server::grpc::messages::{Frame, Received};
+use jelly_server::item::Item;
+use jelly_server::log::ReadLimits;
+use jelly_server::{Server, ServerConfig};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+/// Guard against a hung test (never asserted on).
+const LIMIT: Duration = Duration::from_secs(20);
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "jelly-mirror-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        TempDir(p)
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn mirror_of(upstream: &Server, topic: &str, local: &str) -> MirrorConfig {
+    MirrorConfig::from_topic_url(&format!("{}/topics/{topic}={local}", upstream.url())).unwrap()
+}
+
+async fn start(f: impl FnOnce(&mut ServerConfig)) -> Server {
+    let mut c = ServerConfig::ephemeral();
+    f(&mut c);
+    Server::start(c).await.unwrap()
+}
+
+/// A server with the file log in `dir` (fsync off: these tests do not crash machines).
+fn file_config(dir: &Path, listen: SocketAddr) -> ServerConfig {
+    ServerConfig {
+        listen,
+        log: LogKind::File,
+        data: dir.to_path_buf(),
+        durability: "none".into(),
+        ..ServerConfig::ephemeral()
+    }
+}
+
+async fn wait_for<F: Future<Output = bool>>(what: &str, mut cond: impl FnMut() -> F) {
+    let t0 = std::time::Instant::now();
+    while !cond().await {
+        assert!(t0.elapsed() < LIMIT, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn next_offset(s: &Server, topic: &str) -> Option<u64> {
+    s.state().topics.get(topic).map(|t| t.log.next_offset())
+}
+
+/// Every stored item of a topic, straight from its log.
+async fn items(s: &Server, topic: &str) -> Vec<Item> {
+    let t = s.state().topics.get(topic).expect("topic exists");
+    let limits = ReadLimits {
+        max_items: 100_000,
+        max_bytes: usize::MAX,
+    };
+    t.log.read(t.log.first_offset(), limits).await.unwrap()
+}
+
+/// Publishes item `i` (two quads, one in a named graph) with a source and headers
+/// that say which it is.
+async fn publish(c: &reqwest::Client, s: &Server, topic: &str, i: u64) -> u64 {
+    let body = format!(
+        "<http://ex.org/s{i}> <http://ex.org/p> \"v{i}\" .\n\
+         <http://ex.org/s{i}> <http://ex.org/q> <http://ex.org/o> <http://ex.org/g{}> .\n",
+        i % 3
+    );
+    let mut r = c
+        .post(format!("{}/topics/{topic}/items", s.url()))
+        .header("content-type", "application/n-quads")
+        .header("x-jelly-header-seq", i.to_string());
+    if i.is_multiple_of(2) {
+        r = r
+            .header("x-jelly-source", format!("pub-{}", i % 4))
+            .header("x-jelly-header-even", "yes");
+    }
+    let r = r.body(body).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    let v: Value = r.json().await.unwrap();
+    v["offsets"][0].as_u64().unwrap()
+}
+
+async fn describe(c: &reqwest::Client, s: &Server, topic: &str) -> (StatusCode, Value) {
+    let r = c
+        .get(format!("{}/topics/{topic}", s.url()))
+        .send()
+        .await
+        .unwrap();
+    (r.status(), r.json().await.unwrap())
+}
+
+/// Waits until `b` holds everything `a` holds, then checks that they are the same
+/// items: offsets, timestamps, frames byte for byte, statement counts, sources, headers.
+async fn assert_mirrored(a: &Server, b: &Server, topic_a: &str, topic_b: &str) {
+    let want = next_offset(a, topic_a).unwrap();
+    wait_for(&format!("{topic_b} to reach offset {want}"), || async {
+        next_offset(b, topic_b) == Some(want)
+    })
+    .await;
+    let (ia, ib) = (items(a, topic_a).await, items(b, topic_b).await);
+    assert!(!ia.is_empty());
+    assert_eq!(ia.len(), ib.len());
+    for (x, y) in ia.iter().zip(&ib) {
+        assert_eq!(x, y, "item {}", x.offset);
+    }
+    let ta = a.state().topics.get(topic_a).unwrap();
+    let tb = b.state().topics.get(topic_b).unwrap();
+    assert_eq!(tb.log.first_offset(), ta.log.first_offset());
+    assert_eq!(
+        tb.options.stream_options(),
+        ta.options.stream_options(),
+        "same options"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_of_mirrors_copies_items_exactly() {
+    let c = reqwest::Client::new();
+    let a = start(|_| {}).await;
+    for i in 0..30 {
+        publish(&c, &a, "t", i).await;
+    }
+    // B mirrors A's `t` as `copy`; C mirrors B's `copy`. Both start with A full.
+    let b = start(|cfg| cfg.mirrors = vec![mirror_of(&a, "t", "copy")]).await;
+    let cc = start(|cfg| cfg.mirrors = vec![mirror_of(&b, "copy", "copy")]).await;
+    assert_mirrored(&a, &b, "t", "copy").await;
+    assert_mirrored(&a, &cc, "t", "copy").await;
+
+    // Live: new items travel down the chain.
+    for i in 30..60 {
+        publish(&c, &a, "t", i).await;
+    }
+    assert_mirrored(&a, &b, "t", "copy").await;
+    assert_mirrored(&a, &cc, "t", "copy").await;
+
+    let (st, d) = describe(&c, &b, "copy").await;
+    assert_eq!(st, StatusCode::OK);
+    let m = &d["mirror"];
+    assert_eq!(m["state"], "connected", "{d}");
+    assert_eq!(m["upstream"], a.url());
+    assert_eq!(m["upstream_topic"], "t");
+    assert_eq!(m["lag"], 0);
+    assert_eq!(m["items_copied"], 60);
+    assert_eq!(m["connects"], 1);
+    assert_eq!(d["next_offset"], 60);
+    let metrics = c
+        .get(format!("{}/metrics", b.url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let label = format!("{{topic=\"copy\",upstream=\"{}/topics/t\"}}", a.url());
+    for line in [
+        format!("jelly_mirror_connected{label} 1"),
+        format!("jelly_mirror_stopped{label} 0"),
+        format!("jelly_mirror_items_total{label} 60"),
+        format!("jelly_mirror_lag_items{label} 0"),
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
+    }
+    // A subscriber of the last server sees A's offsets and metadata.
+    let body = c
+        .get(format!(
+            "{}/topics/copy/items?from=58&follow=false&format=nquads",
+            cc.url()
+        ))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        body.contains("\"v58\"") && body.contains("\"v59\""),
+        "{body}"
+    );
+
+    cc.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+    a.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mirror_starts_at_the_upstreams_first_retained_offset() {
+    let c = reqwest::Client::new();
+    let a = start(|_| {}).await;
+    let r = c
+        .put(format!("{}/topics/short", a.url()))
+        .json(&json!({ "physical": "triples", "retention_items": 5 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    for i in 0..12 {
+        let r = c
+            .post(format!("{}/topics/short/items", a.url()))
+            .header("content-type", "application/n-triples")
+            .body(format!("<http://ex.org/s> <http://ex.org/p> \"{i}\" .\n"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+    }
+    let dir = TempDir::new("first");
+    let b = Server::start(ServerConfig {
+        mirrors: vec![mirror_of(&a, "short", "short")],
+        ..file_config(dir.path(), "127.0.0.1:0".parse().unwrap())
+    })
+    .await
+    .unwrap();
+    assert_mirrored(&a, &b, "short", "short").await;
+    let t = b.state().topics.get("short").unwrap();
+    assert_eq!((t.log.first_offset(), t.log.next_offset()), (7, 12));
+    assert_eq!(t.options.retention_items, 5, "the upstream's options");
+    b.shutdown().await.unwrap();
+    a.shutdown().await.unwrap();
+}
+
+/// One Jelly frame with one quad, for the streaming publish paths.
+fn jelly_frame() -> Vec<u8> {
+    let mut enc = Encoder::new(StreamOptions::small()).unwrap();
+    enc.add(StatementRef::triple(
+        TermRef::Iri("http://ex.org/s"),
+        TermRef::Iri("http://ex.org/p"),
+        TermRef::Iri("http://ex.org/o"),
+    ))
+    .unwrap();
+    enc.finish_frame()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_publishes_to_a_mirrored_topic_are_refused() {
+    let c = reqwest::Client::new();
+    // The upstream does not exist: the mirror keeps retrying, and the topic does
+    // not exist yet. Publishing must not create it.
+    let nowhere = MirrorConfig::from_topic_url("http://127.0.0.1:9/topics/t").unwrap();
+    let b = start(|cfg| cfg.mirrors = vec![nowhere]).await;
+    let url = b.url();
+    let conflict = |r: reqwest::Response| async move {
+        let st = r.status();
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(st, StatusCode::CONFLICT, "{v}");
+        assert!(
+            v["error"].as_str().unwrap().contains("is a mirror of"),
+            "{v}"
+        );
+    };
+    let atomic = c
+        .post(format!("{url}/topics/t/items"))
+        .header("content-type", "application/n-triples")
+        .body("<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> .\n");
+    conflict(atomic.send().await.unwrap()).await;
+    let mut delimited = Vec::new();
+    jelly_proto::wire::put_varint(&mut delimited, jelly_frame().len() as u64);
+    delimited.extend(jelly_frame());
+    let streaming = c
+        .post(format!("{url}/topics/t/items?stream=true"))
+        .header("content-type", "application/x-jelly-rdf")
+        .body(delimited);
+    conflict(streaming.send().await.unwrap()).await;
+    conflict(c.put(format!("{url}/topics/t")).send().await.unwrap()).await;
+    let ws =
+        tokio_tungstenite::connect_async(format!("ws://{}/topics/t/ws/publish", b.local_addr()))
+            .await;
+    match ws {
+        Err(tokio_tungstenite::tungstenite::Error::Http(r)) => {
+            assert_eq!(r.status().as_u16(), 409)
+        }
+        other => panic!("expected a refused WebSocket upgrade, got {other:?}"),
+    }
+    let ch = tonic::transport::Channel::from_shared(url.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut g = tonic::client::Grpc::new(ch);
+    g.ready().await.unwrap();
+    let mut req = tonic::Request::new(futures_util::stream::iter([Frame(Bytes::from(
+        jelly_frame(),
+    ))]));
+    req.metadata_mut()
+        .insert("x-jelly-topic", "t".parse().unwrap());
+    let st = g
+        .client_streaming(
+            req,
+            PathAndQuery::from_static(PUBLISH_PATH),
+            JellyCodec::<Frame, Received>::new(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(st.code(), tonic::Code::Aborted, "{st:?}");
+    assert!(st.message().contains("is a mirror of"), "{st:?}");
+
+    assert!(b.state().topics.get("t").is_none(), "nothing created it");
+    // The description says what the mirror is doing.
+    let (st, d) = describe(&c, &b, "t").await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+    wait_for("the mirror to report its failure", || {
+        let c = c.clone();
+        let url = url.clone();
+        async move {
+            let d: Value = c
+                .get(format!("{url}/topics/t"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            d["mirror"]["state"] == "retrying"
+        }
+    })
+    .await;
+    assert_eq!(d["mirror"]["upstream_topic"], "t");
+    // Other topics are not affected.
+    let r = c
+        .post(format!("{url}/topics/other/items"))
+        .header("content-type", "application/n-triples")
+        .body("<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> .\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    b.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mirror_resumes_after_the_upstream_restarts() {
+    let c = reqwest::Client::new();
+    let dir_a = TempDir::new("up-a");
+    let dir_b = TempDir::new("up-b");
+    let a = Server::start(file_config(dir_a.path(), "127.0.0.1:0".parse().unwrap()))
+        .await
+        .unwrap();
+    let addr = a.local_addr();
+    for i in 0..20 {
+        publish(&c, &a, "t", i).await;
+    }
+    let b = Server::start(ServerConfig {
+        mirrors: vec![mirror_of(&a, "t", "t")],
+        ..file_config(dir_b.path(), "127.0.0.1:0".parse().unwrap())
+    })
+    .await
+    .unwrap();
+    assert_mirrored(&a, &b, "t", "t").await;
+    let a_items = items(&a, "t").await;
+    a.shutdown().await.unwrap();
+    wait_for("the mirror to notice", || async {
+        b.state().topics.mirror("t").unwrap().state()
+            != jelly_server::mirror::MirrorState::Connected
+    })
+    .await;
+
+    // The upstream comes back on the same address and data; more items follow.
+    let a = Server::start(file_config(dir_a.path(), addr))
+        .await
+        .unwrap();
+    assert_eq!(items(&a, "t").await, a_items);
+    for i in 20..40 {
+        publish(&c, &a, "t", i).await;
+    }
+    assert_mirrored(&a, &b, "t", "t").await;
+    let m = b.state().topics.mirror("t").unwrap();
+    assert!(m.connects.load(Ordering::Relaxed) >= 2);
+    assert_eq!(m.items.load(Ordering::Relaxed), 40, "each item copied once");
+
+    // The mirror restarts too (on its own log): it goes on from its next offset.
+    b.shutdown().await.unwrap();
+    for i in 40..45 {
+        publish(&c, &a, "t", i).await;
+    }
+    let b = Server::start(ServerConfig {
+        mirrors: vec![mirror_of(&a, "t", "t")],
+        ..file_config(dir_b.path(), "127.0.0.1:0".parse().unwrap())
+    })
+    .await
+    .unwrap();
+    assert_mirrored(&a, &b, "t", "t").await;
+    let m = b.state().topics.mirror("t").unwrap();
+    assert_eq!(m.items.load(Ordering::Relaxed), 5, "only the new items");
+    b.shutdown().await.unwrap();
+    a.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_behind_upstream_retention_stops_or_skips() {
+    let c = reqwest::Client::new();
+    let a = start(|cfg| cfg.topic_defaults.retention_items = 5).await;
+    for i in 0..5 {
+        publish(&c, &a, "t", i).await;
+    }
+    let dir = TempDir::new("gone");
+    let b_config = |on_gone| ServerConfig {
+        mirrors: vec![MirrorConfig {
+            on_gone,
+            ..mirror_of(&a, "t", "t")
+        }],
+        ..file_config(dir.path(), "127.0.0.1:0".parse().unwrap())
+    };
+    let b = Server::start(b_config(OnGone::Stop)).await.unwrap();
+    assert_mirrored(&a, &b, "t", "t").await;
+    b.shutdown().await.unwrap();
+    // While B is down, A drops what B would need next.
+    for i in 5..20 {
+        publish(&c, &a, "t", i).await;
+    }
+    let b = Server::start(b_config(OnGone::Stop)).await.unwrap();
+    let m = b.state().topics.mirror("t").unwrap();
+    wait_for("the mirror to stop", || async {
+        m.state() == jelly_server::mirror::MirrorState::Stopped
+    })
+    .await;
+    let (_, d) = describe(&c, &b, "t").await;
+    let err = d["mirror"]["last_error"].as_str().unwrap();
+    assert!(err.contains("no longer retains offset 5"), "{err}");
+    assert_eq!(d["mirror"]["state"], "stopped");
+    assert_eq!(d["next_offset"], 5, "the local items stay");
+    let metrics = c
+        .get(format!("{}/metrics", b.url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(&format!(
+            "jelly_mirror_stopped{{topic=\"t\",upstream=\"{}/topics/t\"}} 1",
+            a.url()
+        )),
+        "{metrics}"
+    );
+    b.shutdown().await.unwrap();
+
+    // With on_gone = "skip", the local log starts over at A's first retained item.
+    let b = Server::start(b_config(OnGone::Skip)).await.unwrap();
+    assert_mirrored(&a, &b, "t", "t").await;
+    let t = b.state().topics.get("t").unwrap();
+    assert_eq!((t.log.first_offset(), t.log.next_offset()), (15, 20));
+    publish(&c, &a, "t", 20).await;
+    wait_for("item 20", || async { next_offset(&b, "t") == Some(21) }).await;
+    // A's memory log keeps 5 items; B's file log does not apply `retention_items`.
+    assert_eq!(items(&b, "t").await[1..], items(&a, "t").await[..]);
+    b.shutdown().await.unwrap();
+    a.shutdown().await.unwrap();
+}
+
+/// What a mirror spends per item: unsplicing a delivered frame (what it does) or
+/// decoding and re-encoding it (`JellyIngest`, the alternative). Prints numbers,
+/// asserts none about speed:
+///
+/// ```text
+/// cargo test --release -p jelly-server --test mirror -- --ignored --nocapture
+/// ```
+#[test]
+#[ignore = "a measurement; run by hand"]
+fn unsplice_versus_reingest_cost() {
+    use jelly_server::deliver::{Delivery, OutFormat};
+    use jelly_server::ingest::{InputFormat, JellyIngest, PublishMeta, ingest};
+    use jelly_server::mirror::Unsplicer;
+    use jelly_server::topic::TopicOptions;
+    use std::time::Instant;
+
+    const ITEMS: u64 = 2000;
+    const STATEMENTS: u64 = 20;
+    let topic = TopicOptions::default();
+    let meta = PublishMeta::default();
+    let mut delivery = Delivery::new(OutFormat::Jelly, false);
+    let mut delivered = Vec::new();
+    for i in 0..ITEMS {
+        let text: String = (0..STATEMENTS)
+            .map(|k| {
+                format!(
+                    "<http://ex.org/sensor/{}> <http://ex.org/p{k}> \"{i}.{k}\"^^<http://www.w3.org/2001/XMLSchema#decimal> <http://ex.org/g{}> .\n",
+                    i % 50,
+                    i % 7
+                )
+            })
+            .collect();
+        let stored = ingest(text.as_bytes(), InputFormat::NQuads, &topic, &meta, 1 << 20)
+            .unwrap()
+            .remove(0);
+        let item = Item {
+            offset: i,
+            timestamp_ms: 1_700_000_000_000 + i,
+            frame: stored.frame,
+            statements: stored.statements,
+            source: "bench".into(),
+            headers: vec![("seq".into(), i.to_string())],
+        };
+        let mut out = Vec::new();
+        delivery.write_item(&item, &mut out).unwrap();
+        delivered.push(Bytes::from(out));
+    }
+    let bytes: usize = delivered.iter().map(Bytes::len).sum();
+    for round in 0..3 {
+        let t0 = Instant::now();
+        let mut u = Unsplicer::new();
+        for f in &delivered {
+            std::hint::black_box(u.item(f.clone()).unwrap());
+        }
+        let unsplice = t0.elapsed();
+        let t0 = Instant::now();
+        let mut ing = JellyIngest::new(&topic, meta.clone(), 1 << 20);
+        for f in &delivered {
+            std::hint::black_box(ing.frame(f).unwrap());
+        }
+        let reingest = t0.elapsed();
+        let per = |d: Duration| d.as_nanos() as f64 / ITEMS as f64;
+        println!(
+            "round {round}: {ITEMS} items of {STATEMENTS} quads ({bytes} bytes delivered): \
+             unsplice {:.0} ns/item, re-ingest {:.0} ns/item ({:.1}x)",
+            per(unsplice),
+            per(reingest),
+            reingest.as_secs_f64() / unsplice.as_secs_f64()
+        );
+    }
+}
