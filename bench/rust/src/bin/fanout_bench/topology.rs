@@ -126,8 +126,10 @@ impl Topology {
         let port = free_port()?;
         let mut es = Vec::new();
         for k in 0..edges {
+            // One edge needs no shared port (and runs on servers without `reuse_port`).
+            let reuse = if edges > 1 { "reuse_port = true\n" } else { "" };
             let toml = format!(
-                "listen = \"127.0.0.1:{port}\"\nreuse_port = true\n{base}\n[[mirror]]\ntopic = \"{topic}\"\nupstream = \"{}\"\nupstream_topic = \"{topic}\"\n",
+                "listen = \"127.0.0.1:{port}\"\n{reuse}{base}\n[[mirror]]\ntopic = \"{topic}\"\nupstream = \"{}\"\nupstream_topic = \"{topic}\"\n",
                 origin.url
             );
             es.push(ServerProc::start(jelly, &format!("edge{k}"), &toml)?);
