@@ -436,6 +436,9 @@ fn measure(
     let (rss_servers, rss_gens) = sampler.finish();
     let hwm_servers: u64 = server_pids.iter().map(|&p| procstat::hwm_kib(p)).sum();
     let exited = topo.exited();
+    // Servers first: the side that closes first keeps the TIME_WAIT sockets, and on the
+    // servers' side they do not get in the way of the next run's client ports.
+    topo.stop();
     drop(gens);
 
     let mut delays = Histogram::default();

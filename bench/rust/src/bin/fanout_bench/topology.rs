@@ -141,6 +141,14 @@ impl Topology {
         })
     }
 
+    /// Kills every server now (dropping the topology does too).
+    pub fn stop(&mut self) {
+        for s in std::iter::once(&mut self.origin).chain(&mut self.edges) {
+            let _ = s.child.kill();
+            let _ = s.child.wait();
+        }
+    }
+
     pub fn pids(&self) -> Vec<u32> {
         std::iter::once(&self.origin)
             .chain(&self.edges)
