@@ -26,6 +26,8 @@ done
 command -v java >/dev/null && command -v mvn >/dev/null || apt_install default-jdk-headless maven
 command -v python3 >/dev/null || apt_install python3 python3-venv
 python3 -c 'import venv' 2>/dev/null || apt_install python3-venv
+# Independent decoders for the compressed-stream tests (crates/jelly-server/tests/compress_blocks.rs).
+for t in gzip zstd brotli; do command -v "$t" >/dev/null || apt_install "$t"; done
 cargo --version; java -version 2>&1 | head -1; python3 --version
 
 say "peers: pyjelly (PyPI) and Jelly-JVM (Maven Central)"

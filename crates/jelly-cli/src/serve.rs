@@ -14,6 +14,7 @@ Examples:
   jelly serve --config jelly.toml
   jelly serve --demo
   jelly serve --listen 127.0.0.1:8687 --data edge --mirror http://127.0.0.1:8686/topics/weather
+  jelly serve --tls-cert cert.pem --tls-key key.pem --auth-tokens tokens.toml
   curl -N localhost:8686/topics/weather/items -H 'Accept: application/n-quads'
 
 Settings come from the embedded defaults, then the --config file (TOML), then the
@@ -28,6 +29,13 @@ log ends after a failure or restart. Local publishes to that topic are refused (
 --demo replays the weather observations of
 ../shared/datasets/iot-assist-weather (one item per frame of the recorded stream)
 into the topic `weather`, a few items a second, over and over.
+
+Security (docs/http-api.md, \"Security\"): --tls-cert/--tls-key serve HTTPS (HTTP/1.1,
+HTTP/2 and gRPC on one port); --auth-tokens FILE turns bearer tokens on, a TOML file
+  tokens = [ { name = \"ingest\", token = \"...\", publish = [\"sensors/*\"], subscribe = [\"*\"] } ]
+(or token_sha256 = \"<hex>\" instead of token; admin = true for every right);
+--max-connections-per-ip N closes connections over N per address; --reuse-port lets
+several servers share the port.
 
 Exit codes: 0 stopped by a signal, 2 usage error, bad config, or the address is taken.";
 
@@ -59,6 +67,21 @@ pub struct ServeArgs {
     /// store it under another name here. Repeatable.
     #[arg(long = "mirror", value_name = "URL/topics/NAME[=LOCAL]")]
     pub mirror: Vec<String>,
+    /// TLS: PEM file of the certificate chain (with --tls-key).
+    #[arg(long = "tls-cert", value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS: PEM file of the private key (with --tls-cert).
+    #[arg(long = "tls-key", value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Bearer tokens: a TOML file of `tokens = [...]` (turns authentication on).
+    #[arg(long = "auth-tokens", value_name = "FILE")]
+    pub auth_tokens: Option<PathBuf>,
+    /// Most open connections per client address (0: no limit).
+    #[arg(long = "max-connections-per-ip", value_name = "N")]
+    pub max_connections_per_ip: Option<usize>,
+    /// SO_REUSEPORT: let several servers listen on the same port.
+    #[arg(long = "reuse-port")]
+    pub reuse_port: bool,
     /// Log level: error, warn, info, debug, trace.
     #[arg(long = "log-level", value_name = "LEVEL", default_value = "info")]
     pub log_level: tracing::Level,
@@ -75,6 +98,21 @@ pub fn config(a: &ServeArgs) -> CliResult<ServerConfig> {
     }
     if let Some(d) = &a.data {
         c.data = d.clone();
+    }
+    if let (Some(cert), Some(key)) = (&a.tls_cert, &a.tls_key) {
+        c.tls = Some(jelly_server::tls::TlsConfig {
+            cert: cert.clone(),
+            key: key.clone(),
+        });
+    }
+    if let Some(f) = &a.auth_tokens {
+        c.auth.get_or_insert_with(Default::default).token_file = Some(f.clone());
+    }
+    if let Some(n) = a.max_connections_per_ip {
+        c.max_connections_per_ip = n;
+    }
+    if a.reuse_port {
+        c.reuse_port = true;
     }
     for m in &a.mirror {
         c.mirrors
@@ -120,7 +158,14 @@ pub fn run(a: &ServeArgs, quiet: bool) -> CliResult {
         let listen = config.listen;
         let server = Server::start(config)
             .await
-            .map_err(|e| CliError::io(&format!("listen on {listen}"), &e))?;
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::InvalidInput {
+                    // A bad [auth] or [tls] section: the message names it.
+                    CliError::usage(e.to_string())
+                } else {
+                    CliError::io(&format!("listen on {listen}"), &e)
+                }
+            })?;
         if !quiet {
             eprintln!("jelly serve: listening on {}", server.url());
         }

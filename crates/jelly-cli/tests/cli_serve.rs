@@ -210,3 +210,94 @@ fn publish_stream_sends_jelly_as_one_streaming_request() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     drop(srv);
 }
+
+/// A CA, and a certificate it signed for localhost and 127.0.0.1: (ca, cert, key) PEM.
+fn test_pki() -> (String, String, String) {
+    let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    p.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign];
+    // Names of their own: with rcgen's one default name, OpenSSL takes the leaf for
+    // self-signed.
+    p.distinguished_name
+        .push(rcgen::DnType::CommonName, "jelly CLI test CA");
+    let ca = rcgen::CertifiedIssuer::self_signed(p, rcgen::KeyPair::generate().unwrap()).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut p =
+        rcgen::CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+    p.distinguished_name
+        .push(rcgen::DnType::CommonName, "localhost");
+    let cert = p.signed_by(&key, &ca).unwrap();
+    (ca.pem(), cert.pem(), key.serialize_pem())
+}
+
+#[test]
+fn serve_with_tls_and_tokens_from_flags() {
+    let dir = temp_dir("tls");
+    let (ca, cert, key) = test_pki();
+    let (ca_path, cert_path, key_path) = (
+        dir.join("ca.pem"),
+        dir.join("cert.pem"),
+        dir.join("key.pem"),
+    );
+    std::fs::write(&ca_path, ca).unwrap();
+    std::fs::write(&cert_path, cert).unwrap();
+    std::fs::write(&key_path, key).unwrap();
+    let tokens = dir.join("tokens.toml");
+    std::fs::write(
+        &tokens,
+        "tokens = [ { token = \"cli-secret\", subscribe = [\"*\"] } ]\n",
+    )
+    .unwrap();
+    let srv = ServeProc::start_with(
+        &dir.join("data"),
+        &[
+            "--tls-cert",
+            cert_path.to_str().unwrap(),
+            "--tls-key",
+            key_path.to_str().unwrap(),
+            "--auth-tokens",
+            tokens.to_str().unwrap(),
+            "--max-connections-per-ip",
+            "50",
+        ],
+    );
+    assert!(srv.url.starts_with("https://127.0.0.1:"), "{}", srv.url);
+    let curl = |extra: &[&str]| {
+        let out = Command::new("curl")
+            .args([
+                "-sS",
+                "--max-time",
+                "20",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+            ])
+            .args(["--cacert", ca_path.to_str().unwrap()])
+            .args(extra)
+            .arg(format!("{}/topics", srv.url))
+            .output()
+            .expect("curl is needed by this test: install it (apt-get install curl)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(curl(&["-H", "Authorization: Bearer cli-secret"]), "200");
+    assert_eq!(curl(&[]), "401");
+    assert_eq!(srv.stop(), 0);
+
+    // A missing key file is a usage error that names the file.
+    let r = jelly(
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            cert_path.to_str().unwrap(),
+            "--tls-key",
+            "/nonexistent/key.pem",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("/nonexistent/key.pem"), "{}", r.stderr);
+    let _ = std::fs::remove_dir_all(dir);
+}

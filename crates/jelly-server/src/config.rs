@@ -9,6 +9,8 @@
 //! segment_bytes = 67108864
 //! max_body_bytes = 67108864
 //! max_item_bytes = 16777216
+//! max_connections_per_ip = 0  # 0: unlimited; over it new connections are closed at once
+//! reuse_port = false          # SO_REUSEPORT: several servers may share the port
 //!
 //! [topic_defaults]
 //! physical = "quads"        # triples | quads
@@ -21,13 +23,26 @@
 //! upstream_topic = "weather"  # default: the same name
 //! token = "…"               # optional bearer token for the upstream
 //! on_gone = "stop"          # or "skip" (see `MirrorConfig::on_gone`)
+//! [tls]                     # absent: plain TCP
+//! cert = "cert.pem"         # PEM chain, leaf first
+//! key = "key.pem"
+//!
+//! [auth]                    # absent: an open server (see `auth`)
+//! tokens = [ { name = "ingest", token = "…", publish = ["sensors/*"], subscribe = [] } ]
+//! token_file = "tokens.toml"
+//! anonymous_subscribe = ["public/*"]
 //! ```
+//!
+//! Relative paths (`data`, the TLS files, `token_file`) are relative to the working
+//! directory of the server.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use crate::auth::AuthConfig;
+use crate::tls::TlsConfig;
 use crate::topic::TopicOptions;
 
 /// Which log implementation backs topics.
@@ -67,6 +82,19 @@ pub struct ServerConfig {
     pub delivery_batch_items: usize,
     /// Seconds between SSE keep-alive comments.
     pub sse_keepalive_secs: u64,
+    /// Fan-out: most blocks a group keeps for subscribers that lag behind it.
+    pub fanout_ring_blocks: usize,
+    /// Fan-out: most bytes of blocks a group keeps (the newest block is always kept).
+    pub fanout_ring_bytes: usize,
+    /// Most open connections from one client address (0: no limit). A connection
+    /// over the limit is closed as soon as it is accepted.
+    pub max_connections_per_ip: usize,
+    /// `SO_REUSEPORT` on the listener, so several servers can share one port.
+    pub reuse_port: bool,
+    /// Bearer tokens and rights; `None`: everything is open.
+    pub auth: Option<AuthConfig>,
+    /// TLS on the listener; `None`: plain TCP.
+    pub tls: Option<TlsConfig>,
     /// Topics copied from other servers (`[[mirror]]` tables).
     #[serde(rename = "mirror")]
     pub mirrors: Vec<MirrorConfig>,
@@ -200,6 +228,12 @@ impl Default for ServerConfig {
             delivery_batch_items: 256,
             sse_keepalive_secs: 15,
             mirrors: Vec::new(),
+            max_connections_per_ip: 0,
+            reuse_port: false,
+            auth: None,
+            tls: None,
+            fanout_ring_blocks: 256,
+            fanout_ring_bytes: 4 << 20,
         }
     }
 }
@@ -285,6 +319,36 @@ mod tests {
         assert_eq!(c.topic_defaults.physical, crate::topic::Physical::Triples);
         assert_eq!(c.topic_defaults.retention_items, 5);
         assert!(ServerConfig::from_toml("nope = 1", "x.toml").is_err());
+        assert!(c.auth.is_none() && c.tls.is_none());
+    }
+
+    #[test]
+    fn example_config_is_valid() {
+        let text = include_str!("../../../docs/examples/jelly-secure.toml");
+        let c = ServerConfig::from_toml(text, "jelly-secure.toml").unwrap();
+        assert_eq!(c.max_connections_per_ip, 64);
+        assert!(c.tls.is_some());
+        assert_eq!(c.auth.unwrap().anonymous_subscribe, ["public-*"]);
+    }
+
+    #[test]
+    fn security_sections() {
+        let c = ServerConfig::from_toml(
+            "max_connections_per_ip = 3\nreuse_port = true\n\
+             [tls]\ncert = \"c.pem\"\nkey = \"k.pem\"\n\
+             [auth]\nanonymous_subscribe = [\"public/*\"]\n\
+             tokens = [ { token = \"t\", publish = [\"a\"], admin = true } ]\n",
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(c.max_connections_per_ip, 3);
+        assert!(c.reuse_port);
+        assert_eq!(c.tls.unwrap().key, PathBuf::from("k.pem"));
+        let auth = c.auth.unwrap();
+        assert_eq!(auth.tokens.len(), 1);
+        assert!(auth.tokens[0].admin);
+        assert!(ServerConfig::from_toml("[tls]\ncert = \"c.pem\"\n", "x.toml").is_err());
+        assert!(ServerConfig::from_toml("[auth]\ntoken = \"x\"\n", "x.toml").is_err());
     }
 
     #[test]

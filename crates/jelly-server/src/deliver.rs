@@ -218,6 +218,16 @@ impl Delivery {
         self
     }
 
+    /// Splice mode: the options row already went out on this stream (a shared fan-out
+    /// stream, whose subscribers each get the options row in their own first item), so
+    /// every item is written without it.
+    pub fn options_sent(mut self) -> Delivery {
+        if let Some(JellyOut::Splice { sent_options, .. }) = &mut self.jelly {
+            *sent_options = true;
+        }
+        self
+    }
+
     pub fn format(&self) -> OutFormat {
         self.format
     }

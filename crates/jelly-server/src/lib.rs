@@ -12,16 +12,28 @@
 //!   `JellyIngest` for long-lived publisher streams (streaming POST, WebSocket).
 //! - [`deliver`]: stored items → one subscriber's stream (one encoder per subscription).
 //! - [`filter`]: per-subscription item filters (source, IRI prefix, pattern, SPARQL ASK).
+//! - [`compress`]: content codings, with batches compressed once and shared by all
+//!   subscribers (stitched per subscriber into one valid stream).
+//! - [`fanout`]: live subscriptions that want the same bytes share them: each batch is
+//!   written and compressed once per group ([`compress`], [`filter`]).
 //! - [`http`]: the axum routes (HTTP, SSE, WebSocket); [`server`] starts and stops them;
 //!   [`config`], [`metrics`].
 //! - [`mirror`]: repeaters — a topic copied from another jellyfish server, same offsets.
+//! - Security: [`auth`] (bearer tokens, rights per topic), [`tls`] (rustls),
+//!   [`conn_limit`] (connections per client address); [`accept`] is the accept loop
+//!   that applies them.
 //! - [`demo`]: the `jelly serve --demo` publisher.
 //!
 //! The design is written down in `docs/server-design.md`, the API in `docs/http-api.md`.
 
+pub mod accept;
+pub mod auth;
+pub mod compress;
 pub mod config;
+pub mod conn_limit;
 pub mod deliver;
 pub mod demo;
+pub mod fanout;
 pub mod filter;
 pub mod grpc;
 pub mod http;
@@ -32,6 +44,7 @@ pub mod metrics;
 pub mod mirror;
 pub mod position;
 pub mod server;
+pub mod tls;
 pub mod topic;
 
 pub use config::ServerConfig;

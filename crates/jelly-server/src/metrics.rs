@@ -23,6 +23,26 @@ pub struct Metrics {
     pub bytes_in: AtomicU64,
     pub items_out: AtomicU64,
     pub bytes_out: AtomicU64,
+    /// Connections accepted (and served).
+    pub connections_accepted: AtomicU64,
+    /// Connections closed at once: their address had `max_connections_per_ip` open.
+    pub connections_refused: AtomicU64,
+    /// Connections open now (a gauge).
+    pub connections_open: AtomicU64,
+    /// TLS handshakes that failed or timed out.
+    pub tls_handshakes_failed: AtomicU64,
+    /// Requests refused with 401 / gRPC `UNAUTHENTICATED`.
+    pub auth_unauthenticated: AtomicU64,
+    /// Requests refused with 403 / gRPC `PERMISSION_DENIED`.
+    pub auth_forbidden: AtomicU64,
+    /// Live fan-out groups (gauge).
+    pub fanout_groups: AtomicU64,
+    /// Bytes written (and compressed) once by fan-out groups.
+    pub fanout_encoded_bytes: AtomicU64,
+    /// Bytes of shared blocks sent to subscribers (counted once per subscriber).
+    pub fanout_shared_bytes: AtomicU64,
+    /// Times a subscriber lagged out of its group's ring and caught up from the log.
+    pub fanout_catchups: AtomicU64,
 }
 
 fn label(v: &str) -> String {
@@ -32,6 +52,16 @@ fn label(v: &str) -> String {
 }
 
 impl Metrics {
+    /// Counts a request refused by [`crate::auth`].
+    pub fn count_auth_refusal(&self, unauthenticated: bool) {
+        let c = if unauthenticated {
+            &self.auth_unauthenticated
+        } else {
+            &self.auth_forbidden
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Renders all metrics.
     pub fn render(&self, registry: &Registry) -> String {
         let mut s = String::new();
@@ -74,6 +104,59 @@ impl Metrics {
             "jelly_bytes_out_total",
             "Bytes sent to subscribers.",
             g(&self.bytes_out),
+        );
+        counter(
+            &mut s,
+            "jelly_connections_accepted_total",
+            "Connections accepted.",
+            g(&self.connections_accepted),
+        );
+        counter(
+            &mut s,
+            "jelly_connections_refused_total",
+            "Connections closed at once because their address had max_connections_per_ip open.",
+            g(&self.connections_refused),
+        );
+        let _ = writeln!(
+            s,
+            "# HELP jelly_connections_open Connections open now.\n# TYPE jelly_connections_open gauge\njelly_connections_open {}",
+            g(&self.connections_open)
+        );
+        counter(
+            &mut s,
+            "jelly_tls_handshakes_failed_total",
+            "TLS handshakes that failed or timed out.",
+            g(&self.tls_handshakes_failed),
+        );
+        let name = "jelly_auth_refused_total";
+        let _ = writeln!(
+            s,
+            "# HELP {name} Requests refused by authentication (401, gRPC UNAUTHENTICATED) or authorization (403, PERMISSION_DENIED).\n# TYPE {name} counter\n{name}{{reason=\"unauthenticated\"}} {}\n{name}{{reason=\"forbidden\"}} {}",
+            g(&self.auth_unauthenticated),
+            g(&self.auth_forbidden)
+        );
+        let _ = writeln!(
+            s,
+            "# HELP jelly_fanout_groups Live fan-out groups (subscriptions sharing encoded bytes).\n# TYPE jelly_fanout_groups gauge\njelly_fanout_groups {}",
+            g(&self.fanout_groups)
+        );
+        counter(
+            &mut s,
+            "jelly_fanout_encoded_bytes_total",
+            "Bytes written and compressed once by fan-out groups.",
+            g(&self.fanout_encoded_bytes),
+        );
+        counter(
+            &mut s,
+            "jelly_fanout_shared_bytes_total",
+            "Bytes of shared fan-out blocks sent to subscribers.",
+            g(&self.fanout_shared_bytes),
+        );
+        counter(
+            &mut s,
+            "jelly_fanout_catchups_total",
+            "Times a subscriber lagged out of its group's ring and caught up from the log.",
+            g(&self.fanout_catchups),
         );
 
         let topics = registry.list();

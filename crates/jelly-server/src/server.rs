@@ -5,18 +5,26 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::serve::ListenerExt as _;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use std::time::Duration;
+
+use crate::accept::{self, Acceptor};
+use crate::auth::Auth;
 use crate::config::ServerConfig;
+use crate::conn_limit::ConnLimiter;
+use crate::fanout::{Fanout, RingLimits};
 use crate::http::{AppState, Shared, router};
+use crate::log::ReadLimits;
 use crate::metrics::Metrics;
 use crate::topic::Registry;
 
 /// A running server.
 pub struct Server {
     addr: SocketAddr,
+    /// Serving TLS (the URL is `https://`).
+    tls: bool,
     state: AppState,
     shutdown: watch::Sender<bool>,
     task: JoinHandle<io::Result<()>>,
@@ -26,42 +34,62 @@ pub struct Server {
 
 impl Server {
     /// Opens the topics (recovering file logs), binds `config.listen`, starts
-    /// serving in the background and starts the mirrors.
+    /// serving in the background and starts the mirrors. A bad `[auth]`, `[tls]` or
+    /// `[[mirror]]` section is an `InvalidInput` error.
     pub async fn start(config: ServerConfig) -> io::Result<Server> {
         config
             .check()
             .map_err(|m| io::Error::new(io::ErrorKind::InvalidInput, m))?;
+        let invalid =
+            |e: &dyn std::fmt::Display| io::Error::new(io::ErrorKind::InvalidInput, e.to_string());
+        let auth = match &config.auth {
+            Some(a) => Auth::from_config(a).map_err(|e| invalid(&e))?,
+            None => Auth::open(),
+        };
+        let tls = match &config.tls {
+            Some(t) => Some(crate::tls::acceptor(t).map_err(|e| invalid(&e))?),
+            None => None,
+        };
         let c = config.clone();
         let topics = tokio::task::spawn_blocking(move || Registry::open(&c))
             .await
             .map_err(io::Error::other)?
             .map_err(io::Error::other)?;
-        let listener = tokio::net::TcpListener::bind(config.listen).await?;
+        let listener = accept::bind(config.listen, config.reuse_port)?;
         let addr = listener.local_addr()?;
         let (tx, rx) = watch::channel(false);
+        let limiter = ConnLimiter::new(config.max_connections_per_ip);
+        let metrics = Arc::new(Metrics::default());
+        let fanout = Fanout::new(
+            RingLimits {
+                max_blocks: config.fanout_ring_blocks.max(1),
+                max_bytes: config.fanout_ring_bytes,
+            },
+            ReadLimits {
+                max_items: config.delivery_batch_items.max(1),
+                max_bytes: 4 << 20,
+            },
+            Duration::from_secs(config.sse_keepalive_secs.max(1)),
+            rx.clone(),
+            metrics.clone(),
+        );
         let state: AppState = Arc::new(Shared {
             topics,
             config,
-            metrics: Arc::new(Metrics::default()),
+            auth,
+            metrics: metrics.clone(),
+            fanout,
             shutdown: rx.clone(),
         });
-        let app = router(state.clone());
-        let mut stop = rx;
-        let task = tokio::spawn(async move {
-            // No Nagle: small writes (HTTP/2 window updates, one small item) must leave
-            // at once, not wait for the peer's delayed ACK.
-            let listener = listener.tap_io(|tcp| {
-                if let Err(e) = tcp.set_nodelay(true) {
-                    tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-                }
-            });
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = stop.wait_for(|s| *s).await;
-                })
-                .await
-        });
-        tracing::info!(%addr, "listening");
+        let acceptor = Acceptor {
+            app: router(state.clone()),
+            tls,
+            limiter,
+            metrics,
+        };
+        let tls = acceptor.tls.is_some();
+        let task = tokio::spawn(accept::serve(listener, acceptor, rx));
+        tracing::info!(%addr, tls, "listening");
         let mut mirrors = Vec::new();
         if !state.config.mirrors.is_empty() {
             let client = crate::mirror::client().map_err(io::Error::other)?;
@@ -76,6 +104,7 @@ impl Server {
         }
         Ok(Server {
             addr,
+            tls,
             state,
             shutdown: tx,
             task,
@@ -88,9 +117,10 @@ impl Server {
         self.addr
     }
 
-    /// `http://<addr>`.
+    /// `http://<addr>`, or `https://<addr>` with TLS.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// The shared state (topics, metrics).

@@ -16,6 +16,13 @@ impl ServeProc {
         Self::try_start_with(data, "127.0.0.1:0", &[]).expect("jelly serve ended before listening")
     }
 
+    /// Like [`ServeProc::start`], with more flags.
+    pub fn start_with(data: &Path, extra: &[&str]) -> ServeProc {
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        Self::try_start_with(data, "127.0.0.1:0", &extra)
+            .expect("jelly serve ended before listening")
+    }
+
     /// Starts `jelly serve` on `listen` with `extra` flags; `None` if it exits
     /// before listening (e.g. the address is taken).
     pub fn try_start_with(data: &Path, listen: &str, extra: &[String]) -> Option<ServeProc> {

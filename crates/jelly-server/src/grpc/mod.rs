@@ -10,9 +10,11 @@
 //! Extensions carried in request metadata (the official messages have no fields for
 //! them): `x-jelly-topic` (publish: the topic), `x-jelly-source` and
 //! `x-jelly-header-<name>` (publish: stored with each item), `x-jelly-from`
-//! (subscribe: the start position, as the HTTP `from` parameter), and the subscribe
-//! filters `x-jelly-source`, `x-jelly-prefix`, `x-jelly-pattern`, `x-jelly-ask` (see
-//! [`crate::filter`]). `docs/grpc-api.md` describes the API.
+//! (subscribe: the start position, as the HTTP `from` parameter), `x-jelly-window-ms`
+//! (subscribe: the buffer window), and the subscribe filters `x-jelly-source`,
+//! `x-jelly-prefix`, `x-jelly-pattern`, `x-jelly-ask` (see [`crate::filter`]).
+//! `SubscribeRdf` answers in the `grpc-encoding` (gzip or zstd) the client accepts,
+//! compressed once per fan-out group. `docs/grpc-api.md` describes the API.
 
 pub mod codec;
 pub mod messages;
@@ -32,6 +34,8 @@ pub const TOPIC_METADATA: &str = "x-jelly-topic";
 pub const SOURCE_METADATA: &str = "x-jelly-source";
 /// Request metadata with a `SubscribeRdf` start position (default `earliest`).
 pub const FROM_METADATA: &str = "x-jelly-from";
+/// Request metadata with a `SubscribeRdf` buffer window in milliseconds (default 0).
+pub const WINDOW_METADATA: &str = "x-jelly-window-ms";
 
 /// An ASCII metadata value, if present.
 pub(crate) fn ascii_metadata(md: &MetadataMap, key: &str) -> Result<Option<String>, Status> {

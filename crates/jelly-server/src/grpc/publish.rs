@@ -136,6 +136,7 @@ impl Publish {
                 "missing request metadata `{TOPIC_METADATA}` (the topic to publish to)"
             ))
         })?;
+        crate::auth::check_grpc(s, md, &name, crate::auth::Right::Publish)?;
         let source = ascii_metadata(md, SOURCE_METADATA)?.unwrap_or_default();
         let mut headers = Vec::new();
         for kv in md.iter() {

@@ -12,9 +12,8 @@ use tonic::Status;
 use tonic::server::Grpc;
 
 use super::codec::JellyCodec;
-use super::messages::{Frame, Received, Subscribe};
+use super::messages::{Frame, Received};
 use super::publish::PublishService;
-use super::subscribe::SubscribeService;
 use crate::http::AppState;
 
 /// The fully qualified service name.
@@ -69,11 +68,7 @@ async fn subscribe_rdf(State(s): State<AppState>, req: Request) -> Response {
     if !is_grpc(&req) {
         return not_grpc();
     }
-    let mut grpc = Grpc::new(JellyCodec::<Frame, Subscribe>::new())
-        .max_decoding_message_size(MIN_MESSAGE_LIMIT);
-    grpc.server_streaming(SubscribeService(s), req)
-        .await
-        .map(Body::new)
+    super::subscribe::serve(s, req).await
 }
 
 async fn publish_rdf(State(s): State<AppState>, req: Request) -> Response {

@@ -1,46 +1,39 @@
 //! `SubscribeRdf`: a topic's items as a stream of `RdfStreamFrame` messages, one item
 //! per message, following new items until the client goes away or the server stops.
+//!
+//! The response is built here rather than by tonic, so that its length-prefixed
+//! messages (compressed with the negotiated `grpc-encoding`) are written once per
+//! fan-out group and shared by its subscribers: tonic would compress each message
+//! again for every call. Spliced subscriptions are served by a fan-out group;
+//! re-encoded (compact) ones by their own reader.
 
-use std::collections::VecDeque;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-use std::time::Duration;
+use std::convert::Infallible;
+use std::io::Read as _;
 
-use futures_util::Stream;
-use tonic::metadata::MetadataValue;
-use tonic::{Request, Response, Status};
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http_body::Frame as BodyFrame;
+use http_body_util::BodyExt as _;
+use tonic::Status;
+use tonic::metadata::{MetadataMap, MetadataValue};
 
-use super::messages::{Frame, Subscribe};
+use super::messages::Subscribe;
 use super::negotiate::negotiate;
-use super::{FROM_METADATA, ascii_metadata};
-use crate::deliver::{Batch, Delivery, EndReason, Follow, JellyMode, Wrapping};
+use super::{FROM_METADATA, WINDOW_METADATA, ascii_metadata};
+use crate::compress::Encoding;
+use crate::deliver::{Batch, Delivery, EndReason, Follow, JellyMode, OutFormat, Wrapping};
+use crate::fanout::encode::grpc_message;
+use crate::fanout::{Framing, GroupKey, MAX_WINDOW_MS, Step, Subscription};
 use crate::filter::FilterParams;
 use crate::http::AppState;
 use crate::log::ReadLimits;
 use crate::position::{FromError, resolve_from};
 
-/// The response stream of one subscription.
-pub type FrameStream = Pin<Box<dyn Stream<Item = Result<Frame, Status>> + Send>>;
-
-/// The `SubscribeRdf` handler, as the service tonic calls.
-#[derive(Clone)]
-pub struct SubscribeService(pub AppState);
-
-impl tower_service::Service<Request<Subscribe>> for SubscribeService {
-    type Response = Response<FrameStream>;
-    type Error = Status;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Status>> + Send>>;
-
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Status>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request<Subscribe>) -> Self::Future {
-        let s = self.0.clone();
-        Box::pin(subscribe(s, req))
-    }
-}
+/// Largest `RdfStreamSubscribe` message accepted (compressed or not).
+const MAX_REQUEST_BYTES: usize = 4 << 20;
 
 fn from_error(e: FromError) -> Status {
     match e {
@@ -50,12 +43,103 @@ fn from_error(e: FromError) -> Status {
     }
 }
 
-async fn subscribe(s: AppState, req: Request<Subscribe>) -> Result<Response<FrameStream>, Status> {
-    let from = ascii_metadata(req.metadata(), FROM_METADATA)?;
-    let filter = FilterParams::from_grpc_metadata(req.metadata())
+/// Serves one `SubscribeRdf` call: errors before the stream starts are a
+/// trailers-only response.
+pub async fn serve(s: AppState, req: Request) -> Response {
+    match subscribe(s, req).await {
+        Ok(r) => r,
+        Err(status) => status.into_http::<Body>().into_response(),
+    }
+}
+
+/// The buffer window asked for in `x-jelly-window-ms` (default 0).
+fn window(md: &MetadataMap) -> Result<u64, Status> {
+    match ascii_metadata(md, WINDOW_METADATA)? {
+        None => Ok(0),
+        Some(v) => match v.trim().parse::<u64>() {
+            Ok(w) if w <= MAX_WINDOW_MS => Ok(w),
+            _ => Err(Status::invalid_argument(format!(
+                "{WINDOW_METADATA}: `{v}` is not a number of milliseconds from 0 to {MAX_WINDOW_MS}"
+            ))),
+        },
+    }
+}
+
+/// Reads the call's one request message (decompressing it with the request's
+/// `grpc-encoding`).
+async fn read_request(headers: &HeaderMap, body: Body) -> Result<Subscribe, Status> {
+    let bytes = http_body_util::Limited::new(body, MAX_REQUEST_BYTES + 5)
+        .collect()
+        .await
+        .map_err(|e| Status::invalid_argument(format!("cannot read the request: {e}")))?
+        .to_bytes();
+    if bytes.len() < 5 {
+        return Err(Status::invalid_argument(
+            "the request holds no RdfStreamSubscribe message",
+        ));
+    }
+    let len = u32::from_be_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]) as usize;
+    let Some(payload) = bytes.get(5..5 + len) else {
+        return Err(Status::invalid_argument(format!(
+            "the request message is cut short: {len} bytes announced, {} sent",
+            bytes.len() - 5
+        )));
+    };
+    let msg = match bytes[0] {
+        0 => payload.to_vec(),
+        1 => {
+            let enc = headers
+                .get("grpc-encoding")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("identity");
+            let mut out = Vec::new();
+            let limit = MAX_REQUEST_BYTES as u64 + 1;
+            let r = match enc {
+                "gzip" => flate2::read::GzDecoder::new(payload)
+                    .take(limit)
+                    .read_to_end(&mut out),
+                "zstd" => zstd::stream::read::Decoder::new(payload)
+                    .and_then(|d| d.take(limit).read_to_end(&mut out)),
+                other => {
+                    return Err(Status::unimplemented(format!(
+                        "request compressed with `{other}`; this server reads gzip and zstd"
+                    )));
+                }
+            };
+            r.map_err(|e| Status::invalid_argument(format!("cannot decompress the request: {e}")))?;
+            if out.len() > MAX_REQUEST_BYTES {
+                return Err(Status::resource_exhausted(format!(
+                    "the request message is over {MAX_REQUEST_BYTES} bytes"
+                )));
+            }
+            out
+        }
+        f => {
+            return Err(Status::invalid_argument(format!(
+                "bad compressed-flag {f} in the request message"
+            )));
+        }
+    };
+    Subscribe::decode(&msg)
+        .map_err(|e| Status::invalid_argument(format!("malformed RdfStreamSubscribe: {e}")))
+}
+
+async fn subscribe(s: AppState, req: Request) -> Result<Response, Status> {
+    let (parts, body) = req.into_parts();
+    let md = MetadataMap::from_headers(parts.headers.clone());
+    let from = ascii_metadata(&md, FROM_METADATA)?;
+    let window = window(&md)?;
+    let filter = FilterParams::from_grpc_metadata(&md)
         .and_then(|p| p.build())
         .map_err(|e| Status::invalid_argument(e.to_string()))?;
-    let msg = req.into_inner();
+    let encoding = Encoding::from_grpc(
+        parts
+            .headers
+            .get("grpc-accept-encoding")
+            .and_then(|v| v.to_str().ok()),
+    );
+    let msg = read_request(&parts.headers, body).await?;
+    crate::auth::check_grpc(&s, &md, &msg.topic, crate::auth::Right::Subscribe)?;
     let t = s
         .topics
         .get(&msg.topic)
@@ -67,73 +151,117 @@ async fn subscribe(s: AppState, req: Request<Subscribe>) -> Result<Response<Fram
         .await
         .map_err(from_error)?;
     let compact = n.mode == JellyMode::Compact;
-    let delivery = Delivery::try_jelly(n.mode, n.options, false).map_err(|e| {
-        Status::invalid_argument(format!("cannot encode with the requested options: {e}"))
-    })?;
-    let guard = t.subscribe("grpc", "jelly", start);
-    let batch = ReadLimits {
-        max_items: s.config.delivery_batch_items.max(1),
-        max_bytes: 4 << 20,
+    tracing::debug!(start, compact, ?encoding, "gRPC subscription");
+    let body = if compact {
+        let delivery = Delivery::try_jelly(n.mode, n.options, false).map_err(|e| {
+            Status::invalid_argument(format!("cannot encode with the requested options: {e}"))
+        })?;
+        let guard = t.subscribe("grpc", "jelly", start);
+        let batch = ReadLimits {
+            max_items: s.config.delivery_batch_items.max(1),
+            max_bytes: 4 << 20,
+        };
+        let follow = Follow::new(
+            t,
+            guard,
+            start,
+            None,
+            delivery,
+            Wrapping::Raw,
+            batch,
+            s.shutdown.clone(),
+            std::time::Duration::from_secs(s.config.sse_keepalive_secs.max(1)),
+            s.metrics.clone(),
+        )
+        .with_filter(filter);
+        Body::new(private_body(follow, encoding))
+    } else {
+        let key = GroupKey {
+            filter,
+            encoding,
+            window_ms: window,
+            ..GroupKey::new(&t.name, OutFormat::Jelly, Framing::Grpc)
+        };
+        Body::new(shared_body(s.fanout.subscribe(t, key, "grpc", start)))
     };
-    let follow = Follow::new(
-        t,
-        guard,
-        start,
-        None,
-        delivery,
-        Wrapping::Raw,
-        batch,
-        s.shutdown.clone(),
-        Duration::from_secs(s.config.sse_keepalive_secs.max(1)),
-        s.metrics.clone(),
-    )
-    .with_filter(filter);
-    tracing::debug!(start, compact, "gRPC subscription");
-    let mut r = Response::new(frames(follow, compact));
-    r.metadata_mut()
-        .insert("x-jelly-start-offset", MetadataValue::from(start));
+    let mut r = Response::new(body);
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/grpc"),
+    );
+    if let Some(name) = encoding.grpc_name() {
+        h.insert("grpc-encoding", HeaderValue::from_static(name));
+    }
+    h.insert(
+        "grpc-accept-encoding",
+        HeaderValue::from_static("gzip,zstd"),
+    );
+    h.insert("x-jelly-start-offset", HeaderValue::from(start));
     Ok(r)
 }
 
-/// What the stream still has to do.
-struct State {
-    follow: Follow,
-    queue: VecDeque<Frame>,
-    /// The stream re-encodes with the client's options (delivery errors are the
-    /// request's fault, not the server's).
-    compact: bool,
-    done: bool,
+type FrameResult = Result<BodyFrame<Bytes>, Infallible>;
+
+/// The trailers that end a call.
+fn trailers(status: Status) -> FrameResult {
+    let mut h = HeaderMap::new();
+    if status.add_header(&mut h).is_err() {
+        h.insert("grpc-status", HeaderValue::from_static("13"));
+    }
+    Ok(BodyFrame::trailers(h))
 }
 
-/// The subscription as a stream of frames; it ends with a status saying why.
-fn frames(follow: Follow, compact: bool) -> FrameStream {
-    let state = State {
-        follow,
-        queue: VecDeque::new(),
-        compact,
-        done: false,
-    };
-    Box::pin(futures_util::stream::unfold(state, |mut st| async move {
+/// A shared subscription's body: the group's framed messages, then trailers.
+fn shared_body(sub: Subscription) -> impl http_body::Body<Data = Bytes, Error = Infallible> {
+    let stream = futures_util::stream::unfold(
+        (Some(sub), std::collections::VecDeque::<Bytes>::new()),
+        |(sub, mut queue)| async move {
+            let mut sub = sub?;
+            loop {
+                if let Some(b) = queue.pop_front() {
+                    return Some((Ok(BodyFrame::data(b)), (Some(sub), queue)));
+                }
+                match sub.next_step().await {
+                    Step::Data(d) => queue.extend(d),
+                    Step::KeepAlive => {}
+                    Step::End(reason) => {
+                        let next = sub.next_offset();
+                        return Some((trailers(end_status(reason, next, false)), (None, queue)));
+                    }
+                }
+            }
+        },
+    );
+    http_body_util::StreamBody::new(stream)
+}
+
+/// A private (compact) subscription's body: each item one message, compressed for
+/// this call alone.
+fn private_body(
+    follow: Follow,
+    encoding: Encoding,
+) -> impl http_body::Body<Data = Bytes, Error = Infallible> {
+    let stream = futures_util::stream::unfold(Some(follow), move |f| async move {
+        let mut f = f?;
         loop {
-            if let Some(f) = st.queue.pop_front() {
-                return Some((Ok(f), st));
-            }
-            if st.done {
-                return None;
-            }
-            match st.follow.next_batch().await {
+            match f.next_batch().await {
                 Batch::Items { data, ends } => {
-                    st.queue.extend(Batch::parts(&data, &ends).map(Frame));
+                    let mut out = Vec::with_capacity(data.len() + 5 * ends.len());
+                    for part in Batch::parts(&data, &ends) {
+                        grpc_message(encoding, &part, &mut out);
+                    }
+                    return Some((Ok(BodyFrame::data(Bytes::from(out))), Some(f)));
                 }
                 Batch::KeepAlive => {}
                 Batch::End(reason) => {
-                    st.done = true;
-                    let next = st.follow.next;
-                    return Some((Err(end_status(reason, next, st.compact)), st));
+                    let next = f.next;
+                    return Some((trailers(end_status(reason, next, true)), None));
                 }
             }
         }
-    }))
+    });
+    http_body_util::StreamBody::new(stream)
 }
 
 /// The status that ends a subscription.

@@ -21,6 +21,7 @@ use tokio::sync::watch;
 
 pub use error::ApiError;
 
+use crate::auth::Auth;
 use crate::config::ServerConfig;
 use crate::metrics::Metrics;
 use crate::topic::Registry;
@@ -28,8 +29,12 @@ use crate::topic::Registry;
 /// What every handler sees.
 pub struct Shared {
     pub config: ServerConfig,
+    /// Tokens and rights (open when the configuration has no `[auth]`).
+    pub auth: Auth,
     pub topics: Registry,
     pub metrics: Arc<Metrics>,
+    /// Live subscriptions' shared groups.
+    pub fanout: crate::fanout::Fanout,
     /// Becomes true when the server shuts down: live subscriptions end.
     pub shutdown: watch::Receiver<bool>,
 }
@@ -53,6 +58,12 @@ pub fn router(state: AppState) -> Router {
         .route("/topics/{name}/ws", get(ws::subscribe))
         .route("/topics/{name}/ws/publish", get(ws::publish))
         .merge(crate::grpc::routes())
+        // Rights of every route above (routes added below this line are not checked;
+        // `auth::need_of` says which right a route needs).
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::auth::guard,
+        ))
         .fallback(fallback)
         // Bodies are read with our own limit (and a JSON error), not axum's default 2 MB.
         .layer(DefaultBodyLimit::disable())

@@ -13,7 +13,9 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::{ApiError, AppState};
+use crate::compress::{Encoding, Stitcher};
 use crate::deliver::{Delivery, Follow, JellyMode, OutFormat, Wrapping};
+use crate::fanout::{Framing, GroupKey, MAX_WINDOW_MS};
 use crate::filter::{FilterParams, ItemFilter};
 use crate::log::{LogError, ReadLimits};
 use crate::position::{self, FromError};
@@ -29,6 +31,9 @@ pub struct SubscribeQuery {
     pub(super) follow: Option<bool>,
     /// Jelly output: `splice` (default) or `compact`.
     pub(super) mode: Option<String>,
+    /// Buffer window in milliseconds: items are gathered this long before they are
+    /// written (0, the default: as soon as they are read).
+    pub(super) window: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -140,14 +145,91 @@ pub(super) fn offset_header(v: u64) -> HeaderValue {
     HeaderValue::from(v)
 }
 
-fn streaming_response(content_type: &'static str, start: u64, follow: Follow) -> Response {
-    let mut r = Response::new(Body::from_stream(follow.into_stream()));
+/// A streaming body's response, with its `Content-Encoding` (the body is already
+/// encoded with it).
+fn streaming_response(
+    content_type: &'static str,
+    start: u64,
+    encoding: Encoding,
+    body: Body,
+) -> Response {
+    let mut r = Response::new(body);
     let h = r.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    if let Some(ce) = encoding.content_encoding() {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(ce));
+    }
     h.insert("x-jelly-start-offset", offset_header(start));
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     r
+}
+
+/// The response coding for a request's `Accept-Encoding`.
+pub(super) fn pick_encoding(headers: &HeaderMap) -> Encoding {
+    Encoding::negotiate(
+        headers
+            .get(header::ACCEPT_ENCODING)
+            .and_then(|v| v.to_str().ok()),
+    )
+}
+
+/// The `window` parameter, checked.
+pub(super) fn pick_window(window: Option<u64>) -> Result<u64, ApiError> {
+    match window {
+        None => Ok(0),
+        Some(w) if w <= MAX_WINDOW_MS => Ok(w),
+        Some(w) => Err(ApiError::bad_request(format!(
+            "window={w} is too long (at most {MAX_WINDOW_MS} ms)"
+        ))),
+    }
+}
+
+/// A whole body in `encoding` (a long-poll page).
+fn compress_whole(encoding: Encoding, raw: Vec<u8>) -> Vec<u8> {
+    if encoding == Encoding::Identity {
+        return raw;
+    }
+    let mut st = Stitcher::new(encoding);
+    let block = crate::fanout::encode::block(encoding, raw);
+    let mut out = st.header().to_vec();
+    out.extend_from_slice(&st.block(&block));
+    out.extend_from_slice(&st.trailer());
+    out
+}
+
+/// A private subscription's body, compressed on its own (each chunk an independent
+/// block: this subscriber's own work, as for compact mode and bounded replays).
+fn private_body(f: Follow, encoding: Encoding) -> Body {
+    if encoding == Encoding::Identity {
+        return Body::from_stream(f.into_stream());
+    }
+    let mut stitcher = Stitcher::new(encoding);
+    let header = stitcher.header();
+    let state = (f, stitcher, Some(header), false);
+    Body::from_stream(futures_util::stream::unfold(
+        state,
+        move |(mut f, mut st, header, done)| async move {
+            if let Some(h) = header {
+                return Some((Ok::<_, std::io::Error>(h), (f, st, None, done)));
+            }
+            if done {
+                return None;
+            }
+            match f.next_chunk().await {
+                Some(chunk) => {
+                    let b = crate::fanout::encode::block(encoding, chunk.to_vec());
+                    let out = st.block(&b);
+                    Some((Ok(out), (f, st, None, false)))
+                }
+                None => {
+                    let t = st.trailer();
+                    Some((Ok(t), (f, st, None, true)))
+                }
+            }
+        },
+    ))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -179,7 +261,9 @@ pub(super) fn follow(
     )
 }
 
-/// `GET /topics/{name}/items`: a chunked stream that follows new items.
+/// `GET /topics/{name}/items`: a chunked stream that follows new items. Live splice
+/// and text subscriptions are served by fan-out groups; `mode=compact` and
+/// `follow=false` read the log privately.
 pub async fn stream(
     State(s): State<AppState>,
     Path(name): Path<String>,
@@ -190,12 +274,31 @@ pub async fn stream(
     let t = topic(&s, &name)?;
     let format = pick_format(&t, q.format.as_deref(), &headers, OutFormat::Jelly)?;
     let mode = pick_mode(q.mode.as_deref())?;
+    let window = pick_window(q.window)?;
     let filter = pick_filter(fq)?;
+    let encoding = pick_encoding(&headers);
     let start = resolve_from(&t, q.from.as_deref(), "earliest").await?;
-    let end = (q.follow == Some(false)).then(|| t.log.next_offset());
-    let d = delivery(&t, format, mode, true);
-    let f = follow(&s, t, "stream", d, start, end, Wrapping::Raw).with_filter(filter);
-    Ok(streaming_response(format.content_type(), start, f))
+    let content_type = format.content_type();
+    if q.follow == Some(false) || (format == OutFormat::Jelly && mode == JellyMode::Compact) {
+        let end = (q.follow == Some(false)).then(|| t.log.next_offset());
+        let d = delivery(&t, format, mode, true);
+        let f = follow(&s, t, "stream", d, start, end, Wrapping::Raw).with_filter(filter);
+        return Ok(streaming_response(
+            content_type,
+            start,
+            encoding,
+            private_body(f, encoding),
+        ));
+    }
+    let key = GroupKey {
+        filter,
+        encoding,
+        window_ms: window,
+        ..GroupKey::new(&t.name, format, Framing::Stream)
+    };
+    let sub = s.fanout.subscribe(t, key, "stream", start);
+    let body = Body::from_stream(sub.into_stream());
+    Ok(streaming_response(content_type, start, encoding, body))
 }
 
 /// `GET /topics/{name}/sse`: server-sent events, one per item, `id: <offset>`.
@@ -220,6 +323,9 @@ pub async fn sse(
     if !format.fits(&t.options) {
         return Err(pick_format(&t, Some(format.name()), &headers, format).unwrap_err());
     }
+    let mode = pick_mode(q.mode.as_deref())?;
+    let window = pick_window(q.window)?;
+    let encoding = pick_encoding(&headers);
     let last_id = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -234,11 +340,32 @@ pub async fn sse(
         }
         None => resolve_from(&t, q.from.as_deref(), "earliest").await?,
     };
-    let end = (q.follow == Some(false)).then(|| t.log.next_offset());
-    // Each Jelly event keeps its options row, so a browser can decode events one by one.
-    let d = delivery(&t, format, pick_mode(q.mode.as_deref())?, false).options_in_every_item();
-    let f = follow(&s, t, "sse", d, start, end, Wrapping::Sse).with_filter(filter);
-    Ok(streaming_response("text/event-stream", start, f))
+    if q.follow == Some(false) || (format == OutFormat::Jelly && mode == JellyMode::Compact) {
+        let end = (q.follow == Some(false)).then(|| t.log.next_offset());
+        // Each Jelly event keeps its options row, so a browser can decode events one by one.
+        let d = delivery(&t, format, mode, false).options_in_every_item();
+        let f = follow(&s, t, "sse", d, start, end, Wrapping::Sse).with_filter(filter);
+        return Ok(streaming_response(
+            "text/event-stream",
+            start,
+            encoding,
+            private_body(f, encoding),
+        ));
+    }
+    let key = GroupKey {
+        filter,
+        encoding,
+        window_ms: window,
+        ..GroupKey::new(&t.name, format, Framing::Sse)
+    };
+    let sub = s.fanout.subscribe(t, key, "sse", start);
+    let body = Body::from_stream(sub.into_stream());
+    Ok(streaming_response(
+        "text/event-stream",
+        start,
+        encoding,
+        body,
+    ))
 }
 
 /// `GET /topics/{name}/poll`: at most `max_items` / `max_bytes` from `from`, waiting
@@ -316,6 +443,8 @@ pub async fn poll(
             .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
         next = next.max(it.offset + 1);
     }
+    let encoding = pick_encoding(&headers);
+    let out = compress_whole(encoding, out);
     let n = items.len() as u64;
     t.stats.items_out.fetch_add(n, Ordering::Relaxed);
     t.stats
@@ -337,6 +466,10 @@ pub async fn poll(
     )
         .into_response();
     let h = r.headers_mut();
+    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    if let Some(ce) = encoding.content_encoding() {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(ce));
+    }
     h.insert("x-jelly-next-offset", offset_header(next));
     h.insert("x-jelly-first-offset", offset_header(t.log.first_offset()));
     h.insert("x-jelly-items", offset_header(n));

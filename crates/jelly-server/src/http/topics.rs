@@ -4,12 +4,13 @@ use std::sync::atomic::Ordering;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use serde_json::{Value, json};
 
 use super::{ApiError, AppState};
+use crate::auth::{Caller, Right};
 use crate::topic::{Topic, TopicOptions};
 
 /// The description of a topic, as JSON.
@@ -56,8 +57,18 @@ pub fn describe_json(t: &Topic) -> Value {
     v
 }
 
-pub async fn list(State(s): State<AppState>) -> impl IntoResponse {
-    let topics: Vec<Value> = s.topics.list().iter().map(|t| describe_json(t)).collect();
+/// The topics the caller may subscribe to (all of them on an open server).
+pub async fn list(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> impl IntoResponse {
+    let topics: Vec<Value> = s
+        .topics
+        .list()
+        .iter()
+        .filter(|t| caller.allows(Some(&t.name), Right::Subscribe))
+        .map(|t| describe_json(t))
+        .collect();
     Json(json!({ "topics": topics }))
 }
 

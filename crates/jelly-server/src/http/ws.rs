@@ -25,10 +25,11 @@ use super::publish::{PublishQuery, meta_from};
 use super::publish_stream::{FrameError, StreamPublisher};
 use super::subscribe::{
     SubscribeQuery, delivery, follow, offset_header, pick_filter, pick_format, pick_mode,
-    resolve_from, topic,
+    pick_window, resolve_from, topic,
 };
 use super::{ApiError, AppState, wait_shutdown};
-use crate::deliver::{Follow, FollowEnd, OutFormat, Wrapping};
+use crate::deliver::{Follow, FollowEnd, JellyMode, OutFormat, Wrapping};
+use crate::fanout::{Framing, GroupKey, Step, Subscription};
 use crate::filter::FilterParams;
 
 /// Close codes (RFC 6455 §7.4.1, and one of the private range).
@@ -98,9 +99,9 @@ fn ping_interval(s: &AppState) -> tokio::time::Interval {
 }
 
 /// `GET /topics/{name}/ws`: subscribe over WebSocket. Takes `from`, `format`, `mode`,
-/// `follow` and the filter parameters like `GET /topics/{name}/items`; errors (404,
-/// 400, 410, 416, 406) are answered before the upgrade. The upgrade response carries
-/// `X-Jelly-Start-Offset`.
+/// `follow`, `window` and the filter parameters like `GET /topics/{name}/items`; errors
+/// (404, 400, 410, 416, 406) are answered before the upgrade. The upgrade response
+/// carries `X-Jelly-Start-Offset`. Live splice and text subscriptions share a fan-out group.
 pub async fn subscribe(
     State(s): State<AppState>,
     Path(name): Path<String>,
@@ -112,31 +113,76 @@ pub async fn subscribe(
     let t = topic(&s, &name)?;
     let format = pick_format(&t, q.format.as_deref(), &headers, OutFormat::Jelly)?;
     let mode = pick_mode(q.mode.as_deref())?;
+    let window = pick_window(q.window)?;
     let filter = pick_filter(fq)?;
     let start = resolve_from(&t, q.from.as_deref(), "earliest").await?;
     let ws = ws.map_err(upgrade_required)?;
-    let end = (q.follow == Some(false)).then(|| t.log.next_offset());
-    // Bare frames: the messages of one connection form one Jelly stream.
-    let d = delivery(&t, format, mode, false);
-    let f = follow(&s, t, "ws", d, start, end, Wrapping::Raw).with_filter(filter);
+    let source =
+        if q.follow == Some(false) || (format == OutFormat::Jelly && mode == JellyMode::Compact) {
+            let end = (q.follow == Some(false)).then(|| t.log.next_offset());
+            // Bare frames: the messages of one connection form one Jelly stream.
+            let d = delivery(&t, format, mode, false);
+            Source::Private(follow(&s, t, "ws", d, start, end, Wrapping::Raw).with_filter(filter))
+        } else {
+            let key = GroupKey {
+                filter,
+                window_ms: window,
+                ..GroupKey::new(&t.name, format, Framing::Messages)
+            };
+            Source::Shared(s.fanout.subscribe(t, key, "ws", start))
+        };
     let ping = ping_interval(&s);
     let mut r = ws
         .max_message_size(MAX_SUBSCRIBER_MESSAGE)
-        .on_upgrade(move |socket| run_subscriber(socket, f, format, ping));
+        .on_upgrade(move |socket| run_subscriber(socket, source, format, ping));
     r.headers_mut()
         .insert("x-jelly-start-offset", offset_header(start));
     Ok(r)
 }
 
+/// Where a WebSocket subscriber's messages come from.
+enum Source {
+    /// Its own reader (compact mode, `follow=false`).
+    Private(Follow),
+    /// A fan-out group.
+    Shared(Subscription),
+}
+
+impl Source {
+    /// The next messages, or `None` at the end. Cancel-safe.
+    async fn next_messages(&mut self) -> Option<Vec<Bytes>> {
+        match self {
+            Source::Private(f) => f
+                .next_items()
+                .await
+                .map(|items| items.into_iter().map(|(_, b)| b).collect()),
+            Source::Shared(sub) => loop {
+                match sub.next_step().await {
+                    Step::Data(d) => return Some(d),
+                    Step::KeepAlive => {}
+                    Step::End(_) => return None,
+                }
+            },
+        }
+    }
+
+    fn end_reason(&self) -> Option<FollowEnd> {
+        match self {
+            Source::Private(f) => f.end_reason(),
+            Source::Shared(sub) => sub.end_reason(),
+        }
+    }
+}
+
 async fn run_subscriber(
     mut socket: WebSocket,
-    mut f: Follow,
+    mut f: Source,
     format: OutFormat,
     mut ping: tokio::time::Interval,
 ) {
     loop {
         tokio::select! {
-            items = f.next_items() => {
+            items = f.next_messages() => {
                 let Some(items) = items else {
                     let (code, reason) = match f.end_reason() {
                         Some(FollowEnd::Shutdown) => {
@@ -156,7 +202,7 @@ async fn run_subscriber(
                     close_and_drain(&mut socket, code, &reason).await;
                     return;
                 };
-                for (_, bytes) in items {
+                for bytes in items {
                     let msg = if format == OutFormat::Jelly {
                         Message::Binary(bytes)
                     } else {

@@ -1,0 +1,223 @@
+//! The accept loop: binds the listener (optionally with `SO_REUSEPORT`), applies the
+//! per-address connection limit, runs the TLS handshake when configured, and serves
+//! each connection with hyper (HTTP/1.1 and HTTP/2, upgrades for WebSocket).
+//!
+//! Shutdown: when the stop signal turns true, the listener closes, every connection
+//! is told to finish gracefully (HTTP/1: after the request in flight; HTTP/2: GOAWAY),
+//! and [`serve`] returns once all of them have ended. Live subscriptions end by
+//! themselves on the same signal (see `deliver::Follow`).
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
+
+use crate::conn_limit::{ConnLimiter, ConnPermit};
+use crate::metrics::Metrics;
+
+/// Pending connections the kernel queues for the listener.
+const BACKLOG: u32 = 1024;
+/// Longest TLS handshake; a client that takes longer is dropped.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Binds `addr`; with `reuse_port`, other sockets (other servers) may bind it too
+/// and the kernel spreads the connections among them.
+pub fn bind(addr: SocketAddr, reuse_port: bool) -> io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    // As tokio's TcpListener::bind: a restarted server can bind over TIME_WAIT.
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    if reuse_port {
+        set_reuse_port(&socket)?;
+    }
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
+}
+
+#[cfg(all(
+    unix,
+    not(any(target_os = "solaris", target_os = "illumos", target_os = "cygwin"))
+))]
+fn set_reuse_port(socket: &TcpSocket) -> io::Result<()> {
+    socket.set_reuseport(true)
+}
+
+#[cfg(not(all(
+    unix,
+    not(any(target_os = "solaris", target_os = "illumos", target_os = "cygwin"))
+)))]
+fn set_reuse_port(_socket: &TcpSocket) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "reuse_port (SO_REUSEPORT) is not available on this platform",
+    ))
+}
+
+/// What every connection needs.
+pub struct Acceptor {
+    pub app: Router,
+    pub tls: Option<TlsAcceptor>,
+    pub limiter: Arc<ConnLimiter>,
+    pub metrics: Arc<Metrics>,
+}
+
+/// Accepts and serves connections until `stop` turns true, then waits for the open
+/// connections to finish.
+pub async fn serve(
+    listener: TcpListener,
+    acceptor: Acceptor,
+    mut stop: watch::Receiver<bool>,
+) -> io::Result<()> {
+    let acceptor = Arc::new(acceptor);
+    // Each connection holds a receiver; `closed()` completes when all are gone.
+    let (all_closed_tx, all_closed_rx) = watch::channel(());
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            _ = stop.wait_for(|s| *s) => break,
+        };
+        let (tcp, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) if is_connection_error(&e) => continue,
+            Err(e) => {
+                // Out of file descriptors, most likely: wait for some to be freed
+                // rather than spin.
+                tracing::error!(error = %e, "accept failed");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                    _ = stop.wait_for(|s| *s) => break,
+                }
+            }
+        };
+        let m = &acceptor.metrics;
+        let Some(permit) = acceptor.limiter.try_acquire(peer.ip()) else {
+            m.connections_refused.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(%peer, "connection refused: too many from this address");
+            drop(tcp);
+            continue;
+        };
+        m.connections_accepted.fetch_add(1, Ordering::Relaxed);
+        // No Nagle: small writes (HTTP/2 window updates, one small item) must leave
+        // at once, not wait for the peer's delayed ACK.
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+        let conn = Connection {
+            acceptor: acceptor.clone(),
+            peer,
+            _permit: permit,
+            _open: OpenGauge::new(acceptor.metrics.clone()),
+            _closed: all_closed_rx.clone(),
+        };
+        tokio::spawn(conn.run(tcp, stop.clone()));
+    }
+    drop(listener);
+    drop(all_closed_rx);
+    all_closed_tx.closed().await;
+    Ok(())
+}
+
+/// Errors of one connection that leave the listener fine.
+fn is_connection_error(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+    )
+}
+
+/// Counts a connection in the open-connections gauge while it lives.
+struct OpenGauge(Arc<Metrics>);
+
+impl OpenGauge {
+    fn new(m: Arc<Metrics>) -> OpenGauge {
+        m.connections_open.fetch_add(1, Ordering::Relaxed);
+        OpenGauge(m)
+    }
+}
+
+impl Drop for OpenGauge {
+    fn drop(&mut self) {
+        self.0.connections_open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// One accepted connection and what it holds until it ends.
+struct Connection {
+    acceptor: Arc<Acceptor>,
+    peer: SocketAddr,
+    _permit: ConnPermit,
+    _open: OpenGauge,
+    _closed: watch::Receiver<()>,
+}
+
+impl Connection {
+    async fn run(self, tcp: TcpStream, mut stop: watch::Receiver<bool>) {
+        let Some(tls) = self.acceptor.tls.clone() else {
+            return self.serve_http(tcp, stop).await;
+        };
+        let handshake = tokio::select! {
+            r = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, tls.accept(tcp)) => r,
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        match handshake {
+            Ok(Ok(stream)) => self.serve_http(stream, stop).await,
+            Ok(Err(e)) => {
+                self.acceptor
+                    .metrics
+                    .tls_handshakes_failed
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(peer = %self.peer, error = %e, "TLS handshake failed");
+            }
+            Err(_) => {
+                self.acceptor
+                    .metrics
+                    .tls_handshakes_failed
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(peer = %self.peer, "TLS handshake timed out");
+            }
+        }
+    }
+
+    async fn serve_http<I>(&self, io: I, mut stop: watch::Receiver<bool>)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let service = TowerToHyperService::new(self.acceptor.app.clone());
+        let mut builder = Builder::new(TokioExecutor::new());
+        // The extended CONNECT protocol: WebSocket over HTTP/2 (RFC 8441).
+        builder.http2().enable_connect_protocol();
+        let mut conn = pin!(builder.serve_connection_with_upgrades(TokioIo::new(io), service));
+        let mut stopping = false;
+        loop {
+            tokio::select! {
+                r = conn.as_mut() => {
+                    if let Err(e) = r {
+                        tracing::trace!(peer = %self.peer, error = %e, "connection ended with an error");
+                    }
+                    break;
+                }
+                _ = stop.wait_for(|s| *s), if !stopping => {
+                    stopping = true;
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! TLS for the listener (rustls with the ring provider): HTTP/1.1, HTTP/2 and gRPC
+//! all run over it, HTTP/2 chosen by ALPN.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use serde::Deserialize;
+use tokio_rustls::TlsAcceptor;
+
+/// The `[tls]` section of the configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM file with the server's certificate chain (leaf first).
+    pub cert: PathBuf,
+    /// PEM file with its private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
+}
+
+/// Certificates or a key that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("tls {what} {path}: {message}")]
+    File {
+        what: &'static str,
+        path: String,
+        message: String,
+    },
+    #[error("tls: {0}")]
+    Config(#[from] rustls::Error),
+}
+
+fn file_error(what: &'static str, path: &Path, message: impl ToString) -> TlsError {
+    TlsError::File {
+        what,
+        path: path.display().to_string(),
+        message: message.to_string(),
+    }
+}
+
+/// The acceptor for a `[tls]` section: reads the chain and the key and checks they
+/// belong together.
+pub fn acceptor(c: &TlsConfig) -> Result<TlsAcceptor, TlsError> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&c.cert)
+        .map_err(|e| file_error("cert", &c.cert, e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| file_error("cert", &c.cert, e))?;
+    if chain.is_empty() {
+        return Err(file_error("cert", &c.cert, "no CERTIFICATE in the file"));
+    }
+    let key = PrivateKeyDer::from_pem_file(&c.key).map_err(|e| file_error("key", &c.key, e))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
