@@ -4,7 +4,8 @@
 //! its delivery delay (receive time − the publisher's `h:sent`, same machine clock).
 //!
 //! Protocol with the driver (lines): it prints `{"event":"connected",…}` once every
-//! subscription is up (or failed), then reads `measure <first seq>` and
+//! subscription is up (or failed), then reads `measure <first seq>`, any number of
+//! `progress` (answered with `{"event":"progress","received":…}`) and
 //! `report <last seq>` from stdin and prints `{"event":"report",…}`; it exits when
 //! stdin closes.
 
@@ -455,6 +456,17 @@ pub fn run(cfg: ClientConfig) -> Result<(), String> {
                     ended_at_measure = rec.ended.load(Ordering::Relaxed);
                     live_at_measure = rec.connected.load(Ordering::Relaxed) - ended_at_measure;
                     rec.window_start.store(first, Ordering::Relaxed);
+                }
+                (Some("progress"), _) => {
+                    let received: u64 = rec
+                        .shards
+                        .iter()
+                        .filter_map(|s| s.lock().ok().map(|s| s.received))
+                        .sum();
+                    println!(
+                        "{}",
+                        serde_json::json!({ "event": "progress", "received": received })
+                    );
                 }
                 (Some("report"), Some(_last)) => {
                     let mut all = Shard::default();

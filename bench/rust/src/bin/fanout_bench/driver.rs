@@ -20,7 +20,6 @@ use crate::hist::Histogram;
 use crate::items;
 use crate::procstat;
 use crate::publisher::{Arrivals, Publisher};
-use crate::simple_http;
 use crate::topology::Topology;
 
 /// The `clients` command: one load-generator process.
@@ -63,6 +62,7 @@ struct RunConfig {
     measure_secs: f64,
     settle_secs: f64,
     drain_secs: f64,
+    max_drain_secs: f64,
     /// Edge servers (0: subscribers use the origin).
     edges: usize,
     per_process: usize,
@@ -101,6 +101,7 @@ fn parse(mut f: Flags) -> Result<RunConfig, String> {
         measure_secs: f.get("measure-secs", 20.0)?,
         settle_secs: f.get("settle-secs", 2.0)?,
         drain_secs: f.get("drain-secs", 3.0 + 3.0 * window_ms as f64 / 1000.0)?,
+        max_drain_secs: f.get("max-drain-secs", 60.0)?,
         edges,
         per_process: f.get("per-process", 15_000)?,
         per_ip: f.get("per-ip", 10_000)?,
@@ -316,27 +317,12 @@ pub fn run(f: Flags) -> Result<(), String> {
 fn run_config(c: &RunConfig) -> Result<Value, String> {
     let topic = "t";
     let pool = items::build(&c.input, c.item_bytes, 400)?;
-    let mut topo = Topology::start(&c.jelly, c.edges, topic, &c.server_extra)?;
-    let origin: SocketAddr = topo
-        .origin
-        .url
-        .trim_start_matches("http://")
-        .parse()
-        .map_err(|e| format!("origin url: {e}"))?;
     let physical = if pool.physical == PhysicalType::Quads {
         "quads"
     } else {
         "triples"
     };
-    let (status, body) = simple_http::request(
-        origin,
-        "PUT",
-        &format!("/topics/{topic}"),
-        &format!("{{\"physical\":\"{physical}\"}}"),
-    )?;
-    if !(200..300).contains(&status) {
-        return Err(format!("create topic: {status} {body}"));
-    }
+    let mut topo = Topology::start(&c.jelly, c.edges, topic, physical, &c.server_extra)?;
     // Items flow from the start: the edges' mirrors and the subscribers join a live stream.
     let publisher = Publisher::start(
         topo.origin.url.clone(),
@@ -428,7 +414,27 @@ fn measure(
         procstat::cpu_sum(&gen_pids),
         procstat::cpu_secs(me),
     );
+    // Wait for the stragglers: at least `drain_secs`, then until nothing more arrives
+    // for a second, every item has arrived, or `max_drain_secs` have passed.
+    let expected = c.subscribers as u64 * n_items;
+    let t_drain = Instant::now();
     std::thread::sleep(Duration::from_secs_f64(c.drain_secs));
+    let mut last_count = None;
+    while t_drain.elapsed().as_secs_f64() < c.max_drain_secs {
+        for g in &mut gens {
+            g.send("progress")?;
+        }
+        let now = sum(
+            &collect(&rx, gens.len(), "progress", Duration::from_secs(30))?,
+            "received",
+        );
+        if now >= expected || last_count == Some(now) {
+            break;
+        }
+        last_count = Some(now);
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let drain_secs = t_drain.elapsed().as_secs_f64();
     for g in &mut gens {
         g.send(&format!("report {last}"))?;
     }
@@ -448,7 +454,6 @@ fn measure(
     let received = sum(&reports, "received");
     let bytes = sum(&reports, "bytes");
     let live = sum(&reports, "live_at_measure");
-    let expected = c.subscribers as u64 * n_items;
     let mut errors: Vec<Value> = connected
         .iter()
         .chain(&reports)
@@ -474,6 +479,7 @@ fn measure(
         "items": n_items,
         "measure_secs": (wall * 100.0).round() / 100.0,
         "ramp_secs": (ramp_secs * 100.0).round() / 100.0,
+        "drain_secs": (drain_secs * 10.0).round() / 10.0,
         "connected": ok,
         "connect_failures": failed,
         "connect_retries": retries,

@@ -106,15 +106,31 @@ fn addr_of(url: &str) -> Result<SocketAddr, String> {
 }
 
 impl Topology {
-    /// Starts the origin and `edges` mirrors of `topic` (none: subscribers use the
-    /// origin). `extra` is appended to every server's TOML configuration.
-    pub fn start(jelly: &Path, edges: usize, topic: &str, extra: &str) -> Result<Topology, String> {
+    /// Starts the origin, creates `topic` there (`physical`: triples or quads), then
+    /// starts `edges` mirrors of it (none: subscribers use the origin). `extra` is
+    /// appended to every server's TOML configuration.
+    pub fn start(
+        jelly: &Path,
+        edges: usize,
+        topic: &str,
+        physical: &str,
+        extra: &str,
+    ) -> Result<Topology, String> {
         let base = format!("log = \"memory\"\n{extra}\n");
         let origin = ServerProc::start(
             jelly,
             "origin",
             &format!("listen = \"127.0.0.1:0\"\n{base}"),
         )?;
+        let (status, body) = simple_http::request(
+            addr_of(&origin.url)?,
+            "PUT",
+            &format!("/topics/{topic}"),
+            &format!("{{\"physical\":\"{physical}\"}}"),
+        )?;
+        if !(200..300).contains(&status) {
+            return Err(format!("create topic: {status} {body}"));
+        }
         if edges == 0 {
             let subscribe_addr = addr_of(&origin.url)?;
             return Ok(Topology {
