@@ -73,6 +73,8 @@ for name, rs in groups.items():
         conn = f"{r['connected']:,}"
         if r["connect_failures"]:
             conn += f" ({r['connect_failures']:,} failed)"
+        if r.get("verify_every", 1) > 1:
+            conn += f" ({r['verifying_subscribers']:,} checked)"
         ok = "yes" if meets(r) else "no"
         if r["subscribers"] < TARGET_N:
             ok += " (N < 40k)"
@@ -87,7 +89,9 @@ for name, rs in groups.items():
 print(
     f"\nTargets (issue 6): {TARGET_N:,} subscribers with p50 < {TARGET_P50_MS / 1000:g} s, "
     f"p99 < {TARGET_P99_MS / 1000:g} s, zero loss and server RSS < {TARGET_RSS_MIB // 1024} GB. "
-    "CPU % is of one core (the machine has 2); server CPU and RSS sum the origin and edge processes."
+    "CPU % is of one core (the machine has 2); server CPU and RSS sum the origin and edge processes. "
+    "Loss counts items of the window missing at a checked subscriber (all subscribers unless "
+    "VERIFY_EVERY > 1), including those still missing after the drain."
 )
 errs = [r for r in rows if "error" not in r and r.get("errors")]
 if errs:

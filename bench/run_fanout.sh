@@ -29,6 +29,9 @@
 #   PER_PROCESS   subscribers per load-generator process       (15000)
 #   PER_IP        subscribers per 127.0.0.x source address     (10000)
 #   CONNECT_PARALLEL  connection set-ups in flight per load-generator process (256)
+#   VERIFY_EVERY  only every K-th subscriber decodes and checks its items (delay, loss);
+#                 the others read and discard, as Ztreamy's many-clients tool did. 1 = all.
+#                 Decoding gzip at 60k subscribers costs the load generator about a core.  (1)
 #   SERVER_EXTRA  TOML lines added to every server's config (use \n between lines)
 #   APPEND=1      keep the existing bench/out/fanout.jsonl
 #
@@ -83,6 +86,7 @@ run() {
     --settle-secs "${SETTLE_SECS:-2}" --edges "${EDGES:-auto}" \
     --per-edge "${PER_EDGE:-15000}" --per-process "${PER_PROCESS:-15000}" \
     --per-ip "${PER_IP:-10000}" --connect-parallel "${CONNECT_PARALLEL:-256}" \
+    --verify-every "${VERIFY_EVERY:-1}" \
     --server-extra "${SERVER_EXTRA:-}" "$@" > "$tmp" &
   RUN_PID=$!
   wait "$RUN_PID" || echo "   (failed; see the error in $JSONL)" >&2

@@ -42,6 +42,7 @@ pub fn clients(mut f: Flags) -> Result<(), String> {
         first_index: f.get("first-index", 0)?,
         per_ip: f.get("per-ip", 10_000)?,
         connect_parallel: f.get("connect-parallel", 256)?,
+        verify_every: f.get("verify-every", 1)?,
         ramp_timeout: Duration::from_secs(f.get("ramp-timeout-secs", 180)?),
     };
     f.finish()?;
@@ -68,6 +69,7 @@ struct RunConfig {
     per_process: usize,
     per_ip: usize,
     connect_parallel: usize,
+    verify_every: usize,
     ramp_timeout_secs: u64,
     server_extra: String,
     label: String,
@@ -106,6 +108,7 @@ fn parse(mut f: Flags) -> Result<RunConfig, String> {
         per_process: f.get("per-process", 15_000)?,
         per_ip: f.get("per-ip", 10_000)?,
         connect_parallel: f.get("connect-parallel", 256)?,
+        verify_every: f.get("verify-every", 1)?,
         ramp_timeout_secs: f.get("ramp-timeout-secs", 180)?,
         server_extra: f.get("server-extra", String::new())?.replace("\\n", "\n"),
         label: f.get("label", String::new())?,
@@ -180,6 +183,7 @@ fn start_loadgens(
             .args(["--first-index", &first.to_string()])
             .args(["--per-ip", &c.per_ip.to_string()])
             .args(["--connect-parallel", &c.connect_parallel.to_string()])
+            .args(["--verify-every", &c.verify_every.to_string()])
             .args(["--ramp-timeout-secs", &c.ramp_timeout_secs.to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -416,7 +420,9 @@ fn measure(
     );
     // Wait for the stragglers: at least `drain_secs`, then until nothing more arrives
     // for a second, every item has arrived, or `max_drain_secs` have passed.
-    let expected = c.subscribers as u64 * n_items;
+    // Loss is counted over the subscriptions that check their items (all by default).
+    let verified = c.subscribers.div_ceil(c.verify_every) as u64;
+    let expected = verified * n_items;
     let t_drain = Instant::now();
     std::thread::sleep(Duration::from_secs_f64(c.drain_secs));
     let mut last_count = None;
@@ -483,6 +489,8 @@ fn measure(
         "connected": ok,
         "connect_failures": failed,
         "connect_retries": retries,
+        "verify_every": c.verify_every,
+        "verifying_subscribers": sum(&connected, "verifying"),
         "compressed_subscribers": compressed,
         "live_at_window_start": live,
         "disconnects_in_window": sum(&reports, "ended_in_window"),
