@@ -51,6 +51,8 @@ pub mod close_code {
     pub const GONE: u16 = 4410;
 }
 
+/// Read buffer of a subscriber's socket.
+const SUBSCRIBER_READ_BUFFER: usize = 4 << 10;
 /// Largest message a subscriber may send (they are ignored anyway).
 const MAX_SUBSCRIBER_MESSAGE: usize = 64 << 10;
 /// How long to wait for the peer's close frame after ours.
@@ -132,8 +134,11 @@ pub async fn subscribe(
             Source::Shared(s.fanout.subscribe(t, key, "ws", start))
         };
     let ping = ping_interval(&s);
+    // Subscribers send little (pings, a close): a 4 KiB read buffer instead of the
+    // default 128 KiB, which would be most of a subscriber's memory at 10k+ sockets.
     let mut r = ws
         .max_message_size(MAX_SUBSCRIBER_MESSAGE)
+        .read_buffer_size(SUBSCRIBER_READ_BUFFER)
         .on_upgrade(move |socket| run_subscriber(socket, source, format, ping));
     r.headers_mut()
         .insert("x-jelly-start-offset", offset_header(start));
