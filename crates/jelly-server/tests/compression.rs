@@ -10,12 +10,12 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use axum::http::uri::PathAndQuery;
-use jelly::{Decoder, Event, JellyReader, Statement};
+use jelly::{Decoder, Statement};
 use jelly_server::grpc::SUBSCRIBE_PATH;
 use jelly_server::grpc::codec::JellyCodec;
 use jelly_server::grpc::messages::{Frame, Subscribe};
 use jelly_server::{Server, ServerConfig};
-use support::DecodedFrame;
+use support::{DecodedFrame, frames};
 use tonic::codec::CompressionEncoding;
 
 async fn start() -> Server {
@@ -70,23 +70,6 @@ async fn publish(c: &reqwest::Client, srv: &Server, first: usize, n: usize) {
         .await
         .unwrap();
     assert!(r.status().is_success(), "publish: {}", r.status());
-}
-
-fn frames(bytes: &[u8]) -> Vec<(u64, Vec<Statement>)> {
-    let mut rd = JellyReader::new(bytes);
-    let mut out = Vec::new();
-    while let Some(mut f) = rd.next_frame().unwrap() {
-        let mut st = Vec::new();
-        while let Some(ev) = f.next_event().unwrap() {
-            if let Event::Statement(s) = ev {
-                st.push(s.to_owned());
-            }
-        }
-        let meta = f.metadata().unwrap();
-        let (_, v) = meta.iter().find(|(k, _)| *k == "offset").unwrap();
-        out.push((std::str::from_utf8(v).unwrap().parse().unwrap(), st));
-    }
-    out
 }
 
 async fn everything(c: &reqwest::Client, srv: &Server) -> Vec<(u64, Vec<Statement>)> {

@@ -3,9 +3,12 @@
 //! correctly, buffer windows batch items, and a subscriber that stops reading holds
 //! up nobody and catches up (or is closed) by the documented policy.
 
+mod support;
+use support::frames;
+
 use std::time::Duration;
 
-use jelly::{Event, JellyReader, Statement};
+use jelly::{Event, Statement};
 use jelly_server::{Server, ServerConfig};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -82,25 +85,6 @@ async fn publish(c: &reqwest::Client, srv: &Server, topic: &str, first: usize, n
     assert!(r.status().is_success(), "publish: {}", r.status());
     let v: serde_json::Value = r.json().await.unwrap();
     assert_eq!(v["offsets"].as_array().unwrap().len(), n);
-}
-
-/// The frames of a delimited Jelly stream (one decoder for the whole stream, as a
-/// client would): each frame's `offset` metadata and statements.
-fn frames(bytes: &[u8]) -> Vec<(u64, Vec<Statement>)> {
-    let mut rd = JellyReader::new(bytes);
-    let mut out = Vec::new();
-    while let Some(mut f) = rd.next_frame().unwrap() {
-        let mut st = Vec::new();
-        while let Some(ev) = f.next_event().unwrap() {
-            if let Event::Statement(s) = ev {
-                st.push(s.to_owned());
-            }
-        }
-        let meta = f.metadata().unwrap();
-        let (_, v) = meta.iter().find(|(k, _)| *k == "offset").unwrap();
-        out.push((std::str::from_utf8(v).unwrap().parse().unwrap(), st));
-    }
-    out
 }
 
 /// Complete delimited frames at the start of `bytes`.

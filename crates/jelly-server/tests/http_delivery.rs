@@ -2,9 +2,12 @@
 //! (compact) items decode to the same statements, a subscriber joining mid-stream
 //! decodes correctly in both, and every SSE Jelly event decodes on its own.
 
+mod support;
+use support::frames;
+
 use std::time::Duration;
 
-use jelly::{Decoder, Event, JellyReader, Statement};
+use jelly::{Decoder, Event, Statement};
 use jelly_server::{Server, ServerConfig};
 
 const NANOPUBS: &str = "../../../shared/datasets/nanopubs-fair-pkd/nanopubs-fair-pkd.nq";
@@ -36,24 +39,6 @@ async fn start_with_items(text: &str) -> (Server, reqwest::Client, usize) {
     let v: serde_json::Value = r.json().await.unwrap();
     let items = v["offsets"].as_array().unwrap().len();
     (srv, c, items)
-}
-
-/// Statements per frame and each frame's `offset` metadata.
-fn frames(bytes: &[u8]) -> Vec<(u64, Vec<Statement>)> {
-    let mut rd = JellyReader::new(bytes);
-    let mut out = Vec::new();
-    while let Some(mut f) = rd.next_frame().unwrap() {
-        let mut st = Vec::new();
-        while let Some(ev) = f.next_event().unwrap() {
-            if let Event::Statement(s) = ev {
-                st.push(s.to_owned());
-            }
-        }
-        let meta = f.metadata().unwrap();
-        let (_, v) = meta.iter().find(|(k, _)| *k == "offset").unwrap();
-        out.push((std::str::from_utf8(v).unwrap().parse().unwrap(), st));
-    }
-    out
 }
 
 async fn get(c: &reqwest::Client, url: String) -> Vec<u8> {

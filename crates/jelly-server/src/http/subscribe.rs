@@ -199,6 +199,53 @@ fn compress_whole(encoding: Encoding, raw: Vec<u8>) -> Vec<u8> {
     out
 }
 
+/// How a chunked-stream or SSE subscription is cut, filtered, batched and compressed.
+struct Shape {
+    kind: &'static str,
+    framing: Framing,
+    window: u64,
+    filter: Option<Arc<ItemFilter>>,
+    encoding: Encoding,
+    start: u64,
+}
+
+impl Shape {
+    /// The response body: the subscriber's own [`Follow`] when its bytes are its own
+    /// (`follow=false`: a bounded replay; compact Jelly: its own encoder), else a
+    /// shared fan-out group.
+    fn body(
+        self,
+        s: &AppState,
+        t: Arc<Topic>,
+        d: Delivery,
+        bounded: bool,
+        mode: JellyMode,
+    ) -> Body {
+        let format = d.format();
+        if bounded || (format == OutFormat::Jelly && mode == JellyMode::Compact) {
+            let end = bounded.then(|| t.log.next_offset());
+            let wrapping = if self.framing == Framing::Sse {
+                Wrapping::Sse
+            } else {
+                Wrapping::Raw
+            };
+            let f = follow(s, t, self.kind, d, self.start, end, wrapping).with_filter(self.filter);
+            return private_body(f, self.encoding);
+        }
+        let key = GroupKey {
+            filter: self.filter,
+            encoding: self.encoding,
+            window_ms: self.window,
+            ..GroupKey::new(&t.name, format, self.framing)
+        };
+        Body::from_stream(
+            s.fanout
+                .subscribe(t, key, self.kind, self.start)
+                .into_stream(),
+        )
+    }
+}
+
 /// A private subscription's body, compressed on its own (each chunk an independent
 /// block: this subscriber's own work, as for compact mode and bounded replays).
 fn private_body(f: Follow, encoding: Encoding) -> Body {
@@ -278,27 +325,22 @@ pub async fn stream(
     let filter = pick_filter(fq)?;
     let encoding = pick_encoding(&headers);
     let start = resolve_from(&t, q.from.as_deref(), "earliest").await?;
-    let content_type = format.content_type();
-    if q.follow == Some(false) || (format == OutFormat::Jelly && mode == JellyMode::Compact) {
-        let end = (q.follow == Some(false)).then(|| t.log.next_offset());
-        let d = delivery(&t, format, mode, true);
-        let f = follow(&s, t, "stream", d, start, end, Wrapping::Raw).with_filter(filter);
-        return Ok(streaming_response(
-            content_type,
-            start,
-            encoding,
-            private_body(f, encoding),
-        ));
-    }
-    let key = GroupKey {
+    let d = delivery(&t, format, mode, true);
+    let body = Shape {
+        kind: "stream",
+        framing: Framing::Stream,
+        window,
         filter,
         encoding,
-        window_ms: window,
-        ..GroupKey::new(&t.name, format, Framing::Stream)
-    };
-    let sub = s.fanout.subscribe(t, key, "stream", start);
-    let body = Body::from_stream(sub.into_stream());
-    Ok(streaming_response(content_type, start, encoding, body))
+        start,
+    }
+    .body(&s, t, d, q.follow == Some(false), mode);
+    Ok(streaming_response(
+        format.content_type(),
+        start,
+        encoding,
+        body,
+    ))
 }
 
 /// `GET /topics/{name}/sse`: server-sent events, one per item, `id: <offset>`.
@@ -340,26 +382,17 @@ pub async fn sse(
         }
         None => resolve_from(&t, q.from.as_deref(), "earliest").await?,
     };
-    if q.follow == Some(false) || (format == OutFormat::Jelly && mode == JellyMode::Compact) {
-        let end = (q.follow == Some(false)).then(|| t.log.next_offset());
-        // Each Jelly event keeps its options row, so a browser can decode events one by one.
-        let d = delivery(&t, format, mode, false).options_in_every_item();
-        let f = follow(&s, t, "sse", d, start, end, Wrapping::Sse).with_filter(filter);
-        return Ok(streaming_response(
-            "text/event-stream",
-            start,
-            encoding,
-            private_body(f, encoding),
-        ));
-    }
-    let key = GroupKey {
+    // Each Jelly event keeps its options row, so a browser can decode events one by one.
+    let d = delivery(&t, format, mode, false).options_in_every_item();
+    let body = Shape {
+        kind: "sse",
+        framing: Framing::Sse,
+        window,
         filter,
         encoding,
-        window_ms: window,
-        ..GroupKey::new(&t.name, format, Framing::Sse)
-    };
-    let sub = s.fanout.subscribe(t, key, "sse", start);
-    let body = Body::from_stream(sub.into_stream());
+        start,
+    }
+    .body(&s, t, d, q.follow == Some(false), mode);
     Ok(streaming_response(
         "text/event-stream",
         start,

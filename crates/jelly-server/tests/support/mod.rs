@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use jelly::{Decoder, Event, Statement, Term};
+use jelly::{Decoder, Event, JellyReader, Statement, Term};
 
 pub fn iri(s: &str) -> Term {
     Term::Iri(s.to_string())
@@ -48,4 +48,23 @@ impl DecodedFrame {
     pub fn offset(&self) -> u64 {
         self.meta["offset"].parse().unwrap()
     }
+}
+
+/// The frames of a delimited Jelly stream, decoded with one decoder as a client would:
+/// each frame's `offset` metadata and its statements.
+pub fn frames(bytes: &[u8]) -> Vec<(u64, Vec<Statement>)> {
+    let mut rd = JellyReader::new(bytes);
+    let mut out = Vec::new();
+    while let Some(mut f) = rd.next_frame().unwrap() {
+        let mut st = Vec::new();
+        while let Some(ev) = f.next_event().unwrap() {
+            if let Event::Statement(s) = ev {
+                st.push(s.to_owned());
+            }
+        }
+        let meta = f.metadata().unwrap();
+        let (_, v) = meta.iter().find(|(k, _)| *k == "offset").unwrap();
+        out.push((std::str::from_utf8(v).unwrap().parse().unwrap(), st));
+    }
+    out
 }
