@@ -573,3 +573,51 @@ fn unbase64(s: &str) -> Vec<u8> {
     }
     out
 }
+
+#[tokio::test]
+async fn subscribers_with_the_same_filter_share_its_group() {
+    let srv = start_with(|_| {}).await;
+    let c = plain_client();
+    publish(&c, &srv, "t", 0, 4).await;
+    let sub = |pattern: &str| {
+        let pattern: String = form_urlencoded::byte_serialize(pattern.as_bytes()).collect();
+        c.get(format!(
+            "{}/topics/t/items?format=nquads&from=latest&pattern={pattern}",
+            srv.url()
+        ))
+        .send()
+    };
+    // The same pattern written twice (other spacing), and a different one.
+    let a = sub("<http://example.org/item/5> * *").await.unwrap();
+    let b = sub("  <http://example.org/item/5>   *  * ").await.unwrap();
+    let other = sub("<http://example.org/item/6> * *").await.unwrap();
+    for r in [&a, &b, &other] {
+        assert!(r.status().is_success(), "{}", r.status());
+    }
+    assert_eq!(
+        metric(&c, &srv, "jelly_fanout_groups").await,
+        2,
+        "equal filters share one group, a different filter has its own"
+    );
+    publish(&c, &srv, "t", 4, 4).await;
+    let mut texts = Vec::new();
+    for (mut r, want) in [(a, "item/5>"), (b, "item/5>"), (other, "item/6>")] {
+        // The item's 5 statements, whole.
+        let mut text = String::new();
+        while text.matches(want).count() < 5 || !text.ends_with('\n') {
+            let chunk = tokio::time::timeout(Duration::from_secs(10), r.chunk())
+                .await
+                .expect("an item within 10 s")
+                .unwrap()
+                .expect("the stream goes on");
+            text.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+        texts.push(text);
+    }
+    assert!(texts[0].contains("<http://example.org/item/5>"));
+    assert!(!texts[0].contains("item/4>") && !texts[0].contains("item/6>"));
+    assert_eq!(texts[0], texts[1], "the same filter, the same bytes");
+    assert!(texts[2].contains("<http://example.org/item/6>"));
+    assert!(!texts[2].contains("item/5>"));
+    srv.shutdown().await.unwrap();
+}
