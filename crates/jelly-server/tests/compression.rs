@@ -15,7 +15,7 @@ use jelly_server::grpc::SUBSCRIBE_PATH;
 use jelly_server::grpc::codec::JellyCodec;
 use jelly_server::grpc::messages::{Frame, Subscribe};
 use jelly_server::{Server, ServerConfig};
-use support::{DecodedFrame, frames};
+use support::{DecodedFrame, frames, metric, wait_delivered};
 use tonic::codec::CompressionEncoding;
 
 async fn start() -> Server {
@@ -79,38 +79,6 @@ async fn everything(c: &reqwest::Client, srv: &Server) -> Vec<(u64, Vec<Statemen
         .await
         .unwrap();
     frames(&r.bytes().await.unwrap())
-}
-
-async fn groups(c: &reqwest::Client, srv: &Server) -> u64 {
-    let text = c
-        .get(format!("{}/metrics", srv.url()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix("jelly_fanout_groups ")?.parse().ok())
-        .unwrap()
-}
-
-/// Waits until `n` subscribers of `t` have been handed everything published.
-async fn wait_delivered(srv: &Server, n: usize) {
-    let t = srv.state().topics.get("t").unwrap();
-    for _ in 0..3000 {
-        let next = t.log.next_offset();
-        let subs = t.subscribers();
-        if subs.len() >= n
-            && subs
-                .iter()
-                .all(|s| s.position.load(std::sync::atomic::Ordering::Relaxed) >= next)
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the subscribers did not get everything");
 }
 
 /// The curl tests need curl with the decoders they use; without them they fail.
@@ -201,7 +169,7 @@ async fn each_encoding_decodes_with_real_clients_also_for_a_joiner_mid_stream() 
         let mut c1 = curl(&url("latest"), enc, &dir, &format!("{enc}-start"));
         wait_subscribers(&srv, 3).await;
         publish(&plain, &srv, 0, 10).await;
-        wait_delivered(&srv, 3).await;
+        wait_delivered(&srv, "t", 3).await;
 
         // Joiners in the middle of the shared compressed stream.
         let raw_join = plain
@@ -216,8 +184,12 @@ async fn each_encoding_decodes_with_real_clients_also_for_a_joiner_mid_stream() 
         wait_subscribers(&srv, 6).await;
         publish(&plain, &srv, 10, 10).await;
         publish(&plain, &srv, 20, 5).await;
-        wait_delivered(&srv, 6).await;
-        assert_eq!(groups(&plain, &srv).await, 1, "{enc}: all share one group");
+        wait_delivered(&srv, "t", 6).await;
+        assert_eq!(
+            metric(&plain, &srv, "jelly_fanout_groups").await,
+            1,
+            "{enc}: all share one group"
+        );
         let all = everything(&plain, &srv).await;
         assert_eq!(all.len(), 25);
 
@@ -409,7 +381,11 @@ async fn grpc_subscribers_get_gzip_and_zstd_messages_compressed_once() {
         publish(&plain, &srv, 20, 3).await;
         let all = everything(&plain, &srv).await;
         assert_eq!(take(&mut c, 8).await, all[15..].to_vec(), "{name}: joiner");
-        assert_eq!(groups(&plain, &srv).await, 1, "{name}: one group");
+        assert_eq!(
+            metric(&plain, &srv, "jelly_fanout_groups").await,
+            1,
+            "{name}: one group"
+        );
         // Another window is another group; a bad one is refused before the stream.
         let mut w = grpc_call(
             &srv,
@@ -424,7 +400,11 @@ async fn grpc_subscribers_get_gzip_and_zstd_messages_compressed_once() {
             all[20..].to_vec(),
             "{name}: windowed"
         );
-        assert_eq!(groups(&plain, &srv).await, 2, "{name}: a second group");
+        assert_eq!(
+            metric(&plain, &srv, "jelly_fanout_groups").await,
+            2,
+            "{name}: a second group"
+        );
         let bad = grpc_call(&srv, enc, &[("x-jelly-window-ms", "soon")])
             .await
             .unwrap_err();

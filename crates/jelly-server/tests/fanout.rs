@@ -4,7 +4,7 @@
 //! up nobody and catches up (or is closed) by the documented policy.
 
 mod support;
-use support::frames;
+use support::{frames, metric, wait_delivered};
 
 use std::time::Duration;
 
@@ -142,20 +142,6 @@ async fn everything(c: &reqwest::Client, srv: &Server, topic: &str) -> Vec<u8> {
     r.bytes().await.unwrap().to_vec()
 }
 
-async fn metric(c: &reqwest::Client, srv: &Server, name: &str) -> u64 {
-    let text = c
-        .get(format!("{}/metrics", srv.url()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("metric {name} not found in\n{text}"))
-}
-
 async fn create(c: &reqwest::Client, srv: &Server, topic: &str, body: serde_json::Value) {
     let r = c
         .put(format!("{}/topics/{topic}", srv.url()))
@@ -164,24 +150,6 @@ async fn create(c: &reqwest::Client, srv: &Server, topic: &str, body: serde_json
         .await
         .unwrap();
     assert!(r.status().is_success(), "create: {}", r.status());
-}
-
-/// Waits until every subscriber of `topic` has been handed everything published.
-async fn wait_delivered(srv: &Server, topic: &str, subscribers: usize) {
-    let t = srv.state().topics.get(topic).unwrap();
-    for _ in 0..3000 {
-        let next = t.log.next_offset();
-        let subs = t.subscribers();
-        if subs.len() >= subscribers
-            && subs
-                .iter()
-                .all(|s| s.position.load(std::sync::atomic::Ordering::Relaxed) >= next)
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("subscribers of {topic} did not get everything");
 }
 
 #[tokio::test]

@@ -2,6 +2,9 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
+use std::time::Duration;
+
+use jelly_server::Server;
 
 use jelly::{Decoder, Event, JellyReader, Statement, Term};
 
@@ -67,4 +70,37 @@ pub fn frames(bytes: &[u8]) -> Vec<(u64, Vec<Statement>)> {
         out.push((std::str::from_utf8(v).unwrap().parse().unwrap(), st));
     }
     out
+}
+
+/// A server-wide metric's value from `/metrics` (a series without labels).
+pub async fn metric(c: &reqwest::Client, srv: &Server, name: &str) -> u64 {
+    let text = c
+        .get(format!("{}/metrics", srv.url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("metric {name} not found in\n{text}"))
+}
+
+/// Waits until `subscribers` subscribers of `topic` have been handed everything published.
+pub async fn wait_delivered(srv: &Server, topic: &str, subscribers: usize) {
+    let t = srv.state().topics.get(topic).unwrap();
+    for _ in 0..3000 {
+        let next = t.log.next_offset();
+        let subs = t.subscribers();
+        if subs.len() >= subscribers
+            && subs
+                .iter()
+                .all(|s| s.position.load(std::sync::atomic::Ordering::Relaxed) >= next)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("subscribers of {topic} did not get everything");
 }
