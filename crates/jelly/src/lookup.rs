@@ -172,8 +172,11 @@ impl LruTable {
         };
         let id = if self.len < self.max {
             self.len += 1;
-            self.keys.push(String::new());
-            self.meta.push(Meta::default());
+            // After a `clear`, the buffers of earlier ids are still there for reuse.
+            if self.keys.len() <= self.len as usize {
+                self.keys.push(String::new());
+                self.meta.push(Meta::default());
+            }
             if self.len as usize * 2 > self.index.len() {
                 self.grow_index();
                 slot = match self.find(value, tag) {
@@ -213,6 +216,20 @@ impl LruTable {
         };
         self.last_emitted = id;
         Some(Lookup::New { id, wire_id })
+    }
+
+    /// Empties the table as for a new stream, keeping its buffers (so an encoder reused
+    /// for many small streams does not allocate again). Every id's generation moves
+    /// on, so ids cached elsewhere before the reset no longer match.
+    pub fn clear(&mut self) {
+        self.index.fill(0);
+        for m in &mut self.meta {
+            m.generation = m.generation.wrapping_add(1);
+            m.referenced = false;
+        }
+        self.hand = 1;
+        self.len = 0;
+        self.last_emitted = 0;
     }
 
     /// Makes the next new entry carry its id explicitly, whatever came before.

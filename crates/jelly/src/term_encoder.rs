@@ -158,6 +158,26 @@ impl TermEncoder {
         }
     }
 
+    /// Starts over as for a new stream (empty tables, no previous terms, an empty
+    /// frame), keeping every buffer.
+    pub(crate) fn reset(&mut self) {
+        self.names.clear();
+        if let Some(p) = &mut self.prefixes {
+            p.clear();
+        }
+        if let Some(d) = &mut self.datatypes {
+            d.clear();
+        }
+        // The cache's entries name ids whose generations just moved on: all stale.
+        self.last_prefix_id = 0;
+        self.last_name_id = 0;
+        self.prev_iri = [None; 4];
+        self.recent_datatypes = [(0, u32::MAX); 4];
+        self.have_prev = [false; 4];
+        self.buf.clear();
+        self.rows = 0;
+    }
+
     /// Makes the next entry of every table and the next IRI's name carry explicit ids,
     /// so the rows that follow do not depend on the delta state of earlier rows.
     pub(crate) fn forget_delta_state(&mut self) {
