@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use jelly::{LogicalType, PhysicalType, StreamOptions};
 use serde::{Deserialize, Serialize};
@@ -136,6 +136,9 @@ impl TopicLog {
     pub async fn read(&self, from: u64, limits: ReadLimits) -> Result<Vec<Item>, LogError> {
         dispatch!(self, l => l.read(from, limits).await)
     }
+    pub fn read_now(&self, from: u64, limits: ReadLimits) -> Option<Result<Vec<Item>, LogError>> {
+        dispatch!(self, l => l.read_now(from, limits))
+    }
     pub fn first_offset(&self) -> u64 {
         dispatch!(self, l => l.first_offset())
     }
@@ -173,6 +176,16 @@ pub struct SubscriberInfo {
     pub since_ms: u64,
 }
 
+/// Told after every append to a topic, on the appending task ([`Topic::listen`]).
+///
+/// Fan-out groups without a buffer window use it to write new items for their
+/// subscribers right away, instead of waking a task of their own to do it (one task
+/// hop, often a thread wake-up, less on the way from publisher to subscriber).
+pub trait AppendListener: Send + Sync {
+    /// Items were appended. Must not block: it runs on the publisher's task.
+    fn appended(&self);
+}
+
 /// A topic.
 pub struct Topic {
     pub name: String,
@@ -184,6 +197,8 @@ pub struct Topic {
     pub mirror: Option<Arc<MirrorStatus>>,
     subs: Mutex<HashMap<u64, Arc<SubscriberInfo>>>,
     next_sub: AtomicU64,
+    /// Told after each append; dropped listeners are pruned then.
+    listeners: Mutex<Vec<Weak<dyn AppendListener>>>,
 }
 
 /// Where the logs live and how they are opened.
@@ -238,7 +253,7 @@ impl Storage {
 }
 
 impl Topic {
-    fn new(
+    pub(crate) fn new(
         name: String,
         options: TopicOptions,
         log: TopicLog,
@@ -253,6 +268,7 @@ impl Topic {
             mirror,
             subs: Mutex::new(HashMap::new()),
             next_sub: AtomicU64::new(1),
+            listeners: Mutex::new(Vec::new()),
         }
     }
 
@@ -282,6 +298,28 @@ impl Topic {
         }
     }
 
+    /// Registers `listener` to be told of every append until it is dropped.
+    pub fn listen(&self, listener: Weak<dyn AppendListener>) {
+        let mut l = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
+        l.retain(|w| w.strong_count() > 0);
+        l.push(listener);
+    }
+
+    /// Tells the live listeners of an append (outside the lock: they may take time).
+    fn appended(&self) {
+        let live: Vec<Arc<dyn AppendListener>> = {
+            let mut l = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
+            if l.is_empty() {
+                return;
+            }
+            l.retain(|w| w.strong_count() > 0);
+            l.iter().filter_map(Weak::upgrade).collect()
+        };
+        for listener in live {
+            listener.appended();
+        }
+    }
+
     /// Appends a batch and counts it (topic and server counters).
     pub async fn append(
         &self,
@@ -292,6 +330,7 @@ impl Topic {
         let bytes: u64 = items.iter().map(|i| i.frame.len() as u64).sum();
         let statements: u64 = items.iter().map(|i| u64::from(i.statements)).sum();
         let offsets = self.log.append(items).await?;
+        self.appended();
         self.stats.items_in.fetch_add(n, Ordering::Relaxed);
         self.stats.bytes_in.fetch_add(bytes, Ordering::Relaxed);
         self.stats
@@ -314,6 +353,7 @@ impl Topic {
         let bytes: u64 = items.iter().map(|i| i.frame.len() as u64).sum();
         let statements: u64 = items.iter().map(|i| u64::from(i.statements)).sum();
         self.log.append_at(items, restart).await?;
+        self.appended();
         self.stats.items_in.fetch_add(n, Ordering::Relaxed);
         self.stats.bytes_in.fetch_add(bytes, Ordering::Relaxed);
         self.stats

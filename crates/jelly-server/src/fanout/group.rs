@@ -2,11 +2,11 @@
 //! topic's log for all of them, writing (and compressing) each batch once.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{Notify, oneshot, watch};
 use tokio::time::Instant;
 
 use super::encode::{BatchEncoder, Wire};
@@ -16,7 +16,7 @@ use crate::compress::Block;
 use crate::item::Item;
 use crate::log::{LogError, ReadLimits};
 use crate::metrics::Metrics;
-use crate::topic::Topic;
+use crate::topic::{AppendListener, Topic};
 
 /// Live groups by key (a group removes itself when its last subscriber leaves).
 pub(super) type GroupMap = Mutex<HashMap<GroupKey, Weak<Group>>>;
@@ -33,6 +33,8 @@ pub struct Group {
     pub(super) keepalive: Block,
     map: Weak<GroupMap>,
     metrics: Arc<Metrics>,
+    /// Window 0: the appenders' way into the group (also held by its task).
+    _pump: Option<Arc<Pump>>,
     /// Dropping it stops the task.
     _stop: oneshot::Sender<()>,
 }
@@ -50,16 +52,21 @@ impl Drop for Group {
     }
 }
 
-/// What a group's task needs.
-pub(super) struct GroupTask {
+/// What turns a group's log items into ring blocks.
+pub(super) struct Producer {
     pub topic: Arc<Topic>,
     pub key: GroupKey,
     pub ring: Arc<Ring>,
-    pub start: u64,
     pub batch: ReadLimits,
+    pub metrics: Arc<Metrics>,
+}
+
+/// What a group's task needs.
+pub(super) struct GroupTask {
+    pub producer: Producer,
+    pub start: u64,
     pub stop: oneshot::Receiver<()>,
     pub shutdown: watch::Receiver<bool>,
-    pub metrics: Arc<Metrics>,
 }
 
 impl Group {
@@ -83,31 +90,63 @@ impl Group {
         let ring = Arc::new(Ring::new(start, limits));
         let (stop_tx, stop) = oneshot::channel();
         let keepalive = super::encode::block(key.encoding, b": keep-alive\n\n".to_vec());
+        let producer = Producer {
+            topic: topic.clone(),
+            key: key.clone(),
+            ring: ring.clone(),
+            batch,
+            metrics: metrics.clone(),
+        };
+        // Without a window, appenders write new items into the ring themselves.
+        let pump = (key.window_ms == 0).then(|| {
+            Arc::new(Pump {
+                producer,
+                next: Mutex::new(Some(start)),
+                pending: AtomicBool::new(false),
+                kick: Notify::new(),
+            })
+        });
         let g = Arc::new(Group {
             key: key.clone(),
             ring: ring.clone(),
             keepalive,
             map: Arc::downgrade(map),
             metrics: metrics.clone(),
+            _pump: pump.clone(),
             _stop: stop_tx,
         });
         m.insert(key.clone(), Arc::downgrade(&g));
         drop(m);
         metrics.fanout_groups.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(?key, start, "fan-out group started");
-        tokio::spawn(
-            GroupTask {
-                topic: topic.clone(),
-                key,
-                ring,
-                start,
-                batch,
-                stop,
-                shutdown: shutdown.clone(),
-                metrics: metrics.clone(),
+        let shutdown = shutdown.clone();
+        match pump {
+            Some(pump) => {
+                let listener: Arc<dyn AppendListener> = pump.clone();
+                topic.listen(Arc::downgrade(&listener));
+                // Whatever was appended before the listener was in place.
+                pump.run();
+                tokio::spawn(pump.serve(stop, shutdown));
             }
-            .run(),
-        );
+            None => {
+                let producer = Producer {
+                    topic: topic.clone(),
+                    key,
+                    ring,
+                    batch,
+                    metrics: metrics.clone(),
+                };
+                tokio::spawn(
+                    GroupTask {
+                        producer,
+                        start,
+                        stop,
+                        shutdown,
+                    }
+                    .run(),
+                );
+            }
+        }
         g
     }
 
@@ -133,15 +172,15 @@ impl GroupTask {
     /// Follows the log from `start` until the last subscriber leaves, the server
     /// shuts down or the log fails.
     async fn run(mut self) {
-        let mut watch = self.topic.log.watch();
+        let mut watch = self.producer.topic.log.watch();
         let mut next = self.start;
-        let window = Duration::from_millis(self.key.window_ms);
+        let window = Duration::from_millis(self.producer.key.window_ms);
         loop {
             // The first items of a block.
             let items = match self.read(next).await {
                 Ok(items) => items,
                 Err(first) => {
-                    self.ring.restart_at(first);
+                    self.producer.ring.restart_at(first);
                     next = first;
                     continue;
                 }
@@ -151,30 +190,30 @@ impl GroupTask {
                 match self.wait(&mut watch, next, None).await {
                     Woke::Items | Woke::Deadline => continue,
                     Woke::Stop => return,
-                    Woke::Closed => return self.ring.end(GroupEnd::Closed),
+                    Woke::Closed => return self.producer.ring.end(GroupEnd::Closed),
                 }
             }
             let deadline = Instant::now() + window;
-            let mut enc = BatchEncoder::new(&self.key, false);
-            let mut failed = self.encode(&items, &mut enc, &mut next);
+            let mut enc = BatchEncoder::new(&self.producer.key, false);
+            let mut failed = self.producer.encode(&items, &mut enc, &mut next);
             // More items within the window (none with a window of 0).
             while failed.is_none()
                 && !window.is_zero()
                 && enc.raw_len() < MAX_BLOCK_RAW_BYTES
-                && enc.items() < self.batch.max_items
+                && enc.items() < self.producer.batch.max_items
             {
                 match self.read(next).await {
                     Ok(Some(items)) if !items.is_empty() => {
-                        failed = self.encode(&items, &mut enc, &mut next);
+                        failed = self.producer.encode(&items, &mut enc, &mut next);
                         continue;
                     }
                     Ok(Some(_)) => {}
                     Ok(None) => return,
                     // Retention overtook the group: what it gathered is lost with the rest.
                     Err(first) => {
-                        self.ring.restart_at(first);
+                        self.producer.ring.restart_at(first);
                         next = first;
-                        enc = BatchEncoder::new(&self.key, false);
+                        enc = BatchEncoder::new(&self.producer.key, false);
                         break;
                     }
                 }
@@ -187,10 +226,10 @@ impl GroupTask {
                     }
                 }
             }
-            self.flush(enc, next);
+            self.producer.flush(enc, next);
             if let Some(why) = failed {
-                tracing::error!(topic = %self.topic.name, ?why, "fan-out group ended");
-                return self.ring.end(why);
+                tracing::error!(topic = %self.producer.topic.name, ?why, "fan-out group ended");
+                return self.producer.ring.end(why);
             }
         }
     }
@@ -198,11 +237,17 @@ impl GroupTask {
     /// Reads from `next`: `Ok(None)` when the group ended (the ring is told why),
     /// `Err(first)` when retention dropped `next` (the caller restarts at `first`).
     async fn read(&mut self, next: u64) -> Result<Option<Vec<Item>>, u64> {
-        match self.topic.log.read(next, self.batch).await {
+        match self
+            .producer
+            .topic
+            .log
+            .read(next, self.producer.batch)
+            .await
+        {
             Ok(items) => Ok(Some(items)),
             Err(LogError::Truncated { first, .. }) => {
                 tracing::warn!(
-                    topic = %self.topic.name,
+                    topic = %self.producer.topic.name,
                     next,
                     first,
                     "fan-out group fell behind retention; restarting at the first retained offset"
@@ -210,13 +255,36 @@ impl GroupTask {
                 Err(first)
             }
             Err(e) => {
-                tracing::error!(topic = %self.topic.name, error = %e, "fan-out group: log read failed");
-                self.ring.end(GroupEnd::ReadFailed(e.to_string()));
+                tracing::error!(topic = %self.producer.topic.name, error = %e, "fan-out group: log read failed");
+                self.producer.ring.end(GroupEnd::ReadFailed(e.to_string()));
                 Ok(None)
             }
         }
     }
 
+    /// Waits for items past `next`, the deadline, or the end.
+    async fn wait(
+        &mut self,
+        watch: &mut watch::Receiver<u64>,
+        next: u64,
+        deadline: Option<Instant>,
+    ) -> Woke {
+        let sleep = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            r = watch.wait_for(|n| *n > next) => if r.is_err() { Woke::Closed } else { Woke::Items },
+            _ = sleep => Woke::Deadline,
+            _ = &mut self.stop => Woke::Stop,
+            _ = self.shutdown.wait_for(|s| *s) => Woke::Stop,
+        }
+    }
+}
+
+impl Producer {
     /// Writes the items the filter accepts; `next` moves past every item handled.
     fn encode(&self, items: &[Item], enc: &mut BatchEncoder, next: &mut u64) -> Option<GroupEnd> {
         for it in items {
@@ -249,25 +317,144 @@ impl GroupTask {
         self.ring.push(next, items, wire);
     }
 
-    /// Waits for items past `next`, the deadline, or the end.
-    async fn wait(
-        &mut self,
-        watch: &mut watch::Receiver<u64>,
-        next: u64,
-        deadline: Option<Instant>,
-    ) -> Woke {
-        let sleep = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d).await,
-                None => std::future::pending().await,
+    /// Reads from `next` what is in memory and writes it into the ring; stops at
+    /// the log's end or when a read would need I/O (`false`). `next` becomes `None`
+    /// when the group ends.
+    fn drain_in_memory(&self, next: &mut Option<u64>) -> bool {
+        while let Some(from) = *next {
+            match self.topic.log.read_now(from, self.batch) {
+                None => return false,
+                Some(Ok(items)) if items.is_empty() => break,
+                Some(r) => *next = self.take(from, r),
             }
-        };
-        tokio::select! {
-            r = watch.wait_for(|n| *n > next) => if r.is_err() { Woke::Closed } else { Woke::Items },
-            _ = sleep => Woke::Deadline,
-            _ = &mut self.stop => Woke::Stop,
-            _ = self.shutdown.wait_for(|s| *s) => Woke::Stop,
         }
+        true
+    }
+
+    /// Handles the result of a read from `from`: the group's next position, or
+    /// `None` when it ended.
+    fn take(&self, from: u64, read: Result<Vec<Item>, LogError>) -> Option<u64> {
+        match read {
+            Ok(items) => {
+                let mut enc = BatchEncoder::new(&self.key, false);
+                let mut next = from;
+                let failed = self.encode(&items, &mut enc, &mut next);
+                self.flush(enc, next);
+                match failed {
+                    None => Some(next),
+                    Some(why) => {
+                        tracing::error!(topic = %self.topic.name, ?why, "fan-out group ended");
+                        self.ring.end(why);
+                        None
+                    }
+                }
+            }
+            Err(LogError::Truncated { first, .. }) => {
+                tracing::warn!(
+                    topic = %self.topic.name,
+                    next = from,
+                    first,
+                    "fan-out group fell behind retention; restarting at the first retained offset"
+                );
+                self.ring.restart_at(first);
+                Some(first)
+            }
+            Err(e) => {
+                tracing::error!(topic = %self.topic.name, error = %e, "fan-out group: log read failed");
+                self.ring.end(GroupEnd::ReadFailed(e.to_string()));
+                None
+            }
+        }
+    }
+}
+
+/// A group without a buffer window. Whoever appends to the topic writes the new
+/// items into the ring on its own task ([`AppendListener`]), so a subscriber is one
+/// task wake-up away from the publisher, not two. The group's task only reads what
+/// is no longer in memory (a group that fell behind) and then hands back.
+pub(super) struct Pump {
+    producer: Producer,
+    /// Every offset below it is in the ring or was rejected; `None` once the group
+    /// ended. Appenders only `try_lock` it, so no publisher ever waits here.
+    next: Mutex<Option<u64>>,
+    /// Set by an appender that found `next` locked: the holder drains again.
+    pending: AtomicBool,
+    /// Wakes the task: the items are not in memory.
+    kick: Notify,
+}
+
+impl Pump {
+    fn lock(&self) -> MutexGuard<'_, Option<u64>> {
+        self.next.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes everything new that is in memory into the ring, unless another caller
+    /// is doing so (it will see `pending` and go on). Never blocks.
+    fn run(&self) {
+        self.pending.store(true, Ordering::Release);
+        loop {
+            let mut next = match self.next.try_lock() {
+                Ok(g) => g,
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return,
+            };
+            while self.pending.swap(false, Ordering::AcqRel) {
+                if !self.producer.drain_in_memory(&mut next) {
+                    self.kick.notify_one();
+                    break;
+                }
+            }
+            drop(next);
+            // An appender may have set `pending` after the last swap and failed its
+            // `try_lock` before the unlock: look again.
+            if !self.pending.load(Ordering::Acquire) {
+                return;
+            }
+        }
+    }
+
+    /// The group's task: reads from the log what is not in memory when kicked, until
+    /// the group is dropped or the server shuts down.
+    async fn serve(
+        self: Arc<Self>,
+        mut stop: oneshot::Receiver<()>,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        loop {
+            tokio::select! {
+                _ = self.kick.notified() => {}
+                _ = &mut stop => return,
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+            loop {
+                let Some(from) = *self.lock() else { return };
+                let read = self
+                    .producer
+                    .topic
+                    .log
+                    .read(from, self.producer.batch)
+                    .await;
+                if matches!(&read, Ok(items) if items.is_empty()) {
+                    break;
+                }
+                {
+                    let mut next = self.lock();
+                    // Unless an appender moved the group on meanwhile.
+                    if *next == Some(from) {
+                        *next = self.producer.take(from, read);
+                    }
+                }
+                // What came meanwhile is in memory, probably.
+                self.run();
+            }
+            self.run();
+        }
+    }
+}
+
+impl AppendListener for Pump {
+    fn appended(&self) {
+        self.run();
     }
 }
 
@@ -280,5 +467,111 @@ pub(super) fn accepts(key: &GroupKey, item: &Item) -> bool {
             tracing::debug!(offset = item.offset, error = %e, "filter failed on an item; left out");
             false
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::deliver::OutFormat;
+    use crate::fanout::{Fanout, Framing, RingLimits, Step};
+    use crate::ingest::{InputFormat, PublishMeta, ingest};
+    use crate::log::{Durability, FileLog, FileLogOptions, MemoryLog};
+    use crate::topic::{TopicLog, TopicOptions};
+
+    const APPENDERS: usize = 4;
+    const EACH: usize = 50;
+
+    /// Appenders on several tasks at once (window 0: each writes into the ring
+    /// itself, or leaves it to whoever holds the group); one subscriber must get
+    /// every item exactly once, in offset order.
+    async fn concurrent_appends_reach_the_subscriber(log: TopicLog) {
+        let topic = Arc::new(Topic::new("t".into(), TopicOptions::default(), log, None));
+        let (_tx, shutdown) = watch::channel(false);
+        let fanout = Fanout::new(
+            RingLimits::default(),
+            ReadLimits {
+                max_items: 7,
+                max_bytes: 1 << 20,
+            },
+            Duration::from_secs(60),
+            shutdown,
+            Arc::new(Metrics::default()),
+        );
+        let key = GroupKey::new("t", OutFormat::NQuads, Framing::Stream);
+        let mut sub = fanout.subscribe(topic.clone(), key, "stream", 0);
+        let mut tasks = Vec::new();
+        for a in 0..APPENDERS {
+            let topic = topic.clone();
+            tasks.push(tokio::spawn(async move {
+                let metrics = Metrics::default();
+                for i in 0..EACH {
+                    let body = format!("<http://e/{a}> <http://e/p> \"{i}\" .\n");
+                    let items = ingest(
+                        body.as_bytes(),
+                        InputFormat::NQuads,
+                        &topic.options,
+                        &PublishMeta::default(),
+                        1 << 20,
+                    )
+                    .unwrap();
+                    topic.append(items, &metrics).await.unwrap();
+                    if i % 8 == 0 {
+                        tokio::task::yield_now().await;
+                    }
+                }
+            }));
+        }
+        let mut text = String::new();
+        while text.lines().count() < APPENDERS * EACH {
+            match tokio::time::timeout(Duration::from_secs(20), sub.next_step()).await {
+                Ok(Step::Data(parts)) => {
+                    for p in parts {
+                        text.push_str(std::str::from_utf8(&p).unwrap());
+                    }
+                }
+                Ok(Step::KeepAlive) => {}
+                Ok(Step::End(why)) => panic!("ended: {why:?}"),
+                Err(_) => panic!("stuck after {} lines", text.lines().count()),
+            }
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        // Each appender's items in its own order, each exactly once.
+        let mut seen = vec![0usize; APPENDERS];
+        for line in text.lines() {
+            let a: usize = line[10..11].parse().unwrap();
+            let i: usize = line.split('"').nth(1).unwrap().parse().unwrap();
+            assert_eq!(i, seen[a], "appender {a}: {line}");
+            seen[a] += 1;
+        }
+        assert_eq!(seen, vec![EACH; APPENDERS]);
+        assert_eq!(topic.log.next_offset(), (APPENDERS * EACH) as u64);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn appenders_write_the_ring_themselves_exactly_once() {
+        concurrent_appends_reach_the_subscriber(TopicLog::Memory(MemoryLog::new(usize::MAX))).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn items_not_in_memory_are_read_by_the_group_task() {
+        let dir = std::env::temp_dir().join(format!("jelly-pump-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let log = FileLog::open(
+            dir.join("log"),
+            FileLogOptions {
+                durability: Durability::None,
+                // Nothing stays in memory: every read of the group goes to the files.
+                tail_cache_bytes: 0,
+                ..FileLogOptions::default()
+            },
+        )
+        .unwrap();
+        concurrent_appends_reach_the_subscriber(TopicLog::File(log)).await;
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

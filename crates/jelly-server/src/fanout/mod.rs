@@ -1,8 +1,9 @@
 //! Encode-once fan-out: subscribers that want the same bytes share them.
 //!
 //! Subscriptions with equal [`GroupKey`]s (topic, format, framing, filter,
-//! compression, window) form a [`Group`]. One task per group follows the topic's log
-//! from its head, writes each batch of accepted items once (Jelly items spliced
+//! compression, window) form a [`Group`]. A group follows the topic's log from its
+//! head (a task per group with a window; the appending task itself without one, see
+//! [`group`]), writes each batch of accepted items once (Jelly items spliced
 //! without their options row), compresses it once as an independent block and puts
 //! it in the group's bounded [`ring`]. Each [`Subscription`] starts with a block's
 //! opening form (the options row in its first item; built once per block and shared

@@ -425,27 +425,29 @@ impl Log for FileLog {
     }
 
     async fn read(&self, from: u64, limits: ReadLimits) -> Result<Vec<Item>, LogError> {
-        {
-            let st = self.shared.read_state();
-            let first = st.first();
-            if from < first {
-                return Err(LogError::Truncated {
-                    requested: from,
-                    first,
-                });
-            }
-            if from >= st.next || limits.max_items == 0 {
-                return Ok(Vec::new());
-            }
-            if let Some(items) = st.read_tail(from, limits) {
-                return Ok(items);
-            }
+        if let Some(r) = self.read_now(from, limits) {
+            return r;
         }
         let shared = self.shared.clone();
         let dir = self.shared.dir.clone();
         tokio::task::spawn_blocking(move || read_blocking(&shared, from, limits))
             .await
             .map_err(|e| io_err(&dir, std::io::Error::other(e.to_string())))?
+    }
+
+    fn read_now(&self, from: u64, limits: ReadLimits) -> Option<Result<Vec<Item>, LogError>> {
+        let st = self.shared.read_state();
+        let first = st.first();
+        if from < first {
+            return Some(Err(LogError::Truncated {
+                requested: from,
+                first,
+            }));
+        }
+        if from >= st.next || limits.max_items == 0 {
+            return Some(Ok(Vec::new()));
+        }
+        st.read_tail(from, limits).map(Ok)
     }
 
     fn first_offset(&self) -> u64 {

@@ -45,6 +45,30 @@ impl MemoryLog {
         }
     }
 
+    /// Items from `from`, bounded by `limits` (everything is in memory).
+    fn read_in_memory(&self, from: u64, limits: ReadLimits) -> Result<Vec<Item>, LogError> {
+        let g = self.lock();
+        let first = g.items.front().map_or(g.next, |i| i.offset);
+        if from < first {
+            return Err(LogError::Truncated {
+                requested: from,
+                first,
+            });
+        }
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        for it in g.items.iter().skip((from - first) as usize) {
+            if out.len() >= limits.max_items
+                || (!out.is_empty() && bytes + it.frame.len() > limits.max_bytes)
+            {
+                break;
+            }
+            bytes += it.frame.len();
+            out.push(it.clone());
+        }
+        Ok(out)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         // A panic while holding the lock cannot leave the deque inconsistent.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
@@ -105,26 +129,11 @@ impl Log for MemoryLog {
     }
 
     async fn read(&self, from: u64, limits: ReadLimits) -> Result<Vec<Item>, LogError> {
-        let g = self.lock();
-        let first = g.items.front().map_or(g.next, |i| i.offset);
-        if from < first {
-            return Err(LogError::Truncated {
-                requested: from,
-                first,
-            });
-        }
-        let mut out = Vec::new();
-        let mut bytes = 0;
-        for it in g.items.iter().skip((from - first) as usize) {
-            if out.len() >= limits.max_items
-                || (!out.is_empty() && bytes + it.frame.len() > limits.max_bytes)
-            {
-                break;
-            }
-            bytes += it.frame.len();
-            out.push(it.clone());
-        }
-        Ok(out)
+        self.read_in_memory(from, limits)
+    }
+
+    fn read_now(&self, from: u64, limits: ReadLimits) -> Option<Result<Vec<Item>, LogError>> {
+        Some(self.read_in_memory(from, limits))
     }
 
     fn first_offset(&self) -> u64 {

@@ -96,6 +96,11 @@ pub trait Log: Send + Sync + 'static {
         limits: ReadLimits,
     ) -> impl Future<Output = Result<Vec<Item>, LogError>> + Send;
 
+    /// Reads like [`Log::read`] when that needs no I/O (the items are in memory), and
+    /// `None` when it would have to wait. Lets a producer hand new items on inline,
+    /// on the appending task, instead of waking another task to read them.
+    fn read_now(&self, from: u64, limits: ReadLimits) -> Option<Result<Vec<Item>, LogError>>;
+
     /// First retained offset.
     fn first_offset(&self) -> u64;
 
