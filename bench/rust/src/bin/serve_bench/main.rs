@@ -348,12 +348,15 @@ fn latency(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
             let lat = rt.block_on(async {
                 transports::create_topic(&url, topic, physical).await?;
                 let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-                let sub = tokio::spawn(transports::subscribe(
+                // The subscriber runs on a thread of its own (a current-thread
+                // runtime), like the publisher: its socket's wake-up goes straight to
+                // the task that decodes, with no hand-off between runtime workers.
+                let sub = transports::subscribe_on_own_thread(
                     a.sub_transport.unwrap_or(a.transport),
                     url.clone(),
                     topic.into(),
                     tx,
-                ));
+                );
                 transports::wait_subscribed(&url, topic).await?;
                 let sent = transports::publish_paced(
                     a.transport,

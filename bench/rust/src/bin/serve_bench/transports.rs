@@ -254,6 +254,23 @@ pub async fn subscribe(
     }
 }
 
+/// [`subscribe`] on a thread of its own with a current-thread runtime; dropping or
+/// aborting the handle does not stop it, closing the server does.
+pub fn subscribe_on_own_thread(
+    transport: Transport,
+    url: String,
+    topic: String,
+    tx: UnboundedSender<Arrival>,
+) -> tokio::task::JoinHandle<Result<(), String>> {
+    tokio::task::spawn_blocking(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        rt.block_on(subscribe(transport, url, topic, tx))
+    })
+}
+
 async fn channel(url: &str) -> Result<Channel, String> {
     Channel::from_shared(url.to_string())
         .map_err(|e| e.to_string())?
@@ -388,20 +405,24 @@ async fn post(c: &reqwest::Client, url: &str, topic: &str, body: Vec<u8>) -> Res
     Ok(())
 }
 
-/// Waits until `due`: sleeps while far, then spins (thread sleeps are too coarse for
-/// 100 µs intervals).
+/// Waits until `due` by sleeping. The thread's timer slack is set to 1 ns first
+/// ([`tight_timers`]), so the sleep ends within microseconds of `due`; the send time
+/// is taken after the wake-up, so a late wake-up shifts the schedule, never the
+/// latency. (A spinning publisher would hold one of the machine's two vCPUs for
+/// itself at 100 µs intervals, starving the server and the subscriber.)
 fn wait_until(due: Instant) {
-    loop {
-        let now = Instant::now();
-        if now >= due {
-            return;
-        }
-        let left = due - now;
-        if left > Duration::from_micros(300) {
-            std::thread::sleep(left - Duration::from_micros(200));
-        } else {
-            std::hint::spin_loop();
-        }
+    let now = Instant::now();
+    if due > now {
+        std::thread::sleep(due - now);
+    }
+}
+
+/// Sets this thread's timer slack to 1 ns (Linux; the default 50 µs would make
+/// every paced sleep up to 50 µs late).
+fn tight_timers() {
+    // SAFETY: PR_SET_TIMERSLACK takes an integer and affects only this thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
     }
 }
 
@@ -415,6 +436,7 @@ pub fn publish_paced(
     interval: Duration,
 ) -> tokio::task::JoinHandle<Result<Vec<Instant>, String>> {
     tokio::task::spawn_blocking(move || {
+        tight_timers();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
