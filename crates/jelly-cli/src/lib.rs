@@ -15,6 +15,7 @@ pub mod publish;
 pub mod rdf_read;
 pub mod report;
 pub mod serve;
+pub mod server_client;
 pub mod subscribe;
 pub mod to_jelly;
 pub mod transcode;

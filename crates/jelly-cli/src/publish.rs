@@ -37,6 +37,10 @@ pub struct PublishArgs {
     /// Server URL.
     #[arg(long, default_value = "http://127.0.0.1:8686", value_name = "URL")]
     pub server: String,
+    /// Bearer token for a server with `[auth]` (default: the JELLY_TOKEN environment
+    /// variable). Sent as `Authorization: Bearer`.
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
     /// Format of RDF input (default: from the extension; N-Quads for stdin).
     #[arg(long = "in-format", value_enum, value_name = "FORMAT")]
     pub in_format: Option<Format>,
@@ -134,7 +138,8 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
         .enable_all()
         .build()
         .map_err(|e| CliError::io("tokio runtime", &e))?;
-    let client = reqwest::Client::new();
+    let client =
+        crate::server_client::client(crate::server_client::token(a.token.as_deref()).as_deref())?;
     let mut url = items_url(&a.server, &a.topic);
     for (i, (k, v)) in query.iter().enumerate() {
         url.push(if i == 0 { '?' } else { '&' });

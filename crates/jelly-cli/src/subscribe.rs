@@ -57,6 +57,10 @@ pub struct SubscribeArgs {
     /// Server URL.
     #[arg(long, default_value = "http://127.0.0.1:8686", value_name = "URL")]
     pub server: String,
+    /// Bearer token for a server with `[auth]` (default: the JELLY_TOKEN environment
+    /// variable). Sent as `Authorization: Bearer`.
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
     /// Where to start: earliest, latest, an offset, ts:<ms> or last:<n>.
     #[arg(long, default_value = "earliest", value_name = "FROM")]
     pub from: String,
@@ -284,7 +288,8 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
         .enable_all()
         .build()
         .map_err(|e| CliError::io("tokio runtime", &e))?;
-    let client = reqwest::Client::new();
+    let client =
+        crate::server_client::client(crate::server_client::token(a.token.as_deref()).as_deref())?;
     let mut st = State {
         next: None,
         written: 0,

@@ -301,3 +301,67 @@ fn serve_with_tls_and_tokens_from_flags() {
     assert!(r.stderr.contains("/nonexistent/key.pem"), "{}", r.stderr);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `jelly publish` and `jelly subscribe` against a server with `[auth]`: refused
+/// without a token (401, exit 1, nothing appended) or with one lacking the right (403),
+/// accepted with `--token` or `$JELLY_TOKEN`.
+#[test]
+fn publish_and_subscribe_send_a_bearer_token() {
+    let dir = temp_dir("tokens");
+    let tokens = dir.join("tokens.toml");
+    std::fs::write(
+        &tokens,
+        "tokens = [\n  { token = \"writer-secret\", publish = [\"t\"] },\n  { token = \"reader-secret\", subscribe = [\"*\"] },\n]\n",
+    )
+    .unwrap();
+    let srv = ServeProc::start_with(
+        &dir.join("data"),
+        &["--auth-tokens", tokens.to_str().unwrap()],
+    );
+    let nq = "<http://ex/s> <http://ex/p> \"1\" .\n";
+    let publish = |extra: &[&str]| {
+        let mut args = vec!["publish", "t", "--server", &srv.url, "--in-format", "nq"];
+        args.extend_from_slice(extra);
+        jelly(&args, Some(nq.as_bytes()))
+    };
+    let r = publish(&[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("401"), "{}", r.stderr);
+    let r = publish(&["--token", "reader-secret"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("403"), "{}", r.stderr);
+    let r = publish(&["--token", "writer-secret"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+
+    let subscribe = |token_env: Option<&str>, extra: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_jelly"));
+        cmd.args(["subscribe", "t", "--server", &srv.url, "--no-follow"])
+            .args(extra)
+            .env_remove("JELLY_TOKEN")
+            .stdin(Stdio::null());
+        if let Some(t) = token_env {
+            cmd.env("JELLY_TOKEN", t);
+        }
+        cmd.output().unwrap()
+    };
+    let out = subscribe(None, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("401"));
+    let out = subscribe(Some("writer-secret"), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("403"));
+    for out in [
+        subscribe(Some("reader-secret"), &[]),
+        subscribe(Some("wrong"), &["--token", "reader-secret"]),
+    ] {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), nq, "one item, once");
+    }
+    assert_eq!(srv.stop(), 0);
+    let _ = std::fs::remove_dir_all(dir);
+}
