@@ -41,6 +41,10 @@ pub struct PublishArgs {
     /// variable). Sent as `Authorization: Bearer`.
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
+    /// PEM file of the certificate authorities to trust for an `https://` server, in
+    /// addition to the system's (for a server with a private CA).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<std::path::PathBuf>,
     /// Format of RDF input (default: from the extension; N-Quads for stdin).
     #[arg(long = "in-format", value_enum, value_name = "FORMAT")]
     pub in_format: Option<Format>,
@@ -138,8 +142,10 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
         .enable_all()
         .build()
         .map_err(|e| CliError::io("tokio runtime", &e))?;
-    let client =
-        crate::server_client::client(crate::server_client::token(a.token.as_deref()).as_deref())?;
+    let client = crate::server_client::client(
+        crate::server_client::token(a.token.as_deref()).as_deref(),
+        a.cacert.as_deref(),
+    )?;
     let mut url = items_url(&a.server, &a.topic);
     for (i, (k, v)) in query.iter().enumerate() {
         url.push(if i == 0 { '?' } else { '&' });
@@ -181,15 +187,21 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
             req = req.header(k, v);
         }
         let (status, text) = rt.block_on(async {
-            let resp = req
-                .send()
-                .await
-                .map_err(|e| CliError::usage(format!("cannot reach {}: {e}", a.server)))?;
+            let resp = req.send().await.map_err(|e| {
+                CliError::usage(format!(
+                    "cannot reach {}: {}",
+                    a.server,
+                    crate::server_client::describe(&e)
+                ))
+            })?;
             let status = resp.status();
-            let text = resp
-                .text()
-                .await
-                .map_err(|e| CliError::usage(format!("{}: {e}", a.server)))?;
+            let text = resp.text().await.map_err(|e| {
+                CliError::usage(format!(
+                    "{}: {}",
+                    a.server,
+                    crate::server_client::describe(&e)
+                ))
+            })?;
             Ok::<_, CliError>((status, text))
         })?;
         if !status.is_success() {

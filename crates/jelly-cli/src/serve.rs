@@ -24,7 +24,9 @@ gracefully (live subscriptions are ended, in-flight requests finish).
 --mirror makes this server a repeater of a topic of another jellyfish server: it
 copies the topic with the same offsets, follows it live, and resumes where its own
 log ends after a failure or restart. Local publishes to that topic are refused (409).
-`[[mirror]]` tables in the config file do the same, with more settings (token, on_gone).
+An https:// upstream is checked against the system's roots (add a private CA with
+--mirror-ca); --mirror-token authenticates to it. `[[mirror]]` tables in the config
+file do the same, with more settings (per-mirror token and ca, on_gone).
 
 --demo replays the weather observations of
 ../shared/datasets/iot-assist-weather (one item per frame of the recorded stream)
@@ -67,6 +69,13 @@ pub struct ServeArgs {
     /// store it under another name here. Repeatable.
     #[arg(long = "mirror", value_name = "URL/topics/NAME[=LOCAL]")]
     pub mirror: Vec<String>,
+    /// Bearer token sent to the upstreams of --mirror.
+    #[arg(long = "mirror-token", value_name = "TOKEN", requires = "mirror")]
+    pub mirror_token: Option<String>,
+    /// PEM file of certificate authorities to trust for https:// upstreams of
+    /// --mirror, in addition to the system's.
+    #[arg(long = "mirror-ca", value_name = "FILE", requires = "mirror")]
+    pub mirror_ca: Option<PathBuf>,
     /// TLS: PEM file of the certificate chain (with --tls-key).
     #[arg(long = "tls-cert", value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -115,8 +124,11 @@ pub fn config(a: &ServeArgs) -> CliResult<ServerConfig> {
         c.reuse_port = true;
     }
     for m in &a.mirror {
-        c.mirrors
-            .push(jelly_server::config::MirrorConfig::from_topic_url(m).map_err(CliError::usage)?);
+        let mut m =
+            jelly_server::config::MirrorConfig::from_topic_url(m).map_err(CliError::usage)?;
+        m.token.clone_from(&a.mirror_token);
+        m.ca.clone_from(&a.mirror_ca);
+        c.mirrors.push(m);
     }
     c.check().map_err(CliError::usage)?;
     Ok(c)

@@ -1,5 +1,8 @@
 //! The HTTP client of the verbs that talk to a running `jelly serve` (`publish`,
-//! `subscribe`): where its bearer token comes from, and how it is sent.
+//! `subscribe`): where its bearer token comes from, how it is sent, and which
+//! certificate authorities an `https://` server may be signed by.
+
+use std::path::Path;
 
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 
@@ -22,12 +25,15 @@ pub fn token(flag: Option<&str>) -> Option<String> {
 
 /// A client that sends `Authorization: Bearer <token>` with every request when a
 /// token is given (the header is marked sensitive, so it never shows in debug output).
+/// `https://` servers are checked against the system's roots, and also against the
+/// certificates of `cacert` (a PEM file) when given.
 ///
 /// ```
-/// let client = jelly_cli::server_client::client(Some("s3cret")).unwrap();
+/// let client = jelly_cli::server_client::client(Some("s3cret"), None).unwrap();
 /// # drop(client);
 /// ```
-pub fn client(token: Option<&str>) -> CliResult<reqwest::Client> {
+pub fn client(token: Option<&str>, cacert: Option<&Path>) -> CliResult<reqwest::Client> {
+    jelly_server::tls::install_crypto_provider();
     let mut headers = HeaderMap::new();
     if let Some(t) = token {
         let mut v = HeaderValue::from_str(&format!("Bearer {t}")).map_err(|_| {
@@ -36,8 +42,26 @@ pub fn client(token: Option<&str>) -> CliResult<reqwest::Client> {
         v.set_sensitive(true);
         headers.insert(AUTHORIZATION, v);
     }
-    reqwest::Client::builder()
-        .default_headers(headers)
-        .build()
+    let mut b = reqwest::Client::builder().default_headers(headers);
+    if let Some(path) = cacert {
+        let name = path.display().to_string();
+        let pem = std::fs::read(path).map_err(|e| CliError::io(&name, &e))?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem)
+            .map_err(|e| CliError::usage(format!("{name}: not PEM certificates: {e}")))?;
+        if certs.is_empty() {
+            return Err(CliError::usage(format!(
+                "{name}: no CERTIFICATE in the file"
+            )));
+        }
+        for c in certs {
+            b = b.add_root_certificate(c);
+        }
+    }
+    b.build()
         .map_err(|e| CliError::usage(format!("HTTP client: {e}")))
+}
+
+/// An HTTP error with its causes (see [`jelly_server::mirror::describe`]).
+pub fn describe(e: &reqwest::Error) -> String {
+    jelly_server::mirror::describe(e)
 }

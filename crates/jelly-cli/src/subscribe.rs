@@ -61,6 +61,10 @@ pub struct SubscribeArgs {
     /// variable). Sent as `Authorization: Bearer`.
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
+    /// PEM file of the certificate authorities to trust for an `https://` server, in
+    /// addition to the system's (for a server with a private CA).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<std::path::PathBuf>,
     /// Where to start: earliest, latest, an offset, ts:<ms> or last:<n>.
     #[arg(long, default_value = "earliest", value_name = "FROM")]
     pub from: String,
@@ -219,7 +223,13 @@ async fn connection(
     }
     let mut resp = match client.get(&url).send().await {
         Ok(r) => r,
-        Err(e) => return Ok(Ended::Broken(format!("cannot reach {}: {e}", a.server))),
+        Err(e) => {
+            return Ok(Ended::Broken(format!(
+                "cannot reach {}: {}",
+                a.server,
+                crate::server_client::describe(&e)
+            )));
+        }
     };
     let status = resp.status();
     if !status.is_success() {
@@ -288,8 +298,10 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
         .enable_all()
         .build()
         .map_err(|e| CliError::io("tokio runtime", &e))?;
-    let client =
-        crate::server_client::client(crate::server_client::token(a.token.as_deref()).as_deref())?;
+    let client = crate::server_client::client(
+        crate::server_client::token(a.token.as_deref()).as_deref(),
+        a.cacert.as_deref(),
+    )?;
     let mut st = State {
         next: None,
         written: 0,

@@ -164,12 +164,27 @@ fn usage_and_io_errors_exit_2() {
         Some(b""),
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
-    // A mirror that is not URL/topics/NAME, or an https upstream: exit 2 before serving.
-    for bad in ["http://127.0.0.1:1/weather", "https://h:1/topics/w"] {
+    // A mirror that is not URL/topics/NAME, or not http(s): exit 2 before serving.
+    for bad in ["http://127.0.0.1:1/weather", "ftp://h:1/topics/w"] {
         let r = jelly(&["serve", "--listen", "127.0.0.1:0", "--mirror", bad], None);
         assert_eq!(r.code, 2, "{bad}: {}", r.stderr);
         assert!(r.stderr.contains("mirror"), "{}", r.stderr);
     }
+    // A --mirror-ca that holds no certificate: exit 2 naming the file.
+    let r = jelly(
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--mirror",
+            "https://h:1/topics/w",
+            "--mirror-ca",
+            "Cargo.toml",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("Cargo.toml"), "{}", r.stderr);
 }
 
 #[test]

@@ -245,7 +245,7 @@ fn serve_with_tls_and_tokens_from_flags() {
     let tokens = dir.join("tokens.toml");
     std::fs::write(
         &tokens,
-        "tokens = [ { token = \"cli-secret\", subscribe = [\"*\"] } ]\n",
+        "tokens = [ { token = \"cli-secret\", subscribe = [\"*\"], publish = [\"t\"] } ]\n",
     )
     .unwrap();
     let srv = ServeProc::start_with(
@@ -282,6 +282,69 @@ fn serve_with_tls_and_tokens_from_flags() {
     };
     assert_eq!(curl(&["-H", "Authorization: Bearer cli-secret"]), "200");
     assert_eq!(curl(&[]), "401");
+
+    // The CLI clients over HTTPS: trusting the test CA with --cacert, with the token.
+    let ca = ca_path.to_str().unwrap();
+    let nq = "<http://ex/s> <http://ex/p> \"tls\" .\n";
+    let publish = |extra: &[&str]| {
+        let mut args = vec!["publish", "t", "--server", &srv.url, "--in-format", "nq"];
+        args.extend_from_slice(extra);
+        jelly(&args, Some(nq.as_bytes()))
+    };
+    let r = publish(&["--token", "cli-secret"]);
+    assert_ne!(r.code, 0, "the test CA is not trusted without --cacert");
+    assert!(r.stderr.contains("certificate"), "{}", r.stderr);
+    let r = publish(&["--token", "cli-secret", "--cacert", ca]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = ok(
+        &[
+            "subscribe",
+            "t",
+            "--server",
+            &srv.url,
+            "--no-follow",
+            "--token",
+            "cli-secret",
+            "--cacert",
+            ca,
+        ],
+        None,
+    );
+    assert_eq!(r.out(), nq);
+    // A repeater of the TLS server, trusting its CA, with the token.
+    let edge = ServeProc::start_with(
+        &dir.join("edge"),
+        &[
+            "--mirror",
+            &format!("{}/topics/t=copy", srv.url),
+            "--mirror-ca",
+            ca,
+            "--mirror-token",
+            "cli-secret",
+        ],
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = jelly(
+            &["subscribe", "copy", "--server", &edge.url, "--no-follow"],
+            None,
+        );
+        if r.code == 0 && r.out() == nq {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the mirror did not copy the item: {} {}",
+            r.out(),
+            r.stderr
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(edge.stop(), 0);
+    // A file that holds no certificate is a usage error naming it.
+    let r = publish(&["--cacert", key_path.to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("key.pem"), "{}", r.stderr);
     assert_eq!(srv.stop(), 0);
 
     // A missing key file is a usage error that names the file.

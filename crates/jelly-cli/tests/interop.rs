@@ -1789,7 +1789,7 @@ fn served_streams(nquads: &str, modes: &[&str]) -> Vec<Vec<u8>> {
         let srv = jelly_server::Server::start(jelly_server::ServerConfig::ephemeral())
             .await
             .unwrap();
-        let c = reqwest::Client::new();
+        let c = jelly_cli::server_client::client(None, None).unwrap();
         let r = c
             .post(format!("{}/topics/np/items?split=graph", srv.url()))
             .header("content-type", "application/n-quads")

@@ -19,7 +19,7 @@ const PUBLISHERS: usize = 2;
 
 /// Publishes items `"<id>-<seq>"` until `stop`; returns how many were acknowledged.
 async fn publisher(url: String, id: usize, stop: Arc<AtomicBool>) -> u64 {
-    let client = reqwest::Client::new();
+    let client = jelly_cli::server_client::client(None, None).unwrap();
     let mut seq = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let body = format!(
@@ -46,17 +46,25 @@ async fn publisher(url: String, id: usize, stop: Arc<AtomicBool>) -> u64 {
 /// `GET /topics/{topic}/items?follow=false&format=jelly`: the whole topic as one
 /// delimited Jelly stream (splice mode, with each item's metadata).
 async fn dump(url: &str, topic: &str) -> Vec<u8> {
-    let r = reqwest::get(format!(
-        "{url}/topics/{topic}/items?follow=false&format=jelly"
-    ))
-    .await
-    .expect("subscribe");
+    let r = jelly_cli::server_client::client(None, None)
+        .unwrap()
+        .get(format!(
+            "{url}/topics/{topic}/items?follow=false&format=jelly"
+        ))
+        .send()
+        .await
+        .expect("subscribe");
     assert!(r.status().is_success(), "{url}: {}", r.status());
     r.bytes().await.expect("body").to_vec()
 }
 
 async fn next_offset(url: &str, topic: &str) -> Option<u64> {
-    let r = reqwest::get(format!("{url}/topics/{topic}")).await.ok()?;
+    let r = jelly_cli::server_client::client(None, None)
+        .unwrap()
+        .get(format!("{url}/topics/{topic}"))
+        .send()
+        .await
+        .ok()?;
     if !r.status().is_success() {
         return None;
     }
@@ -167,7 +175,10 @@ fn a_chain_survives_kill_9_of_the_middle_server() {
     assert_eq!(payloads.len() as u64, published);
     // C lost B twice and came back each time.
     let c_topic: serde_json::Value = rt.block_on(async {
-        reqwest::get(format!("{}/topics/copy", c.url))
+        jelly_cli::server_client::client(None, None)
+            .unwrap()
+            .get(format!("{}/topics/copy", c.url))
+            .send()
             .await
             .unwrap()
             .json()

@@ -39,7 +39,7 @@ fn body(publisher: usize, seq: u64) -> String {
 /// Publishes until `stop`, recording acknowledgements. Connection errors (the server
 /// being killed) end the loop; unacknowledged items may or may not be stored.
 async fn publisher(url: String, id: usize, first_seq: u64, stop: Arc<AtomicBool>) -> Vec<Ack> {
-    let client = reqwest::Client::new();
+    let client = jelly_cli::server_client::client(None, None).unwrap();
     let mut acks = Vec::new();
     let mut seq = first_seq;
     while !stop.load(Ordering::Relaxed) {
@@ -68,11 +68,14 @@ async fn publisher(url: String, id: usize, first_seq: u64, stop: Arc<AtomicBool>
 
 /// Every stored item in order: `(offset, payload)`, read back as Jelly with metadata.
 async fn read_all(url: &str) -> Vec<(u64, String)> {
-    let r = reqwest::get(format!(
-        "{url}/topics/crash/items?follow=false&format=jelly"
-    ))
-    .await
-    .expect("subscribe");
+    let r = jelly_cli::server_client::client(None, None)
+        .unwrap()
+        .get(format!(
+            "{url}/topics/crash/items?follow=false&format=jelly"
+        ))
+        .send()
+        .await
+        .expect("subscribe");
     if r.status() == reqwest::StatusCode::NOT_FOUND {
         return Vec::new(); // nothing published yet
     }
@@ -151,7 +154,8 @@ fn kill_9_while_publishing_loses_nothing_acknowledged() {
     let stored = rt.block_on(read_all(&srv.url));
     check(&stored, &acked, 3);
     let next = rt.block_on(async {
-        let v: serde_json::Value = reqwest::Client::new()
+        let v: serde_json::Value = jelly_cli::server_client::client(None, None)
+            .unwrap()
             .post(format!("{}/topics/crash/items", srv.url))
             .header("content-type", "application/n-triples")
             .body(body(9, 0))

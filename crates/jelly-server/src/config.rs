@@ -128,6 +128,10 @@ pub struct MirrorConfig {
     /// Sent as `Authorization: Bearer <token>` to the upstream.
     #[serde(default)]
     pub token: Option<String>,
+    /// PEM file of certificate authorities to trust for an `https://` upstream, in
+    /// addition to the system's (for an upstream with a private CA).
+    #[serde(default)]
+    pub ca: Option<PathBuf>,
     /// See [`OnGone`].
     #[serde(default)]
     pub on_gone: OnGone,
@@ -141,6 +145,7 @@ impl std::fmt::Debug for MirrorConfig {
             .field("upstream", &self.upstream)
             .field("upstream_topic", &self.upstream_topic)
             .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field("ca", &self.ca)
             .field("on_gone", &self.on_gone)
             .finish()
     }
@@ -152,7 +157,7 @@ impl MirrorConfig {
     pub fn from_topic_url(spec: &str) -> Result<MirrorConfig, String> {
         let bad = || {
             format!(
-                "bad mirror `{spec}`: expected http://host:port/topics/NAME or …/topics/NAME=LOCAL"
+                "bad mirror `{spec}`: expected http(s)://host:port/topics/NAME or …/topics/NAME=LOCAL"
             )
         };
         let (upstream, rest) = spec.rsplit_once("/topics/").ok_or_else(bad)?;
@@ -165,6 +170,7 @@ impl MirrorConfig {
             upstream: upstream.to_string(),
             upstream_topic: Some(name.to_string()),
             token: None,
+            ca: None,
             on_gone: OnGone::Stop,
         };
         c.check()?;
@@ -176,7 +182,7 @@ impl MirrorConfig {
         self.upstream_topic.as_deref().unwrap_or(&self.topic)
     }
 
-    /// The upstream base URL, checked: `http` (no TLS in this build), with a host.
+    /// The upstream base URL, checked: `http` or `https`, with a host.
     pub fn upstream_url(&self) -> Result<reqwest::Url, String> {
         let u = reqwest::Url::parse(&self.upstream).map_err(|e| {
             format!(
@@ -184,9 +190,9 @@ impl MirrorConfig {
                 self.topic, self.upstream
             )
         })?;
-        if u.scheme() != "http" || u.host().is_none() {
+        if !matches!(u.scheme(), "http" | "https") || u.host().is_none() {
             return Err(format!(
-                "mirror of `{}`: upstream `{}` must be an http://host:port URL (https is not supported)",
+                "mirror of `{}`: upstream `{}` must be an http(s)://host:port URL",
                 self.topic, self.upstream
             ));
         }

@@ -37,6 +37,8 @@ impl Server {
     /// serving in the background and starts the mirrors. A bad `[auth]`, `[tls]` or
     /// `[[mirror]]` section is an `InvalidInput` error.
     pub async fn start(config: ServerConfig) -> io::Result<Server> {
+        // For the mirrors' HTTP clients (and any other in this process).
+        crate::tls::install_crypto_provider();
         config
             .check()
             .map_err(|m| io::Error::new(io::ErrorKind::InvalidInput, m))?;
@@ -50,6 +52,12 @@ impl Server {
             Some(t) => Some(crate::tls::acceptor(t).map_err(|e| invalid(&e))?),
             None => None,
         };
+        // Before anything starts: a bad `ca` file is a configuration error.
+        let mirror_clients = config
+            .mirrors
+            .iter()
+            .map(|m| crate::mirror::client(m.ca.as_deref()).map_err(|e| invalid(&e)))
+            .collect::<io::Result<Vec<_>>>()?;
         let c = config.clone();
         let topics = tokio::task::spawn_blocking(move || Registry::open(&c))
             .await
@@ -91,16 +99,13 @@ impl Server {
         let task = tokio::spawn(accept::serve(listener, acceptor, rx));
         tracing::info!(%addr, tls, "listening");
         let mut mirrors = Vec::new();
-        if !state.config.mirrors.is_empty() {
-            let client = crate::mirror::client().map_err(io::Error::other)?;
-            for m in &state.config.mirrors {
-                mirrors.extend(crate::mirror::spawn(
-                    state.clone(),
-                    m.clone(),
-                    client.clone(),
-                    tx.subscribe(),
-                ));
-            }
+        for (m, client) in state.config.mirrors.iter().zip(mirror_clients) {
+            mirrors.extend(crate::mirror::spawn(
+                state.clone(),
+                m.clone(),
+                client,
+                tx.subscribe(),
+            ));
         }
         Ok(Server {
             addr,

@@ -40,6 +40,22 @@ fn file_error(what: &'static str, path: &Path, message: impl ToString) -> TlsErr
     }
 }
 
+/// Makes ring the process's default rustls crypto provider, unless one is installed
+/// already. reqwest's TLS (built without a provider of its own, to avoid aws-lc's C
+/// build) looks the default up when a client is built, and panics without one: call
+/// this before building an HTTP client (the server, the mirrors and the CLI do).
+///
+/// ```
+/// jelly_server::tls::install_crypto_provider();
+/// assert!(rustls::crypto::CryptoProvider::get_default().is_some());
+/// ```
+pub fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Another thread may win the race: either provider is ring.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
 /// The acceptor for a `[tls]` section: reads the chain and the key and checks they
 /// belong together.
 pub fn acceptor(c: &TlsConfig) -> Result<TlsAcceptor, TlsError> {

@@ -19,6 +19,13 @@ use jelly_server::{Server, ServerConfig};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+/// A test HTTP client (reqwest's TLS needs the process's crypto provider, which
+/// `Server::start` installs, and these tests may build a client first).
+fn client() -> reqwest::Client {
+    jelly_server::tls::install_crypto_provider();
+    reqwest::Client::new()
+}
+
 /// Guard against a hung test (never asserted on).
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -147,7 +154,7 @@ async fn assert_mirrored(a: &Server, b: &Server, topic_a: &str, topic_b: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chain_of_mirrors_copies_items_exactly() {
-    let c = reqwest::Client::new();
+    let c = client();
     let a = start(|_| {}).await;
     for i in 0..30 {
         publish(&c, &a, "t", i).await;
@@ -216,7 +223,7 @@ async fn a_chain_of_mirrors_copies_items_exactly() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mirror_starts_at_the_upstreams_first_retained_offset() {
-    let c = reqwest::Client::new();
+    let c = client();
     let a = start(|_| {}).await;
     let r = c
         .put(format!("{}/topics/short", a.url()))
@@ -264,7 +271,7 @@ fn jelly_frame() -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_publishes_to_a_mirrored_topic_are_refused() {
-    let c = reqwest::Client::new();
+    let c = client();
     // The upstream does not exist: the mirror keeps retrying, and the topic does
     // not exist yet. Publishing must not create it.
     let nowhere = MirrorConfig::from_topic_url("http://127.0.0.1:9/topics/t").unwrap();
@@ -360,7 +367,7 @@ async fn local_publishes_to_a_mirrored_topic_are_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mirror_resumes_after_the_upstream_restarts() {
-    let c = reqwest::Client::new();
+    let c = client();
     let dir_a = TempDir::new("up-a");
     let dir_b = TempDir::new("up-b");
     let a = Server::start(file_config(dir_a.path(), "127.0.0.1:0".parse().unwrap()))
@@ -418,7 +425,7 @@ async fn mirror_resumes_after_the_upstream_restarts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mirror_behind_upstream_retention_stops_or_skips() {
-    let c = reqwest::Client::new();
+    let c = client();
     let a = start(|cfg| cfg.topic_defaults.retention_items = 5).await;
     for i in 0..5 {
         publish(&c, &a, "t", i).await;

@@ -1240,3 +1240,97 @@ fn every_route_has_a_right() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------
+// Mirrors of an HTTPS upstream with tokens.
+
+/// A mirror follows an `https://` upstream signed by a private CA (its `ca` file) with
+/// a token of the subscribe right; a second mirror of the same upstream without the CA
+/// copies nothing and reports the certificate error.
+#[tokio::test]
+async fn a_mirror_follows_an_https_upstream_with_its_ca_and_token() {
+    let pki = pki();
+    let upstream = start_tls(&pki, |c| c.auth = Some(auth_config(false))).await;
+    let base = upstream.url();
+    assert!(base.starts_with("https://"), "{base}");
+    let mirror = |local: &str, ca: Option<PathBuf>| {
+        let mut m =
+            jelly_server::config::MirrorConfig::from_topic_url(&format!("{base}/topics/t={local}"))
+                .unwrap();
+        m.token = Some(SUB.to_string());
+        m.ca = ca;
+        m
+    };
+    let mut c = ServerConfig::ephemeral();
+    c.mirrors = vec![
+        mirror("copy", Some(pki.ca.clone())),
+        mirror("untrusted", None),
+    ];
+    let downstream = Server::start(c).await.unwrap();
+
+    let publisher = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(pki.ca_pem.as_bytes()).unwrap())
+        .timeout(LIMIT)
+        .build()
+        .unwrap();
+    for i in 0..3 {
+        let r = publisher
+            .post(format!("{base}/topics/t/items"))
+            .bearer_auth(PUB)
+            .header("content-type", NQ)
+            .body(nquad(i))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    }
+    let next = |topic: &str| {
+        downstream
+            .state()
+            .topics
+            .get(topic)
+            .map(|t| t.log.next_offset())
+    };
+    let start = std::time::Instant::now();
+    while next("copy") != Some(3) {
+        assert!(
+            start.elapsed() < LIMIT,
+            "the mirror copied {:?} items",
+            next("copy")
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Byte for byte what the upstream stored.
+    let up = upstream.state().topics.get("t").unwrap();
+    let down = downstream.state().topics.get("copy").unwrap();
+    let limits = jelly_server::log::ReadLimits::default();
+    let (a, b) = (
+        up.log.read(0, limits).await.unwrap(),
+        down.log.read(0, limits).await.unwrap(),
+    );
+    assert_eq!(a.len(), 3);
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!((x.offset, &x.frame), (y.offset, &y.frame));
+    }
+    // The other mirror trusts only the system's roots: refused by the handshake.
+    let http = reqwest::Client::new();
+    let error = loop {
+        let d: Value = http
+            .get(format!("{}/topics/untrusted", downstream.url()))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if let Some(e) = d["mirror"]["last_error"].as_str() {
+            break e.to_string();
+        }
+        assert!(start.elapsed() < LIMIT, "no error reported: {d}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(error.contains("certificate"), "{error}");
+    assert!(next("untrusted").unwrap_or(0) == 0);
+    downstream.shutdown().await.unwrap();
+    upstream.shutdown().await.unwrap();
+}

@@ -58,10 +58,47 @@ const ERROR_BYTES: usize = 64 << 10;
 /// Metadata allowance of a delivered frame over the stored item's size limit.
 const METADATA_BYTES: usize = 64 << 10;
 
-/// The HTTP client of the server's mirrors (plain HTTP/1.1, no proxy).
-pub fn client() -> Result<reqwest::Client, reqwest::Error> {
-    reqwest::Client::builder()
-        .no_proxy()
+/// An HTTP client error with its causes (`error sending request: …: invalid peer
+/// certificate: UnknownIssuer`): reqwest's own message names only the outermost.
+///
+/// ```text
+/// error sending request for url (https://…): client error (Connect): invalid peer certificate: UnknownIssuer
+/// ```
+pub fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let more = c.to_string();
+        // Some layers repeat their cause's message.
+        if !text.ends_with(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
+}
+
+/// The HTTP client of a mirror (HTTP/1.1, no proxy). An `https://` upstream is
+/// checked against the system's roots and the certificates of `ca` (a PEM file).
+pub fn client(ca: Option<&std::path::Path>) -> Result<reqwest::Client, String> {
+    crate::tls::install_crypto_provider();
+    let mut b = reqwest::Client::builder();
+    if let Some(path) = ca {
+        let pem = std::fs::read(path).map_err(|e| format!("mirror ca {}: {e}", path.display()))?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem)
+            .map_err(|e| format!("mirror ca {}: not PEM certificates: {e}", path.display()))?;
+        if certs.is_empty() {
+            return Err(format!(
+                "mirror ca {}: no CERTIFICATE in the file",
+                path.display()
+            ));
+        }
+        for c in certs {
+            b = b.add_root_certificate(c);
+        }
+    }
+    b.no_proxy()
         .connect_timeout(REQUEST_TIMEOUT)
         .tcp_nodelay(true)
         // An idle topic sends nothing: keepalive probes find a dead upstream (about
@@ -71,6 +108,7 @@ pub fn client() -> Result<reqwest::Client, reqwest::Error> {
         .tcp_keepalive_retries(3)
         .http1_only()
         .build()
+        .map_err(|e| format!("mirror HTTP client: {e}"))
 }
 
 /// Starts the mirror of `config.topic` (whose status the registry holds).
@@ -238,7 +276,12 @@ impl Mirror {
         };
         let resp = match resp {
             Ok(r) => r,
-            Err(e) => return End::Retry(format!("cannot subscribe to the upstream: {e}")),
+            Err(e) => {
+                return End::Retry(format!(
+                    "cannot subscribe to the upstream: {}",
+                    describe(&e)
+                ));
+            }
         };
         let status = resp.status();
         if status == reqwest::StatusCode::GONE {
@@ -287,7 +330,7 @@ impl Mirror {
             .timeout(REQUEST_TIMEOUT)
             .send()
             .await
-            .map_err(|e| End::Retry(format!("cannot reach the upstream: {e}")))?;
+            .map_err(|e| End::Retry(format!("cannot reach the upstream: {}", describe(&e))))?;
         let status = resp.status();
         if !status.is_success() {
             let body = error_body(resp).await;
@@ -382,7 +425,9 @@ impl Mirror {
                         .append(topic, &mut batch, &mut restart)
                         .await
                         .err()
-                        .unwrap_or_else(|| End::Retry(format!("the upstream stream broke: {e}")));
+                        .unwrap_or_else(|| {
+                            End::Retry(format!("the upstream stream broke: {}", describe(&e)))
+                        });
                 }
             };
             buf.extend_from_slice(&chunk);
@@ -464,7 +509,7 @@ async fn error_body(resp: reqwest::Response) -> Value {
 /// A response body of at most `max` bytes.
 async fn read_capped(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
-    while let Some(c) = resp.chunk().await.map_err(|e| e.to_string())? {
+    while let Some(c) = resp.chunk().await.map_err(|e| describe(&e))? {
         if out.len() + c.len() > max {
             return Err(format!("answer over {max} bytes"));
         }

@@ -114,6 +114,7 @@ impl Publisher {
                 }
             };
             rt.block_on(async {
+                jelly_server::tls::install_crypto_provider();
                 let client = reqwest::Client::new();
                 let items_url = format!("{url}/topics/{topic}/items");
                 let interval = Duration::from_secs_f64(1.0 / rate);

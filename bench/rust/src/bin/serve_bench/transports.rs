@@ -61,6 +61,7 @@ pub struct Arrival {
 }
 
 fn client() -> reqwest::Client {
+    jelly_server::tls::install_crypto_provider();
     reqwest::Client::builder()
         .timeout(Duration::from_secs(600))
         .build()
