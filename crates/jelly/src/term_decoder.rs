@@ -3,10 +3,10 @@
 //! repeated-term buffers of the current statement.
 
 use jelly_proto::fields::{iri, literal as lit, statement as st};
-use jelly_proto::wire::{Reader, WireError, WireType};
+use jelly_proto::wire::{Reader, WireError, WireType, utf8};
 
 use crate::error::{DecodeErrorKind as K, POSITIONS, Table};
-use crate::term::{BufKind, TermBuf, TermRef};
+use crate::term::{BufKind, LiteralKind, LiteralRef, TermBuf, TermRef};
 
 /// Strings by slot number in one buffer: setting a slot appends its new text, and
 /// the buffer is compacted when more than half of it is stale. Decoding a stream thus
@@ -425,19 +425,19 @@ impl State {
             }
             _ => (&[][..], b),
         };
-        let Ok(lex) = std::str::from_utf8(lex) else {
+        let Ok(lex) = utf8(lex) else {
             return Ok(false);
         };
         match *rest {
             [] => dest.set_str(BufKind::Simple, lex),
             [0x18, id] if id != 0 && id < 0x80 => {
-                let dt = self.datatypes.get(u32::from(id), Table::Datatype)?;
-                dest.set_str(BufKind::Typed, lex);
-                dest.b.clear();
-                dest.b.push_str(dt);
+                // Checked now, borrowed when the statement is handed out.
+                self.datatypes.get(u32::from(id), Table::Datatype)?;
+                dest.set_str(BufKind::TypedCached, lex);
+                dest.nid = u32::from(id);
             }
             [0x12, l, ref tag @ ..] if l < 0x80 && tag.len() == usize::from(l) => {
-                let Ok(tag) = std::str::from_utf8(tag) else {
+                let Ok(tag) = utf8(tag) else {
                     return Ok(false);
                 };
                 dest.set_str(BufKind::Lang, lex);
@@ -509,7 +509,7 @@ impl State {
             TermField::Bnode => {
                 let mut r = payload;
                 // The payload of a string field is the string itself.
-                let s = std::str::from_utf8(r_rest(&mut r))
+                let s = utf8(r_rest(&mut r))
                     .map_err(|e| WireError::BadUtf8(r.offset() + e.valid_up_to()))?;
                 dest.set_str(BufKind::Bnode, s);
                 Ok(())
@@ -632,6 +632,10 @@ impl TermDecoder {
         generalized: bool,
         rdf_star: bool,
     ) {
+        // Terms kept for repetition must not point into the tables being cleared.
+        for i in 0..self.cur.len() {
+            self.materialize_at(i);
+        }
         let st = &mut self.state;
         st.names.reset(names);
         st.prefixes.reset(prefixes);
@@ -654,6 +658,19 @@ impl TermDecoder {
                 (jelly_proto::fields::entry::ID, WireType::Varint) => id = r.varint32()?,
                 (jelly_proto::fields::entry::VALUE, WireType::Len) => value = r.str()?,
                 (_, wt) => r.skip(wt)?,
+            }
+        }
+        if table == Table::Datatype {
+            // Terms borrowing the datatype entry about to change keep their own copy.
+            let target = if id == 0 {
+                self.state.datatypes.last_id.wrapping_add(1)
+            } else {
+                id
+            };
+            for i in 0..self.cur.len() {
+                if self.cur[i].kind == BufKind::TypedCached && self.cur[i].nid == target {
+                    self.materialize_at(i);
+                }
             }
         }
         let lookup = match table {
@@ -786,16 +803,20 @@ impl TermDecoder {
             };
             pos = end;
         }
-        for (i, slot) in slots.iter().enumerate().take(n) {
-            let found = slot.kind.map(|k| (k, &b[slot.start..slot.end]));
-            self.slot(i, found)?;
+        // Unrolled, so that each call knows its position.
+        let found = |s: &RawSlot| s.kind.map(|k| (k, &b[s.start..s.end]));
+        self.slot(0, found(&slots[0]))?;
+        self.slot(1, found(&slots[1]))?;
+        self.slot(2, found(&slots[2]))?;
+        if n == 4 {
+            self.slot(3, found(&slots[3]))?;
         }
         Ok(())
     }
 
     /// Resolves the term found for repeat slot `i` (0–3: S, P, O, G), or keeps the
     /// slot's previous term when none was found (a repeated term).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn slot(&mut self, i: usize, found: Option<(TermField, &[u8])>) -> Result<(), K> {
         match found {
             Some((TermField::Iri, payload)) => {
@@ -892,13 +913,45 @@ impl TermDecoder {
         }
     }
 
-    /// The term in a buffer, resolving IRIs held in the cache.
+    /// Gives current term `i` its own copy of what it borrows from the IRI cache or
+    /// the datatype table.
+    #[cold]
+    fn materialize_at(&mut self, i: usize) {
+        let st = &self.state;
+        let t = &mut self.cur[i];
+        match t.kind {
+            BufKind::IriCached => {
+                t.a.clear();
+                t.a.push_str(st.iri_cache.get(t.nid as usize).map_or("", |e| &e.iri));
+                t.kind = BufKind::Iri;
+            }
+            BufKind::TypedCached => {
+                t.b.clear();
+                t.b.push_str(st.datatypes.values.get(t.nid as usize));
+                t.kind = BufKind::Typed;
+            }
+            _ => {}
+        }
+    }
+
+    /// The term in a buffer, resolving IRIs held in the cache and datatypes held in
+    /// the datatype table.
     #[inline(always)]
     pub(crate) fn term_ref<'a>(&'a self, b: &'a TermBuf) -> TermRef<'a> {
-        if b.kind == BufKind::IriCached {
-            TermRef::Iri(&self.state.iri_cache[b.nid as usize].iri)
-        } else {
-            b.as_ref()
+        // One match over every kind (rather than the cached kinds, then
+        // `TermBuf::as_ref`): a single jump per term.
+        let literal = |kind| TermRef::Literal(LiteralRef { lex: &b.a, kind });
+        match b.kind {
+            BufKind::IriCached => TermRef::Iri(&self.state.iri_cache[b.nid as usize].iri),
+            BufKind::Iri => TermRef::Iri(&b.a),
+            BufKind::TypedCached => literal(LiteralKind::Typed(
+                self.state.datatypes.values.get(b.nid as usize),
+            )),
+            BufKind::Simple => literal(LiteralKind::Simple),
+            BufKind::Typed => literal(LiteralKind::Typed(&b.b)),
+            BufKind::Lang => literal(LiteralKind::Lang(&b.b)),
+            BufKind::Bnode => TermRef::BlankNode(&b.a),
+            BufKind::Triple | BufKind::DefaultGraph | BufKind::Unset => b.as_ref(),
         }
     }
 }
