@@ -266,6 +266,22 @@ fn varint_at_slow(b: &[u8], pos: &mut usize) -> Result<u64, K> {
     Ok(v)
 }
 
+/// Reads an id of one or two varint bytes (canonical) at `*at`; `None` for anything else.
+#[inline(always)]
+fn short_id(b: &[u8], at: &mut usize) -> Option<u32> {
+    let lo = *b.get(*at)?;
+    if lo < 0x80 {
+        *at += 1;
+        return Some(u32::from(lo));
+    }
+    let hi = *b.get(*at + 1)?;
+    if hi >= 0x80 || hi == 0 {
+        return None;
+    }
+    *at += 2;
+    Some(u32::from(lo & 0x7f) | u32::from(hi) << 7)
+}
+
 /// Parses an `RdfIri` payload into `(prefix_id, name_id)`.
 #[inline(always)]
 fn iri_ids(b: &[u8]) -> Result<(u32, u32), K> {
@@ -279,19 +295,7 @@ fn iri_ids(b: &[u8]) -> Result<(u32, u32), K> {
     }
     // The same with ids of one or two bytes (names beyond 127).
     let mut at = 0;
-    let two = |at: &mut usize| -> Option<u32> {
-        let lo = *b.get(*at)?;
-        if lo < 0x80 {
-            *at += 1;
-            return Some(u32::from(lo));
-        }
-        let hi = *b.get(*at + 1)?;
-        if hi >= 0x80 || hi == 0 {
-            return None;
-        }
-        *at += 2;
-        Some(u32::from(lo & 0x7f) | u32::from(hi) << 7)
-    };
+    let two = |at: &mut usize| short_id(b, at);
     let mut prefix_id = 0;
     let mut name_id = 0;
     let mut ok = true;
@@ -878,7 +882,13 @@ impl TermDecoder {
             };
             let name = st.names.get(nid, Table::Name)?;
             // The entry is about to change: terms still pointing at it keep their own copy.
-            Self::materialize(&mut self.cur, &st.iri_cache, nid);
+            if self
+                .cur
+                .iter()
+                .any(|t| t.kind == BufKind::IriCached && t.nid == nid)
+            {
+                Self::materialize(&mut self.cur, &st.iri_cache, nid);
+            }
             let e = &mut st.iri_cache[nid as usize];
             let len = prefix.len() + name.len();
             if e.iri.capacity() < len {
