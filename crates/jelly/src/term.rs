@@ -362,8 +362,7 @@ pub(crate) struct TermBuf {
     pub b: String,
     /// Components of a quoted triple.
     pub quoted: Option<Box<[TermBuf; 3]>>,
-    /// For [`BufKind::IriCached`]: the name id whose decoder cache entry holds the IRI;
-    /// for [`BufKind::TypedCached`]: the datatype id.
+    /// For [`BufKind::IriCached`]: the name id whose decoder cache entry holds the IRI.
     pub nid: u32,
 }
 
@@ -374,9 +373,6 @@ pub(crate) enum BufKind {
     Iri,
     /// An IRI held in the decoder's IRI cache (see `Decoder::term_ref`).
     IriCached,
-    /// A typed literal whose lexical form is in `a` and whose datatype IRI is the
-    /// decoder's datatype entry `nid` (see `Decoder::term_ref`), so the IRI is not copied.
-    TypedCached,
     Bnode,
     Simple,
     Lang,
@@ -407,9 +403,7 @@ impl TermBuf {
                 Some(q) => TermRef::Triple(TripleRef::from_bufs(q)),
                 None => TermRef::DefaultGraph,
             },
-            BufKind::DefaultGraph | BufKind::Unset | BufKind::IriCached | BufKind::TypedCached => {
-                TermRef::DefaultGraph
-            }
+            BufKind::DefaultGraph | BufKind::Unset | BufKind::IriCached => TermRef::DefaultGraph,
         }
     }
 

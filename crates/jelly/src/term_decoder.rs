@@ -6,7 +6,7 @@ use jelly_proto::fields::{iri, literal as lit, statement as st};
 use jelly_proto::wire::{Reader, WireError, WireType, utf8};
 
 use crate::error::{DecodeErrorKind as K, POSITIONS, Table};
-use crate::term::{BufKind, LiteralKind, LiteralRef, TermBuf, TermRef};
+use crate::term::{BufKind, TermBuf, TermRef};
 
 /// Strings by slot number in one buffer: setting a slot appends its new text, and
 /// the buffer is compacted when more than half of it is stale. Decoding a stream thus
@@ -435,10 +435,10 @@ impl State {
         match *rest {
             [] => dest.set_str(BufKind::Simple, lex),
             [0x18, id] if id != 0 && id < 0x80 => {
-                // Checked now, borrowed when the statement is handed out.
-                self.datatypes.get(u32::from(id), Table::Datatype)?;
-                dest.set_str(BufKind::TypedCached, lex);
-                dest.nid = u32::from(id);
+                let dt = self.datatypes.get(u32::from(id), Table::Datatype)?;
+                dest.set_str(BufKind::Typed, lex);
+                dest.b.clear();
+                dest.b.push_str(dt);
             }
             [0x12, l, ref tag @ ..] if l < 0x80 && tag.len() == usize::from(l) => {
                 let Ok(tag) = utf8(tag) else {
@@ -662,19 +662,6 @@ impl TermDecoder {
                 (jelly_proto::fields::entry::ID, WireType::Varint) => id = r.varint32()?,
                 (jelly_proto::fields::entry::VALUE, WireType::Len) => value = r.str()?,
                 (_, wt) => r.skip(wt)?,
-            }
-        }
-        if table == Table::Datatype {
-            // Terms borrowing the datatype entry about to change keep their own copy.
-            let target = if id == 0 {
-                self.state.datatypes.last_id.wrapping_add(1)
-            } else {
-                id
-            };
-            for i in 0..self.cur.len() {
-                if self.cur[i].kind == BufKind::TypedCached && self.cur[i].nid == target {
-                    self.materialize_at(i);
-                }
             }
         }
         let lookup = match table {
@@ -923,45 +910,29 @@ impl TermDecoder {
         }
     }
 
-    /// Gives current term `i` its own copy of what it borrows from the IRI cache or
-    /// the datatype table.
+    /// Gives current term `i` its own copy of an IRI it borrows from the IRI cache.
     #[cold]
     fn materialize_at(&mut self, i: usize) {
-        let st = &self.state;
         let t = &mut self.cur[i];
-        match t.kind {
-            BufKind::IriCached => {
-                t.a.clear();
-                t.a.push_str(st.iri_cache.get(t.nid as usize).map_or("", |e| &e.iri));
-                t.kind = BufKind::Iri;
-            }
-            BufKind::TypedCached => {
-                t.b.clear();
-                t.b.push_str(st.datatypes.values.get(t.nid as usize));
-                t.kind = BufKind::Typed;
-            }
-            _ => {}
+        if t.kind == BufKind::IriCached {
+            t.a.clear();
+            t.a.push_str(
+                self.state
+                    .iri_cache
+                    .get(t.nid as usize)
+                    .map_or("", |e| &e.iri),
+            );
+            t.kind = BufKind::Iri;
         }
     }
 
-    /// The term in a buffer, resolving IRIs held in the cache and datatypes held in
-    /// the datatype table.
+    /// The term in a buffer, resolving IRIs held in the cache.
     #[inline(always)]
     pub(crate) fn term_ref<'a>(&'a self, b: &'a TermBuf) -> TermRef<'a> {
-        // One match over every kind (rather than the cached kinds, then
-        // `TermBuf::as_ref`): a single jump per term.
-        let literal = |kind| TermRef::Literal(LiteralRef { lex: &b.a, kind });
-        match b.kind {
-            BufKind::IriCached => TermRef::Iri(&self.state.iri_cache[b.nid as usize].iri),
-            BufKind::Iri => TermRef::Iri(&b.a),
-            BufKind::TypedCached => literal(LiteralKind::Typed(
-                self.state.datatypes.values.get(b.nid as usize),
-            )),
-            BufKind::Simple => literal(LiteralKind::Simple),
-            BufKind::Typed => literal(LiteralKind::Typed(&b.b)),
-            BufKind::Lang => literal(LiteralKind::Lang(&b.b)),
-            BufKind::Bnode => TermRef::BlankNode(&b.a),
-            BufKind::Triple | BufKind::DefaultGraph | BufKind::Unset => b.as_ref(),
+        if b.kind == BufKind::IriCached {
+            TermRef::Iri(&self.state.iri_cache[b.nid as usize].iri)
+        } else {
+            b.as_ref()
         }
     }
 }
