@@ -209,7 +209,7 @@ impl<'a> Reader<'a> {
     pub fn str(&mut self) -> Result<&'a str, WireError> {
         let bytes = self.bytes()?;
         let start = self.base + self.pos - bytes.len();
-        std::str::from_utf8(bytes).map_err(|e| WireError::BadUtf8(start + e.valid_up_to()))
+        utf8(bytes).map_err(|e| WireError::BadUtf8(start + e.valid_up_to()))
     }
 
     /// The unread bytes, without consuming them.
@@ -251,6 +251,51 @@ impl<'a> Reader<'a> {
 }
 
 /// Appends a varint.
+/// Checks that `b` is UTF-8, as `std::str::from_utf8` does, with a fast path for the
+/// short ASCII strings that most RDF names, lexical forms and tags are: a few word
+/// operations inline instead of a call that walks the bytes one at a time until they
+/// are aligned.
+#[inline(always)]
+pub fn utf8(b: &[u8]) -> Result<&str, std::str::Utf8Error> {
+    if b.len() <= 32 && short_ascii(b) {
+        // SAFETY: every byte of `b` is below 0x80, so `b` is ASCII, which is valid UTF-8.
+        return Ok(unsafe { std::str::from_utf8_unchecked(b) });
+    }
+    std::str::from_utf8(b)
+}
+
+/// True if every byte of `b` (at most 32 bytes) is ASCII.
+#[inline(always)]
+fn short_ascii(b: &[u8]) -> bool {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let word = |i: usize| -> u64 {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[i..i + 8]);
+        u64::from_le_bytes(w)
+    };
+    let half = |i: usize| -> u64 {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(&b[i..i + 4]);
+        u64::from(u32::from_le_bytes(w))
+    };
+    let n = b.len();
+    let acc = if n >= 8 {
+        // Words from the start, the last one ending at the end (overlapping).
+        let mut acc = word(n - 8);
+        let mut i = 0;
+        while i + 8 < n {
+            acc |= word(i);
+            i += 8;
+        }
+        acc
+    } else if n >= 4 {
+        half(0) | half(n - 4)
+    } else {
+        b.iter().fold(0u64, |a, &x| a | u64::from(x))
+    };
+    acc & HIGH == 0
+}
+
 #[inline]
 pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -382,5 +427,27 @@ mod tests {
         let mut r = Reader::new(&b);
         r.tag().unwrap();
         assert_eq!(r.str(), Err(WireError::BadUtf8(3)));
+    }
+
+    #[test]
+    fn utf8_agrees_with_std_on_short_and_long_inputs() {
+        // Every length up to 40, with one byte changed at every place to a non-ASCII
+        // byte that starts, continues or breaks a sequence.
+        for n in 0..=40usize {
+            let base: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+            assert_eq!(utf8(&base), std::str::from_utf8(&base));
+            for i in 0..n {
+                for bad in [0x80u8, 0xc3, 0xe2, 0xff] {
+                    let mut b = base.clone();
+                    b[i] = bad;
+                    assert_eq!(utf8(&b), std::str::from_utf8(&b), "len {n}, byte {i}");
+                }
+            }
+            if n >= 2 {
+                let mut b = base.clone();
+                b[n - 2..].copy_from_slice("é".as_bytes());
+                assert_eq!(utf8(&b), Ok(std::str::from_utf8(&b).unwrap()));
+            }
+        }
     }
 }

@@ -492,6 +492,15 @@ impl<'d, 'b> FrameCursor<'d, 'b> {
     /// The next event of the frame, or `None` at its end.
     #[inline]
     pub fn next_event(&mut self) -> Result<Option<Event<'_>>, DecodeError> {
+        self.next_event_inline()
+    }
+
+    /// [`FrameCursor::next_event`], inlined into the loops of this crate that hand each
+    /// event to a closure: the event is then built where the closure reads it, instead
+    /// of being assembled field by field and copied out as a return value (whose wide
+    /// reloads of narrow stores stalled on store forwarding).
+    #[inline(always)]
+    pub(crate) fn next_event_inline(&mut self) -> Result<Option<Event<'_>>, DecodeError> {
         let produced = loop {
             let b = self.bytes;
             if self.pos >= b.len() {
@@ -584,7 +593,7 @@ impl<'d, 'b> FrameCursor<'d, 'b> {
 
     /// Runs `f` on every remaining event of the frame.
     pub fn for_each(&mut self, mut f: impl FnMut(Event<'_>)) -> Result<(), DecodeError> {
-        while let Some(ev) = self.next_event()? {
+        while let Some(ev) = self.next_event_inline()? {
             f(ev);
         }
         Ok(())

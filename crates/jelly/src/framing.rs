@@ -108,7 +108,7 @@ impl<R: Read> JellyReader<R> {
     pub fn for_each_event(&mut self, mut f: impl FnMut(u64, Event<'_>)) -> Result<(), DecodeError> {
         while let Some(mut frame) = self.next_frame()? {
             let i = frame.index();
-            while let Some(ev) = frame.next_event()? {
+            while let Some(ev) = frame.next_event_inline()? {
                 f(i, ev);
             }
         }

@@ -3,7 +3,7 @@
 //! repeated-term buffers of the current statement.
 
 use jelly_proto::fields::{iri, literal as lit, statement as st};
-use jelly_proto::wire::{Reader, WireError, WireType};
+use jelly_proto::wire::{Reader, WireError, WireType, utf8};
 
 use crate::error::{DecodeErrorKind as K, POSITIONS, Table};
 use crate::term::{BufKind, TermBuf, TermRef};
@@ -266,6 +266,22 @@ fn varint_at_slow(b: &[u8], pos: &mut usize) -> Result<u64, K> {
     Ok(v)
 }
 
+/// Reads an id of one or two varint bytes (canonical) at `*at`; `None` for anything else.
+#[inline(always)]
+fn short_id(b: &[u8], at: &mut usize) -> Option<u32> {
+    let lo = *b.get(*at)?;
+    if lo < 0x80 {
+        *at += 1;
+        return Some(u32::from(lo));
+    }
+    let hi = *b.get(*at + 1)?;
+    if hi >= 0x80 || hi == 0 {
+        return None;
+    }
+    *at += 2;
+    Some(u32::from(lo & 0x7f) | u32::from(hi) << 7)
+}
+
 /// Parses an `RdfIri` payload into `(prefix_id, name_id)`.
 #[inline(always)]
 fn iri_ids(b: &[u8]) -> Result<(u32, u32), K> {
@@ -279,19 +295,7 @@ fn iri_ids(b: &[u8]) -> Result<(u32, u32), K> {
     }
     // The same with ids of one or two bytes (names beyond 127).
     let mut at = 0;
-    let two = |at: &mut usize| -> Option<u32> {
-        let lo = *b.get(*at)?;
-        if lo < 0x80 {
-            *at += 1;
-            return Some(u32::from(lo));
-        }
-        let hi = *b.get(*at + 1)?;
-        if hi >= 0x80 || hi == 0 {
-            return None;
-        }
-        *at += 2;
-        Some(u32::from(lo & 0x7f) | u32::from(hi) << 7)
-    };
+    let two = |at: &mut usize| short_id(b, at);
     let mut prefix_id = 0;
     let mut name_id = 0;
     let mut ok = true;
@@ -425,7 +429,7 @@ impl State {
             }
             _ => (&[][..], b),
         };
-        let Ok(lex) = std::str::from_utf8(lex) else {
+        let Ok(lex) = utf8(lex) else {
             return Ok(false);
         };
         match *rest {
@@ -437,7 +441,7 @@ impl State {
                 dest.b.push_str(dt);
             }
             [0x12, l, ref tag @ ..] if l < 0x80 && tag.len() == usize::from(l) => {
-                let Ok(tag) = std::str::from_utf8(tag) else {
+                let Ok(tag) = utf8(tag) else {
                     return Ok(false);
                 };
                 dest.set_str(BufKind::Lang, lex);
@@ -509,7 +513,7 @@ impl State {
             TermField::Bnode => {
                 let mut r = payload;
                 // The payload of a string field is the string itself.
-                let s = std::str::from_utf8(r_rest(&mut r))
+                let s = utf8(r_rest(&mut r))
                     .map_err(|e| WireError::BadUtf8(r.offset() + e.valid_up_to()))?;
                 dest.set_str(BufKind::Bnode, s);
                 Ok(())
@@ -632,6 +636,10 @@ impl TermDecoder {
         generalized: bool,
         rdf_star: bool,
     ) {
+        // Terms kept for repetition must not point into the tables being cleared.
+        for i in 0..self.cur.len() {
+            self.materialize_at(i);
+        }
         let st = &mut self.state;
         st.names.reset(names);
         st.prefixes.reset(prefixes);
@@ -786,16 +794,20 @@ impl TermDecoder {
             };
             pos = end;
         }
-        for (i, slot) in slots.iter().enumerate().take(n) {
-            let found = slot.kind.map(|k| (k, &b[slot.start..slot.end]));
-            self.slot(i, found)?;
+        // Unrolled, so that each call knows its position.
+        let found = |s: &RawSlot| s.kind.map(|k| (k, &b[s.start..s.end]));
+        self.slot(0, found(&slots[0]))?;
+        self.slot(1, found(&slots[1]))?;
+        self.slot(2, found(&slots[2]))?;
+        if n == 4 {
+            self.slot(3, found(&slots[3]))?;
         }
         Ok(())
     }
 
     /// Resolves the term found for repeat slot `i` (0–3: S, P, O, G), or keeps the
     /// slot's previous term when none was found (a repeated term).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn slot(&mut self, i: usize, found: Option<(TermField, &[u8])>) -> Result<(), K> {
         match found {
             Some((TermField::Iri, payload)) => {
@@ -857,7 +869,13 @@ impl TermDecoder {
             };
             let name = st.names.get(nid, Table::Name)?;
             // The entry is about to change: terms still pointing at it keep their own copy.
-            Self::materialize(&mut self.cur, &st.iri_cache, nid);
+            if self
+                .cur
+                .iter()
+                .any(|t| t.kind == BufKind::IriCached && t.nid == nid)
+            {
+                Self::materialize(&mut self.cur, &st.iri_cache, nid);
+            }
             let e = &mut st.iri_cache[nid as usize];
             let len = prefix.len() + name.len();
             if e.iri.capacity() < len {
@@ -889,6 +907,22 @@ impl TermDecoder {
                 t.a.push_str(&cache[nid as usize].iri);
                 t.kind = BufKind::Iri;
             }
+        }
+    }
+
+    /// Gives current term `i` its own copy of an IRI it borrows from the IRI cache.
+    #[cold]
+    fn materialize_at(&mut self, i: usize) {
+        let t = &mut self.cur[i];
+        if t.kind == BufKind::IriCached {
+            t.a.clear();
+            t.a.push_str(
+                self.state
+                    .iri_cache
+                    .get(t.nid as usize)
+                    .map_or("", |e| &e.iri),
+            );
+            t.kind = BufKind::Iri;
         }
     }
 

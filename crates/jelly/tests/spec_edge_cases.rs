@@ -811,6 +811,45 @@ fn repeated_terms_carry_across_frames() {
 }
 
 #[test]
+fn repeated_typed_literal_keeps_its_datatype_after_the_entry_changes() {
+    // The decoder lends a typed literal's datatype from the table; a repeated object
+    // must keep the datatype it was decoded with when that entry is redefined.
+    let int = "http://www.w3.org/2001/XMLSchema#int";
+    let long = "http://www.w3.org/2001/XMLSchema#long";
+    let o = Opts::triples();
+    let f0 = spo_names(F::new().options(&o))
+        .datatype(0, int)
+        .triple(&[
+            (st::S_IRI, iri(0, 1)),
+            (st::P_IRI, iri(0, 2)),
+            (st::O_LITERAL, lit_typed("7", 1)),
+        ])
+        .datatype(1, long)
+        .triple(&[(st::S_IRI, iri(0, 3))]) // P and O repeated
+        .build();
+    let f1 = F::new()
+        .options(&o)
+        .triple(&[(st::S_IRI, iri(0, 1))]) // O repeated after another options row
+        .triple(&[(st::O_LITERAL, lit_typed("8", 1))])
+        .build();
+    let typed = |lex: &str, dt: &str| {
+        Term::Literal(Literal {
+            lex: lex.into(),
+            kind: OwnedLiteralKind::Typed(dt.into()),
+        })
+    };
+    assert_eq!(
+        statements(&[f0, f1]),
+        vec![
+            t(i("http://ex/s"), i("http://ex/p"), typed("7", int)),
+            t(i("http://ex/o"), i("http://ex/p"), typed("7", int)),
+            t(i("http://ex/s"), i("http://ex/p"), typed("7", int)),
+            t(i("http://ex/s"), i("http://ex/p"), typed("8", long)),
+        ]
+    );
+}
+
+#[test]
 fn repeated_terms_in_quads_including_graph() {
     let opts = Opts::triples().physical(pt::QUADS);
     let f = spo_names(F::new().options(&opts))
