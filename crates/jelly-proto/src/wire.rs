@@ -250,7 +250,6 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Appends a varint.
 /// Checks that `b` is UTF-8, as `std::str::from_utf8` does, with a fast path for the
 /// short ASCII strings that most RDF names, lexical forms and tags are: a few word
 /// operations inline instead of a call that walks the bytes one at a time until they
@@ -296,6 +295,7 @@ fn short_ascii(b: &[u8]) -> bool {
     acc & HIGH == 0
 }
 
+/// Appends a varint.
 #[inline]
 pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
