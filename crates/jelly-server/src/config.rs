@@ -375,7 +375,7 @@ mod tests {
             "token not shown"
         );
         for bad in [
-            "[[mirror]]\ntopic = \"a\"\nupstream = \"https://h:1\"\n",
+            "[[mirror]]\ntopic = \"a\"\nupstream = \"ftp://h:1\"\n",
             "[[mirror]]\ntopic = \"a/b\"\nupstream = \"http://h:1\"\n",
             "[[mirror]]\ntopic = \"a\"\nupstream = \"h:1\"\n",
             "[[mirror]]\ntopic = \"a\"\nupstream = \"http://h:1\"\n[[mirror]]\ntopic = \"a\"\nupstream = \"http://h:2\"\n",
@@ -383,6 +383,12 @@ mod tests {
         ] {
             assert!(ServerConfig::from_toml(bad, "x.toml").is_err(), "{bad}");
         }
+        let ok = "[[mirror]]\ntopic = \"a\"\nupstream = \"https://h:1\"\nca = \"ca.pem\"\n";
+        let c = ServerConfig::from_toml(ok, "x.toml").unwrap();
+        assert_eq!(
+            c.mirrors[0].ca.as_deref(),
+            Some(std::path::Path::new("ca.pem"))
+        );
         let m = MirrorConfig::from_topic_url("http://127.0.0.1:8686/topics/weather").unwrap();
         assert_eq!(
             (m.topic.as_str(), m.upstream_topic(), m.upstream.as_str()),
