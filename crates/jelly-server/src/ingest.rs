@@ -11,6 +11,7 @@
 //! refuses the request.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use bytes::Bytes;
 use jelly::oxrdf_adapter::from_ox_quad;
@@ -198,15 +199,28 @@ fn ingest_jelly(
 ) -> Result<Vec<NewItem>, IngestError> {
     let cfg = DecoderOptions::default();
     let mut frames = FrameReader::from_slice(body, Delimiting::Auto, cfg.max_frame_bytes);
-    let mut ingest = JellyIngest::new(topic, meta.clone(), usize::MAX);
-    let mut items = Vec::new();
-    while let Some(f) = frames.next_frame().map_err(decode_error)? {
-        if let Some(item) = ingest.frame_at(f.bytes, f.offset)? {
-            items.push(item);
+    let mut ingest = JellyIngest::pooled(topic, meta.clone(), usize::MAX);
+    let mut read = || {
+        let mut items = Vec::new();
+        while let Some(f) = frames.next_frame().map_err(decode_error)? {
+            if let Some(item) = ingest.frame_at(f.bytes, f.offset)? {
+                items.push(item);
+            }
         }
-    }
-    Ok(items)
+        Ok(items)
+    };
+    let items = read();
+    ingest.recycle();
+    items
 }
+
+/// Publisher streams of finished requests, kept for the next ones: a new
+/// [`JellyIngest`] allocates a decoder's and an encoder's tables, a large share of the
+/// cost of a one-item request.
+static POOL: Mutex<Vec<JellyIngest>> = Mutex::new(Vec::new());
+
+/// The most streams [`POOL`] keeps (each holds its tables: at most a few MiB).
+const POOL_MAX: usize = 8;
 
 /// Incremental ingestion of one publisher's Jelly stream, a frame at a time (streaming
 /// HTTP publish, WebSocket, gRPC `PublishRdf`). The publisher's lookup tables and
@@ -250,6 +264,36 @@ impl JellyIngest {
             max_item_bytes,
             items: 0,
             consumed: 0,
+        }
+    }
+
+    /// A publisher stream for a topic with `topic` options: one from the pool, reset,
+    /// when one for the same options is there, else a new one.
+    fn pooled(topic: &TopicOptions, meta: PublishMeta, max_item_bytes: usize) -> JellyIngest {
+        let reused = {
+            let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+            let at = pool.iter().position(|j| j.topic == *topic);
+            at.map(|i| pool.swap_remove(i))
+        };
+        match reused {
+            Some(mut j) => {
+                j.dec.reset();
+                j.builder.reset();
+                j.meta = meta;
+                j.max_item_bytes = max_item_bytes;
+                j.items = 0;
+                j.consumed = 0;
+                j
+            }
+            None => JellyIngest::new(topic, meta, max_item_bytes),
+        }
+    }
+
+    /// Gives the stream back to the pool (it is reset when taken again).
+    fn recycle(self) {
+        let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < POOL_MAX {
+            pool.push(self);
         }
     }
 
@@ -506,5 +550,70 @@ mod tests {
             ),
             Err(IngestError::TooLarge { .. })
         ));
+    }
+
+    /// Jelly bodies reuse pooled publisher streams: each body decodes as with a fresh
+    /// decoder, whatever came before it (a body that leans on an earlier body's
+    /// repeated terms is refused, as a fresh decoder refuses it).
+    #[test]
+    fn pooled_streams_decode_each_body_as_a_fresh_one() {
+        use jelly::{Encoder, StatementRef, TermRef};
+        let topic = TopicOptions::default();
+        let opts = topic.stream_options();
+        let st = |s: &str, o: &str| {
+            let mut e = Encoder::new(opts.clone()).unwrap();
+            e.add(StatementRef::quad(
+                TermRef::Iri(s),
+                TermRef::Iri("http://ex/p"),
+                TermRef::Iri(o),
+                TermRef::DefaultGraph,
+            ))
+            .unwrap();
+            e.finish_frame()
+        };
+        let body = |frame: Vec<u8>| {
+            let mut b = Vec::new();
+            jelly_proto::wire::put_varint(&mut b, frame.len() as u64);
+            b.extend(frame);
+            b
+        };
+        let first = body(st("http://ex/s1", "http://ex/o1"));
+        // One statement, then the same statement again: its second row is all repeats.
+        let mut e = Encoder::new(opts.clone()).unwrap();
+        let q = StatementRef::quad(
+            TermRef::Iri("http://ex/s2"),
+            TermRef::Iri("http://ex/p"),
+            TermRef::Iri("http://ex/o2"),
+            TermRef::DefaultGraph,
+        );
+        e.add(q).unwrap();
+        let f1 = e.finish_frame();
+        e.add(q).unwrap();
+        let f2 = e.finish_frame();
+        // The second frame alone leans on the first's tables and repeated terms.
+        let leaning = body(f2);
+        let meta = PublishMeta::default();
+        for _ in 0..3 {
+            let items = ingest(&first, InputFormat::Jelly, &topic, &meta, 1 << 20).unwrap();
+            assert_eq!(items.len(), 1);
+            let both = [body(f1.clone()), leaning.clone()].concat();
+            assert_eq!(
+                ingest(&both, InputFormat::Jelly, &topic, &meta, 1 << 20)
+                    .unwrap()
+                    .len(),
+                2
+            );
+            // After a stream that set up those tables and terms, still refused.
+            let e = ingest(&leaning, InputFormat::Jelly, &topic, &meta, 1 << 20).unwrap_err();
+            assert!(matches!(e, IngestError::Invalid(_)), "{e}");
+        }
+        // Items come out the same as a fresh stream writes them.
+        let fresh = JellyIngest::new(&topic, meta.clone(), 1 << 20)
+            .frame(&st("http://ex/s1", "http://ex/o1"))
+            .unwrap()
+            .unwrap();
+        let pooled = ingest(&first, InputFormat::Jelly, &topic, &meta, 1 << 20).unwrap();
+        assert_eq!(pooled[0].frame, fresh.frame);
+        assert_eq!(decode_item(&pooled[0].frame).len(), 1);
     }
 }

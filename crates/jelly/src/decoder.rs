@@ -179,6 +179,36 @@ impl Decoder {
         }
     }
 
+    /// Starts over for a new stream, as [`Decoder::new`] with the same limits would,
+    /// but keeping the lookup tables' buffers (they are sized again by the next
+    /// options row). For many small streams in a row, such as one per request.
+    ///
+    /// ```
+    /// use jelly::{Decoder, Encoder, Event, StreamOptions, StatementRef, TermRef};
+    /// let mut enc = Encoder::new(StreamOptions::small()).unwrap();
+    /// let st = StatementRef::triple(TermRef::Iri("http://ex.org/s"), TermRef::Iri("http://ex.org/p"), TermRef::Iri("http://ex.org/o"));
+    /// enc.add(st).unwrap();
+    /// let frame = enc.finish_frame();
+    /// let mut dec = Decoder::default();
+    /// for _ in 0..2 {
+    ///     // The same stream twice: without the reset, the second options row would be
+    ///     // a repeat and the tables would carry over.
+    ///     dec.reset();
+    ///     let mut n = 0;
+    ///     let mut cur = dec.frame(&frame);
+    ///     while let Some(ev) = cur.next_event().unwrap() {
+    ///         if let Event::Statement(_) = ev { n += 1; }
+    ///     }
+    ///     assert_eq!(n, 1);
+    /// }
+    /// ```
+    pub fn reset(&mut self) {
+        self.terms.forget_stream();
+        self.options = None;
+        self.in_graph = false;
+        self.stats = DecoderStats::default();
+    }
+
     /// The stream options, once the options row has been read.
     pub fn options(&self) -> Option<&StreamOptions> {
         self.options.as_ref()

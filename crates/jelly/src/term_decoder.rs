@@ -627,6 +627,14 @@ impl TermDecoder {
         t
     }
 
+    /// Forgets what a stream set up beyond its tables (which the next options row
+    /// resets): the terms available for repetition and the IRI delta state.
+    pub(crate) fn forget_stream(&mut self) {
+        self.have = [false; 4];
+        self.state.last_prefix_id = 0;
+        self.state.last_name_id = 0;
+    }
+
     /// Sizes the tables for a new stream and sets the allowed features.
     pub(crate) fn reset(
         &mut self,
