@@ -186,22 +186,14 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
         for (k, v) in &headers {
             req = req.header(k, v);
         }
+        let failed = |what: &str, e: reqwest::Error| {
+            let why = crate::server_client::describe(&e);
+            CliError::usage(format!("{what}{}: {why}", a.server))
+        };
         let (status, text) = rt.block_on(async {
-            let resp = req.send().await.map_err(|e| {
-                CliError::usage(format!(
-                    "cannot reach {}: {}",
-                    a.server,
-                    crate::server_client::describe(&e)
-                ))
-            })?;
+            let resp = req.send().await.map_err(|e| failed("cannot reach ", e))?;
             let status = resp.status();
-            let text = resp.text().await.map_err(|e| {
-                CliError::usage(format!(
-                    "{}: {}",
-                    a.server,
-                    crate::server_client::describe(&e)
-                ))
-            })?;
+            let text = resp.text().await.map_err(|e| failed("", e))?;
             Ok::<_, CliError>((status, text))
         })?;
         if !status.is_success() {

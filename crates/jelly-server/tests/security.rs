@@ -1315,14 +1315,7 @@ async fn a_mirror_follows_an_https_upstream_with_its_ca_and_token() {
     // The other mirror trusts only the system's roots: refused by the handshake.
     let http = reqwest::Client::new();
     let error = loop {
-        let d: Value = http
-            .get(format!("{}/topics/untrusted", downstream.url()))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let d = support::get_json(&http, &format!("{}/topics/untrusted", downstream.url())).await;
         if let Some(e) = d["mirror"]["last_error"].as_str() {
             break e.to_string();
         }

@@ -72,6 +72,11 @@ pub fn frames(bytes: &[u8]) -> Vec<(u64, Vec<Statement>)> {
     out
 }
 
+/// The JSON answer of a GET (describe a topic, list topics, …).
+pub async fn get_json(c: &reqwest::Client, url: &str) -> serde_json::Value {
+    c.get(url).send().await.unwrap().json().await.unwrap()
+}
+
 /// A server-wide metric's value from `/metrics` (a series without labels).
 pub async fn metric(c: &reqwest::Client, srv: &Server, name: &str) -> u64 {
     let text = c
