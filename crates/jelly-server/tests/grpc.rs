@@ -259,12 +259,7 @@ async fn publish_then_subscribe_round_trip() {
     assert_eq!(live[1].statements, quad_groups(2, 5)[1]);
 
     // The subscription is registered as a grpc subscriber.
-    let metrics = reqwest::get(format!("{}/metrics", s.url()))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = support::metrics_text(&reqwest::Client::new(), &s.url()).await;
     assert!(
         metrics.contains("kind=\"grpc\""),
         "no grpc subscriber in:\n{metrics}"

@@ -856,14 +856,7 @@ async fn topics_health_and_metrics() {
         .unwrap();
     assert_eq!(h["status"], "ok");
     assert_eq!(s.next().await.unwrap().offset(), 2);
-    let m = c
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let m = support::metrics_text(&c, &base).await;
     for want in [
         "jelly_items_in_total 3",
         "jelly_topic_items_in_total{topic=\"t0\"} 3",

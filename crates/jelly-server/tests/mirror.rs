@@ -1,5 +1,7 @@
 //! Repeaters: servers on real loopback sockets mirroring each other's topics.
 
+mod support;
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -182,14 +184,7 @@ async fn a_chain_of_mirrors_copies_items_exactly() {
     assert_eq!(m["items_copied"], 60);
     assert_eq!(m["connects"], 1);
     assert_eq!(d["next_offset"], 60);
-    let metrics = c
-        .get(format!("{}/metrics", b.url()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = support::metrics_text(&c, &b.url()).await;
     let label = format!("{{topic=\"copy\",upstream=\"{}/topics/t\"}}", a.url());
     for line in [
         format!("jelly_mirror_connected{label} 1"),
@@ -456,14 +451,7 @@ async fn a_mirror_behind_upstream_retention_stops_or_skips() {
     assert!(err.contains("no longer retains offset 5"), "{err}");
     assert_eq!(d["mirror"]["state"], "stopped");
     assert_eq!(d["next_offset"], 5, "the local items stay");
-    let metrics = c
-        .get(format!("{}/metrics", b.url()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = support::metrics_text(&c, &b.url()).await;
     assert!(
         metrics.contains(&format!(
             "jelly_mirror_stopped{{topic=\"t\",upstream=\"{}/topics/t\"}} 1",

@@ -1112,12 +1112,7 @@ async fn connections_per_address_are_limited() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let metrics = reqwest::get(format!("{}/metrics", srv.url()))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = support::metrics_text(&reqwest::Client::new(), &srv.url()).await;
     assert!(
         metrics.contains("jelly_connections_refused_total "),
         "{metrics}"

@@ -470,12 +470,7 @@ async fn ws_ping_pong_metrics_and_close_on_shutdown() {
     .await;
     assert!(ping.is_ok(), "no ping from the server");
 
-    let m = reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let m = support::metrics_text(&reqwest::Client::new(), &base).await;
     for want in [
         "jelly_topic_subscribers{topic=\"s\"} 1",
         "kind=\"ws\",format=\"nquads\"} 0",

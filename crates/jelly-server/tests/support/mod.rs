@@ -77,16 +77,20 @@ pub async fn get_json(c: &reqwest::Client, url: &str) -> serde_json::Value {
     c.get(url).send().await.unwrap().json().await.unwrap()
 }
 
-/// A server-wide metric's value from `/metrics` (a series without labels).
-pub async fn metric(c: &reqwest::Client, srv: &Server, name: &str) -> u64 {
-    let text = c
-        .get(format!("{}/metrics", srv.url()))
+/// The `/metrics` text of the server at `base` (its URL).
+pub async fn metrics_text(c: &reqwest::Client, base: &str) -> String {
+    c.get(format!("{base}/metrics"))
         .send()
         .await
         .unwrap()
         .text()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// A server-wide metric's value from `/metrics` (a series without labels).
+pub async fn metric(c: &reqwest::Client, srv: &Server, name: &str) -> u64 {
+    let text = metrics_text(c, &srv.url()).await;
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
         .unwrap_or_else(|| panic!("metric {name} not found in\n{text}"))
