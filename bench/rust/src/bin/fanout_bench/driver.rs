@@ -18,9 +18,9 @@ use crate::Flags;
 use crate::clients::{ClientConfig, Transport};
 use crate::hist::Histogram;
 use crate::items;
-use crate::procstat;
 use crate::publisher::{Arrivals, Publisher};
 use crate::topology::Topology;
+use jelly_bench::procstat;
 
 /// The `clients` command: one load-generator process.
 pub fn clients(mut f: Flags) -> Result<(), String> {

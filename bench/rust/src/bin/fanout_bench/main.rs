@@ -19,7 +19,6 @@ mod driver;
 mod frames;
 mod hist;
 mod items;
-mod procstat;
 mod publisher;
 mod simple_http;
 mod topology;

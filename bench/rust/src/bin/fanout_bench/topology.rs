@@ -4,90 +4,18 @@
 //! holds more connections than this machine's fd limit allows (20,000 per process).
 //! Every server keeps its log in memory.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
+
+pub use jelly_bench::serve_proc::ServeProc;
 
 use crate::simple_http;
 
-/// A `jelly serve` process with its own temporary directory.
-pub struct ServerProc {
-    child: Child,
-    pub url: String,
-    dir: PathBuf,
-}
-
-impl ServerProc {
-    /// Starts `jelly serve` with the given TOML configuration (`data` is added) and
-    /// waits until it listens.
-    fn start(jelly: &Path, name: &str, toml: &str) -> Result<ServerProc, String> {
-        let dir = std::env::temp_dir().join(format!("fanout-bench-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let config = dir.join("serve.toml");
-        let text = format!("data = \"{}\"\n{toml}", dir.join("data").display());
-        std::fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
-        let mut child = Command::new(jelly)
-            .args(["serve", "--log-level", "warn", "--config"])
-            .arg(&config)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("{}: {e}", jelly.display()))?;
-        let mut lines = BufReader::new(child.stderr.take().ok_or("no stderr")?).lines();
-        let url = loop {
-            match lines.next() {
-                Some(Ok(line)) => {
-                    if let Some(u) = line.strip_prefix("jelly serve: listening on ") {
-                        break u.trim().to_string();
-                    }
-                    eprintln!("[{name}] {line}");
-                }
-                _ => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!("{name}: jelly serve ended before listening"));
-                }
-            }
-        };
-        // Keep draining (and showing) what the server says.
-        let name = name.to_string();
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                eprintln!("[{name}] {line}");
-            }
-        });
-        Ok(ServerProc { child, url, dir })
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Whether the process has ended (crashed).
-    pub fn exited(&mut self) -> Option<String> {
-        match self.child.try_wait() {
-            Ok(Some(status)) => Some(status.to_string()),
-            _ => None,
-        }
-    }
-}
-
-impl Drop for ServerProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 /// The servers of one run.
 pub struct Topology {
-    pub origin: ServerProc,
-    pub edges: Vec<ServerProc>,
+    pub origin: ServeProc,
+    pub edges: Vec<ServeProc>,
     /// Where subscribers connect: the origin, or the edges' shared port.
     pub subscribe_addr: SocketAddr,
 }
@@ -117,7 +45,7 @@ impl Topology {
         extra: &str,
     ) -> Result<Topology, String> {
         let base = format!("log = \"memory\"\n{extra}\n");
-        let origin = ServerProc::start(
+        let origin = ServeProc::start(
             jelly,
             "origin",
             &format!("listen = \"127.0.0.1:0\"\n{base}"),
@@ -148,7 +76,7 @@ impl Topology {
                 "listen = \"127.0.0.1:{port}\"\n{reuse}{base}\n[[mirror]]\ntopic = \"{topic}\"\nupstream = \"{}\"\nupstream_topic = \"{topic}\"\n",
                 origin.url
             );
-            es.push(ServerProc::start(jelly, &format!("edge{k}"), &toml)?);
+            es.push(ServeProc::start(jelly, &format!("edge{k}"), &toml)?);
         }
         Ok(Topology {
             origin,
@@ -160,15 +88,14 @@ impl Topology {
     /// Kills every server now (dropping the topology does too).
     pub fn stop(&mut self) {
         for s in std::iter::once(&mut self.origin).chain(&mut self.edges) {
-            let _ = s.child.kill();
-            let _ = s.child.wait();
+            s.kill();
         }
     }
 
     pub fn pids(&self) -> Vec<u32> {
         std::iter::once(&self.origin)
             .chain(&self.edges)
-            .map(ServerProc::pid)
+            .map(ServeProc::pid)
             .collect()
     }
 

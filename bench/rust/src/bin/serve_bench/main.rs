@@ -21,13 +21,14 @@
 
 mod transports;
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jelly::{Encoder, EncoderConfig, PhysicalType, Statement, StreamOptions};
+use jelly_bench::procstat;
+use jelly_bench::serve_proc::ServeProc;
 use transports::Transport;
 
 struct Args {
@@ -91,85 +92,12 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
-/// A `jelly serve` process with a fresh data directory.
-struct ServeProc {
-    child: Child,
-    url: String,
-    dir: PathBuf,
-}
-
-impl ServeProc {
-    fn start(jelly: &PathBuf, log: &str) -> Result<ServeProc, String> {
-        let dir = std::env::temp_dir().join(format!("serve-bench-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let config = dir.join("serve.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "listen = \"127.0.0.1:0\"\ndata = \"{}\"\nlog = \"{log}\"\ndurability = \"none\"\nmax_body_bytes = 1073741824\n",
-                dir.join("data").display()
-            ),
-        )
-        .map_err(|e| e.to_string())?;
-        let mut child = Command::new(jelly)
-            .args(["serve", "--log-level", "warn", "--config"])
-            .arg(&config)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("{}: {e}", jelly.display()))?;
-        let mut lines = BufReader::new(child.stderr.take().ok_or("no stderr")?).lines();
-        let url = loop {
-            let line = lines
-                .next()
-                .ok_or("jelly serve ended before listening")?
-                .map_err(|e| e.to_string())?;
-            if let Some(u) = line.strip_prefix("jelly serve: listening on ") {
-                break u.trim().to_string();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
-        Ok(ServeProc { child, url, dir })
-    }
-
-    /// Resident set size of the server, from /proc.
-    fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0)
-    }
-
-    /// CPU seconds used by the server so far (user + system), from /proc.
-    fn cpu_secs(&self) -> f64 {
-        cpu_secs_of(&self.child.id().to_string())
-    }
-}
-
-/// CPU seconds (user + system) of a process (`self` for this one), from /proc.
-fn cpu_secs_of(pid: &str) -> f64 {
-    {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        // Fields after the command name (which is in parentheses).
-        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-        // utime and stime are fields 14 and 15 of stat; 12 and 13 after the name.
-        (ticks(11) + ticks(12)) / 100.0
-    }
-}
-
-impl Drop for ServeProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// `jelly serve` with a file log (or `log`) and no fsync on the path.
+fn start_server(jelly: &Path, log: &str) -> Result<ServeProc, String> {
+    let toml = format!(
+        "listen = \"127.0.0.1:0\"\nlog = \"{log}\"\ndurability = \"none\"\nmax_body_bytes = 1073741824\n"
+    );
+    ServeProc::start(jelly, "serve", &toml)
 }
 
 /// The input's statements, cycled up to `n`.
@@ -264,7 +192,7 @@ fn throughput(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
         encode_stream(&st, a.frame, physical)
     };
     let bytes: usize = frames.iter().map(Vec::len).sum();
-    let srv = ServeProc::start(&a.jelly, &a.log)?;
+    let srv = start_server(&a.jelly, &a.log)?;
     let topic = "bench";
     let url = srv.url.clone();
     let total = st.len();
@@ -284,8 +212,8 @@ fn throughput(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
         } else {
             sub.abort();
         }
-        let cpu0 = srv.cpu_secs();
-        let ccpu0 = cpu_secs_of("self");
+        let cpu0 = procstat::cpu_secs(srv.pid());
+        let ccpu0 = procstat::cpu_secs(std::process::id());
         let t0 = Instant::now();
         let publ = tokio::spawn({
             let (url, frames, transport) = (url.clone(), frames.clone(), a.transport);
@@ -306,8 +234,8 @@ fn throughput(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
             }
         }
         let secs = t0.elapsed().as_secs_f64();
-        let cpu = srv.cpu_secs() - cpu0;
-        let client_cpu = cpu_secs_of("self") - ccpu0;
+        let cpu = procstat::cpu_secs(srv.pid()) - cpu0;
+        let client_cpu = procstat::cpu_secs(std::process::id()) - ccpu0;
         let publish_secs = publ.await.map_err(|e| e.to_string())??;
         sub.abort();
         Ok::<_, String>((secs, cpu, publish_secs, client_cpu))
@@ -318,7 +246,7 @@ fn throughput(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
         frames.len(),
         a.frame,
         total as f64 / secs,
-        srv.rss_kib()
+        procstat::hwm_kib(srv.pid())
     );
     Ok(())
 }
@@ -342,7 +270,7 @@ fn latency(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
             } else {
                 encode_stream(&st, size, physical)
             };
-            let srv = ServeProc::start(&a.jelly, &a.log)?;
+            let srv = start_server(&a.jelly, &a.log)?;
             let url = srv.url.clone();
             let topic = "lat";
             let lat = rt.block_on(async {

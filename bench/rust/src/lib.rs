@@ -1,0 +1,5 @@
+//! What the benchmark binaries of `jelly-bench` share: running a `jelly serve`
+//! process, and reading a process's CPU time and memory from /proc.
+
+pub mod procstat;
+pub mod serve_proc;
