@@ -301,20 +301,32 @@ pub fn run(f: Flags) -> Result<(), String> {
         }
         Err(e) => {
             // A line for the report too, so a failed configuration is not silently absent.
-            let line = json!({
-                "bench": "fanout",
-                "label": c.label,
-                "transport": c.transport.name(),
-                "subscribers": c.subscribers,
-                "window_ms": c.window_ms,
-                "encoding": c.encoding,
-                "rate": c.rate,
-                "edges": c.edges,
-                "error": e,
-            });
+            let mut line = identity(&c);
+            extend(&mut line, json!({ "error": e }));
             println!("{line}");
             Err(e)
         }
+    }
+}
+
+/// The fields that name a configuration in its JSON line (result or error).
+fn identity(c: &RunConfig) -> Value {
+    json!({
+        "bench": "fanout",
+        "label": c.label,
+        "transport": c.transport.name(),
+        "subscribers": c.subscribers,
+        "window_ms": c.window_ms,
+        "encoding": c.encoding,
+        "rate": c.rate,
+        "edges": c.edges,
+    })
+}
+
+/// Adds the fields of the object `more` to the object `out`.
+fn extend(out: &mut Value, more: Value) {
+    if let (Some(o), Value::Object(m)) = (out.as_object_mut(), more) {
+        o.extend(m);
     }
 }
 
@@ -468,16 +480,9 @@ fn measure(
     errors.dedup();
     errors.truncate(5);
     let q = |p: f64| ms(delays.quantile(p));
-    let mut out = json!({
-        "bench": "fanout",
-        "label": c.label,
-        "transport": c.transport.name(),
-        "subscribers": c.subscribers,
-        "window_ms": c.window_ms,
-        "encoding": c.encoding,
-        "rate": c.rate,
+    let mut out = identity(c);
+    let measured = json!({
         "arrivals": c.arrivals.name(),
-        "edges": c.edges,
         "loadgen_processes": reports.len(),
         "item_statements": (pool.statements * 10.0).round() / 10.0,
         "item_bytes_published": pool.bytes.round(),
@@ -500,6 +505,7 @@ fn measure(
         "lost": expected.saturating_sub(received),
         "duplicates": sum(&reports, "duplicates"),
     });
+    extend(&mut out, measured);
     let more = json!({
         "without_timestamp": sum(&reports, "no_timestamp"),
         "delay_p50_ms": q(0.5),
@@ -523,8 +529,6 @@ fn measure(
         "errors": errors,
         "publish_error": pubs.first_error,
     });
-    if let (Some(o), Value::Object(m)) = (out.as_object_mut(), more) {
-        o.extend(m);
-    }
+    extend(&mut out, more);
     Ok(out)
 }
