@@ -46,13 +46,8 @@ pub fn client(token: Option<&str>, cacert: Option<&Path>) -> CliResult<reqwest::
     if let Some(path) = cacert {
         let name = path.display().to_string();
         let pem = std::fs::read(path).map_err(|e| CliError::io(&name, &e))?;
-        let certs = reqwest::Certificate::from_pem_bundle(&pem)
-            .map_err(|e| CliError::usage(format!("{name}: not PEM certificates: {e}")))?;
-        if certs.is_empty() {
-            return Err(CliError::usage(format!(
-                "{name}: no CERTIFICATE in the file"
-            )));
-        }
+        let certs = jelly_server::tls::root_certificates(&pem)
+            .map_err(|e| CliError::usage(format!("{name}: {e}")))?;
         for c in certs {
             b = b.add_root_certificate(c);
         }

@@ -56,6 +56,21 @@ pub fn install_crypto_provider() {
     }
 }
 
+/// The certificates of a PEM file's bytes, to trust as roots in an HTTP client (the
+/// CLI's `--cacert`, a mirror's `ca`). A file with none is an error too.
+///
+/// ```
+/// assert!(jelly_server::tls::root_certificates(b"not a certificate").is_err());
+/// ```
+pub fn root_certificates(pem: &[u8]) -> Result<Vec<reqwest::Certificate>, String> {
+    let certs = reqwest::Certificate::from_pem_bundle(pem)
+        .map_err(|e| format!("not PEM certificates: {e}"))?;
+    if certs.is_empty() {
+        return Err("no CERTIFICATE in the file".into());
+    }
+    Ok(certs)
+}
+
 /// The acceptor for a `[tls]` section: reads the chain and the key and checks they
 /// belong together.
 pub fn acceptor(c: &TlsConfig) -> Result<TlsAcceptor, TlsError> {

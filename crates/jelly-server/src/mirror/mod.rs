@@ -85,15 +85,10 @@ pub fn client(ca: Option<&std::path::Path>) -> Result<reqwest::Client, String> {
     crate::tls::install_crypto_provider();
     let mut b = reqwest::Client::builder();
     if let Some(path) = ca {
-        let pem = std::fs::read(path).map_err(|e| format!("mirror ca {}: {e}", path.display()))?;
-        let certs = reqwest::Certificate::from_pem_bundle(&pem)
-            .map_err(|e| format!("mirror ca {}: not PEM certificates: {e}", path.display()))?;
-        if certs.is_empty() {
-            return Err(format!(
-                "mirror ca {}: no CERTIFICATE in the file",
-                path.display()
-            ));
-        }
+        let certs = std::fs::read(path)
+            .map_err(|e| e.to_string())
+            .and_then(|pem| crate::tls::root_certificates(&pem))
+            .map_err(|e| format!("mirror ca {}: {e}", path.display()))?;
         for c in certs {
             b = b.add_root_certificate(c);
         }
