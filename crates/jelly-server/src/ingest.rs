@@ -116,23 +116,17 @@ impl ItemBuilder {
         Ok(())
     }
 
-    fn finish(mut self, meta: &PublishMeta) -> NewItem {
-        self.take(meta)
-    }
-
-    /// The item so far; the builder starts a new one (keeping its encoder's buffers).
-    fn take(&mut self, meta: &PublishMeta) -> NewItem {
-        let item = NewItem {
+    /// The item so far. Before the next one, [`ItemBuilder::reset`].
+    fn finish(&mut self, meta: &PublishMeta) -> NewItem {
+        NewItem {
             frame: Bytes::from(self.enc.finish_frame()),
             statements: self.statements,
             source: meta.source.clone(),
             headers: meta.headers.clone(),
-        };
-        self.reset();
-        item
+        }
     }
 
-    /// Drops what was added and starts a new item.
+    /// Drops what was added and starts a new item (keeping the encoder's buffers).
     fn reset(&mut self) {
         self.enc.reset();
         self.statements = 0;
@@ -277,8 +271,8 @@ impl JellyIngest {
         };
         match reused {
             Some(mut j) => {
+                // The builder is reset by each frame.
                 j.dec.reset();
-                j.builder.reset();
                 j.meta = meta;
                 j.max_item_bytes = max_item_bytes;
                 j.items = 0;
@@ -325,7 +319,7 @@ impl JellyIngest {
         if b.statements == 0 {
             return Ok(None);
         }
-        let item = b.take(&self.meta);
+        let item = b.finish(&self.meta);
         if item.frame.len() > self.max_item_bytes {
             return Err(IngestError::TooLarge {
                 index,
@@ -442,7 +436,7 @@ fn ingest_text(
         }
         InputFormat::Jelly => unreachable!("handled by ingest_jelly"),
     }
-    Ok(g.order.into_iter().map(|b| b.finish(meta)).collect())
+    Ok(g.order.into_iter().map(|mut b| b.finish(meta)).collect())
 }
 
 #[cfg(test)]
