@@ -645,9 +645,7 @@ impl TermDecoder {
         rdf_star: bool,
     ) {
         // Terms kept for repetition must not point into the tables being cleared.
-        for i in 0..self.cur.len() {
-            self.materialize_at(i);
-        }
+        Self::materialize(&mut self.cur, &self.state.iri_cache, |_| true);
         let st = &mut self.state;
         st.names.reset(names);
         st.prefixes.reset(prefixes);
@@ -682,13 +680,7 @@ impl TermDecoder {
         match table {
             Table::Name => {
                 // Terms still pointing at the cached IRI of this name keep their own copy.
-                if self
-                    .cur
-                    .iter()
-                    .any(|t| t.kind == BufKind::IriCached && t.nid == id)
-                {
-                    Self::materialize(&mut self.cur, &self.state.iri_cache, id);
-                }
+                Self::release(&mut self.cur, &self.state.iri_cache, id);
                 if let Some(e) = self.state.iri_cache.get_mut(id as usize) {
                     e.valid = false;
                 }
@@ -877,13 +869,7 @@ impl TermDecoder {
             };
             let name = st.names.get(nid, Table::Name)?;
             // The entry is about to change: terms still pointing at it keep their own copy.
-            if self
-                .cur
-                .iter()
-                .any(|t| t.kind == BufKind::IriCached && t.nid == nid)
-            {
-                Self::materialize(&mut self.cur, &st.iri_cache, nid);
-            }
+            Self::release(&mut self.cur, &st.iri_cache, nid);
             let e = &mut st.iri_cache[nid as usize];
             let len = prefix.len() + name.len();
             if e.iri.capacity() < len {
@@ -906,31 +892,28 @@ impl TermDecoder {
         Ok(())
     }
 
-    /// Copies the cached IRI of `nid` into every current term that points at it.
-    #[cold]
-    fn materialize(cur: &mut [TermBuf; 4], cache: &[CachedIri], nid: u32) {
-        for t in cur.iter_mut() {
-            if t.kind == BufKind::IriCached && t.nid == nid {
-                t.a.clear();
-                t.a.push_str(&cache[nid as usize].iri);
-                t.kind = BufKind::Iri;
-            }
+    /// Gives every current term that points at the cached IRI of `nid` its own copy.
+    /// Rarely any does: the check stays inline, the copy is cold.
+    #[inline(always)]
+    fn release(cur: &mut [TermBuf; 4], cache: &[CachedIri], nid: u32) {
+        if cur
+            .iter()
+            .any(|t| t.kind == BufKind::IriCached && t.nid == nid)
+        {
+            Self::materialize(cur, cache, |t| t.nid == nid);
         }
     }
 
-    /// Gives current term `i` its own copy of an IRI it borrows from the IRI cache.
+    /// Gives the current terms that borrow their IRI from the cache and that `which`
+    /// picks their own copy of it.
     #[cold]
-    fn materialize_at(&mut self, i: usize) {
-        let t = &mut self.cur[i];
-        if t.kind == BufKind::IriCached {
-            t.a.clear();
-            t.a.push_str(
-                self.state
-                    .iri_cache
-                    .get(t.nid as usize)
-                    .map_or("", |e| &e.iri),
-            );
-            t.kind = BufKind::Iri;
+    fn materialize(cur: &mut [TermBuf; 4], cache: &[CachedIri], which: impl Fn(&TermBuf) -> bool) {
+        for t in cur.iter_mut() {
+            if t.kind == BufKind::IriCached && which(t) {
+                t.a.clear();
+                t.a.push_str(cache.get(t.nid as usize).map_or("", |e| &e.iri));
+                t.kind = BufKind::Iri;
+            }
         }
     }
 
