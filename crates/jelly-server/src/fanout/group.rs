@@ -52,6 +52,14 @@ impl Drop for Group {
     }
 }
 
+/// Who writes a group's blocks.
+enum Writer {
+    /// The appending tasks, inline (no window).
+    Inline(Arc<Pump>),
+    /// The group's own task (with a window, it has to wait anyway).
+    Task(Producer),
+}
+
 /// What turns a group's log items into ring blocks.
 pub(super) struct Producer {
     pub topic: Arc<Topic>,
@@ -98,21 +106,26 @@ impl Group {
             metrics: metrics.clone(),
         };
         // Without a window, appenders write new items into the ring themselves.
-        let pump = (key.window_ms == 0).then(|| {
-            Arc::new(Pump {
+        let writer = if key.window_ms == 0 {
+            Writer::Inline(Arc::new(Pump {
                 producer,
                 next: Mutex::new(Some(start)),
                 pending: AtomicBool::new(false),
                 kick: Notify::new(),
-            })
-        });
+            }))
+        } else {
+            Writer::Task(producer)
+        };
         let g = Arc::new(Group {
             key: key.clone(),
-            ring: ring.clone(),
+            ring,
             keepalive,
             map: Arc::downgrade(map),
             metrics: metrics.clone(),
-            _pump: pump.clone(),
+            _pump: match &writer {
+                Writer::Inline(pump) => Some(pump.clone()),
+                Writer::Task(_) => None,
+            },
             _stop: stop_tx,
         });
         m.insert(key.clone(), Arc::downgrade(&g));
@@ -120,22 +133,15 @@ impl Group {
         metrics.fanout_groups.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(?key, start, "fan-out group started");
         let shutdown = shutdown.clone();
-        match pump {
-            Some(pump) => {
+        match writer {
+            Writer::Inline(pump) => {
                 let listener: Arc<dyn AppendListener> = pump.clone();
                 topic.listen(Arc::downgrade(&listener));
                 // Whatever was appended before the listener was in place.
                 pump.run();
                 tokio::spawn(pump.serve(stop, shutdown));
             }
-            None => {
-                let producer = Producer {
-                    topic: topic.clone(),
-                    key,
-                    ring,
-                    batch,
-                    metrics: metrics.clone(),
-                };
+            Writer::Task(producer) => {
                 tokio::spawn(
                     GroupTask {
                         producer,
