@@ -186,7 +186,6 @@ impl GroupTask {
             let items = match self.read(next).await {
                 Ok(items) => items,
                 Err(first) => {
-                    self.producer.ring.restart_at(first);
                     next = first;
                     continue;
                 }
@@ -217,7 +216,6 @@ impl GroupTask {
                     Ok(None) => return,
                     // Retention overtook the group: what it gathered is lost with the rest.
                     Err(first) => {
-                        self.producer.ring.restart_at(first);
                         next = first;
                         enc = BatchEncoder::new(&self.producer.key, false);
                         break;
@@ -241,7 +239,7 @@ impl GroupTask {
     }
 
     /// Reads from `next`: `Ok(None)` when the group ended (the ring is told why),
-    /// `Err(first)` when retention dropped `next` (the caller restarts at `first`).
+    /// `Err(first)` when retention dropped `next` (the ring restarted at `first`; go on there).
     async fn read(&mut self, next: u64) -> Result<Option<Vec<Item>>, u64> {
         match self
             .producer
@@ -251,20 +249,7 @@ impl GroupTask {
             .await
         {
             Ok(items) => Ok(Some(items)),
-            Err(LogError::Truncated { first, .. }) => {
-                tracing::warn!(
-                    topic = %self.producer.topic.name,
-                    next,
-                    first,
-                    "fan-out group fell behind retention; restarting at the first retained offset"
-                );
-                Err(first)
-            }
-            Err(e) => {
-                tracing::error!(topic = %self.producer.topic.name, error = %e, "fan-out group: log read failed");
-                self.producer.ring.end(GroupEnd::ReadFailed(e.to_string()));
-                Ok(None)
-            }
+            Err(e) => self.producer.read_failed(next, e).map_or(Ok(None), Err),
         }
     }
 
@@ -355,7 +340,15 @@ impl Producer {
                     }
                 }
             }
-            Err(LogError::Truncated { first, .. }) => {
+            Err(e) => self.read_failed(from, e),
+        }
+    }
+
+    /// After a failed read from `from`: where the group goes on, or `None` when it
+    /// ended. Retention overtook it: the ring starts over at the first retained offset.
+    fn read_failed(&self, from: u64, e: LogError) -> Option<u64> {
+        match e {
+            LogError::Truncated { first, .. } => {
                 tracing::warn!(
                     topic = %self.topic.name,
                     next = from,
@@ -365,7 +358,7 @@ impl Producer {
                 self.ring.restart_at(first);
                 Some(first)
             }
-            Err(e) => {
+            e => {
                 tracing::error!(topic = %self.topic.name, error = %e, "fan-out group: log read failed");
                 self.ring.end(GroupEnd::ReadFailed(e.to_string()));
                 None
