@@ -305,8 +305,24 @@ impl Topic {
         l.push(listener);
     }
 
+    /// After an append: tells the live listeners, then counts it.
+    fn appended(&self, count: Appended, metrics: &crate::metrics::Metrics) {
+        self.tell_listeners();
+        self.stats
+            .items_in
+            .fetch_add(count.items, Ordering::Relaxed);
+        self.stats
+            .bytes_in
+            .fetch_add(count.bytes, Ordering::Relaxed);
+        self.stats
+            .statements_in
+            .fetch_add(count.statements, Ordering::Relaxed);
+        metrics.items_in.fetch_add(count.items, Ordering::Relaxed);
+        metrics.bytes_in.fetch_add(count.bytes, Ordering::Relaxed);
+    }
+
     /// Tells the live listeners of an append (outside the lock: they may take time).
-    fn appended(&self) {
+    fn tell_listeners(&self) {
         let live: Vec<Arc<dyn AppendListener>> = {
             let mut l = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
             if l.is_empty() {
@@ -326,18 +342,9 @@ impl Topic {
         items: Vec<NewItem>,
         metrics: &crate::metrics::Metrics,
     ) -> Result<Vec<u64>, LogError> {
-        let n = items.len() as u64;
-        let bytes: u64 = items.iter().map(|i| i.frame.len() as u64).sum();
-        let statements: u64 = items.iter().map(|i| u64::from(i.statements)).sum();
+        let count = Appended::of(items.iter().map(|i| (i.frame.len(), i.statements)));
         let offsets = self.log.append(items).await?;
-        self.appended();
-        self.stats.items_in.fetch_add(n, Ordering::Relaxed);
-        self.stats.bytes_in.fetch_add(bytes, Ordering::Relaxed);
-        self.stats
-            .statements_in
-            .fetch_add(statements, Ordering::Relaxed);
-        metrics.items_in.fetch_add(n, Ordering::Relaxed);
-        metrics.bytes_in.fetch_add(bytes, Ordering::Relaxed);
+        self.appended(count, metrics);
         Ok(offsets)
     }
 
@@ -349,18 +356,9 @@ impl Topic {
         restart: bool,
         metrics: &crate::metrics::Metrics,
     ) -> Result<(), LogError> {
-        let n = items.len() as u64;
-        let bytes: u64 = items.iter().map(|i| i.frame.len() as u64).sum();
-        let statements: u64 = items.iter().map(|i| u64::from(i.statements)).sum();
+        let count = Appended::of(items.iter().map(|i| (i.frame.len(), i.statements)));
         self.log.append_at(items, restart).await?;
-        self.appended();
-        self.stats.items_in.fetch_add(n, Ordering::Relaxed);
-        self.stats.bytes_in.fetch_add(bytes, Ordering::Relaxed);
-        self.stats
-            .statements_in
-            .fetch_add(statements, Ordering::Relaxed);
-        metrics.items_in.fetch_add(n, Ordering::Relaxed);
-        metrics.bytes_in.fetch_add(bytes, Ordering::Relaxed);
+        self.appended(count, metrics);
         Ok(())
     }
 
@@ -369,6 +367,30 @@ impl Topic {
         let mut v: Vec<_> = self.subs().values().cloned().collect();
         v.sort_by_key(|s| s.id);
         v
+    }
+}
+
+/// What one append added, for the counters.
+struct Appended {
+    items: u64,
+    bytes: u64,
+    statements: u64,
+}
+
+impl Appended {
+    /// From each item's frame size and statement count.
+    fn of(items: impl Iterator<Item = (usize, u32)>) -> Appended {
+        let mut a = Appended {
+            items: 0,
+            bytes: 0,
+            statements: 0,
+        };
+        for (bytes, statements) in items {
+            a.items += 1;
+            a.bytes += bytes as u64;
+            a.statements += u64::from(statements);
+        }
+        a
     }
 }
 
