@@ -263,12 +263,25 @@ pub fn subscribe_on_own_thread(
     topic: String,
     tx: UnboundedSender<Arrival>,
 ) -> tokio::task::JoinHandle<Result<(), String>> {
+    on_own_thread(move || subscribe(transport, url, topic, tx))
+}
+
+/// Runs the future `work` makes on a thread of its own, with a current-thread runtime:
+/// its socket wake-ups go straight to the task that waits, with no hand-off between
+/// runtime workers.
+fn on_own_thread<T, F>(
+    work: impl FnOnce() -> F + Send + 'static,
+) -> tokio::task::JoinHandle<Result<T, String>>
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = Result<T, String>>,
+{
     tokio::task::spawn_blocking(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| e.to_string())?;
-        rt.block_on(subscribe(transport, url, topic, tx))
+        rt.block_on(work())
     })
 }
 
@@ -436,13 +449,9 @@ pub fn publish_paced(
     frames: Vec<Vec<u8>>,
     interval: Duration,
 ) -> tokio::task::JoinHandle<Result<Vec<Instant>, String>> {
-    tokio::task::spawn_blocking(move || {
+    on_own_thread(move || {
         tight_timers();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?;
-        rt.block_on(async move {
+        async move {
             let mut sent = Vec::with_capacity(frames.len());
             match transport {
                 Transport::Http => {
@@ -503,6 +512,6 @@ pub fn publish_paced(
                     Ok(sent)
                 }
             }
-        })
+        }
     })
 }
