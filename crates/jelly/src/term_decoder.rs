@@ -650,7 +650,11 @@ impl TermDecoder {
         st.names.reset(names);
         st.prefixes.reset(prefixes);
         st.datatypes.reset(datatypes);
-        st.iri_cache.clear();
+        // Entries keep their buffers, so a decoder reused for many short streams (the
+        // server's items) builds its cached IRIs without allocating again.
+        for e in &mut st.iri_cache {
+            e.valid = false;
+        }
         st.iri_cache
             .resize_with(names as usize + 1, CachedIri::default);
         st.prefix_ver.clear();
