@@ -250,18 +250,37 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Checks that `b` is UTF-8, as `std::str::from_utf8` does, with a fast path for the
-/// short ASCII strings that most RDF names, lexical forms and tags are: a few word
-/// operations inline instead of a call that walks the bytes one at a time until they
-/// are aligned.
+/// Checks that `b` is UTF-8, as `std::str::from_utf8` does, with fast paths:
+/// - short ASCII strings, which most RDF names, lexical forms and tags are: a few word
+///   operations inline instead of a call that walks the bytes one at a time until they
+///   are aligned;
+/// - longer ASCII strings (long IRIs, English descriptions): the word-at-a-time
+///   `is_ascii` of `core`;
+/// - long non-ASCII strings (descriptions in other scripts): a vectorised validator.
+///
+/// Only a string that fails is checked again by `std`, for the error's position.
 #[inline(always)]
 pub fn utf8(b: &[u8]) -> Result<&str, std::str::Utf8Error> {
-    if b.len() <= 32 && short_ascii(b) {
+    let ascii = if b.len() <= 32 {
+        short_ascii(b)
+    } else {
+        b.is_ascii()
+    };
+    if ascii {
         // SAFETY: every byte of `b` is below 0x80, so `b` is ASCII, which is valid UTF-8.
         return Ok(unsafe { std::str::from_utf8_unchecked(b) });
     }
+    if b.len() >= LONG_UTF8
+        && let Ok(s) = simdutf8::basic::from_utf8(b)
+    {
+        return Ok(s);
+    }
     std::str::from_utf8(b)
 }
+
+/// Length from which [`utf8`] hands a non-ASCII string to the vectorised validator
+/// (below it, the validator's own set-up costs more than `std`'s loop).
+const LONG_UTF8: usize = 64;
 
 /// True if every byte of `b` (at most 32 bytes) is ASCII.
 #[inline(always)]
@@ -447,6 +466,28 @@ mod tests {
                 let mut b = base.clone();
                 b[n - 2..].copy_from_slice("é".as_bytes());
                 assert_eq!(utf8(&b), Ok(std::str::from_utf8(&b).unwrap()));
+            }
+        }
+    }
+
+    #[test]
+    fn utf8_agrees_with_std_past_the_short_path() {
+        // Lengths around the ASCII word loop and the vectorised validator's threshold,
+        // in ASCII and in mixed scripts, each intact and then with every byte broken.
+        let mixed = "ab é ç 日本語 Ελληνικά русский ";
+        for n in 30..=140usize {
+            let ascii: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+            let mut text = mixed.repeat(n / mixed.len() + 1).into_bytes();
+            text.truncate(n);
+            for base in [ascii, text] {
+                assert_eq!(utf8(&base), std::str::from_utf8(&base), "len {n}");
+                for i in 0..n {
+                    for bad in [0x80u8, 0xc3, 0xe2, 0xff, b'x'] {
+                        let mut b = base.clone();
+                        b[i] = bad;
+                        assert_eq!(utf8(&b), std::str::from_utf8(&b), "len {n}, byte {i}");
+                    }
+                }
             }
         }
     }
