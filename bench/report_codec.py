@@ -14,43 +14,80 @@ with open(os.path.join(here, "..", "..", "shared", "datasets", "SUMMARY.tsv")) a
         summary[r["dataset"]] = r
 name_map = {"iot-weather": "iot-assist-weather", "nanopubs": "nanopubs-fair-pkd"}
 
-by = defaultdict(dict)
+# With ROUNDS > 1, bench/run_codec.sh measures the compared pairs once per round, so a
+# (tool, op) pair can have several rows: they are kept in order and combined below.
+def tool_of(r):
+    if r["tool"] == "jellyfish" and r["op"] == "encode" and r.get("input_form") == "interned":
+        return "jellyfish (interned input)"
+    return r["tool"]
+
+
+rounds = defaultdict(lambda: defaultdict(list))
 for r in rows:
-    key = (r["dataset"], r["kind"])
-    tool = r["tool"]
-    op = r["op"]
-    if tool == "jellyfish" and op == "encode" and r.get("input_form") == "interned":
-        tool = "jellyfish (interned input)"
-    by[key][(tool, op)] = r
+    rounds[(r["dataset"], r["kind"])][(tool_of(r), r["op"])].append(r)
+# The first round's row stands for sizes and counts (they do not change between rounds).
+by = {key: {k: v[0] for k, v in m.items()} for key, m in rounds.items()}
 
 
 def rate(r):
     # Every tool reports stmts_per_sec (statements per second of loop time); their
-    # "seconds" fields differ (mean per iteration vs total).
-    return r.get("stmts_per_sec") if r else None
+    # "seconds" fields differ (mean per iteration vs total). Over several rounds the
+    # rate is the mean of the rounds' rates (each round loops for the same time).
+    if not r:
+        return None
+    rs = rounds[(r["dataset"], r["kind"])][(tool_of(r), r["op"])]
+    vals = [x["stmts_per_sec"] for x in rs if x.get("stmts_per_sec")]
+    return sum(vals) / len(vals) if vals else None
+
+
+def median_rate(r):
+    # Statements ÷ the median iteration time (over rounds, the median of the rounds'
+    # medians), for the tools that report it: steadier than the mean on a shared host.
+    if not r:
+        return None
+    rs = rounds[(r["dataset"], r["kind"])][(tool_of(r), r["op"])]
+    meds = sorted(x["median_seconds"] for x in rs if x.get("median_seconds"))
+    if not meds:
+        return None
+    k = len(meds) // 2
+    mid = meds[k] if len(meds) % 2 else (meds[k - 1] + meds[k]) / 2
+    return r["statements"] / mid
 
 
 def fmt(x):
     return "–" if x is None else f"{x / 1e6:.2f} M/s"
 
 
-print("| dataset | frames | op | jellyfish | Jelly-JVM | pyjelly | jellyfish ÷ JVM |")
-print("|---|---|---|---:|---:|---:|---:|")
+def ratio_of(a, b):
+    return f"{a / b:.2f}×" if a and b else "–"
+
+
+n_rounds = max((len(v) for m in rounds.values() for v in m.values()), default=1)
+print(f"Rounds: {n_rounds}. Rates are statements ÷ mean iteration time; the last two")
+print("columns use the median iteration time instead.")
+print()
+print("| dataset | frames | op | jellyfish | Jelly-JVM | pyjelly | jellyfish ÷ JVM | median: jellyfish / JVM | ÷ by median |")
+print("|---|---|---|---:|---:|---:|---:|---:|---:|")
 for (ds, kind), m in by.items():
     for op in ("encode", "decode"):
         ours = rate(m.get(("jellyfish", op)))
         jvm = rate(m.get(("jelly-jvm", op)))
         py = rate(m.get(("pyjelly", op)))
-        ratio = f"{ours / jvm:.2f}×" if ours and jvm else "–"
-        print(f"| {ds} | {kind} | {op} | {fmt(ours)} | {fmt(jvm)} | {fmt(py)} | {ratio} |")
+        ratio = ratio_of(ours, jvm)
+        mo = median_rate(m.get(("jellyfish", op)))
+        mj = median_rate(m.get(("jelly-jvm", op)))
+        med = f"{fmt(mo)} / {fmt(mj)}" if mo and mj else "–"
+        print(
+            f"| {ds} | {kind} | {op} | {fmt(ours)} | {fmt(jvm)} | {fmt(py)} | {ratio} | {med} | {ratio_of(mo, mj)} |"
+        )
         if op == "encode" and ("jellyfish (interned input)", "encode") in m:
             oi = rate(m[("jellyfish (interned input)", "encode")])
             r2 = f"{oi / jvm:.2f}×" if oi and jvm else "–"
-            print(f"| {ds} | {kind} | encode, interned input | {fmt(oi)} | | | {r2} |")
+            print(f"| {ds} | {kind} | encode, interned input | {fmt(oi)} | | | {r2} | | |")
         if op == "decode" and ("jellyfish", "decode-owned") in m:
             do = rate(m[("jellyfish", "decode-owned")])
             r3 = f"{do / jvm:.2f}×" if do and jvm else "–"
-            print(f"| {ds} | {kind} | decode into owned oxrdf quads | {fmt(do)} | | | {r3} |")
+            print(f"| {ds} | {kind} | decode into owned oxrdf quads | {fmt(do)} | | | {r3} | | |")
 
 print()
 print("| dataset | frames | statements | jellyfish bytes | Jelly-JVM bytes | difference | % of N-Triples | oxttl parse | oxttl write |")

@@ -5,7 +5,7 @@
 # bench mode). Writes one JSON line per measurement to bench/out/codec.jsonl and a
 # Markdown table to bench/out/codec.md.
 #
-# Usage: bench/run_codec.sh [SECONDS]   (default 6 s per measurement)
+# Usage: [ROUNDS=N] [ONLY=dataset] bench/run_codec.sh [SECONDS]   (default 6 s per measurement)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-6}"
@@ -33,6 +33,7 @@ CASES=(
 tag() { python3 -c 'import json,sys; d=json.loads(sys.stdin.readline()); d.update(json.loads(sys.argv[1])); print(json.dumps(d))' "$1"; }
 
 ONLY="${ONLY:-}"   # e.g. ONLY=iot-weather for a quick run
+ROUNDS="${ROUNDS:-1}" # rounds of the compared jellyfish / Jelly-JVM pairs
 for c in "${CASES[@]}"; do
   IFS='|' read -r name file kind <<<"$c"
   if [ -n "$ONLY" ] && [ "$name" != "$ONLY" ]; then continue; fi
@@ -50,12 +51,17 @@ for c in "${CASES[@]}"; do
   if [ "$kind" = grouped ]; then g_rust="--grouped"; g_jvm="--grouped-per-graph"; g_py="--grouped-per-graph"; fi
   jelly="$OUT/data/$name-$kind.jelly"
   echo "== $name ($kind)" >&2
-  $B encode "$file" --preset big --rows-per-frame 512 $g_rust --seconds "$SECS" --out "$jelly" | tag "$meta" >> "$OUT/codec.jsonl"
+  # The pairs compared (jellyfish and Jelly-JVM, same op) run back to back, and with
+  # ROUNDS > 1 the pairs repeat, so that both tools see the same phases of a shared
+  # host. The report averages the rounds.
+  for round in $(seq "$ROUNDS"); do
+    $B encode "$file" --preset big --rows-per-frame 512 $g_rust --seconds "$SECS" --out "$jelly" | tag "$meta" >> "$OUT/codec.jsonl"
+    java -Xmx8g -jar "$J" bench-encode "$file" --preset big --rows-per-frame 512 $g_jvm --seconds "$SECS" 2>/dev/null | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"
+    $B decode "$jelly" --seconds "$SECS" | tag "$meta" >> "$OUT/codec.jsonl"
+    java -Xmx8g -jar "$J" bench-decode "$jelly" --seconds "$SECS" 2>/dev/null | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"
+  done
   $B encode-interned "$file" --preset big --rows-per-frame 512 $g_rust --seconds "$SECS" | tag "$meta" >> "$OUT/codec.jsonl"
-  $B decode "$jelly" --seconds "$SECS" | tag "$meta" >> "$OUT/codec.jsonl"
   $B decode-owned "$jelly" --seconds "$SECS" | tag "$meta" >> "$OUT/codec.jsonl"
-  java -Xmx8g -jar "$J" bench-encode "$file" --preset big --rows-per-frame 512 $g_jvm --seconds "$SECS" 2>/dev/null | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"
-  java -Xmx8g -jar "$J" bench-decode "$jelly" --seconds "$SECS" 2>/dev/null | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"
   "$PY" bench/py/pyjelly_peer.py bench-encode "$file" --preset big --rows-per-frame 512 $g_py --seconds "$SECS" | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"
   "$PY" bench/py/pyjelly_peer.py bench-decode "$jelly" --seconds "$SECS" | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"
   if [ "$kind" = flat ]; then

@@ -91,6 +91,7 @@ fn load_statements(path: &str) -> Result<Vec<Statement>, String> {
 thread_local! {
     /// Fastest single iteration of the last [`time_loop`].
     static BEST: std::cell::Cell<f64> = const { std::cell::Cell::new(f64::MAX) };
+    static MEDIAN: std::cell::Cell<f64> = const { std::cell::Cell::new(f64::MAX) };
 }
 
 /// Runs `f` repeatedly (after warm-up calls) for about `seconds`; returns (iterations,
@@ -101,14 +102,16 @@ fn time_loop(seconds: f64, mut f: impl FnMut()) -> (u64, Duration) {
     }
     let start = Instant::now();
     let mut n = 0;
-    let mut best = f64::MAX;
+    let mut times = Vec::with_capacity(1 << 16);
     while n == 0 || start.elapsed().as_secs_f64() < seconds {
         let t = Instant::now();
         f();
-        best = best.min(t.elapsed().as_secs_f64());
+        times.push(t.elapsed().as_secs_f64());
         n += 1;
     }
-    BEST.with(|b| b.set(best));
+    times.sort_by(f64::total_cmp);
+    BEST.with(|b| b.set(times[0]));
+    MEDIAN.with(|m| m.set(times[times.len() / 2]));
     (n, start.elapsed())
 }
 
@@ -318,8 +321,9 @@ fn report(
 ) {
     let secs = elapsed.as_secs_f64() / iters as f64;
     let best = BEST.with(|b| b.get());
+    let median = MEDIAN.with(|m| m.get());
     println!(
-        "{{\"tool\":\"jellyfish\",\"op\":\"{op}\",\"input\":\"{input}\",\"statements\":{statements},\"iterations\":{iters},\"seconds\":{secs:.6},\"best_seconds\":{best:.6},\"stmts_per_sec\":{:.0},\"bytes\":{bytes}{extra}}}",
+        "{{\"tool\":\"jellyfish\",\"op\":\"{op}\",\"input\":\"{input}\",\"statements\":{statements},\"iterations\":{iters},\"seconds\":{secs:.6},\"best_seconds\":{best:.6},\"median_seconds\":{median:.6},\"stmts_per_sec\":{:.0},\"bytes\":{bytes}{extra}}}",
         statements as f64 / secs
     );
 }

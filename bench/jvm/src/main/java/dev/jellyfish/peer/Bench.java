@@ -60,12 +60,14 @@ final class Bench {
         long t0 = System.nanoTime();
         long deadline = t0 + (long) (seconds * 1e9);
         double best = Double.MAX_VALUE;
+        java.util.ArrayList<Double> times = new java.util.ArrayList<>(1 << 16);
         long now;
         do {
             long ti = System.nanoTime();
             CountingResult r = encodeOnce(stmts, s, size);
             now = System.nanoTime();
             best = Math.min(best, (now - ti) / 1e9);
+            times.add((now - ti) / 1e9);
             bytes = r.bytes;
             frames = r.frames;
             size = r.bytes;
@@ -77,9 +79,9 @@ final class Bench {
             Locale.ROOT,
             "{\"tool\":\"jelly-jvm\",\"op\":\"encode\",\"input\":\"%s\",\"statements\":%d,\"seconds\":%.6f," +
                 "\"stmts_per_sec\":%.1f,\"bytes\":%d,\"frames\":%d,\"iterations\":%d,\"total_seconds\":%.3f," +
-                "\"best_seconds\":%.6f,\"warmup\":%d,\"preset\":\"%s\",\"rows_per_frame\":%d,\"grouped\":%b," +
+                "\"best_seconds\":%.6f,\"median_seconds\":%.6f,\"warmup\":%d,\"preset\":\"%s\",\"rows_per_frame\":%d,\"grouped\":%b," +
                 "\"physical\":\"%s\"}%n",
-            jsonEsc(in), n, perIter, n / perIter, bytes, frames, iters, total, best, warmup, s.preset,
+            jsonEsc(in), n, perIter, n / perIter, bytes, frames, iters, total, best, median(times), warmup, s.preset,
             grouped ? 0 : s.rowsPerFrame, grouped, s.quads ? "quads" : "triples"
         );
     }
@@ -128,6 +130,7 @@ final class Bench {
         long t0 = System.nanoTime();
         long deadline = t0 + (long) (seconds * 1e9);
         double best = Double.MAX_VALUE;
+        java.util.ArrayList<Double> times = new java.util.ArrayList<>(1 << 16);
         long now;
         long sinkCheck = 0;
         do {
@@ -136,6 +139,7 @@ final class Bench {
             DecodeStats st = JellyJvmPeer.decodeBytes(data, bh);
             now = System.nanoTime();
             best = Math.min(best, (now - ti) / 1e9);
+            times.add((now - ti) / 1e9);
             n = bh.n;
             frames = st.frames();
             sinkCheck += bh.last == null ? 0 : 1;
@@ -150,12 +154,18 @@ final class Bench {
             Locale.ROOT,
             "{\"tool\":\"jelly-jvm\",\"op\":\"decode\",\"input\":\"%s\",\"statements\":%d,\"seconds\":%.6f," +
                 "\"stmts_per_sec\":%.1f,\"bytes\":%d,\"frames\":%d,\"iterations\":%d,\"total_seconds\":%.3f," +
-                "\"best_seconds\":%.6f,\"warmup\":%d}%n",
-            jsonEsc(in), n, perIter, n / perIter, data.length, frames, iters, total, best, warmup
+                "\"best_seconds\":%.6f,\"median_seconds\":%.6f,\"warmup\":%d}%n",
+            jsonEsc(in), n, perIter, n / perIter, data.length, frames, iters, total, best, median(times), warmup
         );
     }
 
-    static String jsonEsc(String s) {
+    /** The median of the iteration times: steadier than the mean on a shared host. */
+    static double median(java.util.ArrayList<Double> times) {
+        java.util.Collections.sort(times);
+        return times.get(times.size() / 2);
+    }
+
+        static String jsonEsc(String s) {
         return s.replace("\\", "\\\\").replace("\"", "\\\"");
     }
 }
