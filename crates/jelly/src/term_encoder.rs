@@ -56,6 +56,18 @@ enum Planned {
     Other(u32),
 }
 
+/// The previous term of a position, as far as the repeated-term rule needs it.
+#[derive(Debug, Clone, Copy)]
+enum Last {
+    /// None (start of the stream, or forgotten after a refused row).
+    None,
+    /// An IRI: its ids, which identify it while their generations hold, and its
+    /// length, which rules most other IRIs out at once.
+    Iri { ids: CachedIds, len: usize },
+    /// Another term, kept in `TermEncoder::prev`.
+    Other,
+}
+
 /// Most ways of the IRI cache (64-byte buckets of three): 2 MiB.
 const IRI_CACHE_WAYS_MAX: usize = 3 << 15;
 
@@ -105,14 +117,13 @@ pub(crate) struct TermEncoder {
     iri_cache: IriCache,
     last_prefix_id: u32,
     last_name_id: u32,
+    /// What each position's previous term was; the value of a term other than an
+    /// IRI is kept in `prev`.
+    last: [Last; 4],
     prev: [TermBuf; 4],
-    /// For a previous term that was an IRI: its ids, which identify it while the
-    /// generations hold (then `prev` is not kept up to date for that position).
-    prev_iri: [Option<CachedIds>; 4],
     /// Id and generation of the datatypes looked up last, most recent first (id 0:
     /// none): most typed literals have one of a few datatypes.
     recent_datatypes: [(u32, u32); 4],
-    have_prev: [bool; 4],
     /// Statement counter; entries used by the current statement are never evicted.
     pub(crate) stamp: u32,
     /// Rows of the current frame, already framed as `rows` (field 1) elements.
@@ -144,9 +155,8 @@ impl TermEncoder {
             last_prefix_id: 0,
             last_name_id: 0,
             prev: Default::default(),
-            prev_iri: [None; 4],
             recent_datatypes: [(0, u32::MAX); 4],
-            have_prev: [false; 4],
+            last: [Last::None; 4],
             stamp: 0,
             buf: Vec::with_capacity(64 * 1024),
             rows: 0,
@@ -171,9 +181,8 @@ impl TermEncoder {
         // The cache's entries name ids whose generations just moved on: all stale.
         self.last_prefix_id = 0;
         self.last_name_id = 0;
-        self.prev_iri = [None; 4];
         self.recent_datatypes = [(0, u32::MAX); 4];
-        self.have_prev = [false; 4];
+        self.last = [Last::None; 4];
         self.buf.clear();
         self.rows = 0;
     }
@@ -220,7 +229,7 @@ impl TermEncoder {
                     // (entry rows already emitted stay valid) and forget the repeated
                     // terms it set.
                     (self.last_prefix_id, self.last_name_id) = delta_state;
-                    self.have_prev[..i].fill(false);
+                    self.last[..i].fill(Last::None);
                     return Err(e);
                 }
             }
@@ -265,7 +274,7 @@ impl TermEncoder {
         if let TermRef::Iri(iri) = t {
             return self.plan_iri(slot, iri);
         }
-        if self.have_prev[slot] && self.prev_iri[slot].is_none() && self.prev[slot].as_ref() == t {
+        if matches!(self.last[slot], Last::Other) && self.prev[slot].as_ref() == t {
             return Ok(Planned::Repeat);
         }
         self.check_term(t, slot)?;
@@ -281,8 +290,7 @@ impl TermEncoder {
             }
         };
         self.prev[slot].set_from(t);
-        self.prev_iri[slot] = None;
-        self.have_prev[slot] = true;
+        self.last[slot] = Last::Other;
         Ok(p)
     }
 
@@ -292,17 +300,19 @@ impl TermEncoder {
         // A repeated IRI is the previous IRI of the slot, which the decoder still holds
         // whatever happened to the tables since. It is only recognised while its table
         // entries stay valid, so as to compare with them rather than keep a copy.
-        if self.have_prev[slot]
-            && let Some(p) = self.prev_iri[slot]
-            && self.ids_spell(p, iri)
+        if let Last::Iri { ids, len } = self.last[slot]
+            && len == iri.len()
+            && self.ids_spell(ids, iri)
         {
             return Ok(Planned::Repeat);
         }
         let hash = self.iri_cache.hash(iri);
         let c = self.resolve_iri(iri, hash)?;
         let (pid, nid) = self.wire_ids(c.pid, c.nid);
-        self.prev_iri[slot] = Some(c);
-        self.have_prev[slot] = true;
+        self.last[slot] = Last::Iri {
+            ids: c,
+            len: iri.len(),
+        };
         Ok(Planned::Iri(pid, nid))
     }
 
@@ -725,7 +735,7 @@ impl TermEncoder {
                 // The row is not written: undo the IRI delta state its terms advanced (entry
                 // rows already emitted stay valid) and forget the repeated terms it set.
                 (self.last_prefix_id, self.last_name_id) = delta_state;
-                self.have_prev[..i].fill(false);
+                self.last[..i].fill(Last::None);
                 return Err(e);
             }
         }
@@ -743,16 +753,12 @@ impl TermEncoder {
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
         if t.is_triple() {
-            if self.have_prev[slot]
-                && self.prev_iri[slot].is_none()
-                && self.prev[slot].as_ref() == t
-            {
+            if matches!(self.last[slot], Last::Other) && self.prev[slot].as_ref() == t {
                 return Ok(());
             }
             self.term_field(t, position, out, 0)?;
             self.prev[slot].set_from(t);
-            self.prev_iri[slot] = None;
-            self.have_prev[slot] = true;
+            self.last[slot] = Last::Other;
             return Ok(());
         }
         let p = self.plan_term(slot, t)?;
