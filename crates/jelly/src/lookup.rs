@@ -10,9 +10,10 @@ pub(crate) enum Lookup {
     New { id: u32, wire_id: u32 },
 }
 
-/// Per-id state of an [`LruTable`], kept together so a hit touches one cache line.
-#[derive(Debug, Clone, Copy, Default)]
-struct Meta {
+/// Per-id state of an [`LruTable`] and its value, kept together so that a check of an
+/// id's generation and value, and then a hit, take one bounds check and one cache line.
+#[derive(Debug, Clone, Default)]
+struct Slot {
     /// Upper half of the value's hash, to skip most key comparisons while probing and
     /// to find the value's home slot when it is removed.
     hash: u32,
@@ -23,6 +24,8 @@ struct Meta {
     stamp: u32,
     /// Set on every use; cleared when the clock hand passes.
     referenced: bool,
+    /// The value; its buffer is reused when the id is given to another value.
+    key: String,
 }
 
 /// A lookup table of at most `max` entries with ids 1..=max. When full, a new value
@@ -37,8 +40,8 @@ struct Meta {
 pub(crate) struct LruTable {
     /// Id per slot, 0 for an empty slot. Its length is a power of two.
     index: Vec<u32>,
-    keys: Vec<String>,
-    meta: Vec<Meta>,
+    /// Per id (index 0 unused).
+    slots: Vec<Slot>,
     seed: u64,
     /// Next eviction candidate.
     hand: u32,
@@ -56,8 +59,7 @@ impl LruTable {
         // (an encoder per small item stays cheap).
         LruTable {
             index: vec![0; 16],
-            keys: vec![String::new()],
-            meta: vec![Meta::default()],
+            slots: vec![Slot::default()],
             seed,
             hand: 1,
             len: 0,
@@ -76,7 +78,7 @@ impl LruTable {
             } else {
                 self.hand + 1
             };
-            let m = &mut self.meta[id as usize];
+            let m = &mut self.slots[id as usize];
             if m.stamp == stamp {
                 continue;
             }
@@ -104,9 +106,8 @@ impl LruTable {
             if id == 0 {
                 return Err(i);
             }
-            if self.meta[id as usize].hash == tag
-                && bytes_eq(self.keys[id as usize].as_bytes(), value.as_bytes())
-            {
+            let s = &self.slots[id as usize];
+            if s.hash == tag && bytes_eq(s.key.as_bytes(), value.as_bytes()) {
                 return Ok(id);
             }
             i = (i + 1) & mask;
@@ -117,7 +118,7 @@ impl LruTable {
     /// that every entry stays reachable from its home slot.
     fn unlink(&mut self, id: u32) {
         let mask = self.index.len() - 1;
-        let mut hole = self.home(self.meta[id as usize].hash);
+        let mut hole = self.home(self.slots[id as usize].hash);
         while self.index[hole] != id {
             if self.index[hole] == 0 {
                 // Not indexed (cannot happen for an assigned id).
@@ -131,7 +132,7 @@ impl LruTable {
             if other == 0 {
                 break;
             }
-            let home = self.home(self.meta[other as usize].hash);
+            let home = self.home(self.slots[other as usize].hash);
             // `other` may fill the hole if the hole lies on its probe path (from its home to k).
             if (k.wrapping_sub(home) & mask) >= (k.wrapping_sub(hole) & mask) {
                 self.index[hole] = other;
@@ -149,7 +150,7 @@ impl LruTable {
         self.index = vec![0; self.index.len() * 2];
         let mask = self.index.len() - 1;
         for id in 1..self.len as usize {
-            let mut i = self.home(self.meta[id].hash);
+            let mut i = self.home(self.slots[id].hash);
             while self.index[i] != 0 {
                 i = (i + 1) & mask;
             }
@@ -173,9 +174,8 @@ impl LruTable {
         let id = if self.len < self.max {
             self.len += 1;
             // After a `clear`, the buffers of earlier ids are still there for reuse.
-            if self.keys.len() <= self.len as usize {
-                self.keys.push(String::new());
-                self.meta.push(Meta::default());
+            if self.slots.len() <= self.len as usize {
+                self.slots.push(Slot::default());
             }
             if self.len as usize * 2 > self.index.len() {
                 self.grow_index();
@@ -196,12 +196,12 @@ impl LruTable {
             victim
         };
         self.index[slot] = id;
-        let m = &mut self.meta[id as usize];
+        let m = &mut self.slots[id as usize];
         m.hash = tag;
         m.generation = m.generation.wrapping_add(1);
         m.referenced = false;
         m.stamp = stamp;
-        let key = &mut self.keys[id as usize];
+        let key = &mut m.key;
         if key.capacity() < value.len() {
             // A fresh buffer with room to spare, rather than growing the old one (which
             // would copy its stale text): later values of similar length then fit.
@@ -223,7 +223,7 @@ impl LruTable {
     /// on, so ids cached elsewhere before the reset no longer match.
     pub fn clear(&mut self) {
         self.index.fill(0);
-        for m in &mut self.meta {
+        for m in &mut self.slots {
             m.generation = m.generation.wrapping_add(1);
             m.referenced = false;
         }
@@ -246,13 +246,13 @@ impl LruTable {
     /// Generation of `id`: changes whenever the id is given to another value.
     #[inline]
     pub fn generation(&self, id: u32) -> u32 {
-        self.meta[id as usize].generation
+        self.slots[id as usize].generation
     }
 
     /// Marks `id` as just used.
     #[inline]
     pub fn touch(&mut self, id: u32, stamp: u32) {
-        let m = &mut self.meta[id as usize];
+        let m = &mut self.slots[id as usize];
         m.referenced = true;
         m.stamp = stamp;
     }
@@ -260,7 +260,15 @@ impl LruTable {
     /// The value stored under `id`.
     #[inline(always)]
     pub fn value(&self, id: u32) -> &str {
-        self.keys.get(id as usize).map_or("", |k| k)
+        self.slots.get(id as usize).map_or("", |s| &s.key)
+    }
+
+    /// The generation of `id` and the value stored under it.
+    #[inline(always)]
+    pub fn entry(&self, id: u32) -> Option<(u32, &str)> {
+        self.slots
+            .get(id as usize)
+            .map(|s| (s.generation, s.key.as_str()))
     }
 }
 

@@ -371,8 +371,9 @@ impl TermEncoder {
         let recent = &mut self.recent_datatypes;
         for i in 0..recent.len() {
             let (id, generation) = recent[i];
-            if table.generation(id) == generation
-                && bytes_eq(table.value(id).as_bytes(), dt.as_bytes())
+            if let Some((g, value)) = table.entry(id)
+                && g == generation
+                && bytes_eq(value.as_bytes(), dt.as_bytes())
             {
                 table.touch(id, stamp);
                 recent[..=i].rotate_right(1);
@@ -444,31 +445,28 @@ impl TermEncoder {
         EncodeError::TableTooSmallForRow { table, size }
     }
 
-    /// True while the table slots of `c` still hold the values it was made from.
-    #[inline(always)]
-    fn ids_valid(&self, c: CachedIds) -> bool {
-        let prefix_ok = match &self.prefixes {
-            None => true,
-            Some(p) => p.generation(c.pid) == c.pgen,
-        };
-        prefix_ok && self.names.generation(c.nid) == c.ngen
-    }
-
-    /// True if `c` is valid and its prefix and name entries spell `iri`.
+    /// True if the table slots of `c` still hold the values it was made from, and
+    /// its prefix and name entries spell `iri`.
     #[inline(always)]
     fn ids_spell(&self, c: CachedIds, iri: &str) -> bool {
-        if !self.ids_valid(c) {
+        let Some((ngen, name)) = self.names.entry(c.nid) else {
+            return false;
+        };
+        if ngen != c.ngen {
             return false;
         }
-        let name = self.names.value(c.nid).as_bytes();
-        let iri = iri.as_bytes();
+        let (iri, name) = (iri.as_bytes(), name.as_bytes());
         match &self.prefixes {
             None => bytes_eq(iri, name),
             Some(p) => {
-                let prefix = p.value(c.pid).as_bytes();
-                iri.len() == prefix.len() + name.len()
-                    && bytes_eq(&iri[..prefix.len()], prefix)
-                    && bytes_eq(&iri[prefix.len()..], name)
+                let Some((pgen, prefix)) = p.entry(c.pid) else {
+                    return false;
+                };
+                if pgen != c.pgen || iri.len() != prefix.len() + name.len() {
+                    return false;
+                }
+                let (head, tail) = iri.split_at(prefix.len());
+                bytes_eq(head, prefix.as_bytes()) && bytes_eq(tail, name)
             }
         }
     }
