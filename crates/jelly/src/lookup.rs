@@ -281,25 +281,33 @@ pub(crate) struct CachedIds {
     pub ngen: u32,
 }
 
+/// The little-endian words of a 16-byte block.
 #[inline(always)]
-fn rd16(b: &[u8], i: usize) -> u128 {
-    let mut w = [0u8; 16];
-    w.copy_from_slice(&b[i..i + 16]);
-    u128::from_le_bytes(w)
+fn words(w: &[u8; 16]) -> (u64, u64) {
+    let v = u128::from_le_bytes(*w);
+    (v as u64, (v >> 64) as u64)
 }
 
+/// The first and the last 8 bytes of `b` (at least 8 long; they overlap when shorter
+/// than 16), as little-endian words.
 #[inline(always)]
-fn rd8(b: &[u8], i: usize) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&b[i..i + 8]);
-    u64::from_le_bytes(w)
+fn ends8(b: &[u8]) -> (u64, u64) {
+    match (b.first_chunk::<8>(), b.last_chunk::<8>()) {
+        (Some(x), Some(y)) => (u64::from_le_bytes(*x), u64::from_le_bytes(*y)),
+        _ => (0, 0),
+    }
 }
 
+/// The first and the last 4 bytes of `b` (at least 4 long), as little-endian words.
 #[inline(always)]
-fn rd4(b: &[u8], i: usize) -> u64 {
-    let mut w = [0u8; 4];
-    w.copy_from_slice(&b[i..i + 4]);
-    u64::from(u32::from_le_bytes(w))
+fn ends4(b: &[u8]) -> (u64, u64) {
+    match (b.first_chunk::<4>(), b.last_chunk::<4>()) {
+        (Some(x), Some(y)) => (
+            u64::from(u32::from_le_bytes(*x)),
+            u64::from(u32::from_le_bytes(*y)),
+        ),
+        _ => (0, 0),
+    }
 }
 
 /// Byte-string equality for the short strings of IRIs, inlined rather than a call to
@@ -315,18 +323,21 @@ pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
             // The library's vectorised comparison is cheaper from here on.
             return a == b;
         }
-        let mut i = 0;
-        while i + 16 < n {
-            if rd16(a, i) != rd16(b, i) {
+        // Whole blocks, then the last 16 bytes (overlapping the blocks when `n` is
+        // not a multiple of 16, repeating the last one when it is).
+        let (xs, _) = a.as_chunks::<16>();
+        let (ys, _) = b.as_chunks::<16>();
+        for (x, y) in xs.iter().zip(ys) {
+            if u128::from_ne_bytes(*x) != u128::from_ne_bytes(*y) {
                 return false;
             }
-            i += 16;
         }
-        rd16(a, n - 16) == rd16(b, n - 16)
+        a.last_chunk::<16>().map(|x| u128::from_ne_bytes(*x))
+            == b.last_chunk::<16>().map(|y| u128::from_ne_bytes(*y))
     } else if n >= 8 {
-        rd8(a, 0) == rd8(b, 0) && rd8(a, n - 8) == rd8(b, n - 8)
+        ends8(a) == ends8(b)
     } else if n >= 4 {
-        rd4(a, 0) == rd4(b, 0) && rd4(a, n - 4) == rd4(b, n - 4)
+        ends4(a) == ends4(b)
     } else {
         a == b
     }
@@ -351,17 +362,18 @@ pub(crate) fn hash_bytes(b: &[u8], seed: u64) -> u64 {
     let len = b.len();
     let mut h = seed ^ (len as u64).wrapping_mul(K);
     let (x, y) = if len >= 16 {
-        let mut i = 0;
-        while i + 16 < len {
-            h = fold(rd8(b, i) ^ h, rd8(b, i + 8) ^ K);
-            i += 16;
+        // Every whole block but the last 16 bytes, which are taken last (overlapping
+        // the previous block when len is not a multiple of 16).
+        let (blocks, _) = b.as_chunks::<16>();
+        for w in blocks.iter().take((len - 1) / 16) {
+            let (lo, hi) = words(w);
+            h = fold(lo ^ h, hi ^ K);
         }
-        // The last 16 bytes (overlapping the previous step when len is not a multiple).
-        (rd8(b, len - 16), rd8(b, len - 8))
+        b.last_chunk::<16>().map_or((0, 0), words)
     } else if len >= 8 {
-        (rd8(b, 0), rd8(b, len - 8))
+        ends8(b)
     } else if len >= 4 {
-        (rd4(b, 0), rd4(b, len - 4))
+        ends4(b)
     } else if len > 0 {
         (
             u64::from(b[0]) | u64::from(b[len / 2]) << 8,
@@ -434,11 +446,18 @@ impl IriCache {
             return hash_bytes(b, self.seed);
         }
         let (len, seed) = (b.len(), self.seed);
-        let mid = len / 2 - 8;
+        let block = |at: usize| {
+            b.get(at..)
+                .and_then(<[u8]>::first_chunk::<16>)
+                .map_or((0, 0), words)
+        };
+        let (h0, h1) = block(0);
+        let (m0, m1) = block(len / 2 - 8);
+        let (t0, t1) = block(len - 16);
         let h = seed ^ (len as u64).wrapping_mul(HASH_K);
-        let h = fold(rd8(b, 0) ^ h, rd8(b, 8) ^ HASH_K);
-        let h = fold(rd8(b, mid) ^ h, rd8(b, mid + 8) ^ HASH_K);
-        fold(rd8(b, len - 16) ^ h, rd8(b, len - 8) ^ seed ^ HASH_K)
+        let h = fold(h0 ^ h, h1 ^ HASH_K);
+        let h = fold(m0 ^ h, m1 ^ HASH_K);
+        fold(t0 ^ h, t1 ^ seed ^ HASH_K)
     }
 
     /// The tag of a hash: its upper half with the low bit set. The bucket comes from
