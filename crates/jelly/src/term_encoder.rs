@@ -111,7 +111,10 @@ fn term_fields(position: usize) -> (u32, u32, u32, u32) {
 #[derive(Debug)]
 pub(crate) struct TermEncoder {
     names: LruTable,
-    prefixes: Option<LruTable>,
+    /// Of size 0 when the stream has no prefix table: then it is never looked up, and
+    /// every IRI has prefix id 0, whose slot holds the empty string, so the checks of
+    /// cached ids need no special case.
+    prefixes: LruTable,
     datatypes: Option<LruTable>,
     /// Full IRI → ids, so a known IRI costs one hash lookup instead of a split and two.
     iri_cache: IriCache,
@@ -148,7 +151,7 @@ impl TermEncoder {
     ) -> Self {
         TermEncoder {
             names: LruTable::new(names),
-            prefixes: (prefixes > 0).then(|| LruTable::new(prefixes)),
+            prefixes: LruTable::new(prefixes),
             datatypes: (datatypes > 0).then(|| LruTable::new(datatypes)),
             // Sized for a few IRIs per name entry, so a new stream does not rehash its way up.
             iri_cache: IriCache::new((names as usize * 2).clamp(256, IRI_CACHE_WAYS_MAX)),
@@ -172,9 +175,7 @@ impl TermEncoder {
     /// frame), keeping every buffer.
     pub(crate) fn reset(&mut self) {
         self.names.clear();
-        if let Some(p) = &mut self.prefixes {
-            p.clear();
-        }
+        self.prefixes.clear();
         if let Some(d) = &mut self.datatypes {
             d.clear();
         }
@@ -191,9 +192,7 @@ impl TermEncoder {
     /// so the rows that follow do not depend on the delta state of earlier rows.
     pub(crate) fn forget_delta_state(&mut self) {
         self.names.forget_last_emitted();
-        if let Some(p) = &mut self.prefixes {
-            p.forget_last_emitted();
-        }
+        self.prefixes.forget_last_emitted();
         if let Some(d) = &mut self.datatypes {
             d.forget_last_emitted();
         }
@@ -455,20 +454,15 @@ impl TermEncoder {
         if ngen != c.ngen {
             return false;
         }
-        let (iri, name) = (iri.as_bytes(), name.as_bytes());
-        match &self.prefixes {
-            None => bytes_eq(iri, name),
-            Some(p) => {
-                let Some((pgen, prefix)) = p.entry(c.pid) else {
-                    return false;
-                };
-                if pgen != c.pgen || iri.len() != prefix.len() + name.len() {
-                    return false;
-                }
-                let (head, tail) = iri.split_at(prefix.len());
-                bytes_eq(head, prefix.as_bytes()) && bytes_eq(tail, name)
-            }
+        let Some((pgen, prefix)) = self.prefixes.entry(c.pid) else {
+            return false;
+        };
+        let (iri, prefix, name) = (iri.as_bytes(), prefix.as_bytes(), name.as_bytes());
+        if pgen != c.pgen || iri.len() != prefix.len() + name.len() {
+            return false;
         }
+        let (head, tail) = iri.split_at(prefix.len());
+        bytes_eq(head, prefix) && bytes_eq(tail, name)
     }
 
     /// The ids of `iri` (whose hash is `hash`), if the IRI cache has them and they are
@@ -492,9 +486,7 @@ impl TermEncoder {
             return self.resolve_iri_slow(iri, hash);
         };
         let stamp = self.stamp;
-        if let Some(p) = &mut self.prefixes {
-            p.touch(c.pid, stamp);
-        }
+        self.prefixes.touch(c.pid, stamp);
         self.names.touch(c.nid, stamp);
         Ok(c)
     }
@@ -502,7 +494,7 @@ impl TermEncoder {
     #[inline(never)]
     fn resolve_iri_slow(&mut self, iri: &str, hash: u64) -> Result<CachedIds, EncodeError> {
         let (pid, nid) = self.iri_ids_slow(iri)?;
-        let pgen = self.prefixes.as_ref().map_or(0, |p| p.generation(pid));
+        let pgen = self.prefixes.generation(pid);
         let ngen = self.names.generation(nid);
         let ids = CachedIds {
             pid,
@@ -540,8 +532,8 @@ impl TermEncoder {
     fn iri_ids_slow(&mut self, iri: &str) -> Result<(u32, u32), EncodeError> {
         let stamp = self.stamp;
         let (pid, name) = match &mut self.prefixes {
-            None => (0, iri),
-            Some(prefixes) => {
+            p if p.size() == 0 => (0, iri),
+            prefixes => {
                 let (prefix, name) = split_iri(iri);
                 let pid = match prefixes.get_or_insert(prefix, stamp) {
                     Some(Lookup::Hit(id)) => id,
