@@ -258,7 +258,7 @@ impl LruTable {
     }
 
     /// The value stored under `id`.
-    #[inline(always)]
+    #[cfg(test)]
     pub fn value(&self, id: u32) -> &str {
         self.slots.get(id as usize).map_or("", |s| &s.key)
     }
