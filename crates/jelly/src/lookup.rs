@@ -10,9 +10,10 @@ pub(crate) enum Lookup {
     New { id: u32, wire_id: u32 },
 }
 
-/// Per-id state of an [`LruTable`], kept together so a hit touches one cache line.
-#[derive(Debug, Clone, Copy, Default)]
-struct Meta {
+/// Per-id state of an [`LruTable`] and its value, kept together so that a check of an
+/// id's generation and value, and then a hit, take one bounds check and one cache line.
+#[derive(Debug, Clone, Default)]
+struct Slot {
     /// Upper half of the value's hash, to skip most key comparisons while probing and
     /// to find the value's home slot when it is removed.
     hash: u32,
@@ -23,6 +24,8 @@ struct Meta {
     stamp: u32,
     /// Set on every use; cleared when the clock hand passes.
     referenced: bool,
+    /// The value; its buffer is reused when the id is given to another value.
+    key: String,
 }
 
 /// A lookup table of at most `max` entries with ids 1..=max. When full, a new value
@@ -37,8 +40,8 @@ struct Meta {
 pub(crate) struct LruTable {
     /// Id per slot, 0 for an empty slot. Its length is a power of two.
     index: Vec<u32>,
-    keys: Vec<String>,
-    meta: Vec<Meta>,
+    /// Per id (index 0 unused).
+    slots: Vec<Slot>,
     seed: u64,
     /// Next eviction candidate.
     hand: u32,
@@ -56,8 +59,7 @@ impl LruTable {
         // (an encoder per small item stays cheap).
         LruTable {
             index: vec![0; 16],
-            keys: vec![String::new()],
-            meta: vec![Meta::default()],
+            slots: vec![Slot::default()],
             seed,
             hand: 1,
             len: 0,
@@ -76,7 +78,7 @@ impl LruTable {
             } else {
                 self.hand + 1
             };
-            let m = &mut self.meta[id as usize];
+            let m = &mut self.slots[id as usize];
             if m.stamp == stamp {
                 continue;
             }
@@ -104,9 +106,8 @@ impl LruTable {
             if id == 0 {
                 return Err(i);
             }
-            if self.meta[id as usize].hash == tag
-                && bytes_eq(self.keys[id as usize].as_bytes(), value.as_bytes())
-            {
+            let s = &self.slots[id as usize];
+            if s.hash == tag && bytes_eq(s.key.as_bytes(), value.as_bytes()) {
                 return Ok(id);
             }
             i = (i + 1) & mask;
@@ -117,7 +118,7 @@ impl LruTable {
     /// that every entry stays reachable from its home slot.
     fn unlink(&mut self, id: u32) {
         let mask = self.index.len() - 1;
-        let mut hole = self.home(self.meta[id as usize].hash);
+        let mut hole = self.home(self.slots[id as usize].hash);
         while self.index[hole] != id {
             if self.index[hole] == 0 {
                 // Not indexed (cannot happen for an assigned id).
@@ -131,7 +132,7 @@ impl LruTable {
             if other == 0 {
                 break;
             }
-            let home = self.home(self.meta[other as usize].hash);
+            let home = self.home(self.slots[other as usize].hash);
             // `other` may fill the hole if the hole lies on its probe path (from its home to k).
             if (k.wrapping_sub(home) & mask) >= (k.wrapping_sub(hole) & mask) {
                 self.index[hole] = other;
@@ -149,7 +150,7 @@ impl LruTable {
         self.index = vec![0; self.index.len() * 2];
         let mask = self.index.len() - 1;
         for id in 1..self.len as usize {
-            let mut i = self.home(self.meta[id].hash);
+            let mut i = self.home(self.slots[id].hash);
             while self.index[i] != 0 {
                 i = (i + 1) & mask;
             }
@@ -173,9 +174,8 @@ impl LruTable {
         let id = if self.len < self.max {
             self.len += 1;
             // After a `clear`, the buffers of earlier ids are still there for reuse.
-            if self.keys.len() <= self.len as usize {
-                self.keys.push(String::new());
-                self.meta.push(Meta::default());
+            if self.slots.len() <= self.len as usize {
+                self.slots.push(Slot::default());
             }
             if self.len as usize * 2 > self.index.len() {
                 self.grow_index();
@@ -196,12 +196,12 @@ impl LruTable {
             victim
         };
         self.index[slot] = id;
-        let m = &mut self.meta[id as usize];
+        let m = &mut self.slots[id as usize];
         m.hash = tag;
         m.generation = m.generation.wrapping_add(1);
         m.referenced = false;
         m.stamp = stamp;
-        let key = &mut self.keys[id as usize];
+        let key = &mut m.key;
         if key.capacity() < value.len() {
             // A fresh buffer with room to spare, rather than growing the old one (which
             // would copy its stale text): later values of similar length then fit.
@@ -223,7 +223,7 @@ impl LruTable {
     /// on, so ids cached elsewhere before the reset no longer match.
     pub fn clear(&mut self) {
         self.index.fill(0);
-        for m in &mut self.meta {
+        for m in &mut self.slots {
             m.generation = m.generation.wrapping_add(1);
             m.referenced = false;
         }
@@ -246,21 +246,29 @@ impl LruTable {
     /// Generation of `id`: changes whenever the id is given to another value.
     #[inline]
     pub fn generation(&self, id: u32) -> u32 {
-        self.meta[id as usize].generation
+        self.slots[id as usize].generation
     }
 
     /// Marks `id` as just used.
     #[inline]
     pub fn touch(&mut self, id: u32, stamp: u32) {
-        let m = &mut self.meta[id as usize];
+        let m = &mut self.slots[id as usize];
         m.referenced = true;
         m.stamp = stamp;
     }
 
     /// The value stored under `id`.
-    #[inline(always)]
+    #[cfg(test)]
     pub fn value(&self, id: u32) -> &str {
-        self.keys.get(id as usize).map_or("", |k| k)
+        self.slots.get(id as usize).map_or("", |s| &s.key)
+    }
+
+    /// The generation of `id` and the value stored under it.
+    #[inline(always)]
+    pub fn entry(&self, id: u32) -> Option<(u32, &str)> {
+        self.slots
+            .get(id as usize)
+            .map(|s| (s.generation, s.key.as_str()))
     }
 }
 
@@ -273,25 +281,33 @@ pub(crate) struct CachedIds {
     pub ngen: u32,
 }
 
+/// The little-endian words of a 16-byte block.
 #[inline(always)]
-fn rd16(b: &[u8], i: usize) -> u128 {
-    let mut w = [0u8; 16];
-    w.copy_from_slice(&b[i..i + 16]);
-    u128::from_le_bytes(w)
+fn words(w: &[u8; 16]) -> (u64, u64) {
+    let v = u128::from_le_bytes(*w);
+    (v as u64, (v >> 64) as u64)
 }
 
+/// The first and the last 8 bytes of `b` (at least 8 long; they overlap when shorter
+/// than 16), as little-endian words.
 #[inline(always)]
-fn rd8(b: &[u8], i: usize) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&b[i..i + 8]);
-    u64::from_le_bytes(w)
+fn ends8(b: &[u8]) -> (u64, u64) {
+    match (b.first_chunk::<8>(), b.last_chunk::<8>()) {
+        (Some(x), Some(y)) => (u64::from_le_bytes(*x), u64::from_le_bytes(*y)),
+        _ => (0, 0),
+    }
 }
 
+/// The first and the last 4 bytes of `b` (at least 4 long), as little-endian words.
 #[inline(always)]
-fn rd4(b: &[u8], i: usize) -> u64 {
-    let mut w = [0u8; 4];
-    w.copy_from_slice(&b[i..i + 4]);
-    u64::from(u32::from_le_bytes(w))
+fn ends4(b: &[u8]) -> (u64, u64) {
+    match (b.first_chunk::<4>(), b.last_chunk::<4>()) {
+        (Some(x), Some(y)) => (
+            u64::from(u32::from_le_bytes(*x)),
+            u64::from(u32::from_le_bytes(*y)),
+        ),
+        _ => (0, 0),
+    }
 }
 
 /// Byte-string equality for the short strings of IRIs, inlined rather than a call to
@@ -307,18 +323,21 @@ pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
             // The library's vectorised comparison is cheaper from here on.
             return a == b;
         }
-        let mut i = 0;
-        while i + 16 < n {
-            if rd16(a, i) != rd16(b, i) {
+        // Whole blocks, then the last 16 bytes (overlapping the blocks when `n` is
+        // not a multiple of 16, repeating the last one when it is).
+        let (xs, _) = a.as_chunks::<16>();
+        let (ys, _) = b.as_chunks::<16>();
+        for (x, y) in xs.iter().zip(ys) {
+            if u128::from_ne_bytes(*x) != u128::from_ne_bytes(*y) {
                 return false;
             }
-            i += 16;
         }
-        rd16(a, n - 16) == rd16(b, n - 16)
+        a.last_chunk::<16>().map(|x| u128::from_ne_bytes(*x))
+            == b.last_chunk::<16>().map(|y| u128::from_ne_bytes(*y))
     } else if n >= 8 {
-        rd8(a, 0) == rd8(b, 0) && rd8(a, n - 8) == rd8(b, n - 8)
+        ends8(a) == ends8(b)
     } else if n >= 4 {
-        rd4(a, 0) == rd4(b, 0) && rd4(a, n - 4) == rd4(b, n - 4)
+        ends4(a) == ends4(b)
     } else {
         a == b
     }
@@ -343,17 +362,18 @@ pub(crate) fn hash_bytes(b: &[u8], seed: u64) -> u64 {
     let len = b.len();
     let mut h = seed ^ (len as u64).wrapping_mul(K);
     let (x, y) = if len >= 16 {
-        let mut i = 0;
-        while i + 16 < len {
-            h = fold(rd8(b, i) ^ h, rd8(b, i + 8) ^ K);
-            i += 16;
+        // Every whole block but the last 16 bytes, which are taken last (overlapping
+        // the previous block when len is not a multiple of 16).
+        let (blocks, _) = b.as_chunks::<16>();
+        for w in blocks.iter().take((len - 1) / 16) {
+            let (lo, hi) = words(w);
+            h = fold(lo ^ h, hi ^ K);
         }
-        // The last 16 bytes (overlapping the previous step when len is not a multiple).
-        (rd8(b, len - 16), rd8(b, len - 8))
+        b.last_chunk::<16>().map_or((0, 0), words)
     } else if len >= 8 {
-        (rd8(b, 0), rd8(b, len - 8))
+        ends8(b)
     } else if len >= 4 {
-        (rd4(b, 0), rd4(b, len - 4))
+        ends4(b)
     } else if len > 0 {
         (
             u64::from(b[0]) | u64::from(b[len / 2]) << 8,
@@ -426,11 +446,18 @@ impl IriCache {
             return hash_bytes(b, self.seed);
         }
         let (len, seed) = (b.len(), self.seed);
-        let mid = len / 2 - 8;
+        let block = |at: usize| {
+            b.get(at..)
+                .and_then(<[u8]>::first_chunk::<16>)
+                .map_or((0, 0), words)
+        };
+        let (h0, h1) = block(0);
+        let (m0, m1) = block(len / 2 - 8);
+        let (t0, t1) = block(len - 16);
         let h = seed ^ (len as u64).wrapping_mul(HASH_K);
-        let h = fold(rd8(b, 0) ^ h, rd8(b, 8) ^ HASH_K);
-        let h = fold(rd8(b, mid) ^ h, rd8(b, mid + 8) ^ HASH_K);
-        fold(rd8(b, len - 16) ^ h, rd8(b, len - 8) ^ seed ^ HASH_K)
+        let h = fold(h0 ^ h, h1 ^ HASH_K);
+        let h = fold(m0 ^ h, m1 ^ HASH_K);
+        fold(t0 ^ h, t1 ^ seed ^ HASH_K)
     }
 
     /// The tag of a hash: its upper half with the low bit set. The bucket comes from

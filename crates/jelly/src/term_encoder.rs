@@ -56,6 +56,18 @@ enum Planned {
     Other(u32),
 }
 
+/// The previous term of a position, as far as the repeated-term rule needs it.
+#[derive(Debug, Clone, Copy)]
+enum Last {
+    /// None (start of the stream, or forgotten after a refused row).
+    None,
+    /// An IRI: its ids, which identify it while their generations hold, and its
+    /// length, which rules most other IRIs out at once.
+    Iri { ids: CachedIds, len: usize },
+    /// Another term, kept in `TermEncoder::prev`.
+    Other,
+}
+
 /// Most ways of the IRI cache (64-byte buckets of three): 2 MiB.
 const IRI_CACHE_WAYS_MAX: usize = 3 << 15;
 
@@ -99,20 +111,22 @@ fn term_fields(position: usize) -> (u32, u32, u32, u32) {
 #[derive(Debug)]
 pub(crate) struct TermEncoder {
     names: LruTable,
-    prefixes: Option<LruTable>,
+    /// Of size 0 when the stream has no prefix table: then it is never looked up, and
+    /// every IRI has prefix id 0, whose slot holds the empty string, so the checks of
+    /// cached ids need no special case.
+    prefixes: LruTable,
     datatypes: Option<LruTable>,
     /// Full IRI → ids, so a known IRI costs one hash lookup instead of a split and two.
     iri_cache: IriCache,
     last_prefix_id: u32,
     last_name_id: u32,
+    /// What each position's previous term was; the value of a term other than an
+    /// IRI is kept in `prev`.
+    last: [Last; 4],
     prev: [TermBuf; 4],
-    /// For a previous term that was an IRI: its ids, which identify it while the
-    /// generations hold (then `prev` is not kept up to date for that position).
-    prev_iri: [Option<CachedIds>; 4],
     /// Id and generation of the datatypes looked up last, most recent first (id 0:
     /// none): most typed literals have one of a few datatypes.
     recent_datatypes: [(u32, u32); 4],
-    have_prev: [bool; 4],
     /// Statement counter; entries used by the current statement are never evicted.
     pub(crate) stamp: u32,
     /// Rows of the current frame, already framed as `rows` (field 1) elements.
@@ -137,16 +151,15 @@ impl TermEncoder {
     ) -> Self {
         TermEncoder {
             names: LruTable::new(names),
-            prefixes: (prefixes > 0).then(|| LruTable::new(prefixes)),
+            prefixes: LruTable::new(prefixes),
             datatypes: (datatypes > 0).then(|| LruTable::new(datatypes)),
             // Sized for a few IRIs per name entry, so a new stream does not rehash its way up.
             iri_cache: IriCache::new((names as usize * 2).clamp(256, IRI_CACHE_WAYS_MAX)),
             last_prefix_id: 0,
             last_name_id: 0,
             prev: Default::default(),
-            prev_iri: [None; 4],
             recent_datatypes: [(0, u32::MAX); 4],
-            have_prev: [false; 4],
+            last: [Last::None; 4],
             stamp: 0,
             buf: Vec::with_capacity(64 * 1024),
             rows: 0,
@@ -162,18 +175,15 @@ impl TermEncoder {
     /// frame), keeping every buffer.
     pub(crate) fn reset(&mut self) {
         self.names.clear();
-        if let Some(p) = &mut self.prefixes {
-            p.clear();
-        }
+        self.prefixes.clear();
         if let Some(d) = &mut self.datatypes {
             d.clear();
         }
         // The cache's entries name ids whose generations just moved on: all stale.
         self.last_prefix_id = 0;
         self.last_name_id = 0;
-        self.prev_iri = [None; 4];
         self.recent_datatypes = [(0, u32::MAX); 4];
-        self.have_prev = [false; 4];
+        self.last = [Last::None; 4];
         self.buf.clear();
         self.rows = 0;
     }
@@ -182,9 +192,7 @@ impl TermEncoder {
     /// so the rows that follow do not depend on the delta state of earlier rows.
     pub(crate) fn forget_delta_state(&mut self) {
         self.names.forget_last_emitted();
-        if let Some(p) = &mut self.prefixes {
-            p.forget_last_emitted();
-        }
+        self.prefixes.forget_last_emitted();
         if let Some(d) = &mut self.datatypes {
             d.forget_last_emitted();
         }
@@ -220,7 +228,7 @@ impl TermEncoder {
                     // (entry rows already emitted stay valid) and forget the repeated
                     // terms it set.
                     (self.last_prefix_id, self.last_name_id) = delta_state;
-                    self.have_prev[..i].fill(false);
+                    self.last[..i].fill(Last::None);
                     return Err(e);
                 }
             }
@@ -265,7 +273,7 @@ impl TermEncoder {
         if let TermRef::Iri(iri) = t {
             return self.plan_iri(slot, iri);
         }
-        if self.have_prev[slot] && self.prev_iri[slot].is_none() && self.prev[slot].as_ref() == t {
+        if matches!(self.last[slot], Last::Other) && self.prev[slot].as_ref() == t {
             return Ok(Planned::Repeat);
         }
         self.check_term(t, slot)?;
@@ -281,8 +289,7 @@ impl TermEncoder {
             }
         };
         self.prev[slot].set_from(t);
-        self.prev_iri[slot] = None;
-        self.have_prev[slot] = true;
+        self.last[slot] = Last::Other;
         Ok(p)
     }
 
@@ -292,17 +299,19 @@ impl TermEncoder {
         // A repeated IRI is the previous IRI of the slot, which the decoder still holds
         // whatever happened to the tables since. It is only recognised while its table
         // entries stay valid, so as to compare with them rather than keep a copy.
-        if self.have_prev[slot]
-            && let Some(p) = self.prev_iri[slot]
-            && self.ids_spell(p, iri)
+        if let Last::Iri { ids, len } = self.last[slot]
+            && len == iri.len()
+            && self.ids_spell(ids, iri)
         {
             return Ok(Planned::Repeat);
         }
         let hash = self.iri_cache.hash(iri);
         let c = self.resolve_iri(iri, hash)?;
         let (pid, nid) = self.wire_ids(c.pid, c.nid);
-        self.prev_iri[slot] = Some(c);
-        self.have_prev[slot] = true;
+        self.last[slot] = Last::Iri {
+            ids: c,
+            len: iri.len(),
+        };
         Ok(Planned::Iri(pid, nid))
     }
 
@@ -361,8 +370,9 @@ impl TermEncoder {
         let recent = &mut self.recent_datatypes;
         for i in 0..recent.len() {
             let (id, generation) = recent[i];
-            if table.generation(id) == generation
-                && bytes_eq(table.value(id).as_bytes(), dt.as_bytes())
+            if let Some((g, value)) = table.entry(id)
+                && g == generation
+                && bytes_eq(value.as_bytes(), dt.as_bytes())
             {
                 table.touch(id, stamp);
                 recent[..=i].rotate_right(1);
@@ -434,33 +444,25 @@ impl TermEncoder {
         EncodeError::TableTooSmallForRow { table, size }
     }
 
-    /// True while the table slots of `c` still hold the values it was made from.
-    #[inline(always)]
-    fn ids_valid(&self, c: CachedIds) -> bool {
-        let prefix_ok = match &self.prefixes {
-            None => true,
-            Some(p) => p.generation(c.pid) == c.pgen,
-        };
-        prefix_ok && self.names.generation(c.nid) == c.ngen
-    }
-
-    /// True if `c` is valid and its prefix and name entries spell `iri`.
+    /// True if the table slots of `c` still hold the values it was made from, and
+    /// its prefix and name entries spell `iri`.
     #[inline(always)]
     fn ids_spell(&self, c: CachedIds, iri: &str) -> bool {
-        if !self.ids_valid(c) {
+        let Some((ngen, name)) = self.names.entry(c.nid) else {
+            return false;
+        };
+        if ngen != c.ngen {
             return false;
         }
-        let name = self.names.value(c.nid).as_bytes();
-        let iri = iri.as_bytes();
-        match &self.prefixes {
-            None => bytes_eq(iri, name),
-            Some(p) => {
-                let prefix = p.value(c.pid).as_bytes();
-                iri.len() == prefix.len() + name.len()
-                    && bytes_eq(&iri[..prefix.len()], prefix)
-                    && bytes_eq(&iri[prefix.len()..], name)
-            }
+        let Some((pgen, prefix)) = self.prefixes.entry(c.pid) else {
+            return false;
+        };
+        let (iri, prefix, name) = (iri.as_bytes(), prefix.as_bytes(), name.as_bytes());
+        if pgen != c.pgen || iri.len() != prefix.len() + name.len() {
+            return false;
         }
+        let (head, tail) = iri.split_at(prefix.len());
+        bytes_eq(head, prefix) && bytes_eq(tail, name)
     }
 
     /// The ids of `iri` (whose hash is `hash`), if the IRI cache has them and they are
@@ -484,9 +486,7 @@ impl TermEncoder {
             return self.resolve_iri_slow(iri, hash);
         };
         let stamp = self.stamp;
-        if let Some(p) = &mut self.prefixes {
-            p.touch(c.pid, stamp);
-        }
+        self.prefixes.touch(c.pid, stamp);
         self.names.touch(c.nid, stamp);
         Ok(c)
     }
@@ -494,7 +494,7 @@ impl TermEncoder {
     #[inline(never)]
     fn resolve_iri_slow(&mut self, iri: &str, hash: u64) -> Result<CachedIds, EncodeError> {
         let (pid, nid) = self.iri_ids_slow(iri)?;
-        let pgen = self.prefixes.as_ref().map_or(0, |p| p.generation(pid));
+        let pgen = self.prefixes.generation(pid);
         let ngen = self.names.generation(nid);
         let ids = CachedIds {
             pid,
@@ -532,8 +532,8 @@ impl TermEncoder {
     fn iri_ids_slow(&mut self, iri: &str) -> Result<(u32, u32), EncodeError> {
         let stamp = self.stamp;
         let (pid, name) = match &mut self.prefixes {
-            None => (0, iri),
-            Some(prefixes) => {
+            p if p.size() == 0 => (0, iri),
+            prefixes => {
                 let (prefix, name) = split_iri(iri);
                 let pid = match prefixes.get_or_insert(prefix, stamp) {
                     Some(Lookup::Hit(id)) => id,
@@ -725,7 +725,7 @@ impl TermEncoder {
                 // The row is not written: undo the IRI delta state its terms advanced (entry
                 // rows already emitted stay valid) and forget the repeated terms it set.
                 (self.last_prefix_id, self.last_name_id) = delta_state;
-                self.have_prev[..i].fill(false);
+                self.last[..i].fill(Last::None);
                 return Err(e);
             }
         }
@@ -743,16 +743,12 @@ impl TermEncoder {
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
         if t.is_triple() {
-            if self.have_prev[slot]
-                && self.prev_iri[slot].is_none()
-                && self.prev[slot].as_ref() == t
-            {
+            if matches!(self.last[slot], Last::Other) && self.prev[slot].as_ref() == t {
                 return Ok(());
             }
             self.term_field(t, position, out, 0)?;
             self.prev[slot].set_from(t);
-            self.prev_iri[slot] = None;
-            self.have_prev[slot] = true;
+            self.last[slot] = Last::Other;
             return Ok(());
         }
         let p = self.plan_term(slot, t)?;
