@@ -78,7 +78,8 @@ impl LruTable {
             } else {
                 self.hand + 1
             };
-            let m = &mut self.slots[id as usize];
+            // A size-0 table (no prefixes) has no id to give: `None`, not a panic.
+            let m = self.slots.get_mut(id as usize)?;
             if m.stamp == stamp {
                 continue;
             }
@@ -553,6 +554,15 @@ mod tests {
             t.get_or_insert("b", 6),
             Some(Lookup::New { id: 3, wire_id: 0 })
         );
+    }
+
+    #[test]
+    fn a_size_zero_table_gives_no_id() {
+        // The encoder's prefix table when a stream has none: asking it for an id is
+        // refused (the caller's "table too small" error), never a panic.
+        let mut t = LruTable::new(0);
+        assert_eq!(t.get_or_insert("http://ex.org/", 1), None);
+        assert_eq!(t.get_or_insert("", 2), None);
     }
 
     #[test]
