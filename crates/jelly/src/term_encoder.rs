@@ -203,35 +203,48 @@ impl TermEncoder {
 
     /// Writes a statement row (`field` holds an `RdfTriple` or `RdfQuad`) of the
     /// terms, which the caller validated with [`TermEncoder::check_term_deep`].
+    #[inline]
     pub(crate) fn write_statement(
         &mut self,
         field: u32,
         terms: &[TermRef<'_>],
     ) -> Result<(), EncodeError> {
-        if field > 15 || terms.len() > 4 || terms.iter().any(TermRef::is_triple) {
-            // Quoted triples nest rows of their own: build the body aside.
-            let body = self.statement_body(terms)?;
-            self.push_row(field, &body);
-            self.scratch[0] = body;
-            return Ok(());
+        if field <= 15 && !terms.iter().any(TermRef::is_triple) {
+            // One copy of the row writer per statement length, written out term by
+            // term.
+            if let Ok(t) = <&[TermRef<'_>; 3]>::try_from(terms) {
+                return self.write_row(field, t);
+            }
+            if let Ok(t) = <&[TermRef<'_>; 4]>::try_from(terms) {
+                return self.write_row(field, t);
+            }
         }
+        // Quoted triples nest rows of their own: build the body aside.
+        let body = self.statement_body(terms)?;
+        self.push_row(field, &body);
+        self.scratch[0] = body;
+        Ok(())
+    }
+
+    /// [`TermEncoder::write_statement`] for a row of `N` terms, none a quoted triple,
+    /// whose oneof field `field` has a one-byte tag.
+    fn write_row<const N: usize>(
+        &mut self,
+        field: u32,
+        terms: &[TermRef<'_>; N],
+    ) -> Result<(), EncodeError> {
         // First pass: resolve every term in S, P, O, G order (lookup entry rows go
         // into the frame now, ahead of the statement row). Second pass: write the row.
         self.stamp = self.stamp.wrapping_add(1);
         let delta_state = (self.last_prefix_id, self.last_name_id);
-        let mut plan = [Planned::Repeat; 4];
-        for (i, (&t, p)) in terms.iter().zip(plan.iter_mut()).enumerate() {
-            match self.plan_term(i, t) {
-                Ok(x) => *p = x,
-                Err(e) => {
-                    // The row is not written: undo the IRI delta state its terms advanced
-                    // (entry rows already emitted stay valid) and forget the repeated
-                    // terms it set.
-                    (self.last_prefix_id, self.last_name_id) = delta_state;
-                    self.last[..i].fill(Last::None);
-                    return Err(e);
-                }
-            }
+        // Written out term by term rather than as loops, so that each term's position
+        // (its slot and field numbers) is a constant.
+        let mut plan = [Planned::Repeat; N];
+        plan[0] = self.plan_or_undo(0, terms[0], delta_state)?;
+        plan[1] = self.plan_or_undo(1, terms[1], delta_state)?;
+        plan[2] = self.plan_or_undo(2, terms[2], delta_state)?;
+        if let (Some(p), Some(&t)) = (plan.get_mut(3), terms.get(3)) {
+            *p = self.plan_or_undo(3, t, delta_state)?;
         }
         let buf = &mut self.buf;
         let start = buf.len();
@@ -239,8 +252,11 @@ impl TermEncoder {
         // which is moved when the row turns out longer.
         buf.extend_from_slice(&[(frame::ROWS << 3 | 2) as u8, 0, (field << 3 | 2) as u8, 0]);
         let body_start = buf.len();
-        for (i, (&p, &t)) in plan.iter().zip(terms).enumerate() {
-            Self::write_planned(buf, i, p, t);
+        Self::write_planned(buf, 0, plan[0], terms[0]);
+        Self::write_planned(buf, 1, plan[1], terms[1]);
+        Self::write_planned(buf, 2, plan[2], terms[2]);
+        if let (Some(&p), Some(&t)) = (plan.get(3), terms.get(3)) {
+            Self::write_planned(buf, 3, p, t);
         }
         let body_len = buf.len() - body_start;
         if body_len < 126 {
@@ -251,6 +267,25 @@ impl TermEncoder {
         }
         self.rows += 1;
         Ok(())
+    }
+
+    /// [`TermEncoder::plan_term`] for term `slot` of a statement row; when it fails,
+    /// the row is not written: undoes the IRI delta state (to `delta_state`) that the
+    /// earlier terms advanced (entry rows already emitted stay valid) and forgets the
+    /// repeated terms they set.
+    #[inline(always)]
+    fn plan_or_undo(
+        &mut self,
+        slot: usize,
+        t: TermRef<'_>,
+        delta_state: (u32, u32),
+    ) -> Result<Planned, EncodeError> {
+        let r = self.plan_term(slot, t);
+        if r.is_err() {
+            (self.last_prefix_id, self.last_name_id) = delta_state;
+            self.last[..slot].fill(Last::None);
+        }
+        r
     }
 
     /// Rewrites the header of a row built in place whose body reached 126 bytes or more.
