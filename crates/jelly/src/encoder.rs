@@ -194,13 +194,16 @@ impl Encoder {
     }
 
     #[inline(always)]
-    fn emit_statement(&mut self, field: u32, terms: &[TermRef<'_>]) -> Result<(), EncodeError> {
+    fn emit_statement(
+        &mut self,
+        field: u32,
+        s: &StatementRef<'_>,
+        quad: bool,
+    ) -> Result<(), EncodeError> {
         // Validate before touching any state, so a refused statement leaves the stream intact.
-        for (i, &t) in terms.iter().enumerate() {
-            self.terms.check_term_deep(t, i)?;
-        }
+        self.terms.check_statement(s, quad)?;
         self.ensure_options();
-        self.terms.write_statement(field, terms)?;
+        self.terms.write_statement(field, s, quad)?;
         self.statements += 1;
         Ok(())
     }
@@ -222,15 +225,10 @@ impl Encoder {
     pub fn add(&mut self, s: StatementRef<'_>) -> Result<(), EncodeError> {
         match self.opts.physical_type {
             PhysicalType::Triples => match s.graph {
-                None | Some(TermRef::DefaultGraph) => {
-                    self.emit_statement(row::TRIPLE, &[s.subject, s.predicate, s.object])
-                }
+                None | Some(TermRef::DefaultGraph) => self.emit_statement(row::TRIPLE, &s, false),
                 Some(_) => Err(self.wrong_type("a quad in a named graph")),
             },
-            PhysicalType::Quads => {
-                let g = s.graph_or_default();
-                self.emit_statement(row::QUAD, &[s.subject, s.predicate, s.object, g])
-            }
+            PhysicalType::Quads => self.emit_statement(row::QUAD, &s, true),
             PhysicalType::Graphs => {
                 let g = s.graph_or_default();
                 if !self.graph_open || self.current_graph.as_ref() != g {
@@ -239,7 +237,7 @@ impl Encoder {
                     }
                     self.start_graph(g)?;
                 }
-                self.emit_statement(row::TRIPLE, &[s.subject, s.predicate, s.object])
+                self.emit_statement(row::TRIPLE, &s, false)
             }
             _ => Err(EncodeError::PhysicalTypeUnspecified),
         }
@@ -253,7 +251,7 @@ impl Encoder {
         if !self.graph_open {
             return Err(EncodeError::NoOpenGraph);
         }
-        self.emit_statement(row::TRIPLE, &[s.subject, s.predicate, s.object])
+        self.emit_statement(row::TRIPLE, &s, false)
     }
 
     /// GRAPHS streams: opens graph `g` (`graph_start` row).

@@ -9,7 +9,7 @@ use jelly_proto::wire::{
 
 use crate::error::{EncodeError, POSITIONS, Table};
 use crate::lookup::{CachedIds, IriCache, Lookup, LruTable, bytes_eq};
-use crate::term::{LiteralKind, TermBuf, TermRef, TripleRef, XSD_STRING};
+use crate::term::{LiteralKind, StatementRef, TermBuf, TermRef, TripleRef, XSD_STRING};
 
 /// Row field numbers of the three lookup entry kinds (they differ between Jelly-RDF
 /// and Jelly-Patch).
@@ -66,6 +66,18 @@ enum Last {
     Iri { ids: CachedIds, len: usize },
     /// Another term, kept in `TermEncoder::prev`.
     Other,
+}
+
+/// Term `i` of a statement row: subject, predicate, object, graph (the default graph
+/// when `s` has none).
+#[inline(always)]
+fn term_at<'a>(s: &StatementRef<'a>, i: usize) -> TermRef<'a> {
+    match i {
+        0 => s.subject,
+        1 => s.predicate,
+        2 => s.object,
+        _ => s.graph_or_default(),
+    }
 }
 
 /// Most ways of the IRI cache (64-byte buckets of three): 2 MiB.
@@ -202,36 +214,59 @@ impl TermEncoder {
     }
 
     /// Writes a statement row (`field` holds an `RdfTriple` or `RdfQuad`) of the
-    /// terms, which the caller validated with [`TermEncoder::check_term_deep`].
+    /// terms of `s`: subject, predicate, object and, when `quad`, its graph (the
+    /// default graph when it has none). The caller validated them with
+    /// [`TermEncoder::check_statement`].
     #[inline]
     pub(crate) fn write_statement(
         &mut self,
         field: u32,
-        terms: &[TermRef<'_>],
+        s: &StatementRef<'_>,
+        quad: bool,
     ) -> Result<(), EncodeError> {
-        if field <= 15 && !terms.iter().any(TermRef::is_triple) {
+        let triple_in = |n: usize| (0..n).any(|i| term_at(s, i).is_triple());
+        if field <= 15 {
             // One copy of the row writer per statement length, written out term by
-            // term.
-            if let Ok(t) = <&[TermRef<'_>; 3]>::try_from(terms) {
-                return self.write_row(field, t);
+            // term and reading the terms in place.
+            if !quad && !triple_in(3) {
+                return self.write_row::<3>(field, s);
             }
-            if let Ok(t) = <&[TermRef<'_>; 4]>::try_from(terms) {
-                return self.write_row(field, t);
+            if quad && !triple_in(4) {
+                return self.write_row::<4>(field, s);
             }
         }
         // Quoted triples nest rows of their own: build the body aside.
+        let all = [s.subject, s.predicate, s.object, s.graph_or_default()];
+        let terms = if quad { &all[..] } else { &all[..3] };
         let body = self.statement_body(terms)?;
         self.push_row(field, &body);
         self.scratch[0] = body;
         Ok(())
     }
 
-    /// [`TermEncoder::write_statement`] for a row of `N` terms, none a quoted triple,
-    /// whose oneof field `field` has a one-byte tag.
+    /// Checks the terms [`TermEncoder::write_statement`] writes for `s` and `quad`
+    /// with [`TermEncoder::check_term_deep`], before any state changes.
+    #[inline(always)]
+    pub(crate) fn check_statement(
+        &self,
+        s: &StatementRef<'_>,
+        quad: bool,
+    ) -> Result<(), EncodeError> {
+        self.check_term_deep(s.subject, 0)?;
+        self.check_term_deep(s.predicate, 1)?;
+        self.check_term_deep(s.object, 2)?;
+        if quad {
+            self.check_term_deep(s.graph_or_default(), 3)?;
+        }
+        Ok(())
+    }
+
+    /// [`TermEncoder::write_statement`] for a row of the first `N` terms of `s`,
+    /// none a quoted triple, whose oneof field `field` has a one-byte tag.
     fn write_row<const N: usize>(
         &mut self,
         field: u32,
-        terms: &[TermRef<'_>; N],
+        s: &StatementRef<'_>,
     ) -> Result<(), EncodeError> {
         // First pass: resolve every term in S, P, O, G order (lookup entry rows go
         // into the frame now, ahead of the statement row). Second pass: write the row.
@@ -239,12 +274,13 @@ impl TermEncoder {
         let delta_state = (self.last_prefix_id, self.last_name_id);
         // Written out term by term rather than as loops, so that each term's position
         // (its slot and field numbers) is a constant.
+        let g = s.graph_or_default();
         let mut plan = [Planned::Repeat; N];
-        plan[0] = self.plan_or_undo(0, terms[0], delta_state)?;
-        plan[1] = self.plan_or_undo(1, terms[1], delta_state)?;
-        plan[2] = self.plan_or_undo(2, terms[2], delta_state)?;
-        if let (Some(p), Some(&t)) = (plan.get_mut(3), terms.get(3)) {
-            *p = self.plan_or_undo(3, t, delta_state)?;
+        plan[0] = self.plan_or_undo(0, s.subject, delta_state)?;
+        plan[1] = self.plan_or_undo(1, s.predicate, delta_state)?;
+        plan[2] = self.plan_or_undo(2, s.object, delta_state)?;
+        if let Some(p) = plan.get_mut(3) {
+            *p = self.plan_or_undo(3, g, delta_state)?;
         }
         let buf = &mut self.buf;
         let start = buf.len();
@@ -252,11 +288,11 @@ impl TermEncoder {
         // which is moved when the row turns out longer.
         buf.extend_from_slice(&[(frame::ROWS << 3 | 2) as u8, 0, (field << 3 | 2) as u8, 0]);
         let body_start = buf.len();
-        Self::write_planned(buf, 0, plan[0], terms[0]);
-        Self::write_planned(buf, 1, plan[1], terms[1]);
-        Self::write_planned(buf, 2, plan[2], terms[2]);
-        if let (Some(&p), Some(&t)) = (plan.get(3), terms.get(3)) {
-            Self::write_planned(buf, 3, p, t);
+        Self::write_planned(buf, 0, plan[0], s.subject);
+        Self::write_planned(buf, 1, plan[1], s.predicate);
+        Self::write_planned(buf, 2, plan[2], s.object);
+        if let Some(&p) = plan.get(3) {
+            Self::write_planned(buf, 3, p, g);
         }
         let body_len = buf.len() - body_start;
         if body_len < 126 {

@@ -115,18 +115,10 @@ impl PatchEncoder {
                 ));
             }
         };
-        let all = [
-            s.subject,
-            s.predicate,
-            s.object,
-            g.unwrap_or(TermRef::DefaultGraph),
-        ];
-        let terms = if quads { &all[..] } else { &all[..3] };
-        for (i, &t) in terms.iter().enumerate() {
-            self.terms.check_term_deep(t, i)?;
-        }
+        let s = StatementRef { graph: g, ..s };
+        self.terms.check_statement(&s, quads)?;
         self.ensure_options();
-        self.terms.write_statement(field, terms)?;
+        self.terms.write_statement(field, &s, quads)?;
         self.operations += 1;
         Ok(())
     }
