@@ -53,6 +53,11 @@ pub mod close_code {
 
 /// Read buffer of a subscriber's socket.
 const SUBSCRIBER_READ_BUFFER: usize = 4 << 10;
+/// Most bytes a publisher's socket reads at a time. tungstenite zeroes this much of
+/// its buffer before every read: at the default 128 KiB that was most of the memory an
+/// item touched on the server (cold caches after idle, see BENCHMARKS.md §5), while a
+/// frame larger than this only takes one more `read` per extra 8 KiB.
+const PUBLISHER_READ_BUFFER: usize = 8 << 10;
 /// Largest message a subscriber may send (they are ignored anyway).
 const MAX_SUBSCRIBER_MESSAGE: usize = 64 << 10;
 /// How long to wait for the peer's close frame after ours.
@@ -266,6 +271,7 @@ pub async fn publish(
     Ok(ws
         .max_message_size(max)
         .max_frame_size(max)
+        .read_buffer_size(PUBLISHER_READ_BUFFER)
         .on_upgrade(move |socket| run_publisher(socket, p, s)))
 }
 
