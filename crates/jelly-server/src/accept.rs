@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -24,6 +24,7 @@ use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
 use crate::conn_limit::{ConnLimiter, ConnPermit};
+use crate::exec::StreamExecutor;
 use crate::metrics::Metrics;
 
 /// Pending connections the kernel queues for the listener (capped by
@@ -202,7 +203,9 @@ impl Connection {
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let service = TowerToHyperService::new(self.acceptor.app.clone());
-        let mut builder = Builder::new(TokioExecutor::new());
+        // HTTP/2 streams run as tasks of their own; see `exec` for why not plain
+        // `tokio::spawn`.
+        let mut builder = Builder::new(StreamExecutor);
         // The extended CONNECT protocol: WebSocket over HTTP/2 (RFC 8441).
         builder.http2().enable_connect_protocol();
         let mut conn = pin!(builder.serve_connection_with_upgrades(TokioIo::new(io), service));

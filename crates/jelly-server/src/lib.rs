@@ -21,7 +21,7 @@
 //! - [`mirror`]: repeaters — a topic copied from another jellyfish server, same offsets.
 //! - Security: [`auth`] (bearer tokens, rights per topic), [`tls`] (rustls),
 //!   [`conn_limit`] (connections per client address); [`accept`] is the accept loop
-//!   that applies them.
+//!   that applies them. [`exec`] runs hyper's HTTP/2 stream tasks.
 //! - [`demo`]: the `jelly serve --demo` publisher.
 //!
 //! The design is written down in `docs/server-design.md`, the API in `docs/http-api.md`.
@@ -33,6 +33,7 @@ pub mod config;
 pub mod conn_limit;
 pub mod deliver;
 pub mod demo;
+pub mod exec;
 pub mod fanout;
 pub mod filter;
 pub mod grpc;

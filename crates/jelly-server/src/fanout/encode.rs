@@ -88,8 +88,22 @@ impl BatchEncoder {
                 sse_event(item.offset, self.format, &body, &mut self.raw);
                 Ok(())
             }
+            Framing::Grpc if self.encoding.grpc_name().is_none() => {
+                // Uncompressed: the message goes straight into the batch, its length
+                // filled in after (no copy of the item through a buffer of its own).
+                let at = self.raw.len();
+                // Room for the frame and its metadata, so the batch is not reallocated
+                // (and copied) while the item is written.
+                self.raw
+                    .reserve(GRPC_PREFIX_LEN + item.frame.len() + ITEM_METADATA_ROOM);
+                self.raw.extend_from_slice(&[0; GRPC_PREFIX_LEN]);
+                self.delivery.write_item(item, &mut self.raw)?;
+                let len = (self.raw.len() - at - GRPC_PREFIX_LEN) as u32;
+                self.raw[at + 1..at + GRPC_PREFIX_LEN].copy_from_slice(&len.to_be_bytes());
+                Ok(())
+            }
             Framing::Grpc => {
-                let mut body = Vec::with_capacity(item.frame.len() + 64);
+                let mut body = Vec::with_capacity(item.frame.len() + ITEM_METADATA_ROOM);
                 self.delivery.write_item(item, &mut body)?;
                 grpc_message(self.encoding, &body, &mut self.raw);
                 Ok(())
@@ -132,6 +146,13 @@ pub fn block(encoding: Encoding, raw: Vec<u8>) -> Block {
         compress::compress_block(encoding, &raw)
     }
 }
+
+/// Bytes before a gRPC message's payload: the compressed-flag and the length.
+const GRPC_PREFIX_LEN: usize = 5;
+
+/// Room reserved for the metadata a delivered item gets (its offset; a source and
+/// headers rarely add more than this).
+const ITEM_METADATA_ROOM: usize = 64;
 
 /// Appends one gRPC message: a flag byte (1: compressed with the call's
 /// `grpc-encoding`), a big-endian u32 length, then the payload.

@@ -51,8 +51,15 @@ pub mod close_code {
     pub const GONE: u16 = 4410;
 }
 
-/// Read buffer of a subscriber's socket.
-const SUBSCRIBER_READ_BUFFER: usize = 4 << 10;
+/// Most bytes a subscriber's socket reads at a time. Subscribers send little (pings,
+/// a close), and tungstenite zeroes this much before every read attempt, which the
+/// subscriber's loop makes once per item it sends.
+const SUBSCRIBER_READ_BUFFER: usize = 1 << 10;
+/// Most bytes a publisher's socket reads at a time. tungstenite zeroes this much of
+/// its buffer before every read: at the default 128 KiB that was most of the memory an
+/// item touched on the server (cold caches after idle, see BENCHMARKS.md §5), while a
+/// frame larger than this only takes one more `read` per extra 8 KiB.
+const PUBLISHER_READ_BUFFER: usize = 8 << 10;
 /// Largest message a subscriber may send (they are ignored anyway).
 const MAX_SUBSCRIBER_MESSAGE: usize = 64 << 10;
 /// How long to wait for the peer's close frame after ours.
@@ -266,6 +273,7 @@ pub async fn publish(
     Ok(ws
         .max_message_size(max)
         .max_frame_size(max)
+        .read_buffer_size(PUBLISHER_READ_BUFFER)
         .on_upgrade(move |socket| run_publisher(socket, p, s)))
 }
 
@@ -288,6 +296,16 @@ fn code_for(status: StatusCode) -> u16 {
     }
 }
 
+/// The acknowledgement of message `frame`: `{"frame":F,"offset":N}`, with `null` for a
+/// frame that made no item. Written directly: one per item, and a `serde_json::Value`
+/// cost more than the rest of sending it.
+fn ack(frame: u64, offset: Option<u64>) -> String {
+    match offset {
+        Some(o) => format!(r#"{{"frame":{frame},"offset":{o}}}"#),
+        None => format!(r#"{{"frame":{frame},"offset":null}}"#),
+    }
+}
+
 struct PublishSession {
     socket: WebSocket,
     p: StreamPublisher,
@@ -306,11 +324,10 @@ impl PublishSession {
         let mut offsets = offsets.into_iter();
         for m in std::mem::take(&mut self.pending) {
             let offset = if m.item { offsets.next() } else { None };
-            let ack = json!({ "frame": m.index, "offset": offset });
             // A peer that went away cannot be told; its items are appended all the same.
             let _ = self
                 .socket
-                .send(Message::Text(ack.to_string().into()))
+                .send(Message::Text(ack(m.index, offset).into()))
                 .await;
         }
         Ok(())
@@ -436,6 +453,19 @@ async fn run_publisher(socket: WebSocket, p: StreamPublisher, s: AppState) {
         {
             sess.fail(index, e).await;
             return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acks_are_the_json_of_frame_and_offset() {
+        for (frame, offset) in [(0, Some(0)), (7, None), (u64::MAX, Some(u64::MAX))] {
+            let v: Value = serde_json::from_str(&ack(frame, offset)).unwrap();
+            assert_eq!(v, json!({ "frame": frame, "offset": offset }));
         }
     }
 }

@@ -327,7 +327,9 @@ async fn ws_publisher(url: &str, topic: &str) -> Result<WsStream, String> {
         "{}/topics/{topic}/ws/publish",
         url.replacen("http", "ws", 1)
     );
-    let (ws, _) = tokio_tungstenite::connect_async(ws_url)
+    // No Nagle, as the gRPC client (tonic sets TCP_NODELAY): at short intervals an item
+    // would otherwise wait for the TCP acknowledgement of the one before.
+    let (ws, _) = tokio_tungstenite::connect_async_with_config(ws_url, None, true)
         .await
         .map_err(|e| e.to_string())?;
     Ok(ws)
