@@ -170,30 +170,31 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_self_wake_is_polled_again_without_the_runtime() {
+    /// A runtime waker that counts its wakes, and a future that wakes itself `wakes`
+    /// times (with its poll counter), wrapped in [`Repoll`].
+    fn counted(wakes: usize) -> (Arc<Counter>, Waker, Arc<AtomicUsize>, Repoll<SelfWaking>) {
         let outer = Arc::new(Counter(AtomicUsize::new(0)));
         let waker = Waker::from(outer.clone());
-        let mut cx = Context::from_waker(&waker);
         let polls = Arc::new(AtomicUsize::new(0));
-        let mut f = Repoll::new(SelfWaking {
-            wakes: 2,
+        let f = Repoll::new(SelfWaking {
+            wakes,
             polls: polls.clone(),
         });
+        (outer, waker, polls, f)
+    }
+
+    #[test]
+    fn a_self_wake_is_polled_again_without_the_runtime() {
+        let (outer, waker, _polls, mut f) = counted(2);
+        let mut cx = Context::from_waker(&waker);
         assert_eq!(Pin::new(&mut f).poll(&mut cx), Poll::Ready(3));
         assert_eq!(outer.0.load(Ordering::Relaxed), 0);
     }
 
     #[test]
     fn a_future_that_keeps_waking_itself_goes_back_to_the_runtime() {
-        let outer = Arc::new(Counter(AtomicUsize::new(0)));
-        let waker = Waker::from(outer.clone());
+        let (outer, waker, polls, mut f) = counted(MAX_POLLS + 1);
         let mut cx = Context::from_waker(&waker);
-        let polls = Arc::new(AtomicUsize::new(0));
-        let mut f = Repoll::new(SelfWaking {
-            wakes: MAX_POLLS + 1,
-            polls: polls.clone(),
-        });
         assert!(Pin::new(&mut f).poll(&mut cx).is_pending());
         assert_eq!(polls.load(Ordering::Relaxed), MAX_POLLS);
         // The wake is not lost: the runtime is told.
