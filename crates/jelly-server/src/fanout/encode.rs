@@ -89,18 +89,14 @@ impl BatchEncoder {
                 Ok(())
             }
             Framing::Grpc if self.encoding.grpc_name().is_none() => {
-                // Uncompressed: the message goes straight into the batch, its length
-                // filled in after (no copy of the item through a buffer of its own).
-                let at = self.raw.len();
-                // Room for the frame and its metadata, so the batch is not reallocated
-                // (and copied) while the item is written.
-                self.raw
-                    .reserve(GRPC_PREFIX_LEN + item.frame.len() + ITEM_METADATA_ROOM);
-                self.raw.extend_from_slice(&[0; GRPC_PREFIX_LEN]);
-                self.delivery.write_item(item, &mut self.raw)?;
-                let len = (self.raw.len() - at - GRPC_PREFIX_LEN) as u32;
-                self.raw[at + 1..at + GRPC_PREFIX_LEN].copy_from_slice(&len.to_be_bytes());
-                Ok(())
+                // Uncompressed: the message goes straight into the batch (no copy of the
+                // item through a buffer of its own).
+                let delivery = &mut self.delivery;
+                grpc_message_in_place(
+                    &mut self.raw,
+                    item.frame.len() + ITEM_METADATA_ROOM,
+                    |out| delivery.write_item(item, out),
+                )
             }
             Framing::Grpc => {
                 let mut body = Vec::with_capacity(item.frame.len() + ITEM_METADATA_ROOM);
@@ -163,8 +159,29 @@ pub fn grpc_message(encoding: Encoding, body: &[u8], out: &mut Vec<u8>) {
         out.put_u32(payload.len() as u32);
         out.extend_from_slice(&payload);
     } else {
-        out.put_u8(0);
-        out.put_u32(body.len() as u32);
-        out.extend_from_slice(body);
+        let copied: Result<(), std::convert::Infallible> =
+            grpc_message_in_place(out, body.len(), |out| {
+                out.extend_from_slice(body);
+                Ok(())
+            });
+        let Ok(()) = copied;
     }
+}
+
+/// Appends one uncompressed gRPC message whose payload `write` appends to `out` itself:
+/// a zero flag byte, the big-endian u32 length (filled in once the payload is there),
+/// then the payload. `room` is reserved for the payload first, so `out` is not
+/// reallocated (and copied) while it is written.
+fn grpc_message_in_place<E>(
+    out: &mut Vec<u8>,
+    room: usize,
+    write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+) -> Result<(), E> {
+    let at = out.len();
+    out.reserve(GRPC_PREFIX_LEN + room);
+    out.extend_from_slice(&[0; GRPC_PREFIX_LEN]);
+    write(out)?;
+    let len = (out.len() - at - GRPC_PREFIX_LEN) as u32;
+    out[at + 1..at + GRPC_PREFIX_LEN].copy_from_slice(&len.to_be_bytes());
+    Ok(())
 }
