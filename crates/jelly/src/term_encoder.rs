@@ -305,10 +305,8 @@ impl TermEncoder {
         Ok(())
     }
 
-    /// [`TermEncoder::plan_term`] for term `slot` of a statement row; when it fails,
-    /// the row is not written: undoes the IRI delta state (to `delta_state`) that the
-    /// earlier terms advanced (entry rows already emitted stay valid) and forgets the
-    /// repeated terms they set.
+    /// [`TermEncoder::plan_term`] for term `slot` of a statement row, undoing the
+    /// row's effects ([`TermEncoder::undo_row`]) when it fails.
     #[inline(always)]
     fn plan_or_undo(
         &mut self,
@@ -318,10 +316,18 @@ impl TermEncoder {
     ) -> Result<Planned, EncodeError> {
         let r = self.plan_term(slot, t);
         if r.is_err() {
-            (self.last_prefix_id, self.last_name_id) = delta_state;
-            self.last[..slot].fill(Last::None);
+            self.undo_row(delta_state, slot);
         }
         r
+    }
+
+    /// A statement row failed at term `slot` and is not written: puts back the IRI
+    /// delta state its earlier terms advanced (entry rows already emitted stay valid)
+    /// and forgets the repeated terms they set.
+    #[cold]
+    fn undo_row(&mut self, delta_state: (u32, u32), slot: usize) {
+        (self.last_prefix_id, self.last_name_id) = delta_state;
+        self.last[..slot].fill(Last::None);
     }
 
     /// Rewrites the header of a row built in place whose body reached 126 bytes or more.
@@ -793,10 +799,7 @@ impl TermEncoder {
         for (i, &t) in terms.iter().enumerate() {
             if let Err(e) = self.repeatable_term(i, t, i, &mut body) {
                 self.scratch[0] = body;
-                // The row is not written: undo the IRI delta state its terms advanced (entry
-                // rows already emitted stay valid) and forget the repeated terms it set.
-                (self.last_prefix_id, self.last_name_id) = delta_state;
-                self.last[..i].fill(Last::None);
+                self.undo_row(delta_state, i);
                 return Err(e);
             }
         }
