@@ -88,25 +88,34 @@ impl Lookup {
         self.defined.resize(max as usize + 1, false);
     }
 
-    #[inline]
+    #[inline(always)]
     fn get(&self, id: u32, table: Table) -> Result<&str, K> {
         match self.defined.get(id as usize) {
             Some(true) => Ok(self.values.get(id as usize)),
+            _ => Err(self.get_error(id, table)),
+        }
+    }
+
+    /// Why `id` has no value: out of range, or not defined yet.
+    #[cold]
+    #[inline(never)]
+    fn get_error(&self, id: u32, table: Table) -> K {
+        match id {
             _ if id == 0 || id > self.max => {
                 if table == Table::Prefix && self.max == 0 {
-                    Err(K::PrefixTableDisabled)
+                    K::PrefixTableDisabled
                 } else {
-                    Err(K::EntryIdOutOfRange {
+                    K::EntryIdOutOfRange {
                         table,
                         id: u64::from(id),
                         max: self.max,
-                    })
+                    }
                 }
             }
-            _ => Err(K::UndefinedEntry {
+            _ => K::UndefinedEntry {
                 table,
                 id: u64::from(id),
-            }),
+            },
         }
     }
 
