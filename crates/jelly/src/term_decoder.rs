@@ -616,6 +616,36 @@ fn collect_spo(mut r: Reader<'_>, n: usize) -> Result<[Slot<'_>; 4], K> {
     Ok(slots)
 }
 
+/// Parses an `RdfLookupEntry` payload in its usual shapes (a value with a one-byte
+/// length, after a one-byte id or none) into `(id, value)`; `None` for any other shape
+/// or invalid UTF-8, which [`entry_general`] then parses (and reports).
+#[inline(always)]
+fn entry_fast(b: &[u8]) -> Option<(u32, &str)> {
+    let (id, value) = match *b {
+        [0x12, l, ref v @ ..] if l < 0x80 && v.len() == usize::from(l) => (0, v),
+        [0x08, id, 0x12, l, ref v @ ..] if id < 0x80 && l < 0x80 && v.len() == usize::from(l) => {
+            (u32::from(id), v)
+        }
+        _ => return None,
+    };
+    Some((id, utf8(value).ok()?))
+}
+
+/// Parses any `RdfLookupEntry` payload into `(id, value)` (the last of each field wins).
+#[inline(never)]
+fn entry_general(mut r: Reader<'_>) -> Result<(u32, &str), K> {
+    let mut id = 0u32;
+    let mut value = "";
+    while let Some((f, wt)) = r.tag()? {
+        match (f, wt) {
+            (jelly_proto::fields::entry::ID, WireType::Varint) => id = r.varint32()?,
+            (jelly_proto::fields::entry::VALUE, WireType::Len) => value = r.str()?,
+            (_, wt) => r.skip(wt)?,
+        }
+    }
+    Ok((id, value))
+}
+
 /// Term state of one stream. The statement being decoded lives in `cur` (positions
 /// S, P, O, G); a position left unset by a row keeps its term (repeated terms).
 #[derive(Debug, Default)]
@@ -673,16 +703,11 @@ impl TermDecoder {
     }
 
     /// Applies a lookup entry row (`RdfLookupEntry` payload) to `table`.
-    pub(crate) fn entry_row(&mut self, table: Table, mut r: Reader<'_>) -> Result<(), K> {
-        let mut id = 0u32;
-        let mut value = "";
-        while let Some((f, wt)) = r.tag()? {
-            match (f, wt) {
-                (jelly_proto::fields::entry::ID, WireType::Varint) => id = r.varint32()?,
-                (jelly_proto::fields::entry::VALUE, WireType::Len) => value = r.str()?,
-                (_, wt) => r.skip(wt)?,
-            }
-        }
+    pub(crate) fn entry_row(&mut self, table: Table, r: Reader<'_>) -> Result<(), K> {
+        let (id, value) = match entry_fast(r.unread()) {
+            Some(entry) => entry,
+            None => entry_general(r)?,
+        };
         let lookup = match table {
             Table::Name => &mut self.state.names,
             Table::Prefix => &mut self.state.prefixes,
