@@ -537,6 +537,36 @@ impl<'d, 'b> FrameCursor<'d, 'b> {
                 return Ok(None);
             }
             self.row_start = self.pos;
+            // The usual row: fewer than 128 bytes, exactly one triple, quad or lookup
+            // entry whose length is one byte. Read here without the general framing
+            // (which gives the same result for these bytes).
+            if let Some(&[0x0a, len, key, inner]) = b.get(self.pos..self.pos + 4)
+                && len < 0x80
+                && inner.wrapping_add(2) == len
+                && let Some(payload) = b.get(self.pos + 4..self.pos + 2 + usize::from(len))
+            {
+                match key {
+                    0x12 | 0x1a => {
+                        let row_index = self.row;
+                        self.row += 1;
+                        self.pos += 2 + usize::from(len);
+                        match self.dec.statement_row(key == 0x1a, payload) {
+                            Ok(p) => break p,
+                            Err(e) => return Err(self.err(e, Some(row_index))),
+                        }
+                    }
+                    0x4a | 0x52 | 0x5a => {
+                        let row_index = self.row;
+                        self.row += 1;
+                        self.pos += 2 + usize::from(len);
+                        match self.dec.entry_row(key, payload) {
+                            Ok(_) => continue,
+                            Err(e) => return Err(self.err(e, Some(row_index))),
+                        }
+                    }
+                    _ => {}
+                }
+            }
             let mut pos = self.pos;
             let key = varint_at(b, &mut pos).map_err(|e| self.err(e, None))?;
             if key != u64::from(frame::ROWS << 3 | 2) {
