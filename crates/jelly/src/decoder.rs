@@ -551,7 +551,10 @@ impl<'d, 'b> FrameCursor<'d, 'b> {
                         self.row += 1;
                         self.pos += 2 + usize::from(len);
                         match self.dec.statement_row(key == 0x1a, payload) {
-                            Ok(p) => break p,
+                            Ok(_) => {
+                                let dec: &Decoder = self.dec;
+                                return Ok(Some(Event::Statement(dec.statement_ref(key == 0x1a))));
+                            }
                             Err(e) => return Err(self.err(e, Some(row_index))),
                         }
                     }
