@@ -145,13 +145,31 @@ impl Lookup {
 
 /// A full IRI built from a name entry and a prefix entry, kept so that statements
 /// can refer to it instead of copying it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct CachedIri {
-    valid: bool,
-    pid: u32,
-    /// Version of the prefix entry `pid` when the IRI was built.
-    pver: u32,
+    /// What the IRI was built from, [`iri_key`] of the prefix id and that prefix
+    /// entry's version, or [`NO_IRI`]: one comparison checks an entry.
+    key: u64,
     iri: String,
+}
+
+/// [`CachedIri::key`] of an entry holding no IRI. No IRI has it: prefix id 0 (no
+/// prefix) always has version 0.
+const NO_IRI: u64 = 1 << 32;
+
+/// [`CachedIri::key`] of an IRI built with prefix entry `pid` at version `pver`.
+#[inline(always)]
+fn iri_key(pid: u32, pver: u32) -> u64 {
+    u64::from(pver) << 32 | u64::from(pid)
+}
+
+impl Default for CachedIri {
+    fn default() -> Self {
+        CachedIri {
+            key: NO_IRI,
+            iri: String::new(),
+        }
+    }
 }
 
 /// Lookup tables and the IRI delta state (`prefix_id`/`name_id` zero rules).
@@ -692,7 +710,7 @@ impl TermDecoder {
         // Entries keep their buffers, so a decoder reused for many short streams (the
         // server's items) builds its cached IRIs without allocating again.
         for e in &mut st.iri_cache {
-            e.valid = false;
+            e.key = NO_IRI;
         }
         st.iri_cache
             .resize_with(names as usize + 1, CachedIri::default);
@@ -720,7 +738,7 @@ impl TermDecoder {
                 // Terms still pointing at the cached IRI of this name keep their own copy.
                 Self::release(&mut self.cur, &self.state.iri_cache, id);
                 if let Some(e) = self.state.iri_cache.get_mut(id as usize) {
-                    e.valid = false;
+                    e.key = NO_IRI;
                 }
             }
             Table::Prefix => {
@@ -890,13 +908,11 @@ impl TermDecoder {
         } else {
             name_id
         };
-        let pver = if pid == 0 {
-            0
-        } else {
-            st.prefix_ver.get(pid as usize).copied().unwrap_or(0)
-        };
+        // Version 0 for no prefix (entry 0 is never set).
+        let pver = st.prefix_ver.get(pid as usize).copied().unwrap_or(0);
+        let key = iri_key(pid, pver);
         let hit = match st.iri_cache.get(nid as usize) {
-            Some(e) => e.valid && e.pid == pid && e.pver == pver,
+            Some(e) => e.key == key,
             None => false,
         };
         if !hit {
@@ -918,9 +934,7 @@ impl TermDecoder {
             e.iri.clear();
             e.iri.push_str(prefix);
             e.iri.push_str(name);
-            e.valid = true;
-            e.pid = pid;
-            e.pver = pver;
+            e.key = key;
         }
         st.last_prefix_id = pid;
         st.last_name_id = nid;
