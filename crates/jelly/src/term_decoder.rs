@@ -363,7 +363,7 @@ struct RawSlot {
     end: usize,
 }
 
-/// Term kinds by the code used in [`TERM_KEY`].
+/// Term kinds by the code used in [`term_keys`].
 const TERM_KINDS: [TermField; 5] = [
     TermField::Iri,
     TermField::Bnode,
@@ -372,13 +372,14 @@ const TERM_KINDS: [TermField; 5] = [
     TermField::DefaultGraph,
 ];
 
-/// For each one-byte key of a length-delimited statement field 1–15: 0x80, plus its
-/// position (0–3) times 8, plus its kind (index into [`TERM_KINDS`]); 0 for any other key.
-/// Field 16 (`g_literal`) has a two-byte key and takes the general path.
-const TERM_KEY: [u8; 128] = {
-    let mut t = [0u8; 128];
+/// For each first byte of a field key in a statement with `n` terms (3 or 4): if it is
+/// the whole key of a length-delimited term field 1–15 (1–12 for triples), 0x80, plus
+/// the field's position (0–3) times 8, plus its kind (index into [`TERM_KINDS`]); 0 for
+/// any other byte. Field 16 (`g_literal`) has a two-byte key and takes the general path.
+const fn term_keys(n: usize) -> [u8; 256] {
+    let mut t = [0u8; 256];
     let mut field = 1;
-    while field <= 15 {
+    while field <= if n == 4 { 15 } else { 12 } {
         let (pos, kind) = if field <= 12 {
             ((field - 1) / 4, (field - 1) % 4)
         } else {
@@ -389,7 +390,12 @@ const TERM_KEY: [u8; 128] = {
         field += 1;
     }
     t
-};
+}
+
+/// [`term_keys`] of triples.
+const TRIPLE_KEYS: [u8; 256] = term_keys(3);
+/// [`term_keys`] of quads.
+const QUAD_KEYS: [u8; 256] = term_keys(4);
 
 const EMPTY_SLOT: RawSlot = RawSlot {
     kind: None,
@@ -757,12 +763,11 @@ impl TermDecoder {
     pub(crate) fn statement(&mut self, b: &[u8], n: usize) -> Result<(), K> {
         let mut slots = [EMPTY_SLOT; 4];
         let mut pos = 0;
+        let keys = if n == 4 { &QUAD_KEYS } else { &TRIPLE_KEYS };
         while pos < b.len() {
             // Fast path: a one-byte key of a term field and a one-byte length.
-            let code = TERM_KEY[usize::from(b[pos] & 0x7f)];
-            if b[pos] < 0x80
-                && code != 0
-                && (code & 0x18 != 0x18 || n == 4)
+            let code = keys[usize::from(b[pos])];
+            if code != 0
                 && let Some(&len) = b.get(pos + 1)
                 && len < 0x80
             {
