@@ -355,13 +355,8 @@ fn iri_ids(b: &[u8]) -> Result<(u32, u32), K> {
     Ok((prefix_id, name_id))
 }
 
-/// Term kind and payload range of one statement position, as found on the wire.
-#[derive(Clone, Copy)]
-struct RawSlot {
-    kind: Option<TermField>,
-    start: usize,
-    end: usize,
-}
+/// Term kind and payload of one statement position, as found on the wire.
+type RawSlot<'b> = Option<(TermField, &'b [u8])>;
 
 /// Term kinds by the code used in [`term_keys`].
 const TERM_KINDS: [TermField; 5] = [
@@ -396,12 +391,6 @@ const fn term_keys(n: usize) -> [u8; 256] {
 const TRIPLE_KEYS: [u8; 256] = term_keys(3);
 /// [`term_keys`] of quads.
 const QUAD_KEYS: [u8; 256] = term_keys(4);
-
-const EMPTY_SLOT: RawSlot = RawSlot {
-    kind: None,
-    start: 0,
-    end: 0,
-};
 
 impl State {
     /// Applies the IRI rules to an `RdfIri` payload and writes the IRI into `dest`.
@@ -761,7 +750,7 @@ impl TermDecoder {
     /// statement. Fields are first located on the wire, then resolved in S, P, O, G
     /// order, as the IRI delta rules require whatever the field order.
     pub(crate) fn statement(&mut self, b: &[u8], n: usize) -> Result<(), K> {
-        let mut slots = [EMPTY_SLOT; 4];
+        let mut slots: [RawSlot<'_>; 4] = [None; 4];
         let mut pos = 0;
         let keys = if n == 4 { &QUAD_KEYS } else { &TRIPLE_KEYS };
         while pos < b.len() {
@@ -774,19 +763,15 @@ impl TermDecoder {
                 let p = usize::from(code >> 3 & 3);
                 let start = pos + 2;
                 let end = start + usize::from(len);
-                if end > b.len() {
+                let Some(payload) = b.get(start..end) else {
                     return Err(WireError::Truncated(b.len()).into());
-                }
-                if slots[p].kind.is_some() {
+                };
+                if slots[p].is_some() {
                     return Err(K::MultipleTermFields {
                         position: POSITIONS[p],
                     });
                 }
-                slots[p] = RawSlot {
-                    kind: Some(TERM_KINDS[usize::from(code & 7)]),
-                    start,
-                    end,
-                };
+                slots[p] = Some((TERM_KINDS[usize::from(code & 7)], payload));
                 pos = end;
                 continue;
             }
@@ -842,26 +827,22 @@ impl TermDecoder {
             } else {
                 (3, quad_graph_field(field))
             };
-            if slots[p].kind.is_some() {
+            if slots[p].is_some() {
                 return Err(K::MultipleTermFields {
                     position: POSITIONS[p],
                 });
             }
             let end = pos + len as usize;
-            slots[p] = RawSlot {
-                kind: Some(kind),
-                start: pos,
-                end,
-            };
+            // In range: `len` was checked against the bytes left above.
+            slots[p] = Some((kind, b.get(pos..end).unwrap_or_default()));
             pos = end;
         }
         // Unrolled, so that each call knows its position.
-        let found = |s: &RawSlot| s.kind.map(|k| (k, &b[s.start..s.end]));
-        self.slot(0, found(&slots[0]))?;
-        self.slot(1, found(&slots[1]))?;
-        self.slot(2, found(&slots[2]))?;
+        self.slot(0, slots[0])?;
+        self.slot(1, slots[1])?;
+        self.slot(2, slots[2])?;
         if n == 4 {
-            self.slot(3, found(&slots[3]))?;
+            self.slot(3, slots[3])?;
         }
         Ok(())
     }
