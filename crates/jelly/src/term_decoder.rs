@@ -749,7 +749,20 @@ impl TermDecoder {
     /// Decodes an `RdfTriple` (n = 3) or `RdfQuad` (n = 4) payload into the current
     /// statement. Fields are first located on the wire, then resolved in S, P, O, G
     /// order, as the IRI delta rules require whatever the field order.
+    #[inline(always)]
     pub(crate) fn statement(&mut self, b: &[u8], n: usize) -> Result<(), K> {
+        // One copy per statement size, which then tests no size at run time.
+        if n == 4 {
+            self.statement_n::<4>(b)
+        } else {
+            self.statement_n::<3>(b)
+        }
+    }
+
+    /// [`TermDecoder::statement`] of `N` terms.
+    #[inline(never)]
+    fn statement_n<const N: usize>(&mut self, b: &[u8]) -> Result<(), K> {
+        let n = N;
         let mut slots: [RawSlot<'_>; 4] = [None; 4];
         let mut pos = 0;
         let keys = if n == 4 { &QUAD_KEYS } else { &TRIPLE_KEYS };
