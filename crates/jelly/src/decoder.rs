@@ -698,6 +698,86 @@ mod tests {
     use super::*;
     use crate::{Encoder, Term, Triple};
 
+    /// Splits a frame into its rows' payloads.
+    fn rows(frame: &[u8]) -> Vec<Vec<u8>> {
+        let mut r = Reader::new(frame);
+        let mut rows = Vec::new();
+        while let Some((field, _)) = r.tag().unwrap() {
+            assert_eq!(field, frame::ROWS);
+            rows.push(r.bytes().unwrap().to_vec());
+        }
+        rows
+    }
+
+    /// A frame of `rows`, each with `pad` appended (bytes of an unknown row field).
+    fn frame_of(rows: &[Vec<u8>], pad: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(0x0a);
+            jelly_proto::wire::put_varint(&mut out, (row.len() + pad.len()) as u64);
+            out.extend_from_slice(row);
+            out.extend_from_slice(pad);
+        }
+        out
+    }
+
+    /// Every event of a frame (as text), or the error (without its byte offset).
+    fn decode_all(frame: &[u8]) -> Result<Vec<String>, String> {
+        let mut dec = Decoder::default();
+        let mut cur = dec.frame(frame);
+        let mut out = Vec::new();
+        loop {
+            match cur.next_event() {
+                Ok(Some(ev)) => out.push(format!("{ev:?}")),
+                Ok(None) => return Ok(out),
+                Err(e) => return Err(format!("{:?} {:?} {}", e.row, e.frame, e.kind)),
+            }
+        }
+    }
+
+    /// Short rows of one statement or lookup entry, which the frame loop reads from
+    /// their first bytes, decode and fail exactly as the same rows read by the general
+    /// row parser (which an unknown field at the end of each row forces).
+    #[test]
+    fn short_rows_decode_as_general_rows() {
+        let mut enc = Encoder::new(StreamOptions::small()).unwrap();
+        let o = ["x", "y"].map(|v| Term::Iri(format!("http://ex.org/o/{v}")));
+        for i in 0..40 {
+            let s = Term::Iri(format!("http://ex.org/s/{}", i % 7));
+            let p = Term::Iri(format!("http://ex.org/p{}", i % 3));
+            let obj = Term::simple_literal(format!("v{i}"));
+            enc.add(StatementRef::triple(s.as_ref(), p.as_ref(), obj.as_ref()))
+                .unwrap();
+            enc.add(StatementRef::triple(
+                s.as_ref(),
+                p.as_ref(),
+                o[i % 2].as_ref(),
+            ))
+            .unwrap();
+        }
+        let rows = rows(&enc.finish_frame());
+        // field 15, varint 0: skipped by the row parser.
+        let pad = [0x78, 0x00];
+        let short = decode_all(&frame_of(&rows, &[])).unwrap();
+        assert_eq!(short.len(), 81);
+        assert_eq!(Ok(short), decode_all(&frame_of(&rows, &pad)));
+        // Without the options row: the first entry row is refused.
+        let no_options = &rows[1..];
+        let err = decode_all(&frame_of(no_options, &[])).unwrap_err();
+        assert!(err.starts_with("Some(0)"), "{err}");
+        assert_eq!(Err(err), decode_all(&frame_of(no_options, &pad)));
+        // Without the name entries: the first statement row is refused.
+        let no_names: Vec<Vec<u8>> = rows
+            .iter()
+            .filter(|r| r.first() != Some(&0x4a))
+            .cloned()
+            .collect();
+        assert!(no_names.len() < rows.len());
+        let err = decode_all(&frame_of(&no_names, &[])).unwrap_err();
+        assert!(err.contains("undefined name entry"), "{err}");
+        assert_eq!(Err(err), decode_all(&frame_of(&no_names, &pad)));
+    }
+
     /// `Decoder::default()` has the limits of `DecoderOptions::default()`: quoted
     /// triples (up to its nesting limit) decode, features not in the options are refused.
     #[test]
