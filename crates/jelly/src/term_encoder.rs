@@ -85,7 +85,7 @@ const IRI_CACHE_WAYS_MAX: usize = 3 << 15;
 
 /// Writes `v` as a varint into `b` at `at`; returns the position after it.
 #[inline(always)]
-fn put_varint_at(b: &mut [u8; 16], mut at: usize, mut v: u64) -> usize {
+fn put_varint_at<const L: usize>(b: &mut [u8; L], mut at: usize, mut v: u64) -> usize {
     while v >= 0x80 {
         b[at] = (v as u8) | 0x80;
         v >>= 7;
@@ -333,14 +333,20 @@ impl TermEncoder {
     /// Rewrites the header of a row built in place whose body reached 126 bytes or more.
     #[cold]
     fn fix_long_row_header(buf: &mut Vec<u8>, start: usize, body_start: usize) {
-        let body_len = buf.len() - body_start;
+        let end = buf.len();
+        let body_len = end - body_start;
         let row_len = 1 + varint_len(body_len as u64) + body_len;
-        let mut header = Vec::with_capacity(16);
-        header.push(buf[start]);
-        put_varint(&mut header, row_len as u64);
-        header.push(buf[start + 2]);
-        put_varint(&mut header, body_len as u64);
-        buf.splice(start..body_start, header);
+        // The header on the stack (at most 2 tags + 2 × 10 varint bytes), then the body
+        // moved up by the bytes the header grew: no allocation, one move.
+        let mut header = [0u8; 22];
+        header[0] = buf[start];
+        let mut n = put_varint_at(&mut header, 1, row_len as u64);
+        header[n] = buf[start + 2];
+        n = put_varint_at(&mut header, n + 1, body_len as u64);
+        let grow = n - (body_start - start);
+        buf.resize(end + grow, 0);
+        buf.copy_within(body_start..end, body_start + grow);
+        buf[start..start + n].copy_from_slice(&header[..n]);
     }
 
     /// First pass over one term of a statement: resolves it (lookup entries, delta
