@@ -426,7 +426,11 @@ impl TermEncoder {
             (Planned::Repeat, _) => {}
             (Planned::Iri(pid, nid), _) => Self::put_iri(out, f_iri, (pid, nid)),
             (Planned::Other(_), TermRef::BlankNode(b)) => {
-                put_bytes_field(out, f_bnode, b.as_bytes())
+                let mut head = [0u8; 16];
+                let n = put_varint_at(&mut head, 0, u64::from(f_bnode << 3 | 2));
+                let n = put_varint_at(&mut head, n, b.len() as u64);
+                out.extend_from_slice(&head[..n]);
+                out.extend_from_slice(b.as_bytes());
             }
             (Planned::Other(dt), TermRef::Literal(l)) => {
                 let lang = match l.kind {
@@ -445,17 +449,28 @@ impl TermEncoder {
                 if dt != 0 {
                     len += 1 + varint_len(u64::from(dt));
                 }
-                put_tag(out, f_lit, WireType::Len);
-                put_varint(out, len as u64);
+                // The header (field tag, length, and the lexical form's tag and length)
+                // and the tail (language tag's header or the datatype id) are put
+                // together on the stack, so each is one copy with one length check.
+                let mut head = [0u8; 24];
+                let mut n = put_varint_at(&mut head, 0, u64::from(f_lit << 3 | 2));
+                n = put_varint_at(&mut head, n, len as u64);
                 if !lex.is_empty() {
-                    put_bytes_field(out, lit::LEX, lex.as_bytes());
+                    head[n] = (lit::LEX << 3 | 2) as u8;
+                    n = put_varint_at(&mut head, n + 1, lex.len() as u64);
                 }
+                out.extend_from_slice(&head[..n]);
+                out.extend_from_slice(lex.as_bytes());
+                let mut tail = [0u8; 16];
                 if let Some(tag) = lang {
-                    put_bytes_field(out, lit::LANGTAG, tag.as_bytes());
-                }
-                if dt != 0 {
-                    put_tag(out, lit::DATATYPE, WireType::Varint);
-                    put_varint(out, u64::from(dt));
+                    tail[0] = (lit::LANGTAG << 3 | 2) as u8;
+                    let m = put_varint_at(&mut tail, 1, tag.len() as u64);
+                    out.extend_from_slice(&tail[..m]);
+                    out.extend_from_slice(tag.as_bytes());
+                } else if dt != 0 {
+                    tail[0] = (lit::DATATYPE << 3) as u8;
+                    let m = put_varint_at(&mut tail, 1, u64::from(dt));
+                    out.extend_from_slice(&tail[..m]);
                 }
             }
             (Planned::Other(_), _) => put_bytes_field(out, f_other, &[]),
