@@ -6,7 +6,7 @@ use jelly_proto::wire::put_bytes_field;
 use crate::error::EncodeError;
 use crate::options::{PhysicalType, StreamOptions, VERSION_1_0, VERSION_1_1};
 use crate::term::{StatementRef, TermBuf, TermRef};
-use crate::term_encoder::{EntryFields, TermEncoder};
+use crate::term_encoder::{EntryFields, RowTerms, TermEncoder};
 
 /// Choices of the encoder that are not stream options.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -194,10 +194,10 @@ impl Encoder {
     }
 
     #[inline(always)]
-    fn emit_statement(
+    fn emit_statement<S: RowTerms>(
         &mut self,
         field: u32,
-        s: &StatementRef<'_>,
+        s: &S,
         quad: bool,
     ) -> Result<(), EncodeError> {
         // Validate before touching any state, so a refused statement leaves the stream intact.

