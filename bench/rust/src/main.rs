@@ -257,7 +257,7 @@ fn encode_refs<'s>(
     };
     let Ok(mut w) = JellyWriterBuilder::new(opts)
         .frame_policy(policy)
-        .build(&mut *out)
+        .build_vec(out)
     else {
         return;
     };

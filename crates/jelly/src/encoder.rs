@@ -63,6 +63,17 @@ pub struct Encoder {
     current_graph: TermBuf,
     metadata: Vec<(String, Vec<u8>)>,
     statements: u64,
+    /// In-place output (see [`Encoder::attach_output`]): where the current frame's
+    /// rows start in `terms.buf`; 0 otherwise.
+    frame_start: usize,
+    /// In-place delimited output: bytes reserved before the current frame for its
+    /// length prefix (the previous frame's prefix length, a guess that is usually right).
+    prefix_gap: usize,
+    /// In-place output: whether frames get a length prefix.
+    in_place_delimited: bool,
+    /// In-place output: the encoder's own frame buffer, kept while it works in the
+    /// caller's.
+    own_buf: Option<Vec<u8>>,
 }
 
 impl Encoder {
@@ -121,6 +132,10 @@ impl Encoder {
             current_graph: TermBuf::default(),
             metadata: Vec::new(),
             statements: 0,
+            frame_start: 0,
+            prefix_gap: 0,
+            in_place_delimited: false,
+            own_buf: None,
         })
     }
 
@@ -139,7 +154,11 @@ impl Encoder {
     /// assert_eq!(enc.finish_frame(), first, "the same bytes as a new encoder writes");
     /// ```
     pub fn reset(&mut self) {
+        // In-place output keeps the frames finished so far (and the current frame's gap).
+        let out = std::mem::take(&mut self.terms.buf);
         self.terms.reset();
+        self.terms.buf = out;
+        self.terms.buf.truncate(self.frame_start);
         if self.cfg.spliceable {
             self.terms.forget_delta_state();
         }
@@ -161,7 +180,7 @@ impl Encoder {
 
     /// Bytes in the current (unfinished) frame.
     pub fn frame_bytes(&self) -> usize {
-        self.terms.buf.len()
+        self.terms.buf.len() - self.frame_start
     }
 
     /// Statements encoded so far.
@@ -347,26 +366,126 @@ impl Encoder {
             put_bytes_field(&mut e, frame::MAP_VALUE, &v);
             put_bytes_field(&mut meta, frame::METADATA, &e);
         }
-        let mut prefix = [0u8; 10];
-        let mut prefix_len = 0;
-        if delimited {
-            let mut v = (self.terms.buf.len() + meta.len()) as u64;
-            while v >= 0x80 {
-                prefix[prefix_len] = v as u8 | 0x80;
-                v >>= 7;
-                prefix_len += 1;
-            }
-            prefix[prefix_len] = v as u8;
-            prefix_len += 1;
-        }
+        let rows = &self.terms.buf[self.frame_start..];
+        let (prefix, prefix_len) = if delimited {
+            varint((rows.len() + meta.len()) as u64)
+        } else {
+            ([0; 10], 0)
+        };
         let prefix = &prefix[..prefix_len];
         let r = out
             .write_all(prefix)
-            .and_then(|()| out.write_all(&self.terms.buf))
+            .and_then(|()| out.write_all(rows))
             .and_then(|()| out.write_all(&meta));
-        let n = prefix.len() + self.terms.buf.len() + meta.len();
-        self.terms.buf.clear();
+        let n = prefix.len() + rows.len() + meta.len();
+        self.terms.buf.truncate(self.frame_start);
         self.terms.rows = 0;
         r.map(|()| n)
     }
+
+    /// Starts in-place output: from now on the encoder encodes its frames at the end of
+    /// `out` (after its contents), and [`Encoder::finish_frame_in_place`] finishes them
+    /// there, so no frame is copied. [`Encoder::detach_output`] gives `out` back. The
+    /// current frame must be empty.
+    pub(crate) fn attach_output(&mut self, out: Vec<u8>, delimited: bool) {
+        self.own_buf = Some(std::mem::replace(&mut self.terms.buf, out));
+        self.in_place_delimited = delimited;
+        // Most frames of a stream are of a size; 3 bytes cover 16 KiB to 2 MiB.
+        self.prefix_gap = if delimited { 3 } else { 0 };
+        self.open_frame_in_place();
+    }
+
+    /// Reserves the length prefix's gap and starts the next frame after it.
+    #[inline]
+    fn open_frame_in_place(&mut self) {
+        let buf = &mut self.terms.buf;
+        self.frame_start = buf.len() + self.prefix_gap;
+        // Byte pushes: the gap is a few bytes, and neither a `memset` call nor another
+        // caller of the row writer's `extend_from_slice` (which then stops being inlined).
+        for _ in 0..self.prefix_gap {
+            buf.push(0);
+        }
+    }
+
+    /// In-place output: ends the current frame where it was encoded (filling in its
+    /// length prefix) and starts the next. Returns the frame's bytes, prefix included.
+    pub(crate) fn finish_frame_in_place(&mut self) -> usize {
+        self.ensure_options();
+        if !self.metadata.is_empty() {
+            self.put_metadata_in_place();
+        }
+        let buf = &mut self.terms.buf;
+        let len = buf.len() - self.frame_start;
+        let prefix_len = if self.in_place_delimited {
+            varint_len(len as u64)
+        } else {
+            0
+        };
+        let gap_start = self.frame_start - self.prefix_gap;
+        if prefix_len != self.prefix_gap {
+            // The guess was wrong: move the frame so that it follows the prefix.
+            let end = buf.len();
+            let to = gap_start + prefix_len;
+            if to > self.frame_start {
+                buf.resize(end + (to - self.frame_start), 0);
+            }
+            buf.copy_within(self.frame_start..end, to);
+            buf.truncate(to + len);
+            self.prefix_gap = prefix_len;
+        }
+        let mut v = len as u64;
+        for b in &mut buf[gap_start..gap_start + prefix_len] {
+            *b = v as u8 | 0x80;
+            v >>= 7;
+        }
+        if let Some(last) = prefix_len.checked_sub(1) {
+            buf[gap_start + last] &= 0x7f;
+        }
+        self.terms.rows = 0;
+        self.open_frame_in_place();
+        prefix_len + len
+    }
+
+    /// In-place output: appends the frame's metadata entries to its rows.
+    #[cold]
+    fn put_metadata_in_place(&mut self) {
+        for (k, v) in self.metadata.drain(..) {
+            let mut e = Vec::with_capacity(k.len() + v.len() + 4);
+            put_bytes_field(&mut e, frame::MAP_KEY, k.as_bytes());
+            put_bytes_field(&mut e, frame::MAP_VALUE, &v);
+            put_bytes_field(&mut self.terms.buf, frame::METADATA, &e);
+        }
+    }
+
+    /// Ends in-place output: returns the buffer given to [`Encoder::attach_output`]
+    /// with the frames finished since, without the current frame's rows.
+    pub(crate) fn detach_output(&mut self) -> Vec<u8> {
+        self.terms.buf.truncate(self.frame_start - self.prefix_gap);
+        let own = self.own_buf.take().unwrap_or_default();
+        let out = std::mem::replace(&mut self.terms.buf, own);
+        self.terms.buf.clear();
+        self.terms.rows = 0;
+        self.frame_start = 0;
+        self.prefix_gap = 0;
+        out
+    }
+}
+
+/// The length of `v` as a protobuf varint.
+#[inline]
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// `v` as a protobuf varint: the bytes and how many of them are used.
+fn varint(mut v: u64) -> ([u8; 10], usize) {
+    let mut b = [0u8; 10];
+    let mut n = 0;
+    while v >= 0x80 {
+        b[n] = v as u8 | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    b[n] = v as u8;
+    (b, n + 1)
 }

@@ -516,6 +516,117 @@ impl JellyWriterBuilder {
     }
 }
 
+impl JellyWriterBuilder {
+    /// Builds a writer that appends to `out` in place: each frame is encoded at the end
+    /// of `out` and finished there (its length prefix filled in afterwards), so frames
+    /// are not copied as [`JellyWriterBuilder::build`] copies them into a
+    /// [`Write`]. The bytes are the same.
+    ///
+    /// ```
+    /// use jelly::{JellyWriterBuilder, FramePolicy, StreamOptions, StatementRef, TermRef};
+    /// let st = StatementRef::triple(TermRef::Iri("http://a"), TermRef::Iri("http://b"), TermRef::Iri("http://c"));
+    /// let b = JellyWriterBuilder::new(StreamOptions::big()).frame_policy(FramePolicy::Rows(1));
+    /// let (mut copied, mut in_place) = (Vec::new(), b"kept".to_vec());
+    /// let mut w = b.clone().build(&mut copied).unwrap();
+    /// w.add(st).unwrap();
+    /// w.add(st).unwrap();
+    /// w.finish().unwrap();
+    /// let mut w = b.build_vec(&mut in_place).unwrap();
+    /// w.add(st).unwrap();
+    /// w.add(st).unwrap();
+    /// w.finish().unwrap();
+    /// assert_eq!(&in_place[..4], b"kept");
+    /// assert_eq!(in_place[4..], copied[..]);
+    /// ```
+    pub fn build_vec(self, out: &mut Vec<u8>) -> Result<JellyVecWriter<'_>, EncodeError> {
+        let mut enc = Encoder::with_config(self.options, self.config)?;
+        enc.attach_output(std::mem::take(out), self.delimited);
+        Ok(JellyVecWriter {
+            out,
+            enc,
+            policy: self.policy,
+            delimited: self.delimited,
+            frames_written: 0,
+            bytes_written: 0,
+        })
+    }
+}
+
+/// Writes a Jelly-RDF stream at the end of a `Vec<u8>`, encoding each frame in place
+/// (see [`JellyWriterBuilder::build_vec`]). The vector holds the frames finished so
+/// far when the writer is finished or dropped; an unfinished frame is discarded.
+pub struct JellyVecWriter<'a> {
+    out: &'a mut Vec<u8>,
+    enc: Encoder,
+    policy: FramePolicy,
+    delimited: bool,
+    frames_written: u64,
+    bytes_written: u64,
+}
+
+impl JellyVecWriter<'_> {
+    /// The encoder (options, counters, frame metadata).
+    pub fn encoder(&mut self) -> &mut Encoder {
+        &mut self.enc
+    }
+
+    /// Frames written so far.
+    pub fn frames_written(&self) -> u64 {
+        self.frames_written
+    }
+
+    /// Bytes written so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes_written
+    }
+
+    /// Adds a statement, ending the frame when the policy says so.
+    pub fn add(&mut self, s: StatementRef<'_>) -> Result<(), WriteError> {
+        self.enc.add(s)?;
+        if let FramePolicy::Rows(n) = self.policy
+            && self.enc.frame_rows() >= n
+        {
+            self.flush_frame()?;
+        }
+        Ok(())
+    }
+
+    /// Declares a namespace.
+    pub fn declare_namespace(&mut self, name: &str, iri: &str) -> Result<(), WriteError> {
+        self.enc.declare_namespace(name, iri)?;
+        Ok(())
+    }
+
+    /// Ends the current frame, if it has any rows (the first frame is always written,
+    /// so the options reach the reader).
+    pub fn flush_frame(&mut self) -> Result<(), WriteError> {
+        if self.enc.frame_rows() == 0 && self.frames_written > 0 {
+            return Ok(());
+        }
+        if !self.delimited && self.frames_written > 0 {
+            return Err(WriteError::SecondFrameNonDelimited);
+        }
+        let n = self.enc.finish_frame_in_place();
+        self.frames_written += 1;
+        self.bytes_written += n as u64;
+        Ok(())
+    }
+
+    /// Writes the last frame; the vector then holds the whole stream.
+    pub fn finish(mut self) -> Result<(), WriteError> {
+        if self.enc.graph_open() {
+            self.enc.end_graph()?;
+        }
+        self.flush_frame()
+    }
+}
+
+impl Drop for JellyVecWriter<'_> {
+    fn drop(&mut self) {
+        *self.out = self.enc.detach_output();
+    }
+}
+
 /// Errors of [`JellyWriter`].
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {

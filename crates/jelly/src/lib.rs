@@ -40,8 +40,8 @@ pub use decoder::{Decoder, DecoderOptions, DecoderStats, Event, FrameCursor, fra
 pub use encoder::{Encoder, EncoderConfig};
 pub use error::{DecodeError, DecodeErrorKind, EncodeError, Table};
 pub use framing::{
-    Delimiting, FramePolicy, FrameReader, JellyReader, JellyWriter, JellyWriterBuilder, RawFrame,
-    WriteError, detect_delimiting,
+    Delimiting, FramePolicy, FrameReader, JellyReader, JellyVecWriter, JellyWriter,
+    JellyWriterBuilder, RawFrame, WriteError, detect_delimiting,
 };
 pub use options::{LogicalType, PhysicalType, StreamOptions};
 pub use term::{

@@ -117,6 +117,7 @@ impl LruTable {
 
     /// Takes `id` out of the index, shifting later entries of its probe run back so
     /// that every entry stays reachable from its home slot.
+    #[inline]
     fn unlink(&mut self, id: u32) {
         let mask = self.index.len() - 1;
         let mut hole = self.home(self.slots[id as usize].hash);

@@ -63,7 +63,7 @@ fn encode_into(statements: &[Statement], quads: bool, grouped: bool, out: &mut V
     };
     let mut w = JellyWriterBuilder::new(opts)
         .frame_policy(policy)
-        .build(&mut *out)
+        .build_vec(out)
         .expect("writer");
     let mut prev_graph: Option<jelly::TermRef<'_>> = None;
     for st in statements {
