@@ -360,11 +360,8 @@ impl Encoder {
     ) -> std::io::Result<usize> {
         self.ensure_options();
         let mut meta = Vec::new();
-        for (k, v) in self.metadata.drain(..) {
-            let mut e = Vec::with_capacity(k.len() + v.len() + 4);
-            put_bytes_field(&mut e, frame::MAP_KEY, k.as_bytes());
-            put_bytes_field(&mut e, frame::MAP_VALUE, &v);
-            put_bytes_field(&mut meta, frame::METADATA, &e);
+        if !self.metadata.is_empty() {
+            put_metadata(&mut self.metadata, &mut meta);
         }
         let rows = &self.terms.buf[self.frame_start..];
         let (prefix, prefix_len) = if delimited {
@@ -412,7 +409,7 @@ impl Encoder {
     pub(crate) fn finish_frame_in_place(&mut self) -> usize {
         self.ensure_options();
         if !self.metadata.is_empty() {
-            self.put_metadata_in_place();
+            put_metadata(&mut self.metadata, &mut self.terms.buf);
         }
         let buf = &mut self.terms.buf;
         let len = buf.len() - self.frame_start;
@@ -446,17 +443,6 @@ impl Encoder {
         prefix_len + len
     }
 
-    /// In-place output: appends the frame's metadata entries to its rows.
-    #[cold]
-    fn put_metadata_in_place(&mut self) {
-        for (k, v) in self.metadata.drain(..) {
-            let mut e = Vec::with_capacity(k.len() + v.len() + 4);
-            put_bytes_field(&mut e, frame::MAP_KEY, k.as_bytes());
-            put_bytes_field(&mut e, frame::MAP_VALUE, &v);
-            put_bytes_field(&mut self.terms.buf, frame::METADATA, &e);
-        }
-    }
-
     /// Ends in-place output: returns the buffer given to [`Encoder::attach_output`]
     /// with the frames finished since, without the current frame's rows.
     pub(crate) fn detach_output(&mut self) -> Vec<u8> {
@@ -468,6 +454,17 @@ impl Encoder {
         self.frame_start = 0;
         self.prefix_gap = 0;
         out
+    }
+}
+
+/// Appends the frame metadata entries (taking them out of `metadata`) to `out`.
+#[cold]
+fn put_metadata(metadata: &mut Vec<(String, Vec<u8>)>, out: &mut Vec<u8>) {
+    for (k, v) in metadata.drain(..) {
+        let mut e = Vec::with_capacity(k.len() + v.len() + 4);
+        put_bytes_field(&mut e, frame::MAP_KEY, k.as_bytes());
+        put_bytes_field(&mut e, frame::MAP_VALUE, &v);
+        put_bytes_field(out, frame::METADATA, &e);
     }
 }
 
