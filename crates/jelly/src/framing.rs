@@ -463,10 +463,53 @@ pub enum FramePolicy {
 pub struct JellyWriter<W: Write> {
     out: W,
     enc: Encoder,
+    frames: Frames,
+}
+
+/// When a writer ends its frames, and how many it wrote: what [`JellyWriter`] and
+/// [`JellyVecWriter`] share (they differ in where a finished frame goes).
+#[derive(Debug, Clone, Copy)]
+struct Frames {
     policy: FramePolicy,
     delimited: bool,
-    frames_written: u64,
-    bytes_written: u64,
+    written: u64,
+    bytes: u64,
+}
+
+impl Frames {
+    fn new(policy: FramePolicy, delimited: bool) -> Frames {
+        Frames {
+            policy,
+            delimited,
+            written: 0,
+            bytes: 0,
+        }
+    }
+
+    /// Whether the policy ends the frame now.
+    #[inline]
+    fn full(&self, enc: &Encoder) -> bool {
+        matches!(self.policy, FramePolicy::Rows(n) if enc.frame_rows() >= n)
+    }
+
+    /// Whether ending the frame now writes one: not for an empty frame after the first
+    /// (the first is always written, so the options reach the reader); an error for a
+    /// second frame of non-delimited output.
+    fn writes_frame(&self, enc: &Encoder) -> Result<bool, WriteError> {
+        if enc.frame_rows() == 0 && self.written > 0 {
+            return Ok(false);
+        }
+        if !self.delimited && self.written > 0 {
+            return Err(WriteError::SecondFrameNonDelimited);
+        }
+        Ok(true)
+    }
+
+    /// Counts a frame of `n` bytes written.
+    fn wrote(&mut self, n: usize) {
+        self.written += 1;
+        self.bytes += n as u64;
+    }
 }
 
 /// Builder for [`JellyWriter`].
@@ -508,10 +551,7 @@ impl JellyWriterBuilder {
         Ok(JellyWriter {
             out,
             enc: Encoder::with_config(self.options, self.config)?,
-            policy: self.policy,
-            delimited: self.delimited,
-            frames_written: 0,
-            bytes_written: 0,
+            frames: Frames::new(self.policy, self.delimited),
         })
     }
 }
@@ -544,10 +584,7 @@ impl JellyWriterBuilder {
         Ok(JellyVecWriter {
             out,
             enc,
-            policy: self.policy,
-            delimited: self.delimited,
-            frames_written: 0,
-            bytes_written: 0,
+            frames: Frames::new(self.policy, self.delimited),
         })
     }
 }
@@ -558,10 +595,7 @@ impl JellyWriterBuilder {
 pub struct JellyVecWriter<'a> {
     out: &'a mut Vec<u8>,
     enc: Encoder,
-    policy: FramePolicy,
-    delimited: bool,
-    frames_written: u64,
-    bytes_written: u64,
+    frames: Frames,
 }
 
 impl JellyVecWriter<'_> {
@@ -572,20 +606,18 @@ impl JellyVecWriter<'_> {
 
     /// Frames written so far.
     pub fn frames_written(&self) -> u64 {
-        self.frames_written
+        self.frames.written
     }
 
     /// Bytes written so far.
     pub fn bytes_written(&self) -> u64 {
-        self.bytes_written
+        self.frames.bytes
     }
 
     /// Adds a statement, ending the frame when the policy says so.
     pub fn add(&mut self, s: StatementRef<'_>) -> Result<(), WriteError> {
         self.enc.add(s)?;
-        if let FramePolicy::Rows(n) = self.policy
-            && self.enc.frame_rows() >= n
-        {
+        if self.frames.full(&self.enc) {
             self.flush_frame()?;
         }
         Ok(())
@@ -600,15 +632,10 @@ impl JellyVecWriter<'_> {
     /// Ends the current frame, if it has any rows (the first frame is always written,
     /// so the options reach the reader).
     pub fn flush_frame(&mut self) -> Result<(), WriteError> {
-        if self.enc.frame_rows() == 0 && self.frames_written > 0 {
-            return Ok(());
+        if self.frames.writes_frame(&self.enc)? {
+            let n = self.enc.finish_frame_in_place();
+            self.frames.wrote(n);
         }
-        if !self.delimited && self.frames_written > 0 {
-            return Err(WriteError::SecondFrameNonDelimited);
-        }
-        let n = self.enc.finish_frame_in_place();
-        self.frames_written += 1;
-        self.bytes_written += n as u64;
         Ok(())
     }
 
@@ -661,12 +688,12 @@ impl<W: Write> JellyWriter<W> {
 
     /// Frames written so far.
     pub fn frames_written(&self) -> u64 {
-        self.frames_written
+        self.frames.written
     }
 
     /// Bytes written so far.
     pub fn bytes_written(&self) -> u64 {
-        self.bytes_written
+        self.frames.bytes
     }
 
     /// Adds a statement, ending the frame when the policy says so.
@@ -683,9 +710,7 @@ impl<W: Write> JellyWriter<W> {
 
     #[inline]
     fn maybe_flush(&mut self) -> Result<(), WriteError> {
-        if let FramePolicy::Rows(n) = self.policy
-            && self.enc.frame_rows() >= n
-        {
+        if self.frames.full(&self.enc) {
             self.flush_frame()?;
         }
         Ok(())
@@ -694,15 +719,10 @@ impl<W: Write> JellyWriter<W> {
     /// Ends the current frame and writes it, if it has any rows (the first frame is
     /// always written, so the options reach the reader).
     pub fn flush_frame(&mut self) -> Result<(), WriteError> {
-        if self.enc.frame_rows() == 0 && self.frames_written > 0 {
-            return Ok(());
+        if self.frames.writes_frame(&self.enc)? {
+            let n = self.enc.write_frame(&mut self.out, self.frames.delimited)?;
+            self.frames.wrote(n);
         }
-        if !self.delimited && self.frames_written > 0 {
-            return Err(WriteError::SecondFrameNonDelimited);
-        }
-        let n = self.enc.write_frame(&mut self.out, self.delimited)?;
-        self.frames_written += 1;
-        self.bytes_written += n as u64;
         Ok(())
     }
 
