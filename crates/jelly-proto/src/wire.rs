@@ -324,6 +324,26 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// Writes `v` as a varint into `b` at `at` (a buffer on the stack, for headers put
+/// together before one copy); returns the position after it. `b` must have room: a
+/// varint takes at most 10 bytes.
+///
+/// ```
+/// let mut b = [0u8; 4];
+/// let end = jelly_proto::wire::put_varint_at(&mut b, 1, 300);
+/// assert_eq!(&b[..end], &[0, 0xac, 0x02]);
+/// ```
+#[inline(always)]
+pub fn put_varint_at<const L: usize>(b: &mut [u8; L], mut at: usize, mut v: u64) -> usize {
+    while v >= 0x80 {
+        b[at] = (v as u8) | 0x80;
+        v >>= 7;
+        at += 1;
+    }
+    b[at] = v as u8;
+    at + 1
+}
+
 /// Number of bytes [`put_varint`] writes for `v`.
 #[inline]
 pub fn varint_len(v: u64) -> usize {

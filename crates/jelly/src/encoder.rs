@@ -1,7 +1,7 @@
 //! The Jelly-RDF encoder: statements in, frame bytes out.
 
 use jelly_proto::fields::{frame, namespace as ns, row};
-use jelly_proto::wire::put_bytes_field;
+use jelly_proto::wire::{put_bytes_field, put_varint_at};
 
 use crate::error::EncodeError;
 use crate::options::{PhysicalType, StreamOptions, VERSION_1_0, VERSION_1_1};
@@ -69,8 +69,6 @@ pub struct Encoder {
     /// In-place delimited output: bytes reserved before the current frame for its
     /// length prefix (the previous frame's prefix length, a guess that is usually right).
     prefix_gap: usize,
-    /// In-place output: whether frames get a length prefix.
-    in_place_delimited: bool,
     /// In-place output: the encoder's own frame buffer, kept while it works in the
     /// caller's.
     own_buf: Option<Vec<u8>>,
@@ -134,7 +132,6 @@ impl Encoder {
             statements: 0,
             frame_start: 0,
             prefix_gap: 0,
-            in_place_delimited: false,
             own_buf: None,
         })
     }
@@ -364,10 +361,11 @@ impl Encoder {
             put_metadata(&mut self.metadata, &mut meta);
         }
         let rows = &self.terms.buf[self.frame_start..];
-        let (prefix, prefix_len) = if delimited {
-            varint((rows.len() + meta.len()) as u64)
+        let mut prefix = [0u8; 10];
+        let prefix_len = if delimited {
+            put_varint_at(&mut prefix, 0, (rows.len() + meta.len()) as u64)
         } else {
-            ([0; 10], 0)
+            0
         };
         let prefix = &prefix[..prefix_len];
         let r = out
@@ -386,7 +384,6 @@ impl Encoder {
     /// current frame must be empty.
     pub(crate) fn attach_output(&mut self, out: Vec<u8>, delimited: bool) {
         self.own_buf = Some(std::mem::replace(&mut self.terms.buf, out));
-        self.in_place_delimited = delimited;
         // Most frames of a stream are of a size; 3 bytes cover 16 KiB to 2 MiB.
         self.prefix_gap = if delimited { 3 } else { 0 };
         self.open_frame_in_place();
@@ -405,16 +402,18 @@ impl Encoder {
     }
 
     /// In-place output: ends the current frame where it was encoded (filling in its
-    /// length prefix) and starts the next. Returns the frame's bytes, prefix included.
-    pub(crate) fn finish_frame_in_place(&mut self) -> usize {
+    /// length prefix when `delimited`, as given to [`Encoder::attach_output`]) and
+    /// starts the next. Returns the frame's bytes, prefix included.
+    pub(crate) fn finish_frame_in_place(&mut self, delimited: bool) -> usize {
         self.ensure_options();
         if !self.metadata.is_empty() {
             put_metadata(&mut self.metadata, &mut self.terms.buf);
         }
         let buf = &mut self.terms.buf;
         let len = buf.len() - self.frame_start;
-        let prefix_len = if self.in_place_delimited {
-            varint_len(len as u64)
+        let mut prefix = [0u8; 10];
+        let prefix_len = if delimited {
+            put_varint_at(&mut prefix, 0, len as u64)
         } else {
             0
         };
@@ -430,14 +429,7 @@ impl Encoder {
             buf.truncate(to + len);
             self.prefix_gap = prefix_len;
         }
-        let mut v = len as u64;
-        for b in &mut buf[gap_start..gap_start + prefix_len] {
-            *b = v as u8 | 0x80;
-            v >>= 7;
-        }
-        if let Some(last) = prefix_len.checked_sub(1) {
-            buf[gap_start + last] &= 0x7f;
-        }
+        buf[gap_start..gap_start + prefix_len].copy_from_slice(&prefix[..prefix_len]);
         self.terms.rows = 0;
         self.open_frame_in_place();
         prefix_len + len
@@ -466,23 +458,4 @@ fn put_metadata(metadata: &mut Vec<(String, Vec<u8>)>, out: &mut Vec<u8>) {
         put_bytes_field(&mut e, frame::MAP_VALUE, &v);
         put_bytes_field(out, frame::METADATA, &e);
     }
-}
-
-/// The length of `v` as a protobuf varint.
-#[inline]
-fn varint_len(v: u64) -> usize {
-    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
-}
-
-/// `v` as a protobuf varint: the bytes and how many of them are used.
-fn varint(mut v: u64) -> ([u8; 10], usize) {
-    let mut b = [0u8; 10];
-    let mut n = 0;
-    while v >= 0x80 {
-        b[n] = v as u8 | 0x80;
-        v >>= 7;
-        n += 1;
-    }
-    b[n] = v as u8;
-    (b, n + 1)
 }

@@ -633,7 +633,7 @@ impl JellyVecWriter<'_> {
     /// so the options reach the reader).
     pub fn flush_frame(&mut self) -> Result<(), WriteError> {
         if self.frames.writes_frame(&self.enc)? {
-            let n = self.enc.finish_frame_in_place();
+            let n = self.enc.finish_frame_in_place(self.frames.delimited);
             self.frames.wrote(n);
         }
         Ok(())

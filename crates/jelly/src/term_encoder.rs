@@ -4,7 +4,7 @@
 
 use jelly_proto::fields::{entry, frame, iri as iri_f, literal as lit, statement as st};
 use jelly_proto::wire::{
-    WireType, put_bytes_field, put_tag, put_uint_field, put_varint, varint_len,
+    WireType, put_bytes_field, put_tag, put_uint_field, put_varint, put_varint_at, varint_len,
 };
 
 use crate::error::{EncodeError, POSITIONS, Table};
@@ -104,16 +104,12 @@ impl RowTerms for StatementRef<'_> {
 /// Most ways of the IRI cache (64-byte buckets of three): 2 MiB.
 const IRI_CACHE_WAYS_MAX: usize = 3 << 15;
 
-/// Writes `v` as a varint into `b` at `at`; returns the position after it.
+/// Writes the key (field `field`, length-delimited) and the length `len` of a field into
+/// `b` at `at`, as [`put_bytes_field`] begins it; returns the position after them.
 #[inline(always)]
-fn put_varint_at<const L: usize>(b: &mut [u8; L], mut at: usize, mut v: u64) -> usize {
-    while v >= 0x80 {
-        b[at] = (v as u8) | 0x80;
-        v >>= 7;
-        at += 1;
-    }
-    b[at] = v as u8;
-    at + 1
+fn len_field_head_at<const L: usize>(b: &mut [u8; L], at: usize, field: u32, len: usize) -> usize {
+    let at = put_varint_at(b, at, u64::from(field << 3 | 2));
+    put_varint_at(b, at, len as u64)
 }
 
 /// Where a term is written; decides the field numbers of its oneof.
@@ -427,8 +423,7 @@ impl TermEncoder {
             (Planned::Iri(pid, nid), _) => Self::put_iri(out, f_iri, (pid, nid)),
             (Planned::Other(_), TermRef::BlankNode(b)) => {
                 let mut head = [0u8; 16];
-                let n = put_varint_at(&mut head, 0, u64::from(f_bnode << 3 | 2));
-                let n = put_varint_at(&mut head, n, b.len() as u64);
+                let n = len_field_head_at(&mut head, 0, f_bnode, b.len());
                 out.extend_from_slice(&head[..n]);
                 out.extend_from_slice(b.as_bytes());
             }
@@ -453,18 +448,15 @@ impl TermEncoder {
                 // and the tail (language tag's header or the datatype id) are put
                 // together on the stack, so each is one copy with one length check.
                 let mut head = [0u8; 24];
-                let mut n = put_varint_at(&mut head, 0, u64::from(f_lit << 3 | 2));
-                n = put_varint_at(&mut head, n, len as u64);
+                let mut n = len_field_head_at(&mut head, 0, f_lit, len);
                 if !lex.is_empty() {
-                    head[n] = (lit::LEX << 3 | 2) as u8;
-                    n = put_varint_at(&mut head, n + 1, lex.len() as u64);
+                    n = len_field_head_at(&mut head, n, lit::LEX, lex.len());
                 }
                 out.extend_from_slice(&head[..n]);
                 out.extend_from_slice(lex.as_bytes());
                 let mut tail = [0u8; 16];
                 if let Some(tag) = lang {
-                    tail[0] = (lit::LANGTAG << 3 | 2) as u8;
-                    let m = put_varint_at(&mut tail, 1, tag.len() as u64);
+                    let m = len_field_head_at(&mut tail, 0, lit::LANGTAG, tag.len());
                     out.extend_from_slice(&tail[..m]);
                     out.extend_from_slice(tag.as_bytes());
                 } else if dt != 0 {
