@@ -71,7 +71,7 @@ fn encode_into(statements: &[Statement], quads: bool, grouped: bool, out: &mut V
         if grouped {
             let g = st.graph;
             if prev_graph.is_some() && !same_graph(prev_graph, g) {
-                let _ = w.flush_frame();
+                w.flush_frame().expect("flush");
             }
             prev_graph = g;
         }
