@@ -39,30 +39,31 @@ fn builder(policy: FramePolicy) -> JellyWriterBuilder {
     .frame_policy(policy)
 }
 
+/// Writes `sts` with writer `w` (either kind: they have the same methods but no common
+/// trait), ending a frame with metadata after every `cut_every`-th statement (0: never).
+macro_rules! write_all {
+    ($w:expr, $sts:expr, $cut_every:expr) => {{
+        let mut w = $w;
+        let cut_every: usize = $cut_every;
+        for (i, s) in $sts.iter().enumerate() {
+            w.add(s.as_ref()).unwrap();
+            if cut_every > 0 && i % cut_every == 0 {
+                w.encoder().set_frame_metadata("i", i.to_string());
+                w.flush_frame().unwrap();
+            }
+        }
+        w.finish().unwrap();
+    }};
+}
+
 fn copied(b: JellyWriterBuilder, sts: &[Statement], cut_every: usize) -> Vec<u8> {
     let mut out = Vec::new();
-    let mut w = b.build(&mut out).unwrap();
-    for (i, s) in sts.iter().enumerate() {
-        w.add(s.as_ref()).unwrap();
-        if cut_every > 0 && i % cut_every == 0 {
-            w.encoder().set_frame_metadata("i", i.to_string());
-            w.flush_frame().unwrap();
-        }
-    }
-    w.finish().unwrap();
+    write_all!(b.build(&mut out).unwrap(), sts, cut_every);
     out
 }
 
 fn in_place(b: JellyWriterBuilder, sts: &[Statement], cut_every: usize, out: &mut Vec<u8>) {
-    let mut w = b.build_vec(out).unwrap();
-    for (i, s) in sts.iter().enumerate() {
-        w.add(s.as_ref()).unwrap();
-        if cut_every > 0 && i % cut_every == 0 {
-            w.encoder().set_frame_metadata("i", i.to_string());
-            w.flush_frame().unwrap();
-        }
-    }
-    w.finish().unwrap();
+    write_all!(b.build_vec(out).unwrap(), sts, cut_every);
 }
 
 #[test]
