@@ -39,6 +39,11 @@ HTTP/2 and gRPC on one port); --auth-tokens FILE turns bearer tokens on, a TOML 
 --max-connections-per-ip N closes connections over N per address; --reuse-port lets
 several servers share the port.
 
+--busy-poll runs the server on one worker thread that never sleeps: it polls for
+I/O continuously, so items that arrive after a quiet spell are handled without
+waiting for an idle CPU to wake up (docs/server-design.md, \"Busy polling\"). It keeps
+one CPU busy at all times and bounds throughput to one thread.
+
 Exit codes: 0 stopped by a signal, 2 usage error, bad config, or the address is taken.";
 
 #[derive(Debug, Args)]
@@ -91,6 +96,13 @@ pub struct ServeArgs {
     /// SO_REUSEPORT: let several servers listen on the same port.
     #[arg(long = "reuse-port")]
     pub reuse_port: bool,
+    /// Runtime worker threads (default: one per CPU).
+    #[arg(long = "worker-threads", value_name = "N")]
+    pub worker_threads: Option<usize>,
+    /// Run on one worker thread that polls for I/O instead of sleeping when idle:
+    /// lower latency for sparse items, one CPU kept busy at all times.
+    #[arg(long = "busy-poll")]
+    pub busy_poll: bool,
     /// Log level: error, warn, info, debug, trace.
     #[arg(long = "log-level", value_name = "LEVEL", default_value = "info")]
     pub log_level: tracing::Level,
@@ -122,6 +134,12 @@ pub fn config(a: &ServeArgs) -> CliResult<ServerConfig> {
     }
     if a.reuse_port {
         c.reuse_port = true;
+    }
+    if let Some(n) = a.worker_threads {
+        c.worker_threads = n;
+    }
+    if a.busy_poll {
+        c.busy_poll = true;
     }
     for m in &a.mirror {
         let mut m =
@@ -162,10 +180,8 @@ pub fn run(a: &ServeArgs, quiet: bool) -> CliResult {
     } else {
         None
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::io("tokio runtime", &e))?;
+    let rt =
+        jelly_server::runtime::build(&config).map_err(|e| CliError::io("tokio runtime", &e))?;
     rt.block_on(async move {
         let listen = config.listen;
         let server = Server::start(config)

@@ -428,3 +428,70 @@ fn publish_and_subscribe_send_a_bearer_token() {
     assert_eq!(srv.stop(), 0);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn busy_poll_server_and_subscriber_deliver_live_items_and_stop_cleanly() {
+    let dir = temp_dir("busy");
+    let srv = ServeProc::start_with(&dir.join("data"), &["--busy-poll"]);
+    let s = srv.url.clone();
+    let publish = |i: usize, word: &str| {
+        let body = format!("<http://ex.org/x> <http://ex.org/p> \"{word}\" .\n");
+        let r = ok(
+            &["publish", "t", "-", "--server", &s],
+            Some(body.as_bytes()),
+        );
+        assert!(r.out().contains(&format!("[{i}]")), "{}", r.out());
+    };
+    publish(0, "one");
+    // A polling follower gets the first item from the log, then the next two live.
+    let follower = Command::new(env!("CARGO_BIN_EXE_jelly"))
+        .args([
+            "subscribe",
+            "t",
+            "--server",
+            &s,
+            "--from",
+            "earliest",
+            "--max-items",
+            "3",
+            "--busy-poll",
+            "-q",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for (i, word) in [(1, "two"), (2, "three")] {
+        std::thread::sleep(Duration::from_millis(200));
+        publish(i, word);
+    }
+    let out = follower.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let st = jelly::nquads::parse_document(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    let words: Vec<_> = st.iter().map(|q| q.object.clone()).collect();
+    assert_eq!(
+        words,
+        ["one", "two", "three"].map(jelly::Term::simple_literal)
+    );
+    // The polling worker does not keep a SIGTERM from stopping the server gracefully.
+    assert_eq!(srv.stop(), 0);
+    // More than one worker thread cannot poll: a usage error (exit 2) that says so.
+    let r = jelly(
+        &[
+            "serve",
+            "--busy-poll",
+            "--worker-threads",
+            "2",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("busy_poll"), "{}", r.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}

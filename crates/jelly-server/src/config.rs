@@ -91,6 +91,12 @@ pub struct ServerConfig {
     pub max_connections_per_ip: usize,
     /// `SO_REUSEPORT` on the listener, so several servers can share one port.
     pub reuse_port: bool,
+    /// Runtime worker threads (0: one per CPU). See [`crate::runtime`].
+    pub worker_threads: usize,
+    /// Run on one worker thread that polls for I/O instead of sleeping when idle:
+    /// lower latency for sparse items, at the cost of one CPU kept busy. See
+    /// [`crate::runtime`].
+    pub busy_poll: bool,
     /// Bearer tokens and rights; `None`: everything is open.
     pub auth: Option<AuthConfig>,
     /// TLS on the listener; `None`: plain TCP.
@@ -236,6 +242,8 @@ impl Default for ServerConfig {
             mirrors: Vec::new(),
             max_connections_per_ip: 0,
             reuse_port: false,
+            worker_threads: 0,
+            busy_poll: false,
             auth: None,
             tls: None,
             fanout_ring_blocks: 256,
@@ -279,9 +287,15 @@ impl ServerConfig {
         Ok(c)
     }
 
-    /// Checks what serde cannot: the durability policy and the mirrors.
+    /// Checks what serde cannot: the durability policy, the runtime and the mirrors.
     pub fn check(&self) -> Result<(), String> {
         self.durability()?;
+        if self.busy_poll && self.worker_threads > 1 {
+            return Err(format!(
+                "busy_poll runs one worker thread, but worker_threads = {}",
+                self.worker_threads
+            ));
+        }
         let mut seen = std::collections::HashSet::new();
         for m in &self.mirrors {
             m.check()?;
@@ -326,6 +340,22 @@ mod tests {
         assert_eq!(c.topic_defaults.retention_items, 5);
         assert!(ServerConfig::from_toml("nope = 1", "x.toml").is_err());
         assert!(c.auth.is_none() && c.tls.is_none());
+    }
+
+    #[test]
+    fn busy_poll_needs_one_worker() {
+        let c =
+            ServerConfig::from_toml("busy_poll = true\nworker_threads = 1\n", "x.toml").unwrap();
+        assert!(c.busy_poll);
+        assert_eq!(c.worker_threads, 1);
+        assert!(!ServerConfig::default().busy_poll);
+        let e = ServerConfig::from_toml("busy_poll = true\nworker_threads = 4\n", "x.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("busy_poll") && e.contains("worker_threads = 4"),
+            "{e}"
+        );
     }
 
     #[test]

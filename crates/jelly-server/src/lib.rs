@@ -44,6 +44,7 @@ pub mod log;
 pub mod metrics;
 pub mod mirror;
 pub mod position;
+pub mod runtime;
 pub mod server;
 pub mod tls;
 pub mod topic;

@@ -5,7 +5,7 @@
 //! serve_bench throughput --transport http|ws|grpc [--input F.nt] [--statements 1000000]
 //!             [--frame 1000] [--jelly target/release/jelly]
 //! serve_bench latency --transport http|ws|grpc [--sizes 5,50,200] [--intervals-us 10000,1000,100]
-//!             [--items 2000] [--jelly target/release/jelly]
+//!             [--items 2000] [--jelly target/release/jelly] [--busy-poll]
 //! ```
 //!
 //! Each measurement prints one JSON line. The server uses a file log with
@@ -17,7 +17,10 @@
 //!   decodes every statement. Rate = statements / (first send → last statement decoded).
 //! - **latency**: items of S statements every I µs (open loop; the send time is taken
 //!   when the item is handed to the transport); the subscriber notes when each item's
-//!   frame is decoded. Reports p50/p90/p99/max of arrival − send.
+//!   frame is decoded. Reports p50/p90/p99/max of arrival − send. With `--busy-poll`
+//!   the server runs with `busy_poll = true` and the subscriber's thread polls for
+//!   I/O without sleeping too (`jelly_server::runtime`); the publisher still sleeps
+//!   between items.
 
 mod transports;
 
@@ -45,6 +48,8 @@ struct Args {
     log: String,
     /// Subscribe over another transport than the publisher's (latency only).
     sub_transport: Option<Transport>,
+    /// Server and subscriber poll for I/O instead of sleeping.
+    busy_poll: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -62,6 +67,7 @@ fn parse_args() -> Result<Args, String> {
         jelly: PathBuf::from("target/release/jelly"),
         log: "file".into(),
         sub_transport: None,
+        busy_poll: false,
     };
     let list = |v: String| -> Result<Vec<u64>, String> {
         v.split(',')
@@ -86,6 +92,7 @@ fn parse_args() -> Result<Args, String> {
                 a.sub_transport =
                     Some(Transport::parse(&val()?).ok_or("transport: http, ws or grpc")?)
             }
+            "--busy-poll" => a.busy_poll = true,
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -93,9 +100,9 @@ fn parse_args() -> Result<Args, String> {
 }
 
 /// `jelly serve` with a file log (or `log`) and no fsync on the path.
-fn start_server(jelly: &Path, log: &str) -> Result<ServeProc, String> {
+fn start_server(jelly: &Path, log: &str, busy_poll: bool) -> Result<ServeProc, String> {
     let toml = format!(
-        "listen = \"127.0.0.1:0\"\nlog = \"{log}\"\ndurability = \"none\"\nmax_body_bytes = 1073741824\n"
+        "listen = \"127.0.0.1:0\"\nlog = \"{log}\"\ndurability = \"none\"\nmax_body_bytes = 1073741824\nbusy_poll = {busy_poll}\n"
     );
     ServeProc::start(jelly, "serve", &toml)
 }
@@ -192,7 +199,7 @@ fn throughput(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
         encode_stream(&st, a.frame, physical)
     };
     let bytes: usize = frames.iter().map(Vec::len).sum();
-    let srv = start_server(&a.jelly, &a.log)?;
+    let srv = start_server(&a.jelly, &a.log, a.busy_poll)?;
     let topic = "bench";
     let url = srv.url.clone();
     let total = st.len();
@@ -270,7 +277,7 @@ fn latency(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
             } else {
                 encode_stream(&st, size, physical)
             };
-            let srv = start_server(&a.jelly, &a.log)?;
+            let srv = start_server(&a.jelly, &a.log, a.busy_poll)?;
             let url = srv.url.clone();
             let topic = "lat";
             let lat = rt.block_on(async {
@@ -284,6 +291,7 @@ fn latency(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
                     url.clone(),
                     topic.into(),
                     tx,
+                    a.busy_poll,
                 );
                 transports::wait_subscribed(&url, topic).await?;
                 let sent = transports::publish_paced(

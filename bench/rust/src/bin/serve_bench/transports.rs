@@ -256,14 +256,21 @@ pub async fn subscribe(
 }
 
 /// [`subscribe`] on a thread of its own with a current-thread runtime; dropping or
-/// aborting the handle does not stop it, closing the server does.
+/// aborting the handle does not stop it, closing the server does. With `busy_poll`
+/// the thread polls for I/O instead of sleeping between items.
 pub fn subscribe_on_own_thread(
     transport: Transport,
     url: String,
     topic: String,
     tx: UnboundedSender<Arrival>,
+    busy_poll: bool,
 ) -> tokio::task::JoinHandle<Result<(), String>> {
-    on_own_thread(move || subscribe(transport, url, topic, tx))
+    on_own_thread(move || async move {
+        if busy_poll {
+            tokio::spawn(jelly_server::runtime::poll_without_sleeping());
+        }
+        subscribe(transport, url, topic, tx).await
+    })
 }
 
 /// Runs the future `work` makes on a thread of its own, with a current-thread runtime:
