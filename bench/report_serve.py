@@ -19,11 +19,12 @@ for t, rs in tp.items():
     rss = max(r["server_peak_rss_kib"] for r in rs)
     print(f"| {t} | {len(rs)} | {statistics.median(rates)/1e6:.2f} M | {rates[0]/1e6:.2f} M | {rates[-1]/1e6:.2f} M | {cpu:.2f} | {rss/1024:.0f} MiB |")
 print("\n### Latency: publish → delivery (µs)\n")
-print("| transport | statements/item | interval | items | p50 | p90 | p99 | max |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
+print("| transport | idle threads | statements/item | interval | items | p50 | p90 | p99 | max |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 for r in rows:
     if r["bench"] != "latency":
         continue
     iv = r["interval_us"]
     ivs = f"{iv/1000:g} ms" if iv >= 1000 else f"{iv} µs"
-    print(f"| {r['transport']} | {r['statements_per_item']} | {ivs} | {r['items']} | {r['p50_us']:.0f} | {r['p90_us']:.0f} | {r['p99_us']:.0f} | {r['max_us']:.0f} |")
+    idle = "busy-poll" if r.get("busy_poll") else "sleep"
+    print(f"| {r['transport']} | {idle} | {r['statements_per_item']} | {ivs} | {r['items']} | {r['p50_us']:.0f} | {r['p90_us']:.0f} | {r['p99_us']:.0f} | {r['max_us']:.0f} |")

@@ -327,9 +327,10 @@ fn latency(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
                 Ok::<_, String>(lat)
             })?;
             println!(
-                "{{\"bench\":\"latency\",\"transport\":\"{}\",\"sub_transport\":\"{}\",\"statements_per_item\":{size},\"interval_us\":{interval},\"items\":{},\"p50_us\":{:.1},\"p90_us\":{:.1},\"p99_us\":{:.1},\"max_us\":{:.1}}}",
+                "{{\"bench\":\"latency\",\"transport\":\"{}\",\"sub_transport\":\"{}\",\"busy_poll\":{},\"statements_per_item\":{size},\"interval_us\":{interval},\"items\":{},\"p50_us\":{:.1},\"p90_us\":{:.1},\"p99_us\":{:.1},\"max_us\":{:.1}}}",
                 a.transport.name(),
                 a.sub_transport.unwrap_or(a.transport).name(),
+                a.busy_poll,
                 lat.len(),
                 percentile(&lat, 0.5),
                 percentile(&lat, 0.9),
