@@ -270,14 +270,29 @@ impl JellyIngest {
             at.map(|i| pool.swap_remove(i))
         };
         match reused {
-            Some(mut j) => {
-                // The builder is reset by each frame.
-                j.dec.reset();
-                j.meta = meta;
-                j.max_item_bytes = max_item_bytes;
-                j.items = 0;
-                j.consumed = 0;
-                j
+            Some(j) => {
+                // Every field named, so that a new one cannot be carried over from the
+                // previous publisher by mistake: only the decoder's and the builder's
+                // buffers are kept. The builder is reset by each frame.
+                let JellyIngest {
+                    mut dec,
+                    builder,
+                    topic,
+                    meta: _,
+                    max_item_bytes: _,
+                    items: _,
+                    consumed: _,
+                } = j;
+                dec.reset();
+                JellyIngest {
+                    dec,
+                    builder,
+                    topic,
+                    meta,
+                    max_item_bytes,
+                    items: 0,
+                    consumed: 0,
+                }
             }
             None => JellyIngest::new(topic, meta, max_item_bytes),
         }
