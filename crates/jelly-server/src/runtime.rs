@@ -50,7 +50,9 @@ pub fn build(config: &ServerConfig) -> io::Result<tokio::runtime::Runtime> {
 
 /// Keeps the runtime thread it runs on from sleeping, for as long as the runtime
 /// lives: it yields in a loop, and the scheduler polls its I/O driver and timers
-/// (with a zero timeout) before it runs a yielded task again.
+/// (with a zero timeout) before it runs a yielded task again. Each turn also yields
+/// the CPU to the kernel (`sched_yield`), so that a thread woken on the same CPU runs
+/// at once rather than after the poller's time slice.
 ///
 /// Spawn it once on a current-thread runtime, or on a multi-thread runtime of one
 /// worker (see the module documentation for why not more).
@@ -64,5 +66,6 @@ pub fn build(config: &ServerConfig) -> io::Result<tokio::runtime::Runtime> {
 pub async fn poll_without_sleeping() {
     loop {
         tokio::task::yield_now().await;
+        std::thread::yield_now();
     }
 }

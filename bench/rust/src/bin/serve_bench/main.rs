@@ -101,9 +101,13 @@ fn parse_args() -> Result<Args, String> {
 
 /// `jelly serve` with a file log (or `log`) and no fsync on the path.
 fn start_server(jelly: &Path, log: &str, busy_poll: bool) -> Result<ServeProc, String> {
-    let toml = format!(
-        "listen = \"127.0.0.1:0\"\nlog = \"{log}\"\ndurability = \"none\"\nmax_body_bytes = 1073741824\nbusy_poll = {busy_poll}\n"
+    let mut toml = format!(
+        "listen = \"127.0.0.1:0\"\nlog = \"{log}\"\ndurability = \"none\"\nmax_body_bytes = 1073741824\n"
     );
+    // Only when asked, so that `--jelly` can point at a build older than the setting.
+    if busy_poll {
+        toml.push_str("busy_poll = true\n");
+    }
     ServeProc::start(jelly, "serve", &toml)
 }
 
