@@ -54,6 +54,14 @@ pub fn jelly(args: &[&str], stdin: Option<&[u8]>) -> Run {
     }
 }
 
+/// Runs `jelly args…` (no stdin) and asserts a usage error: exit 2 with `needle` in the
+/// message.
+pub fn usage_error(args: &[&str], needle: &str) {
+    let r = jelly(args, None);
+    assert_eq!(r.code, 2, "jelly {args:?}: {}", r.stderr);
+    assert!(r.stderr.contains(needle), "jelly {args:?}: {}", r.stderr);
+}
+
 /// Runs and asserts success.
 pub fn ok(args: &[&str], stdin: Option<&[u8]>) -> Run {
     let r = jelly(args, stdin);
