@@ -184,6 +184,7 @@ pub fn run(a: &ServeArgs, quiet: bool) -> CliResult {
         jelly_server::runtime::build(&config).map_err(|e| CliError::io("tokio runtime", &e))?;
     rt.block_on(async move {
         let listen = config.listen;
+        let busy_poll = config.busy_poll;
         let server = Server::start(config)
             .await
             .map_err(|e| {
@@ -196,6 +197,9 @@ pub fn run(a: &ServeArgs, quiet: bool) -> CliResult {
             })?;
         if !quiet {
             eprintln!("jelly serve: listening on {}", server.url());
+            if busy_poll {
+                eprintln!("jelly serve: busy polling: one worker thread, one CPU kept busy");
+            }
         }
         if let Some(d) = demo {
             if !quiet {
