@@ -162,6 +162,9 @@ pub struct Delivery {
     format: OutFormat,
     jelly: Option<JellyOut>,
     delimited: bool,
+    /// The metadata fields of the item being spliced, kept between items so that a
+    /// spliced item allocates nothing.
+    meta: Vec<u8>,
 }
 
 impl Delivery {
@@ -176,6 +179,7 @@ impl Delivery {
                 every_item: false,
             }),
             delimited,
+            meta: Vec::new(),
         }
     }
 
@@ -206,6 +210,7 @@ impl Delivery {
             format: OutFormat::Jelly,
             jelly: Some(jelly),
             delimited,
+            meta: Vec::new(),
         })
     }
 
@@ -250,13 +255,14 @@ impl Delivery {
                 0
             };
             *sent_options = true;
-            let mut meta = Vec::with_capacity(64);
-            item_metadata(item, |k, v| splice::push_metadata(&mut meta, k, v));
+            let meta = &mut self.meta;
+            meta.clear();
+            item_metadata(item, |k, v| splice::push_metadata(meta, k, v));
             if self.delimited {
                 put_varint(out, (frame.len() - skip + meta.len()) as u64);
             }
             out.extend_from_slice(&frame[skip..]);
-            out.extend_from_slice(&meta);
+            out.extend_from_slice(meta);
             return Ok(());
         }
         let mut dec = Decoder::default();
