@@ -912,3 +912,50 @@ impl TermEncoder {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::split_iri;
+
+    /// The split rule written plainly: after the first `#` from byte 8 on, otherwise
+    /// after the last `/`.
+    fn split_plain(iri: &str) -> (&str, &str) {
+        let b = iri.as_bytes();
+        let cut = b
+            .iter()
+            .enumerate()
+            .skip(8)
+            .find(|&(_, &c)| c == b'#')
+            .or_else(|| b.iter().enumerate().rev().find(|&(_, &c)| c == b'/'))
+            .map_or(0, |(i, _)| i + 1);
+        iri.split_at(cut)
+    }
+
+    #[test]
+    fn split_iri_matches_the_plain_rule_at_every_length_and_position() {
+        // Every length up to 70, with a `#` or `/` (or both, or neither) at each
+        // position, around the 8-byte scheme skip and the 16-byte blocks.
+        for len in 0..70 {
+            let base: String = (0..len).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+            let mut cases = vec![base.clone()];
+            for i in 0..len {
+                for c in ["#", "/"] {
+                    let mut s = base.clone();
+                    s.replace_range(i..=i, c);
+                    cases.push(s.clone());
+                    for j in (i + 1..len).step_by(5) {
+                        for d in ["#", "/"] {
+                            let mut t = s.clone();
+                            t.replace_range(j..=j, d);
+                            cases.push(t);
+                        }
+                    }
+                }
+            }
+            for s in &cases {
+                assert_eq!(split_iri(s), split_plain(s), "{s:?}");
+            }
+        }
+        assert_eq!(split_iri("http://é.org/ü#ö"), ("http://é.org/ü#", "ö"));
+    }
+}
