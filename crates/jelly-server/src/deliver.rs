@@ -165,6 +165,9 @@ pub struct Delivery {
     /// The metadata fields of the item being spliced, kept between items so that a
     /// spliced item allocates nothing.
     meta: Vec<u8>,
+    /// Reads items for the paths that do not splice (made on first use, then reset for
+    /// each item): a new decoder would size its tables again for every item.
+    dec: Option<Box<Decoder>>,
 }
 
 impl Delivery {
@@ -180,6 +183,7 @@ impl Delivery {
             }),
             delimited,
             meta: Vec::new(),
+            dec: None,
         }
     }
 
@@ -211,6 +215,7 @@ impl Delivery {
             jelly: Some(jelly),
             delimited,
             meta: Vec::new(),
+            dec: None,
         })
     }
 
@@ -265,7 +270,9 @@ impl Delivery {
             out.extend_from_slice(meta);
             return Ok(());
         }
-        let mut dec = Decoder::default();
+        // Each stored item is a stream of its own (its options row first).
+        let dec = self.dec.get_or_insert_with(Box::default);
+        dec.reset();
         let mut cur = dec.frame(&item.frame);
         match self.format {
             OutFormat::Jelly => {
