@@ -152,10 +152,7 @@ impl Encoder {
     /// ```
     pub fn reset(&mut self) {
         // In-place output keeps the frames finished so far (and the current frame's gap).
-        let out = std::mem::take(&mut self.terms.buf);
-        self.terms.reset();
-        self.terms.buf = out;
-        self.terms.buf.truncate(self.frame_start);
+        self.terms.reset(self.frame_start);
         if self.cfg.spliceable {
             self.terms.forget_delta_state();
         }
@@ -361,12 +358,7 @@ impl Encoder {
             put_metadata(&mut self.metadata, &mut meta);
         }
         let rows = &self.terms.buf[self.frame_start..];
-        let mut prefix = [0u8; 10];
-        let prefix_len = if delimited {
-            put_varint_at(&mut prefix, 0, (rows.len() + meta.len()) as u64)
-        } else {
-            0
-        };
+        let (prefix, prefix_len) = length_prefix(delimited, rows.len() + meta.len());
         let prefix = &prefix[..prefix_len];
         let r = out
             .write_all(prefix)
@@ -411,12 +403,7 @@ impl Encoder {
         }
         let buf = &mut self.terms.buf;
         let len = buf.len() - self.frame_start;
-        let mut prefix = [0u8; 10];
-        let prefix_len = if delimited {
-            put_varint_at(&mut prefix, 0, len as u64)
-        } else {
-            0
-        };
+        let (prefix, prefix_len) = length_prefix(delimited, len);
         let gap_start = self.frame_start - self.prefix_gap;
         if prefix_len != self.prefix_gap {
             // The guess was wrong: move the frame so that it follows the prefix.
@@ -447,6 +434,19 @@ impl Encoder {
         self.prefix_gap = 0;
         out
     }
+}
+
+/// The varint length prefix of a frame of `len` bytes and its length, or no prefix
+/// when not `delimited`.
+#[inline]
+fn length_prefix(delimited: bool, len: usize) -> ([u8; 10], usize) {
+    let mut prefix = [0u8; 10];
+    let n = if delimited {
+        put_varint_at(&mut prefix, 0, len as u64)
+    } else {
+        0
+    };
+    (prefix, n)
 }
 
 /// Appends the frame metadata entries (taking them out of `metadata`) to `out`.

@@ -201,8 +201,9 @@ impl TermEncoder {
     }
 
     /// Starts over as for a new stream (empty tables, no previous terms, an empty
-    /// frame), keeping every buffer.
-    pub(crate) fn reset(&mut self) {
+    /// frame), keeping every buffer. The frame buffer keeps its first `keep` bytes:
+    /// with in-place output they are the frames already finished.
+    pub(crate) fn reset(&mut self, keep: usize) {
         self.names.clear();
         self.prefixes.clear();
         if let Some(d) = &mut self.datatypes {
@@ -213,7 +214,7 @@ impl TermEncoder {
         self.last_name_id = 0;
         self.recent_datatypes = [(0, u32::MAX); 4];
         self.last = [Last::None; 4];
-        self.buf.clear();
+        self.buf.truncate(keep);
         self.rows = 0;
     }
 
