@@ -5,7 +5,12 @@
 //! ```text
 //! codec_profile encode IN.nt|nq[.gz] [--grouped] [--iters N] [--out F]
 //! codec_profile decode IN.jelly [--iters N]
+//! codec_profile items IN.nt|nq[.gz] [--per-item 50] [--iters N]
 //! ```
+//! `items` encodes the input as the server's ingest writes items: one self-contained,
+//! spliceable frame of `--per-item` statements each, BIG preset, from one encoder
+//! reset between items; the measured function is `items_pass` (the unmeasured first
+//! pass outside it is left out with `--toggle-collect`, but not its call count).
 //! Frames as `jelly-bench`: "flat" is 512 rows per frame with the BIG preset, "grouped"
 //! one frame per run of quads with the same graph. As in `jelly-bench`, the output
 //! buffer's capacity carries over between passes (an unmeasured first pass sizes it).
@@ -14,8 +19,8 @@ use std::fs::File;
 use std::io::{BufReader, Read};
 
 use jelly::{
-    Event, FramePolicy, JellyReader, JellyWriterBuilder, LogicalType, PhysicalType, Statement,
-    StreamOptions,
+    Encoder, EncoderConfig, Event, FramePolicy, JellyReader, JellyWriterBuilder, LogicalType,
+    PhysicalType, Statement, StreamOptions,
 };
 
 fn read_input(path: &str) -> Vec<u8> {
@@ -110,6 +115,26 @@ fn decode_pass(bytes: &[u8]) -> (u64, u64) {
     (n, checksum)
 }
 
+/// Encodes every item of `per_item` statements, as the server's ingest does; returns
+/// the bytes of all items.
+fn encode_items(enc: &mut Encoder, statements: &[Statement], per_item: usize) -> usize {
+    let mut total = 0;
+    for chunk in statements.chunks(per_item) {
+        enc.reset();
+        for st in chunk {
+            enc.add(st.as_ref()).expect("encode");
+        }
+        total += enc.finish_frame().len();
+    }
+    total
+}
+
+/// One measured pass of `items` (the function `--toggle-collect='*items_pass*'` selects).
+#[inline(never)]
+fn items_pass(enc: &mut Encoder, statements: &[Statement], per_item: usize) -> usize {
+    encode_items(enc, statements, per_item)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let cmd = args.first().expect("command").as_str();
@@ -143,6 +168,30 @@ fn main() {
                 r = decode_pass(&bytes);
             }
             println!("statements {} checksum {}", r.0, r.1);
+        }
+        "items" => {
+            let text = String::from_utf8(read_input(input)).expect("utf-8");
+            let statements = jelly::nquads::parse_document(&text).expect("parse");
+            drop(text);
+            let quads = input.trim_end_matches(".gz").ends_with(".nq");
+            let per_item: usize = value("--per-item").map_or(50, |v| v.parse().expect("per-item"));
+            let physical = if quads {
+                PhysicalType::Quads
+            } else {
+                PhysicalType::Triples
+            };
+            let cfg = EncoderConfig {
+                spliceable: true,
+                ..EncoderConfig::default()
+            };
+            let mut enc =
+                Encoder::with_config(StreamOptions::big().with_physical_type(physical), cfg)
+                    .expect("options");
+            let mut bytes = encode_items(&mut enc, &statements, per_item);
+            for _ in 0..iters {
+                bytes = items_pass(&mut enc, &statements, per_item);
+            }
+            println!("statements {} item bytes {bytes}", statements.len());
         }
         other => panic!("unknown command {other}"),
     }
