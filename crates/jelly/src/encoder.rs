@@ -6,7 +6,7 @@ use jelly_proto::wire::{put_bytes_field, put_varint_at};
 use crate::error::EncodeError;
 use crate::options::{PhysicalType, StreamOptions, VERSION_1_0, VERSION_1_1};
 use crate::term::{StatementRef, TermBuf, TermRef};
-use crate::term_encoder::{EntryFields, RowTerms, TermEncoder};
+use crate::term_encoder::{EntryFields, RowTerms, SharedRow, TermEncoder};
 
 /// Choices of the encoder that are not stream options.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -236,12 +236,58 @@ impl Encoder {
     ///   belongs to the default graph. Use [`Encoder::start_graph`] and
     ///   [`Encoder::add_to_open_graph`] to control the graph rows yourself.
     pub fn add(&mut self, s: StatementRef<'_>) -> Result<(), EncodeError> {
+        self.add_row(s, &s)
+    }
+
+    /// [`Encoder::add`] of a statement of a shared-input session (see [`Encoder::shared`]).
+    pub(crate) fn add_shared(&mut self, s: StatementRef<'_>) -> Result<(), EncodeError> {
+        self.add_row(s, &SharedRow(s))
+    }
+
+    /// Starts a shared-input session: statements added through the returned
+    /// [`SharedEncoder`] are encoded as by [`Encoder::add`], to the same bytes, but an
+    /// IRI is recognised by the address of its text when the same string was seen
+    /// earlier in the session, without hashing or comparing it. That pays off when the
+    /// input holds one copy of each distinct string (an interning parser, an
+    /// in-memory graph or an arena), as Jena's parser shares node objects; with one
+    /// copy per occurrence it costs a little more than [`Encoder::add`].
+    ///
+    /// The strings must live as long as `'s`, the session's lifetime, which the
+    /// borrow checker enforces.
+    ///
+    /// ```
+    /// use jelly::{Encoder, StreamOptions, StatementRef, TermRef};
+    /// let p = String::from("http://ex.org/p");
+    /// let subjects = ["http://ex.org/a".to_string(), "http://ex.org/b".to_string()];
+    /// let mut shared = Encoder::new(StreamOptions::small()).unwrap();
+    /// let mut plain = Encoder::new(StreamOptions::small()).unwrap();
+    /// {
+    ///     let mut session = shared.shared();
+    ///     for s in &subjects {
+    ///         let st = StatementRef::triple(TermRef::Iri(s), TermRef::Iri(&p), TermRef::Iri(s));
+    ///         session.add(st).unwrap();
+    ///         plain.add(st).unwrap();
+    ///     }
+    /// }
+    /// assert_eq!(shared.finish_frame(), plain.finish_frame());
+    /// ```
+    pub fn shared<'s>(&mut self) -> SharedEncoder<'_, 's> {
+        self.terms.begin_shared();
+        SharedEncoder {
+            enc: self,
+            _strings: std::marker::PhantomData,
+        }
+    }
+
+    /// [`Encoder::add`] of `s`, whose terms the row writer reads through `row`.
+    #[inline(always)]
+    fn add_row<S: RowTerms>(&mut self, s: StatementRef<'_>, row: &S) -> Result<(), EncodeError> {
         match self.opts.physical_type {
             PhysicalType::Triples => match s.graph {
-                None | Some(TermRef::DefaultGraph) => self.emit_statement(row::TRIPLE, &s, false),
+                None | Some(TermRef::DefaultGraph) => self.emit_statement(row::TRIPLE, row, false),
                 Some(_) => Err(self.wrong_type("a quad in a named graph")),
             },
-            PhysicalType::Quads => self.emit_statement(row::QUAD, &s, true),
+            PhysicalType::Quads => self.emit_statement(row::QUAD, row, true),
             PhysicalType::Graphs => {
                 let g = s.graph_or_default();
                 if !self.graph_open || self.current_graph.as_ref() != g {
@@ -250,7 +296,7 @@ impl Encoder {
                     }
                     self.start_graph(g)?;
                 }
-                self.emit_statement(row::TRIPLE, &s, false)
+                self.emit_statement(row::TRIPLE, row, false)
             }
             _ => Err(EncodeError::PhysicalTypeUnspecified),
         }
@@ -457,5 +503,54 @@ fn put_metadata(metadata: &mut Vec<(String, Vec<u8>)>, out: &mut Vec<u8>) {
         put_bytes_field(&mut e, frame::MAP_KEY, k.as_bytes());
         put_bytes_field(&mut e, frame::MAP_VALUE, &v);
         put_bytes_field(out, frame::METADATA, &e);
+    }
+}
+
+/// A shared-input session of an [`Encoder`] (see [`Encoder::shared`]): every string of
+/// the statements added through it lives at least as long as `'s`, so within the
+/// session an IRI's address identifies it.
+///
+/// ```
+/// use jelly::{Encoder, StreamOptions, StatementRef, TermRef};
+/// let iris = ["http://ex.org/s".to_string(), "http://ex.org/p".to_string()];
+/// let mut enc = Encoder::new(StreamOptions::big()).unwrap();
+/// let mut session = enc.shared();
+/// let (s, p) = (TermRef::Iri(&iris[0]), TermRef::Iri(&iris[1]));
+/// session.add(StatementRef::triple(s, p, s)).unwrap();
+/// session.add(StatementRef::triple(s, p, p)).unwrap();
+/// assert_eq!(session.encoder().statements(), 2);
+/// ```
+///
+/// A string cannot be freed while the session that was given it is still in use:
+///
+/// ```compile_fail
+/// use jelly::{Encoder, StreamOptions, StatementRef, TermRef};
+/// let mut enc = Encoder::new(StreamOptions::small()).unwrap();
+/// let mut session = enc.shared();
+/// {
+///     let s = String::from("http://ex.org/s");
+///     session.add(StatementRef::triple(TermRef::Iri(&s), TermRef::Iri(&s), TermRef::Iri(&s))).unwrap();
+/// } // `s` is freed here, but the session goes on
+/// let o = String::from("http://ex.org/o");
+/// session.add(StatementRef::triple(TermRef::Iri(&o), TermRef::Iri(&o), TermRef::Iri(&o))).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct SharedEncoder<'e, 's> {
+    enc: &'e mut Encoder,
+    /// Invariant in `'s`, so the session cannot be re-typed to a shorter lifetime.
+    _strings: std::marker::PhantomData<fn(&'s str) -> &'s str>,
+}
+
+impl<'s> SharedEncoder<'_, 's> {
+    /// Adds a statement, as [`Encoder::add`] does.
+    #[inline]
+    pub fn add(&mut self, s: StatementRef<'s>) -> Result<(), EncodeError> {
+        self.enc.add_shared(s)
+    }
+
+    /// The encoder, for everything else (frames, graphs, metadata). Statements added
+    /// to it directly are encoded as by [`Encoder::add`] and do not end the session.
+    pub fn encoder(&mut self) -> &mut Encoder {
+        self.enc
     }
 }

@@ -623,6 +623,11 @@ impl JellyVecWriter<'_> {
         Ok(())
     }
 
+    /// A shared-input session of this writer: see [`SharedWriter`].
+    pub fn shared<'s>(&mut self) -> SharedWriter<'_, 's, Self> {
+        SharedWriter::new(self)
+    }
+
     /// Declares a namespace.
     pub fn declare_namespace(&mut self, name: &str, iri: &str) -> Result<(), WriteError> {
         self.enc.declare_namespace(name, iri)?;
@@ -651,6 +656,119 @@ impl JellyVecWriter<'_> {
 impl Drop for JellyVecWriter<'_> {
     fn drop(&mut self) {
         *self.out = self.enc.detach_output();
+    }
+}
+
+/// The writers a [`SharedWriter`] session can run on: [`JellyWriter`] and
+/// [`JellyVecWriter`].
+pub trait FrameSink: sealed::Sealed {
+    /// The writer's encoder.
+    fn encoder(&mut self) -> &mut Encoder;
+    /// Ends the current frame when the writer's frame policy says so.
+    fn flush_if_full(&mut self) -> Result<(), WriteError>;
+    /// Ends the current frame, as the writer's `flush_frame` does.
+    fn flush_frame(&mut self) -> Result<(), WriteError>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl<W: std::io::Write> Sealed for super::JellyWriter<W> {}
+    impl Sealed for super::JellyVecWriter<'_> {}
+}
+
+impl<W: Write> FrameSink for JellyWriter<W> {
+    fn encoder(&mut self) -> &mut Encoder {
+        &mut self.enc
+    }
+    #[inline]
+    fn flush_if_full(&mut self) -> Result<(), WriteError> {
+        self.maybe_flush()
+    }
+    fn flush_frame(&mut self) -> Result<(), WriteError> {
+        JellyWriter::flush_frame(self)
+    }
+}
+
+impl FrameSink for JellyVecWriter<'_> {
+    fn encoder(&mut self) -> &mut Encoder {
+        &mut self.enc
+    }
+    #[inline]
+    fn flush_if_full(&mut self) -> Result<(), WriteError> {
+        if self.frames.full(&self.enc) {
+            self.flush_frame()?;
+        }
+        Ok(())
+    }
+    fn flush_frame(&mut self) -> Result<(), WriteError> {
+        JellyVecWriter::flush_frame(self)
+    }
+}
+
+/// A shared-input session of a writer ([`JellyWriter::shared`],
+/// [`JellyVecWriter::shared`]): statements whose strings all live at least as long as
+/// `'s` are written as by the writer's `add`, to the same bytes, but an IRI seen
+/// before in the session is recognised by the address of its text (see
+/// [`Encoder::shared`]). For input that keeps one copy of each distinct string, as an
+/// interning parser, an in-memory graph or an arena does.
+///
+/// ```
+/// use jelly::{FramePolicy, JellyWriterBuilder, StatementRef, StreamOptions, TermRef};
+/// // One copy of each string; the statements refer to them.
+/// let iris: Vec<String> = (0..4).map(|i| format!("http://ex.org/n{i}")).collect();
+/// let statements: Vec<StatementRef<'_>> = (0..100)
+///     .map(|i| StatementRef::triple(
+///         TermRef::Iri(&iris[i % 4]), TermRef::Iri(&iris[0]), TermRef::Iri(&iris[(i + 1) % 4]),
+///     ))
+///     .collect();
+/// let (mut a, mut b) = (Vec::new(), Vec::new());
+/// let builder = JellyWriterBuilder::new(StreamOptions::big()).frame_policy(FramePolicy::Rows(32));
+/// let mut w = builder.clone().build_vec(&mut a).unwrap();
+/// let mut session = w.shared();
+/// for st in &statements {
+///     session.add(*st).unwrap();
+/// }
+/// w.finish().unwrap(); // the session ends with its last use
+/// let mut w = builder.build_vec(&mut b).unwrap();
+/// for st in &statements {
+///     w.add(*st).unwrap();
+/// }
+/// w.finish().unwrap();
+/// assert_eq!(a, b);
+/// ```
+pub struct SharedWriter<'w, 's, T: FrameSink> {
+    writer: &'w mut T,
+    /// Invariant in `'s`, so the session cannot be re-typed to a shorter lifetime.
+    _strings: std::marker::PhantomData<fn(&'s str) -> &'s str>,
+}
+
+impl<'w, 's, T: FrameSink> SharedWriter<'w, 's, T> {
+    fn new(writer: &'w mut T) -> Self {
+        // Starts the encoder's session; the guard it returns is not kept, since this
+        // type makes the same promise for as long as it lives.
+        let _ = writer.encoder().shared();
+        SharedWriter {
+            writer,
+            _strings: std::marker::PhantomData,
+        }
+    }
+
+    /// Adds a statement, ending the frame when the writer's policy says so.
+    #[inline]
+    pub fn add(&mut self, s: StatementRef<'s>) -> Result<(), WriteError> {
+        self.writer.encoder().add_shared(s)?;
+        self.writer.flush_if_full()
+    }
+
+    /// Ends the current frame, as the writer's `flush_frame` does (for example at the
+    /// end of a graph with [`FramePolicy::Manual`]).
+    pub fn flush_frame(&mut self) -> Result<(), WriteError> {
+        self.writer.flush_frame()
+    }
+
+    /// The writer's encoder (options, counters, frame metadata).
+    pub fn encoder(&mut self) -> &mut Encoder {
+        self.writer.encoder()
     }
 }
 
@@ -700,6 +818,11 @@ impl<W: Write> JellyWriter<W> {
     pub fn add(&mut self, s: StatementRef<'_>) -> Result<(), WriteError> {
         self.enc.add(s)?;
         self.maybe_flush()
+    }
+
+    /// A shared-input session of this writer: see [`SharedWriter`].
+    pub fn shared<'s>(&mut self) -> SharedWriter<'_, 's, Self> {
+        SharedWriter::new(self)
     }
 
     /// Declares a namespace.

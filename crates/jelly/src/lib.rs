@@ -37,11 +37,11 @@ mod term_decoder;
 mod term_encoder;
 
 pub use decoder::{Decoder, DecoderOptions, DecoderStats, Event, FrameCursor, frame_metadata};
-pub use encoder::{Encoder, EncoderConfig};
+pub use encoder::{Encoder, EncoderConfig, SharedEncoder};
 pub use error::{DecodeError, DecodeErrorKind, EncodeError, Table};
 pub use framing::{
-    Delimiting, FramePolicy, FrameReader, JellyReader, JellyVecWriter, JellyWriter,
-    JellyWriterBuilder, RawFrame, WriteError, detect_delimiting,
+    Delimiting, FramePolicy, FrameReader, FrameSink, JellyReader, JellyVecWriter, JellyWriter,
+    JellyWriterBuilder, RawFrame, SharedWriter, WriteError, detect_delimiting,
 };
 pub use options::{LogicalType, PhysicalType, StreamOptions};
 pub use term::{

@@ -525,6 +525,86 @@ impl IriCache {
     }
 }
 
+/// One slot of an [`AddrMemo`]: an IRI's address and length, the epoch it was
+/// recorded in, and its ids. 32 bytes, two to a cache line.
+#[derive(Debug, Clone, Copy, Default)]
+struct MemoSlot {
+    addr: usize,
+    len: u32,
+    epoch: u32,
+    ids: CachedIds,
+}
+
+/// IRI address → ids, for input whose strings are shared (one copy of each distinct
+/// IRI in memory, as an interning parser or an in-memory graph gives them). A
+/// direct-mapped cache keyed by the string's address and length: finding a known IRI
+/// takes neither a hash of its bytes nor a comparison of them.
+///
+/// An address identifies a string only while that string is borrowed, so entries are
+/// valid for one epoch: the caller starts a new one whenever the borrow that keeps
+/// the recorded strings alive may have ended (see `Encoder::shared`). Like the
+/// [`IriCache`], it only names ids, whose generations the caller checks, so it never
+/// changes the bytes written.
+#[derive(Debug)]
+pub(crate) struct AddrMemo {
+    slots: Vec<MemoSlot>,
+    /// Current epoch, never 0 (0 marks an empty slot).
+    epoch: u32,
+}
+
+impl AddrMemo {
+    /// A memo of at least `capacity` slots (rounded up to a power of two).
+    pub fn new(capacity: usize) -> Self {
+        AddrMemo {
+            slots: vec![MemoSlot::default(); capacity.next_power_of_two().max(64)],
+            epoch: 1,
+        }
+    }
+
+    /// Forgets every entry (in O(1): entries of older epochs no longer match).
+    pub fn new_epoch(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            // After 2^32 epochs an old entry could match again: clear them for real.
+            self.slots.fill(MemoSlot::default());
+            self.epoch = 1;
+        }
+    }
+
+    #[inline(always)]
+    fn index(&self, addr: usize, len: usize) -> usize {
+        // Strings sit at least a few bytes apart; the multiply spreads the low bits.
+        let h = ((addr as u64) ^ ((len as u64) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> 32) as usize & (self.slots.len() - 1)
+    }
+
+    /// The ids recorded for the string at `addr` of `len` bytes in this epoch.
+    #[inline(always)]
+    pub fn get(&self, addr: usize, len: usize) -> Option<CachedIds> {
+        let s = self.slots.get(self.index(addr, len))?;
+        (s.addr == addr && s.len as usize == len && s.epoch == self.epoch).then_some(s.ids)
+    }
+
+    /// Records `ids` for the string at `addr` of `len` bytes (strings of 4 GiB or more
+    /// are not recorded).
+    #[inline]
+    pub fn insert(&mut self, addr: usize, len: usize, ids: CachedIds) {
+        let Ok(len32) = u32::try_from(len) else {
+            return;
+        };
+        let i = self.index(addr, len);
+        let epoch = self.epoch;
+        if let Some(s) = self.slots.get_mut(i) {
+            *s = MemoSlot {
+                addr,
+                len: len32,
+                epoch,
+                ids,
+            };
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

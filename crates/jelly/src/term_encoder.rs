@@ -8,7 +8,7 @@ use jelly_proto::wire::{
 };
 
 use crate::error::{EncodeError, POSITIONS, Table};
-use crate::lookup::{CachedIds, IriCache, Lookup, LruTable, bytes_eq};
+use crate::lookup::{AddrMemo, CachedIds, IriCache, Lookup, LruTable, bytes_eq};
 use crate::term::{LiteralKind, StatementRef, TermBuf, TermRef, TripleRef, XSD_STRING};
 
 /// Row field numbers of the three lookup entry kinds (they differ between Jelly-RDF
@@ -62,8 +62,14 @@ enum Last {
     /// None (start of the stream, or forgotten after a refused row).
     None,
     /// An IRI: its ids, which identify it while their generations hold, and its
-    /// length, which rules most other IRIs out at once.
-    Iri { ids: CachedIds, len: usize },
+    /// length, which rules most other IRIs out at once. `addr` is the address of its
+    /// text when it came through a shared-input session (see
+    /// [`TermEncoder::begin_shared`]), otherwise 0, which no string's address equals.
+    Iri {
+        ids: CachedIds,
+        len: usize,
+        addr: usize,
+    },
     /// Another term, kept in `TermEncoder::prev`.
     Other,
 }
@@ -73,6 +79,10 @@ enum Last {
 /// instructions per statement on every dataset (the same code taking a `StatementRef`
 /// does not), which is a matter of how the compiler places and inlines it.
 pub(crate) trait RowTerms {
+    /// Whether the terms' strings are shared for the current shared-input session
+    /// ([`TermEncoder::begin_shared`]), so an IRI's address identifies it.
+    const SHARED: bool = false;
+
     /// Term `i`: subject, predicate, object, graph (the default graph when the
     /// statement has none).
     fn term(&self, i: usize) -> TermRef<'_>;
@@ -98,6 +108,26 @@ impl RowTerms for StatementRef<'_> {
             || self.predicate.is_triple()
             || self.object.is_triple()
             || (n > 3 && self.graph.is_some_and(|g| g.is_triple()))
+    }
+}
+
+/// A statement whose strings stay borrowed for the whole shared-input session that
+/// it is added in ([`TermEncoder::begin_shared`]): two of its IRIs at the same address,
+/// with the same length, are the same IRI.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SharedRow<'a>(pub StatementRef<'a>);
+
+impl RowTerms for SharedRow<'_> {
+    const SHARED: bool = true;
+
+    #[inline(always)]
+    fn term(&self, i: usize) -> TermRef<'_> {
+        self.0.term(i)
+    }
+
+    #[inline(always)]
+    fn quotes_triple(&self, n: usize) -> bool {
+        self.0.quotes_triple(n)
     }
 }
 
@@ -147,6 +177,8 @@ pub(crate) struct TermEncoder {
     datatypes: Option<LruTable>,
     /// Full IRI → ids, so a known IRI costs one hash lookup instead of a split and two.
     iri_cache: IriCache,
+    /// IRI address → ids for shared-input sessions; made on the first one.
+    addr_memo: Option<AddrMemo>,
     last_prefix_id: u32,
     last_name_id: u32,
     /// What each position's previous term was; the value of a term other than an
@@ -184,6 +216,7 @@ impl TermEncoder {
             datatypes: (datatypes > 0).then(|| LruTable::new(datatypes)),
             // Sized for a few IRIs per name entry, so a new stream does not rehash its way up.
             iri_cache: IriCache::new((names as usize * 2).clamp(256, IRI_CACHE_WAYS_MAX)),
+            addr_memo: None,
             last_prefix_id: 0,
             last_name_id: 0,
             prev: Default::default(),
@@ -216,6 +249,26 @@ impl TermEncoder {
         self.last = [Last::None; 4];
         self.buf.truncate(keep);
         self.rows = 0;
+    }
+
+    /// Starts a shared-input session: from now until the next call, the caller
+    /// promises that every string of the statements it adds through [`SharedRow`]
+    /// stays borrowed (alive and unchanged). Addresses recorded before may belong to
+    /// strings that are gone, so they are all forgotten here.
+    pub(crate) fn begin_shared(&mut self) {
+        match &mut self.addr_memo {
+            Some(m) => m.new_epoch(),
+            None => {
+                self.addr_memo = Some(AddrMemo::new(
+                    (self.max_name as usize * 2).clamp(256, IRI_CACHE_WAYS_MAX),
+                ))
+            }
+        }
+        for l in &mut self.last {
+            if let Last::Iri { addr, .. } = l {
+                *addr = 0;
+            }
+        }
     }
 
     /// Makes the next entry of every table and the next IRI's name carry explicit ids,
@@ -293,11 +346,11 @@ impl TermEncoder {
         // Written out term by term rather than as loops, so that each term's position
         // (its slot and field numbers) is a constant.
         let mut plan = [Planned::Repeat; N];
-        plan[0] = self.plan_or_undo(0, s.term(0), delta_state)?;
-        plan[1] = self.plan_or_undo(1, s.term(1), delta_state)?;
-        plan[2] = self.plan_or_undo(2, s.term(2), delta_state)?;
+        plan[0] = self.plan_or_undo(0, s.term(0), delta_state, S::SHARED)?;
+        plan[1] = self.plan_or_undo(1, s.term(1), delta_state, S::SHARED)?;
+        plan[2] = self.plan_or_undo(2, s.term(2), delta_state, S::SHARED)?;
         if let Some(p) = plan.get_mut(3) {
-            *p = self.plan_or_undo(3, s.term(3), delta_state)?;
+            *p = self.plan_or_undo(3, s.term(3), delta_state, S::SHARED)?;
         }
         let buf = &mut self.buf;
         let start = buf.len();
@@ -330,8 +383,9 @@ impl TermEncoder {
         slot: usize,
         t: TermRef<'_>,
         delta_state: (u32, u32),
+        shared: bool,
     ) -> Result<Planned, EncodeError> {
-        let r = self.plan_term(slot, t);
+        let r = self.plan_term(slot, t, shared);
         if r.is_err() {
             self.undo_row(delta_state, slot);
         }
@@ -369,8 +423,17 @@ impl TermEncoder {
     /// First pass over one term of a statement: resolves it (lookup entries, delta
     /// state, repeated terms) and tells what to write.
     #[inline(always)]
-    fn plan_term(&mut self, slot: usize, t: TermRef<'_>) -> Result<Planned, EncodeError> {
+    fn plan_term(
+        &mut self,
+        slot: usize,
+        t: TermRef<'_>,
+        shared: bool,
+    ) -> Result<Planned, EncodeError> {
         if let TermRef::Iri(iri) = t {
+            // `shared` is a constant wherever this is inlined (`RowTerms::SHARED`).
+            if shared {
+                return self.plan_iri_shared(slot, iri);
+            }
             return self.plan_iri(slot, iri);
         }
         if matches!(self.last[slot], Last::Other) && self.prev[slot].as_ref() == t {
@@ -399,7 +462,7 @@ impl TermEncoder {
         // A repeated IRI is the previous IRI of the slot, which the decoder still holds
         // whatever happened to the tables since. It is only recognised while its table
         // entries stay valid, so as to compare with them rather than keep a copy.
-        if let Last::Iri { ids, len } = self.last[slot]
+        if let Last::Iri { ids, len, .. } = self.last[slot]
             && len == iri.len()
             && self.ids_spell(ids, iri)
         {
@@ -411,8 +474,59 @@ impl TermEncoder {
         self.last[slot] = Last::Iri {
             ids: c,
             len: iri.len(),
+            addr: 0,
         };
         Ok(Planned::Iri(pid, nid))
+    }
+
+    /// [`TermEncoder::plan_iri`] for an IRI of a shared-input session: an IRI at the
+    /// address of the slot's previous IRI, or of one in the address memo, is known
+    /// without hashing or comparing its text. Every decision is the one
+    /// [`TermEncoder::plan_iri`] takes (the same entries, touches and ids), so the
+    /// bytes written are the same.
+    #[inline(always)]
+    fn plan_iri_shared(&mut self, slot: usize, iri: &str) -> Result<Planned, EncodeError> {
+        let addr = iri.as_ptr() as usize;
+        if let Last::Iri { ids, len, addr: a } = self.last[slot]
+            && len == iri.len()
+            && ((a == addr && self.ids_hold(ids)) || self.ids_spell(ids, iri))
+        {
+            return Ok(Planned::Repeat);
+        }
+        let known = match &self.addr_memo {
+            Some(m) => m.get(addr, iri.len()),
+            None => None,
+        };
+        let c = match known {
+            Some(c) if self.ids_hold(c) => {
+                let stamp = self.stamp;
+                self.prefixes.touch(c.pid, stamp);
+                self.names.touch(c.nid, stamp);
+                c
+            }
+            _ => {
+                let hash = self.iri_cache.hash(iri);
+                let c = self.resolve_iri(iri, hash)?;
+                if let Some(m) = &mut self.addr_memo {
+                    m.insert(addr, iri.len(), c);
+                }
+                c
+            }
+        };
+        let (pid, nid) = self.wire_ids(c.pid, c.nid);
+        self.last[slot] = Last::Iri {
+            ids: c,
+            len: iri.len(),
+            addr,
+        };
+        Ok(Planned::Iri(pid, nid))
+    }
+
+    /// True if the table slots of `c` still hold the values it was made from.
+    #[inline(always)]
+    fn ids_hold(&self, c: CachedIds) -> bool {
+        matches!(self.names.entry(c.nid), Some((g, _)) if g == c.ngen)
+            && matches!(self.prefixes.entry(c.pid), Some((g, _)) if g == c.pgen)
     }
 
     /// Second pass over one term: writes what [`TermEncoder::plan_term`] decided, as
@@ -859,7 +973,7 @@ impl TermEncoder {
             self.last[slot] = Last::Other;
             return Ok(());
         }
-        let p = self.plan_term(slot, t)?;
+        let p = self.plan_term(slot, t, false)?;
         Self::write_planned(out, position, p, t);
         Ok(())
     }

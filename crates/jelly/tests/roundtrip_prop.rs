@@ -9,7 +9,7 @@
 
 use jelly::{
     EncodeError, FramePolicy, JellyReader, JellyWriterBuilder, Literal, OwnedLiteralKind,
-    PhysicalType, Statement, StreamOptions, Term, Triple, WriteError,
+    PhysicalType, Statement, StatementRef, StreamOptions, Term, TermRef, Triple, WriteError,
 };
 use proptest::prelude::*;
 
@@ -266,7 +266,7 @@ fn needs(c: &Config, s: &Statement) -> (u32, u32, u32) {
     (prefixes.len() as u32, names.len() as u32, dts.len() as u32)
 }
 
-fn round_trip(c: &Config, input: &[Statement]) -> Result<(), TestCaseError> {
+fn builder(c: &Config) -> JellyWriterBuilder {
     let opts = StreamOptions::with_tables(c.name, c.prefix, c.datatype)
         .with_physical_type(c.physical)
         .with_rdf_star(c.rdf_star)
@@ -276,12 +276,14 @@ fn round_trip(c: &Config, input: &[Statement]) -> Result<(), TestCaseError> {
     } else {
         FramePolicy::Manual
     };
-    let mut out = Vec::new();
-    let mut w = JellyWriterBuilder::new(opts)
+    JellyWriterBuilder::new(opts)
         .frame_policy(policy)
         .delimited(c.delimited)
-        .build(&mut out)
-        .unwrap();
+}
+
+fn round_trip(c: &Config, input: &[Statement]) -> Result<(), TestCaseError> {
+    let mut out = Vec::new();
+    let mut w = builder(c).build(&mut out).unwrap();
     let mut expected = Vec::new();
     for s in input {
         match w.add(s.as_ref()) {
@@ -327,6 +329,105 @@ proptest! {
         // min(1) keeps "no typed literals generated" streams at datatype 0.
         let c = Config { name: 8, prefix: 0, datatype: c.datatype.min(1), ..c };
         round_trip(&c, &input)?;
+    }
+}
+
+/// `input` with every IRI of a top-level term that `pooled` picks taken from one pool
+/// (one copy per distinct IRI), the rest borrowed from the statements themselves.
+fn pooled_refs<'a>(
+    input: &'a [Statement],
+    pool: &'a [String],
+    pooled: impl Fn(usize) -> bool,
+) -> Vec<StatementRef<'a>> {
+    let pick = |t: &'a Term, k: usize| match t {
+        Term::Iri(i) if pooled(k) => match pool.binary_search(i) {
+            Ok(at) => TermRef::Iri(&pool[at]),
+            Err(_) => t.as_ref(),
+        },
+        _ => t.as_ref(),
+    };
+    input
+        .iter()
+        .enumerate()
+        .map(|(n, s)| StatementRef {
+            subject: pick(&s.subject, 4 * n),
+            predicate: pick(&s.predicate, 4 * n + 1),
+            object: pick(&s.object, 4 * n + 2),
+            graph: s.graph.as_ref().map(|g| pick(g, 4 * n + 3)),
+        })
+        .collect()
+}
+
+/// Writes `refs` through shared-input sessions of a `JellyVecWriter`: a new session
+/// wherever `breaks` has a 1 (with that statement added by plain `add` between two
+/// sessions). Returns the bytes and the index of every refused statement.
+fn write_shared(c: &Config, refs: &[StatementRef<'_>], breaks: &[u8]) -> (Vec<u8>, Vec<usize>) {
+    let mut out = Vec::new();
+    let mut refused = Vec::new();
+    let mut w = builder(c).build_vec(&mut out).unwrap();
+    let mut k = 0;
+    while k < refs.len() {
+        {
+            let mut session = w.shared();
+            while k < refs.len() && breaks.get(k) != Some(&1) {
+                if session.add(refs[k]).is_err() {
+                    refused.push(k);
+                }
+                k += 1;
+            }
+        }
+        if k < refs.len() {
+            if w.add(refs[k]).is_err() {
+                refused.push(k);
+            }
+            k += 1;
+        }
+    }
+    w.finish().unwrap();
+    (out, refused)
+}
+
+/// The same statements through plain `add`.
+fn write_plain(c: &Config, refs: &[StatementRef<'_>]) -> (Vec<u8>, Vec<usize>) {
+    let mut out = Vec::new();
+    let mut refused = Vec::new();
+    let mut w = builder(c).build_vec(&mut out).unwrap();
+    for (k, st) in refs.iter().enumerate() {
+        if w.add(*st).is_err() {
+            refused.push(k);
+        }
+    }
+    w.finish().unwrap();
+    (out, refused)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Shared-input sessions write the same bytes as plain `add` and refuse the same
+    /// statements, whether every IRI is pooled (known by address) or only some, across
+    /// session boundaries and table evictions.
+    #[test]
+    fn shared_sessions_write_the_same_bytes(
+        (c, input) in stream(),
+        all in any::<bool>(),
+        breaks in prop::collection::vec(prop::bool::weighted(0.05).prop_map(u8::from), 0..60),
+    ) {
+        let mut pool: Vec<String> = input
+            .iter()
+            .flat_map(|s| [&s.subject, &s.predicate, &s.object].into_iter().chain(&s.graph))
+            .filter_map(|t| match t {
+                Term::Iri(i) => Some(i.clone()),
+                _ => None,
+            })
+            .collect();
+        pool.sort();
+        pool.dedup();
+        let refs = pooled_refs(&input, &pool, |k| all || k % 3 != 1);
+        let (plain, plain_refused) = write_plain(&c, &refs);
+        let (shared, shared_refused) = write_shared(&c, &refs, &breaks);
+        prop_assert_eq!(plain_refused, shared_refused);
+        prop_assert!(plain == shared, "shared session wrote different bytes");
     }
 }
 
