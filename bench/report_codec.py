@@ -19,6 +19,8 @@ name_map = {"iot-weather": "iot-assist-weather", "nanopubs": "nanopubs-fair-pkd"
 def tool_of(r):
     if r["tool"] == "jellyfish" and r["op"] == "encode" and r.get("input_form") == "interned":
         return "jellyfish (interned input)"
+    if r["tool"] == "jellyfish" and r["op"] == "encode" and r.get("input_form") == "interned-shared":
+        return "jellyfish (shared session)"
     return r["tool"]
 
 
@@ -84,6 +86,13 @@ for (ds, kind), m in by.items():
             oi = rate(m[("jellyfish (interned input)", "encode")])
             r2 = f"{oi / jvm:.2f}×" if oi and jvm else "–"
             print(f"| {ds} | {kind} | encode, interned input | {fmt(oi)} | | | {r2} | | |")
+        if op == "encode" and ("jellyfish (shared session)", "encode") in m:
+            ss = m[("jellyfish (shared session)", "encode")]
+            os_, ms = rate(ss), median_rate(ss)
+            med = f"{fmt(ms)} / {fmt(mj)}" if ms and mj else "–"
+            print(
+                f"| {ds} | {kind} | encode, interned input, shared session | {fmt(os_)} | | | {ratio_of(os_, jvm)} | {med} | {ratio_of(ms, mj)} |"
+            )
         if op == "decode" and ("jellyfish", "decode-owned") in m:
             do = rate(m[("jellyfish", "decode-owned")])
             r3 = f"{do / jvm:.2f}×" if do and jvm else "–"

@@ -57,6 +57,9 @@ for c in "${CASES[@]}"; do
   for round in $(seq "$ROUNDS"); do
     $B encode "$file" --preset big --rows-per-frame 512 $g_rust --seconds "$SECS" --out "$jelly" | tag "$meta" >> "$OUT/codec.jsonl"
     java -Xmx8g -jar "$J" bench-encode "$file" --preset big --rows-per-frame 512 $g_jvm --seconds "$SECS" 2>/dev/null | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"
+    # Interned input through a shared-input session: one copy of each distinct string,
+    # known by address, as Jelly-JVM's input shares Jena node objects.
+    $B encode-shared "$file" --preset big --rows-per-frame 512 $g_rust --seconds "$SECS" | tag "$meta" >> "$OUT/codec.jsonl"
     $B decode "$jelly" --seconds "$SECS" | tag "$meta" >> "$OUT/codec.jsonl"
     java -Xmx8g -jar "$J" bench-decode "$jelly" --seconds "$SECS" 2>/dev/null | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"
   done

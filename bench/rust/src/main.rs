@@ -115,121 +115,27 @@ fn time_loop(seconds: f64, mut f: impl FnMut()) -> (u64, Duration) {
     (n, start.elapsed())
 }
 
-/// All distinct strings of the input in one buffer; statements refer to them, as
-/// they would refer to a parser's buffer or an interned term store (Jena's RIOT
-/// parser also shares one node object per distinct IRI).
-/// One term as offsets into the arena: (start, len, kind, extra start, extra len).
-type Span = (u32, u32, u8, u32, u32);
-
-struct Arena {
-    buf: String,
-    spans: Vec<[Span; 4]>,
-}
-
-fn intern(statements: &[Statement]) -> Arena {
-    use std::collections::HashMap;
-    let mut buf = String::new();
-    let mut seen: HashMap<String, (u32, u32)> = HashMap::new();
-    let mut put = |s: &str, buf: &mut String| -> (u32, u32) {
-        if let Some(&r) = seen.get(s) {
-            return r;
-        }
-        let r = (buf.len() as u32, s.len() as u32);
-        buf.push_str(s);
-        seen.insert(s.to_owned(), r);
-        r
-    };
-    let mut spans = Vec::with_capacity(statements.len());
-    for st in statements {
-        let mut row = [(0, 0, 0u8, 0, 0); 4];
-        let terms = [
-            Some(&st.subject),
-            Some(&st.predicate),
-            Some(&st.object),
-            st.graph.as_ref(),
-        ];
-        for (i, t) in terms.iter().enumerate() {
-            row[i] = match t {
-                None | Some(jelly::Term::DefaultGraph) => (0, 0, 0, 0, 0),
-                Some(jelly::Term::Iri(x)) => {
-                    let (a, b) = put(x, &mut buf);
-                    (a, b, 1, 0, 0)
-                }
-                Some(jelly::Term::BlankNode(x)) => {
-                    let (a, b) = put(x, &mut buf);
-                    (a, b, 2, 0, 0)
-                }
-                Some(jelly::Term::Literal(l)) => {
-                    let (a, b) = put(&l.lex, &mut buf);
-                    match &l.kind {
-                        jelly::OwnedLiteralKind::Simple => (a, b, 3, 0, 0),
-                        jelly::OwnedLiteralKind::Lang(x) => {
-                            let (c, d) = put(x, &mut buf);
-                            (a, b, 4, c, d)
-                        }
-                        jelly::OwnedLiteralKind::Typed(x) => {
-                            let (c, d) = put(x, &mut buf);
-                            (a, b, 5, c, d)
-                        }
-                    }
-                }
-                Some(jelly::Term::Triple(_)) => (0, 0, 0, 0, 0),
-            };
-        }
-        spans.push(row);
-    }
-    Arena { buf, spans }
-}
-
-fn arena_refs<'a>(arena: &'a Arena, quads: bool) -> Vec<jelly::StatementRef<'a>> {
-    use jelly::{LiteralKind, LiteralRef, TermRef};
-    let s = |a: u32, b: u32| &arena.buf[a as usize..(a + b) as usize];
-    arena
-        .spans
-        .iter()
-        .map(|row| {
-            let t = |i: usize| {
-                let (a, b, k, c, d) = row[i];
-                match k {
-                    1 => TermRef::Iri(s(a, b)),
-                    2 => TermRef::BlankNode(s(a, b)),
-                    3 => TermRef::Literal(LiteralRef {
-                        lex: s(a, b),
-                        kind: LiteralKind::Simple,
-                    }),
-                    4 => TermRef::Literal(LiteralRef {
-                        lex: s(a, b),
-                        kind: LiteralKind::Lang(s(c, d)),
-                    }),
-                    5 => TermRef::Literal(LiteralRef {
-                        lex: s(a, b),
-                        kind: LiteralKind::Typed(s(c, d)),
-                    }),
-                    _ => TermRef::DefaultGraph,
-                }
-            };
-            jelly::StatementRef {
-                subject: t(0),
-                predicate: t(1),
-                object: t(2),
-                graph: quads.then(|| t(3)),
-            }
-        })
-        .collect()
-}
-
 fn encode(statements: &[Statement], quads: bool, a: &Args, out: &mut Vec<u8>) {
     // A borrowed view per statement, as a caller holding owned statements would pass them.
-    encode_refs(statements.iter().map(Statement::as_ref), quads, a, out)
+    encode_refs(
+        statements.iter().map(Statement::as_ref),
+        quads,
+        a,
+        false,
+        out,
+    )
 }
 
 /// Encodes into `out`, which is cleared first. Its capacity carries over from one
 /// iteration to the next, as the JVM peer sizes its output buffer by the previous
 /// iteration's output (and allocates it from a heap that is already mapped).
+/// With `shared`, the statements go through a shared-input session of the writer
+/// (`JellyVecWriter::shared`): their strings outlive it, so IRIs are known by address.
 fn encode_refs<'s>(
     statements: impl Iterator<Item = jelly::StatementRef<'s>>,
     quads: bool,
     a: &Args,
+    shared: bool,
     out: &mut Vec<u8>,
 ) {
     out.clear();
@@ -261,21 +167,61 @@ fn encode_refs<'s>(
     else {
         return;
     };
+    if shared {
+        write_all(statements, a.grouped, &mut w.shared());
+    } else {
+        write_all(statements, a.grouped, &mut w);
+    }
+    let _ = w.finish();
+}
+
+/// Where [`write_all`] puts statements: a writer, or a shared-input session of one.
+trait StatementSink<'s> {
+    fn add(&mut self, st: jelly::StatementRef<'s>) -> Result<(), jelly::WriteError>;
+    fn flush(&mut self) -> Result<(), jelly::WriteError>;
+}
+
+impl<'s> StatementSink<'s> for jelly::JellyVecWriter<'_> {
+    #[inline(always)]
+    fn add(&mut self, st: jelly::StatementRef<'s>) -> Result<(), jelly::WriteError> {
+        jelly::JellyVecWriter::add(self, st)
+    }
+    fn flush(&mut self) -> Result<(), jelly::WriteError> {
+        self.flush_frame()
+    }
+}
+
+impl<'s, T: jelly::FrameSink> StatementSink<'s> for jelly::SharedWriter<'_, 's, T> {
+    #[inline(always)]
+    fn add(&mut self, st: jelly::StatementRef<'s>) -> Result<(), jelly::WriteError> {
+        jelly::SharedWriter::add(self, st)
+    }
+    fn flush(&mut self) -> Result<(), jelly::WriteError> {
+        self.flush_frame()
+    }
+}
+
+/// Adds every statement; grouped, ends the frame when the graph changes.
+#[inline(always)]
+fn write_all<'s>(
+    statements: impl Iterator<Item = jelly::StatementRef<'s>>,
+    grouped: bool,
+    sink: &mut impl StatementSink<'s>,
+) {
     let mut prev_graph: Option<jelly::TermRef<'_>> = None;
     for st in statements {
-        if a.grouped {
+        if grouped {
             let g = st.graph;
             if prev_graph.is_some() && !same_graph(prev_graph, g) {
-                let _ = w.flush_frame();
+                let _ = sink.flush();
             }
             prev_graph = g;
         }
-        if let Err(e) = w.add(st) {
+        if let Err(e) = sink.add(st) {
             eprintln!("encode error: {e}");
             std::process::exit(1);
         }
     }
-    let _ = w.finish();
 }
 
 /// Whether two statements' graphs are the same, decided as Jena's `Node.equals` decides
@@ -364,7 +310,8 @@ fn run(a: &Args) -> Result<(), String> {
                 &extra,
             );
         }
-        "encode-interned" => {
+        "encode-interned" | "encode-shared" => {
+            let shared = a.cmd == "encode-shared";
             let statements = load_statements(&a.input)?;
             let quads = is_quads(&a.input);
             if statements.iter().any(|s| {
@@ -373,16 +320,22 @@ fn run(a: &Args) -> Result<(), String> {
             }) {
                 return Err("encode-interned does not handle quoted triples".into());
             }
-            let arena = intern(&statements);
+            let arena = jelly_bench::interned::intern(&statements);
             drop(statements);
-            let refs = arena_refs(&arena, quads);
+            let refs = jelly_bench::interned::arena_refs(&arena, quads);
             let mut bytes = Vec::new();
             let (iters, el) = time_loop(a.seconds, || {
-                encode_refs(refs.iter().copied(), quads, a, &mut bytes)
+                encode_refs(refs.iter().copied(), quads, a, shared, &mut bytes)
             });
             let extra = format!(
-                ",\"preset\":\"{}\",\"grouped\":{},\"input_form\":\"interned\"",
-                a.preset, a.grouped
+                ",\"preset\":\"{}\",\"grouped\":{},\"input_form\":\"{}\"",
+                a.preset,
+                a.grouped,
+                if shared {
+                    "interned-shared"
+                } else {
+                    "interned"
+                }
             );
             report(
                 "encode",

@@ -4,9 +4,13 @@
 //!
 //! ```text
 //! codec_profile encode IN.nt|nq[.gz] [--grouped] [--iters N] [--out F]
+//! codec_profile encode-interned|encode-shared IN.nt|nq[.gz] [--grouped] [--iters N] [--out F]
 //! codec_profile decode IN.jelly [--iters N]
 //! codec_profile items IN.nt|nq[.gz] [--per-item 50] [--iters N]
 //! ```
+//! `encode-interned` encodes the input from one copy of each distinct string (the
+//! measured function is `encode_refs_pass`), `encode-shared` the same through a
+//! shared-input session of the writer.
 //! `items` encodes the input as the server's ingest writes items: one self-contained,
 //! spliceable frame of `--per-item` statements each, BIG preset, from one encoder
 //! reset between items; the measured function is `items_pass` (the unmeasured first
@@ -41,11 +45,81 @@ fn encode_pass(statements: &[Statement], quads: bool, grouped: bool, out: &mut V
     encode_into(statements, quads, grouped, out);
 }
 
+/// One measured encode of interned input (`--toggle-collect='*encode_refs_pass*'`),
+/// through a shared-input session when `shared`.
+#[inline(never)]
+fn encode_refs_pass(
+    refs: &[jelly::StatementRef<'_>],
+    quads: bool,
+    grouped: bool,
+    shared: bool,
+    out: &mut Vec<u8>,
+) {
+    encode_refs_into(refs, quads, grouped, shared, out);
+}
+
 /// Encodes into `out`, which is cleared first; its capacity carries over from one pass
 /// to the next, as in `jelly-bench`'s encode loop, so the profile shows what the
 /// benchmark pays (no re-growing of the output).
 #[inline(never)]
 fn encode_into(statements: &[Statement], quads: bool, grouped: bool, out: &mut Vec<u8>) {
+    let mut w = writer(quads, grouped, out);
+    let mut prev_graph: Option<jelly::TermRef<'_>> = None;
+    for st in statements {
+        let st = st.as_ref();
+        if grouped {
+            let g = st.graph;
+            if prev_graph.is_some() && !same_graph(prev_graph, g) {
+                w.flush_frame().expect("flush");
+            }
+            prev_graph = g;
+        }
+        w.add(st).expect("encode");
+    }
+    w.finish().expect("finish");
+}
+
+/// [`encode_into`] for statements of interned input, through a shared-input session
+/// of the writer when `shared`.
+#[inline(never)]
+fn encode_refs_into(
+    refs: &[jelly::StatementRef<'_>],
+    quads: bool,
+    grouped: bool,
+    shared: bool,
+    out: &mut Vec<u8>,
+) {
+    let mut w = writer(quads, grouped, out);
+    if shared {
+        let mut session = w.shared();
+        let mut prev_graph: Option<jelly::TermRef<'_>> = None;
+        for &st in refs {
+            if grouped {
+                if prev_graph.is_some() && !same_graph(prev_graph, st.graph) {
+                    session.flush_frame().expect("flush");
+                }
+                prev_graph = st.graph;
+            }
+            session.add(st).expect("encode");
+        }
+    } else {
+        let mut prev_graph: Option<jelly::TermRef<'_>> = None;
+        for &st in refs {
+            if grouped {
+                if prev_graph.is_some() && !same_graph(prev_graph, st.graph) {
+                    w.flush_frame().expect("flush");
+                }
+                prev_graph = st.graph;
+            }
+            w.add(st).expect("encode");
+        }
+    }
+    w.finish().expect("finish");
+}
+
+/// The benchmark's writer into `out` (cleared first): BIG preset, 512 rows per frame
+/// or (grouped) frames ended by the caller.
+fn writer(quads: bool, grouped: bool, out: &mut Vec<u8>) -> jelly::JellyVecWriter<'_> {
     out.clear();
     let physical = if quads {
         PhysicalType::Quads
@@ -66,23 +140,10 @@ fn encode_into(statements: &[Statement], quads: bool, grouped: bool, out: &mut V
     } else {
         FramePolicy::Rows(512)
     };
-    let mut w = JellyWriterBuilder::new(opts)
+    JellyWriterBuilder::new(opts)
         .frame_policy(policy)
         .build_vec(out)
-        .expect("writer");
-    let mut prev_graph: Option<jelly::TermRef<'_>> = None;
-    for st in statements {
-        let st = st.as_ref();
-        if grouped {
-            let g = st.graph;
-            if prev_graph.is_some() && !same_graph(prev_graph, g) {
-                w.flush_frame().expect("flush");
-            }
-            prev_graph = g;
-        }
-        w.add(st).expect("encode");
-    }
-    w.finish().expect("finish");
+        .expect("writer")
 }
 
 /// Whether two statements' graphs are the same, decided as Jena's `Node.equals` decides
@@ -160,6 +221,26 @@ fn main() {
                 std::fs::write(out, &bytes).expect("write");
             }
             println!("statements {} bytes {}", statements.len(), bytes.len());
+        }
+        "encode-interned" | "encode-shared" => {
+            let text = String::from_utf8(read_input(input)).expect("utf-8");
+            let statements = jelly::nquads::parse_document(&text).expect("parse");
+            drop(text);
+            let quads = input.trim_end_matches(".gz").ends_with(".nq");
+            let grouped = flag("--grouped").is_some();
+            let arena = jelly_bench::interned::intern(&statements);
+            drop(statements);
+            let refs = jelly_bench::interned::arena_refs(&arena, quads);
+            let shared = cmd == "encode-shared";
+            let mut bytes = Vec::new();
+            encode_refs_into(&refs, quads, grouped, shared, &mut bytes);
+            for _ in 0..iters {
+                encode_refs_pass(&refs, quads, grouped, shared, &mut bytes);
+            }
+            if let Some(out) = value("--out") {
+                std::fs::write(out, &bytes).expect("write");
+            }
+            println!("statements {} bytes {}", refs.len(), bytes.len());
         }
         "decode" => {
             let bytes = read_input(input);
