@@ -66,6 +66,10 @@ public final class JellyJvmPeer {
         "  compare A B",
         "      Load both files (Jelly or RDF text) into Jena datasets and check isomorphism (blank",
         "      nodes matched up to renaming; set semantics). Prints JSON; exit 0 if isomorphic, 1 if not.",
+        "  node-sharing IN.(nt|nq)",
+        "      Load the statements as bench-encode does and print ONE JSON line: IRI occurrences, distinct",
+        "      IRIs and distinct IRI node objects (Jena's parser shares the node objects it has cached, so",
+        "      most occurrences of an IRI are one object).",
         "  bench-encode IN.(nt|nq) [--preset big] [--rows-per-frame 512] [--grouped-per-graph]",
         "           [--physical triples|quads] [--seconds S] [--warmup W] [--rdf-star] [--generalized]",
         "  bench-decode IN.jelly|IN.(nt|nq) [--seconds S] [--warmup W] [--preset ..] [--rows-per-frame ..]",
@@ -104,6 +108,7 @@ public final class JellyJvmPeer {
                 case "from-jelly" -> fromJelly(a);
                 case "count" -> count(a);
                 case "compare" -> compare(a);
+                case "node-sharing" -> nodeSharing(a);
                 case "bench-encode" -> Bench.encode(a);
                 case "bench-decode" -> Bench.decode(a);
                 case "rdfpatch-read" -> RdfPatchCmds.read(a);
@@ -523,6 +528,32 @@ public final class JellyJvmPeer {
             n += d.getGraph(it.next()).size();
         }
         return n;
+    }
+
+    // ------------------------------------------------------------------ node-sharing
+
+    static void nodeSharing(Args a) {
+        List<Object> stmts = loadStatements(a.pos(0, "IN"));
+        java.util.Set<String> iris = new java.util.HashSet<>();
+        java.util.Set<Node> objects = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        long occurrences = 0;
+        for (Object o : stmts) {
+            Node[] nodes = o instanceof Triple t
+                ? new Node[] {t.getSubject(), t.getPredicate(), t.getObject()}
+                : new Node[] {((Quad) o).getSubject(), ((Quad) o).getPredicate(), ((Quad) o).getObject(),
+                    ((Quad) o).getGraph()};
+            for (Node n : nodes) {
+                if (n == null || !n.isURI()) continue;
+                occurrences++;
+                objects.add(n);
+                iris.add(n.getURI());
+            }
+        }
+        System.out.printf(
+            Locale.ROOT,
+            "{\"iri_occurrences\":%d,\"distinct_iris\":%d,\"distinct_iri_objects\":%d}%n",
+            occurrences, iris.size(), objects.size()
+        );
     }
 
     // ------------------------------------------------------------------ helpers for Bench
