@@ -664,6 +664,8 @@ impl Drop for JellyVecWriter<'_> {
 pub trait FrameSink: sealed::Sealed {
     /// The writer's encoder.
     fn encoder(&mut self) -> &mut Encoder;
+    /// Adds a statement outside any session, as the writer's `add` does.
+    fn add(&mut self, s: StatementRef<'_>) -> Result<(), WriteError>;
     /// Ends the current frame when the writer's frame policy says so.
     fn flush_if_full(&mut self) -> Result<(), WriteError>;
     /// Ends the current frame, as the writer's `flush_frame` does.
@@ -680,6 +682,9 @@ impl<W: Write> FrameSink for JellyWriter<W> {
     fn encoder(&mut self) -> &mut Encoder {
         &mut self.enc
     }
+    fn add(&mut self, s: StatementRef<'_>) -> Result<(), WriteError> {
+        JellyWriter::add(self, s)
+    }
     #[inline]
     fn flush_if_full(&mut self) -> Result<(), WriteError> {
         self.maybe_flush()
@@ -692,6 +697,9 @@ impl<W: Write> FrameSink for JellyWriter<W> {
 impl FrameSink for JellyVecWriter<'_> {
     fn encoder(&mut self) -> &mut Encoder {
         &mut self.enc
+    }
+    fn add(&mut self, s: StatementRef<'_>) -> Result<(), WriteError> {
+        JellyVecWriter::add(self, s)
     }
     #[inline]
     fn flush_if_full(&mut self) -> Result<(), WriteError> {
@@ -743,7 +751,7 @@ pub struct SharedWriter<'w, 's, T: FrameSink> {
 }
 
 impl<'w, 's, T: FrameSink> SharedWriter<'w, 's, T> {
-    fn new(writer: &'w mut T) -> Self {
+    pub(crate) fn new(writer: &'w mut T) -> Self {
         // Starts the encoder's session; the guard it returns is not kept, since this
         // type makes the same promise for as long as it lives.
         let _ = writer.encoder().shared();

@@ -8,6 +8,7 @@ use oxrdf::{
     QuadRef, TermRef as OxTermRef, TripleRef as OxTripleRef,
 };
 
+use crate::framing::{FrameSink, SharedWriter, WriteError};
 use crate::term::{LiteralKind, LiteralRef, StatementRef, Term, TermRef, Triple, XSD_STRING};
 
 /// A Jelly statement that oxrdf cannot hold (generalized term, quoted triple as subject).
@@ -193,33 +194,117 @@ fn owned_from_ox_triple(t: OxTripleRef<'_>) -> Term {
 /// Views an oxrdf quad as a Jelly statement (a quad; use [`from_ox_triple`] for triples).
 /// `holder` keeps an object triple term alive.
 pub fn from_ox_quad<'a>(q: QuadRef<'a>, holder: &'a mut Option<Term>) -> StatementRef<'a> {
-    let subject = match q.subject {
-        NamedOrBlankNodeRef::NamedNode(n) => TermRef::Iri(n.as_str()),
-        NamedOrBlankNodeRef::BlankNode(b) => TermRef::BlankNode(b.as_str()),
-    };
-    let graph = match q.graph_name {
-        GraphNameRef::NamedNode(n) => TermRef::Iri(n.as_str()),
-        GraphNameRef::BlankNode(b) => TermRef::BlankNode(b.as_str()),
-        GraphNameRef::DefaultGraph => TermRef::DefaultGraph,
-    };
-    let predicate = TermRef::Iri(q.predicate.as_str());
-    let object = from_ox_term(q.object, holder);
     StatementRef {
-        subject,
-        predicate,
-        object,
-        graph: Some(graph),
+        subject: subject_of(q.subject),
+        predicate: TermRef::Iri(q.predicate.as_str()),
+        object: from_ox_term(q.object, holder),
+        graph: Some(graph_of(q.graph_name)),
     }
 }
 
 /// Views an oxrdf triple as a Jelly statement.
 pub fn from_ox_triple<'a>(t: OxTripleRef<'a>, holder: &'a mut Option<Term>) -> StatementRef<'a> {
-    let subject = match t.subject {
+    let object = from_ox_term(t.object, holder);
+    StatementRef::triple(
+        subject_of(t.subject),
+        TermRef::Iri(t.predicate.as_str()),
+        object,
+    )
+}
+
+fn subject_of(s: NamedOrBlankNodeRef<'_>) -> TermRef<'_> {
+    match s {
         NamedOrBlankNodeRef::NamedNode(n) => TermRef::Iri(n.as_str()),
         NamedOrBlankNodeRef::BlankNode(b) => TermRef::BlankNode(b.as_str()),
+    }
+}
+
+fn graph_of(g: GraphNameRef<'_>) -> TermRef<'_> {
+    match g {
+        GraphNameRef::NamedNode(n) => TermRef::Iri(n.as_str()),
+        GraphNameRef::BlankNode(b) => TermRef::BlankNode(b.as_str()),
+        GraphNameRef::DefaultGraph => TermRef::DefaultGraph,
+    }
+}
+
+/// The quad `q` as a statement borrowing only from `q`'s own strings, if it has no term
+/// that must be built anew (a triple term, or a literal with a base direction).
+fn borrowed_view(q: QuadRef<'_>) -> Option<StatementRef<'_>> {
+    let object = match q.object {
+        OxTermRef::NamedNode(n) => TermRef::Iri(n.as_str()),
+        OxTermRef::BlankNode(b) => TermRef::BlankNode(b.as_str()),
+        OxTermRef::Literal(l) if l.direction().is_none() => TermRef::Literal(literal_from_ox(l)),
+        _ => return None,
     };
-    let object = from_ox_term(t.object, holder);
-    StatementRef::triple(subject, TermRef::Iri(t.predicate.as_str()), object)
+    Some(StatementRef {
+        subject: subject_of(q.subject),
+        predicate: TermRef::Iri(q.predicate.as_str()),
+        object,
+        graph: Some(graph_of(q.graph_name)),
+    })
+}
+
+/// Writes every quad of an oxrdf [`Dataset`](oxrdf::Dataset) to `writer`, in the
+/// dataset's order, through a shared-input session: the dataset holds one copy of each
+/// distinct string, so IRIs are known by address (see [`crate::Encoder::shared`]). A
+/// quad with a term that has to be built anew (a triple term, or a literal with a base
+/// direction) is added outside the session. Returns the number of quads written.
+///
+/// ```
+/// use jelly::{JellyWriterBuilder, JellyReader, PhysicalType, StreamOptions};
+/// use oxrdf::{Dataset, GraphNameRef, NamedNodeRef, QuadRef};
+/// let ex = |s| NamedNodeRef::new_unchecked(s);
+/// let mut ds = Dataset::new();
+/// ds.insert(QuadRef::new(ex("http://ex.org/s"), ex("http://ex.org/p"), ex("http://ex.org/o"), GraphNameRef::DefaultGraph));
+/// ds.insert(QuadRef::new(ex("http://ex.org/s"), ex("http://ex.org/p"), ex("http://ex.org/o"), ex("http://ex.org/g")));
+/// let mut out = Vec::new();
+/// let opts = StreamOptions::big().with_physical_type(PhysicalType::Quads);
+/// let mut w = JellyWriterBuilder::new(opts).build_vec(&mut out).unwrap();
+/// assert_eq!(jelly::oxrdf_adapter::write_dataset(&mut w, &ds).unwrap(), 2);
+/// w.finish().unwrap();
+/// let back: Vec<_> = JellyReader::from_slice(&out).read_all_frames().unwrap().concat();
+/// assert_eq!(back.len(), 2);
+/// ```
+pub fn write_dataset<T: FrameSink>(
+    writer: &mut T,
+    dataset: &oxrdf::Dataset,
+) -> Result<u64, WriteError> {
+    write_quads(writer, dataset.iter())
+}
+
+/// [`write_dataset`] for an oxrdf [`Graph`](oxrdf::Graph): its triples, in the graph's
+/// order.
+pub fn write_graph<T: FrameSink>(writer: &mut T, graph: &oxrdf::Graph) -> Result<u64, WriteError> {
+    write_quads(
+        writer,
+        graph.iter().map(|t| t.in_graph(GraphNameRef::DefaultGraph)),
+    )
+}
+
+/// Writes `quads` (whose strings all live as long as `'s`) through shared-input
+/// sessions of `writer`, each quad that needs terms built anew outside them.
+fn write_quads<'s, T: FrameSink>(
+    writer: &mut T,
+    quads: impl Iterator<Item = QuadRef<'s>>,
+) -> Result<u64, WriteError> {
+    let mut quads = quads.peekable();
+    let mut n = 0;
+    while quads.peek().is_some() {
+        {
+            let mut session = SharedWriter::new(writer);
+            while let Some(st) = quads.peek().and_then(|q| borrowed_view(*q)) {
+                session.add(st)?;
+                quads.next();
+                n += 1;
+            }
+        }
+        if let Some(q) = quads.next() {
+            let mut holder = None;
+            writer.add(from_ox_quad(q, &mut holder))?;
+            n += 1;
+        }
+    }
+    Ok(n)
 }
 
 #[cfg(test)]

@@ -162,3 +162,62 @@ fn a_new_session_does_not_take_a_reused_address_for_the_previous_iri() {
         ["<http://ex.org/s/first>", "<http://ex.org/s/other>"]
     );
 }
+
+/// An oxrdf dataset holds one copy of each distinct string, so
+/// `oxrdf_adapter::write_dataset` writes it through shared-input sessions. Real data
+/// (nanopubs, named graphs) plus quads that must leave the session (a triple term, a
+/// literal with a base direction): the same bytes as plain adds in the same order, and
+/// the same quads back.
+#[test]
+fn write_dataset_writes_the_same_bytes_as_plain_adds() {
+    use jelly::PhysicalType;
+    use jelly::oxrdf_adapter::{from_ox_quad, write_dataset};
+    use oxrdf::{BaseDirection, Dataset, GraphName, Literal, NamedNode, Quad, Triple};
+
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/datasets/nanopubs-fair-pkd/nanopubs-fair-pkd.nq");
+    let text = std::fs::read_to_string(&path).expect("shared/datasets beside the checkout");
+    let mut ds = Dataset::new();
+    for st in jelly::nquads::parse_document(&text)
+        .unwrap()
+        .iter()
+        .take(8000)
+    {
+        ds.insert(&st.as_ref().to_oxrdf_quad().unwrap());
+    }
+    let ex = |s: &str| NamedNode::new_unchecked(format!("http://ex.org/{s}"));
+    ds.insert(&Quad::new(
+        ex("a"),
+        ex("says"),
+        Triple::new(ex("s"), ex("p"), ex("o")),
+        GraphName::DefaultGraph,
+    ));
+    ds.insert(&Quad::new(
+        ex("a"),
+        ex("label"),
+        Literal::new_directional_language_tagged_literal_unchecked("abc", "ar", BaseDirection::Rtl),
+        ex("g"),
+    ));
+    let opts = StreamOptions::small()
+        .with_physical_type(PhysicalType::Quads)
+        .with_rdf_star(true);
+    let builder = JellyWriterBuilder::new(opts).frame_policy(FramePolicy::Rows(100));
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut w = builder.clone().build_vec(&mut a).unwrap();
+    assert_eq!(write_dataset(&mut w, &ds).unwrap(), ds.len() as u64);
+    w.finish().unwrap();
+    let mut p = builder.build_vec(&mut b).unwrap();
+    for q in ds.iter() {
+        let mut holder = None;
+        p.add(from_ox_quad(q, &mut holder)).unwrap();
+    }
+    p.finish().unwrap();
+    assert!(a == b, "write_dataset wrote different bytes");
+    let mut back = Dataset::new();
+    JellyReader::from_slice(&a)
+        .for_each_statement(|st| {
+            back.insert(&st.to_oxrdf_quad().unwrap());
+        })
+        .unwrap();
+    assert_eq!(back, ds);
+}
