@@ -239,9 +239,20 @@ impl Encoder {
         self.add_row(s, &s)
     }
 
-    /// [`Encoder::add`] of a statement of a shared-input session (see [`Encoder::shared`]).
-    pub(crate) fn add_shared(&mut self, s: StatementRef<'_>) -> Result<(), EncodeError> {
+    /// [`Encoder::add`] of a statement of shared-input session `session` (see
+    /// [`Encoder::shared`]).
+    pub(crate) fn add_shared(
+        &mut self,
+        s: StatementRef<'_>,
+        session: u64,
+    ) -> Result<(), EncodeError> {
+        self.terms.enter_session(session);
         self.add_row(s, &SharedRow(s))
+    }
+
+    /// The id of a new shared-input session.
+    pub(crate) fn new_session(&mut self) -> u64 {
+        self.terms.new_session()
     }
 
     /// Starts a shared-input session: statements added through the returned
@@ -272,8 +283,8 @@ impl Encoder {
     /// assert_eq!(shared.finish_frame(), plain.finish_frame());
     /// ```
     pub fn shared<'s>(&mut self) -> SharedEncoder<'_, 's> {
-        self.terms.begin_shared();
         SharedEncoder {
+            session: self.terms.new_session(),
             enc: self,
             _strings: std::marker::PhantomData,
         }
@@ -537,6 +548,7 @@ fn put_metadata(metadata: &mut Vec<(String, Vec<u8>)>, out: &mut Vec<u8>) {
 #[derive(Debug)]
 pub struct SharedEncoder<'e, 's> {
     enc: &'e mut Encoder,
+    session: u64,
     /// Invariant in `'s`, so the session cannot be re-typed to a shorter lifetime.
     _strings: std::marker::PhantomData<fn(&'s str) -> &'s str>,
 }
@@ -545,11 +557,12 @@ impl<'s> SharedEncoder<'_, 's> {
     /// Adds a statement, as [`Encoder::add`] does.
     #[inline]
     pub fn add(&mut self, s: StatementRef<'s>) -> Result<(), EncodeError> {
-        self.enc.add_shared(s)
+        self.enc.add_shared(s, self.session)
     }
 
     /// The encoder, for everything else (frames, graphs, metadata). Statements added
-    /// to it directly are encoded as by [`Encoder::add`] and do not end the session.
+    /// to it directly are encoded as by [`Encoder::add`] and do not end the session;
+    /// a session started on it makes this one forget the addresses it has seen.
     pub fn encoder(&mut self) -> &mut Encoder {
         self.enc
     }

@@ -746,16 +746,15 @@ impl FrameSink for JellyVecWriter<'_> {
 /// ```
 pub struct SharedWriter<'w, 's, T: FrameSink> {
     writer: &'w mut T,
+    session: u64,
     /// Invariant in `'s`, so the session cannot be re-typed to a shorter lifetime.
     _strings: std::marker::PhantomData<fn(&'s str) -> &'s str>,
 }
 
 impl<'w, 's, T: FrameSink> SharedWriter<'w, 's, T> {
     pub(crate) fn new(writer: &'w mut T) -> Self {
-        // Starts the encoder's session; the guard it returns is not kept, since this
-        // type makes the same promise for as long as it lives.
-        let _ = writer.encoder().shared();
         SharedWriter {
+            session: writer.encoder().new_session(),
             writer,
             _strings: std::marker::PhantomData,
         }
@@ -764,7 +763,7 @@ impl<'w, 's, T: FrameSink> SharedWriter<'w, 's, T> {
     /// Adds a statement, ending the frame when the writer's policy says so.
     #[inline]
     pub fn add(&mut self, s: StatementRef<'s>) -> Result<(), WriteError> {
-        self.writer.encoder().add_shared(s)?;
+        self.writer.encoder().add_shared(s, self.session)?;
         self.writer.flush_if_full()
     }
 

@@ -64,7 +64,7 @@ enum Last {
     /// An IRI: its ids, which identify it while their generations hold, and its
     /// length, which rules most other IRIs out at once. `addr` is the address of its
     /// text when it came through a shared-input session (see
-    /// [`TermEncoder::begin_shared`]), otherwise 0, which no string's address equals.
+    /// [`TermEncoder::enter_session`]), otherwise 0, which no string's address equals.
     Iri {
         ids: CachedIds,
         len: usize,
@@ -80,7 +80,7 @@ enum Last {
 /// does not), which is a matter of how the compiler places and inlines it.
 pub(crate) trait RowTerms {
     /// Whether the terms' strings are shared for the current shared-input session
-    /// ([`TermEncoder::begin_shared`]), so an IRI's address identifies it.
+    /// ([`TermEncoder::enter_session`]), so an IRI's address identifies it.
     const SHARED: bool = false;
 
     /// Term `i`: subject, predicate, object, graph (the default graph when the
@@ -112,7 +112,7 @@ impl RowTerms for StatementRef<'_> {
 }
 
 /// A statement whose strings stay borrowed for the whole shared-input session that
-/// it is added in ([`TermEncoder::begin_shared`]): two of its IRIs at the same address,
+/// it is added in ([`TermEncoder::enter_session`]): two of its IRIs at the same address,
 /// with the same length, are the same IRI.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SharedRow<'a>(pub StatementRef<'a>);
@@ -179,6 +179,10 @@ pub(crate) struct TermEncoder {
     iri_cache: IriCache,
     /// IRI address → ids for shared-input sessions; made on the first one.
     addr_memo: Option<AddrMemo>,
+    /// The shared-input session whose addresses `addr_memo` and `last` hold (0: none),
+    /// and the number of sessions started (each one's id).
+    session: u64,
+    sessions_started: u64,
     last_prefix_id: u32,
     last_name_id: u32,
     /// What each position's previous term was; the value of a term other than an
@@ -217,6 +221,8 @@ impl TermEncoder {
             // Sized for a few IRIs per name entry, so a new stream does not rehash its way up.
             iri_cache: IriCache::new((names as usize * 2).clamp(256, IRI_CACHE_WAYS_MAX)),
             addr_memo: None,
+            session: 0,
+            sessions_started: 0,
             last_prefix_id: 0,
             last_name_id: 0,
             prev: Default::default(),
@@ -251,11 +257,28 @@ impl TermEncoder {
         self.rows = 0;
     }
 
-    /// Starts a shared-input session: from now until the next call, the caller
-    /// promises that every string of the statements it adds through [`SharedRow`]
-    /// stays borrowed (alive and unchanged). Addresses recorded before may belong to
-    /// strings that are gone, so they are all forgotten here.
-    pub(crate) fn begin_shared(&mut self) {
+    /// The id of a new shared-input session. Its strings are borrowed for as long as
+    /// the session is used; a session started within it (through its encoder) may end,
+    /// and its strings be freed, before it is used again.
+    pub(crate) fn new_session(&mut self) -> u64 {
+        self.sessions_started += 1;
+        self.sessions_started
+    }
+
+    /// Called before each statement of session `id`, added through [`SharedRow`]:
+    /// when the addresses held are another session's, they may belong to strings
+    /// that are gone, so they are all forgotten.
+    #[inline(always)]
+    pub(crate) fn enter_session(&mut self, id: u64) {
+        if self.session != id {
+            self.forget_addresses();
+            self.session = id;
+        }
+    }
+
+    /// Forgets every address recorded (the memo's and the previous IRIs').
+    #[cold]
+    fn forget_addresses(&mut self) {
         match &mut self.addr_memo {
             Some(m) => m.new_epoch(),
             None => {

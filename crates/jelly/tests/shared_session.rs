@@ -221,3 +221,35 @@ fn write_dataset_writes_the_same_bytes_as_plain_adds() {
         .unwrap();
     assert_eq!(back, ds);
 }
+
+/// A session started through another session's `encoder()` ends before the outer one
+/// does, and its strings may be freed while the outer session goes on: the outer
+/// session must not trust the addresses the inner one recorded.
+#[test]
+fn an_inner_session_does_not_leave_its_addresses_to_the_outer_one() {
+    let p = String::from("http://ex.org/p");
+    let opts = StreamOptions::small();
+    let mut shared = Encoder::new(opts.clone()).unwrap();
+    let mut plain = Encoder::new(opts).unwrap();
+    let mut outer = shared.shared();
+    let st = StatementRef::triple(TermRef::Iri(&p), TermRef::Iri(&p), TermRef::Iri(&p));
+    outer.add(st).unwrap();
+    plain.add(st).unwrap();
+    let first = String::from("http://ex.org/s/first");
+    let first_at = first.as_ptr();
+    let st = StatementRef::triple(TermRef::Iri(&first), TermRef::Iri(&p), TermRef::Iri(&first));
+    outer.encoder().shared().add(st).unwrap();
+    plain.add(st).unwrap();
+    drop(first);
+    let second = String::from("http://ex.org/s/other");
+    assert_eq!(
+        second.as_ptr(),
+        first_at,
+        "the allocator did not reuse the address, so this test proves nothing"
+    );
+    // In the outer session, `second` sits at the address `first` had in the inner one.
+    let st = StatementRef::triple(TermRef::Iri(&p), TermRef::Iri(&p), TermRef::Iri(&second));
+    outer.add(st).unwrap();
+    plain.add(st).unwrap();
+    assert_eq!(shared.finish_frame(), plain.finish_frame());
+}
