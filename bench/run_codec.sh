@@ -32,6 +32,12 @@ CASES=(
 
 tag() { python3 -c 'import json,sys; d=json.loads(sys.stdin.readline()); d.update(json.loads(sys.argv[1])); print(json.dumps(d))' "$1"; }
 
+# After a JVM run, a pause before the next measurement, so that whatever the JVM's exit
+# leaves to the system (its heap of several GiB to unmap) does not fall on the next
+# tool's loop. In session 9 the tool measured right after a JVM run was repeatedly the
+# slow one.
+settle() { sleep "${SETTLE:-3}"; }
+
 ONLY="${ONLY:-}"   # e.g. ONLY=iot-weather for a quick run
 ROUNDS="${ROUNDS:-1}" # rounds of the compared jellyfish / Jelly-JVM pairs
 for c in "${CASES[@]}"; do
@@ -57,11 +63,13 @@ for c in "${CASES[@]}"; do
   for round in $(seq "$ROUNDS"); do
     $B encode "$file" --preset big --rows-per-frame 512 $g_rust --seconds "$SECS" --out "$jelly" | tag "$meta" >> "$OUT/codec.jsonl"
     java -Xmx8g -jar "$J" bench-encode "$file" --preset big --rows-per-frame 512 $g_jvm --seconds "$SECS" 2>/dev/null | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"
+    settle
     # Interned input through a shared-input session: one copy of each distinct string,
     # known by address, as Jelly-JVM's input shares Jena node objects.
     $B encode-shared "$file" --preset big --rows-per-frame 512 $g_rust --seconds "$SECS" | tag "$meta" >> "$OUT/codec.jsonl"
     $B decode "$jelly" --seconds "$SECS" | tag "$meta" >> "$OUT/codec.jsonl"
     java -Xmx8g -jar "$J" bench-decode "$jelly" --seconds "$SECS" 2>/dev/null | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"
+    settle
   done
   $B encode-interned "$file" --preset big --rows-per-frame 512 $g_rust --seconds "$SECS" | tag "$meta" >> "$OUT/codec.jsonl"
   $B decode-owned "$jelly" --seconds "$SECS" | tag "$meta" >> "$OUT/codec.jsonl"

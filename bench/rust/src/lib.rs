@@ -1,6 +1,7 @@
 //! What the benchmark binaries of `jelly-bench` share: interned input, running a
 //! `jelly serve` process, and reading a process's CPU time and memory from /proc.
 
+pub mod encode_loop;
 pub mod interned;
 pub mod procstat;
 pub mod serve_proc;

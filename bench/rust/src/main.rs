@@ -17,6 +17,7 @@ use jelly::{
     Event, FramePolicy, JellyReader, JellyWriterBuilder, LogicalType, PhysicalType, Statement,
     StreamOptions,
 };
+use jelly_bench::encode_loop::{write_all, write_owned};
 
 struct Args {
     cmd: String,
@@ -117,26 +118,38 @@ fn time_loop(seconds: f64, mut f: impl FnMut()) -> (u64, Duration) {
 
 fn encode(statements: &[Statement], quads: bool, a: &Args, out: &mut Vec<u8>) {
     // A borrowed view per statement, as a caller holding owned statements would pass them.
-    encode_refs(
-        statements.iter().map(Statement::as_ref),
-        quads,
-        a,
-        false,
-        out,
-    )
+    encode_with(quads, a, out, |w| write_owned(statements, a.grouped, w))
 }
 
-/// Encodes into `out`, which is cleared first. Its capacity carries over from one
-/// iteration to the next, as the JVM peer sizes its output buffer by the previous
-/// iteration's output (and allocates it from a heap that is already mapped).
-/// With `shared`, the statements go through a shared-input session of the writer
-/// (`JellyVecWriter::shared`): their strings outlive it, so IRIs are known by address.
-fn encode_refs<'s>(
-    statements: impl Iterator<Item = jelly::StatementRef<'s>>,
+/// Encodes interned input; with `shared`, through a shared-input session of the writer
+/// (`JellyVecWriter::shared`): the strings outlive it, so IRIs are known by address.
+fn encode_refs(
+    refs: &[jelly::StatementRef<'_>],
     quads: bool,
     a: &Args,
     shared: bool,
     out: &mut Vec<u8>,
+) {
+    let statements = refs.iter().copied();
+    if shared {
+        encode_with(quads, a, out, |w| {
+            write_all(statements, a.grouped, &mut w.shared())
+        })
+    } else {
+        encode_with(quads, a, out, |w| write_all(statements, a.grouped, w))
+    }
+}
+
+/// Encodes into `out`, which is cleared first, what `feed` adds to the writer. Its
+/// capacity carries over from one iteration to the next, as the JVM peer sizes its
+/// output buffer by the previous iteration's output (and allocates it from a heap that
+/// is already mapped).
+#[inline(always)]
+fn encode_with(
+    quads: bool,
+    a: &Args,
+    out: &mut Vec<u8>,
+    feed: impl FnOnce(&mut jelly::JellyVecWriter<'_>) -> Result<(), jelly::WriteError>,
 ) {
     out.clear();
     let base = if a.preset == "small" {
@@ -167,74 +180,11 @@ fn encode_refs<'s>(
     else {
         return;
     };
-    if shared {
-        write_all(statements, a.grouped, &mut w.shared());
-    } else {
-        write_all(statements, a.grouped, &mut w);
+    if let Err(e) = feed(&mut w) {
+        eprintln!("encode error: {e}");
+        std::process::exit(1);
     }
     let _ = w.finish();
-}
-
-/// Where [`write_all`] puts statements: a writer, or a shared-input session of one.
-trait StatementSink<'s> {
-    fn add(&mut self, st: jelly::StatementRef<'s>) -> Result<(), jelly::WriteError>;
-    fn flush(&mut self) -> Result<(), jelly::WriteError>;
-}
-
-impl<'s> StatementSink<'s> for jelly::JellyVecWriter<'_> {
-    #[inline(always)]
-    fn add(&mut self, st: jelly::StatementRef<'s>) -> Result<(), jelly::WriteError> {
-        jelly::JellyVecWriter::add(self, st)
-    }
-    fn flush(&mut self) -> Result<(), jelly::WriteError> {
-        self.flush_frame()
-    }
-}
-
-impl<'s, T: jelly::FrameSink> StatementSink<'s> for jelly::SharedWriter<'_, 's, T> {
-    #[inline(always)]
-    fn add(&mut self, st: jelly::StatementRef<'s>) -> Result<(), jelly::WriteError> {
-        jelly::SharedWriter::add(self, st)
-    }
-    fn flush(&mut self) -> Result<(), jelly::WriteError> {
-        self.flush_frame()
-    }
-}
-
-/// Adds every statement; grouped, ends the frame when the graph changes.
-#[inline(always)]
-fn write_all<'s>(
-    statements: impl Iterator<Item = jelly::StatementRef<'s>>,
-    grouped: bool,
-    sink: &mut impl StatementSink<'s>,
-) {
-    let mut prev_graph: Option<jelly::TermRef<'_>> = None;
-    for st in statements {
-        if grouped {
-            let g = st.graph;
-            if prev_graph.is_some() && !same_graph(prev_graph, g) {
-                let _ = sink.flush();
-            }
-            prev_graph = g;
-        }
-        if let Err(e) = sink.add(st) {
-            eprintln!("encode error: {e}");
-            std::process::exit(1);
-        }
-    }
-}
-
-/// Whether two statements' graphs are the same, decided as Jena's `Node.equals` decides
-/// it for the JVM peer's frame-per-graph writer: the same object first (here: the same
-/// string in memory, as with interned input), then the same text.
-#[inline]
-fn same_graph(a: Option<jelly::TermRef<'_>>, b: Option<jelly::TermRef<'_>>) -> bool {
-    match (a, b) {
-        (Some(jelly::TermRef::Iri(x)), Some(jelly::TermRef::Iri(y))) => {
-            std::ptr::eq(x, y) || x == y
-        }
-        _ => a == b,
-    }
 }
 
 fn decode(bytes: &[u8]) -> (u64, u64) {
@@ -325,7 +275,7 @@ fn run(a: &Args) -> Result<(), String> {
             let refs = jelly_bench::interned::arena_refs(&arena, quads);
             let mut bytes = Vec::new();
             let (iters, el) = time_loop(a.seconds, || {
-                encode_refs(refs.iter().copied(), quads, a, shared, &mut bytes)
+                encode_refs(&refs, quads, a, shared, &mut bytes)
             });
             let extra = format!(
                 ",\"preset\":\"{}\",\"grouped\":{},\"input_form\":\"{}\"",

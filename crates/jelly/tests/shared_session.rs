@@ -126,6 +126,22 @@ fn plain_adds_between_sessions_keep_the_bytes_the_same() {
     assert_eq!(shared.finish_frame(), plain.finish_frame());
 }
 
+/// Frees `old` and allocates `text` (of the same length, other text), which the
+/// allocator puts where `old` was; fails if it does not, since the tests that use it
+/// would then prove nothing.
+fn in_place_of(old: String, text: &str) -> String {
+    assert_eq!(old.len(), text.len());
+    let at = old.as_ptr();
+    drop(old);
+    let new = String::from(text);
+    assert_eq!(
+        new.as_ptr(),
+        at,
+        "the allocator did not reuse the address, so this test proves nothing"
+    );
+    new
+}
+
 #[test]
 fn a_new_session_does_not_take_a_reused_address_for_the_previous_iri() {
     let p = String::from("http://ex.org/p");
@@ -133,18 +149,10 @@ fn a_new_session_does_not_take_a_reused_address_for_the_previous_iri() {
     let mut shared = Encoder::new(opts.clone()).unwrap();
     let mut plain = Encoder::new(opts).unwrap();
     let first = String::from("http://ex.org/s/first");
-    let first_at = first.as_ptr();
     let st = StatementRef::triple(TermRef::Iri(&first), TermRef::Iri(&p), TermRef::Iri(&p));
     shared.shared().add(st).unwrap();
     plain.add(st).unwrap();
-    drop(first);
-    // Same length, other text: the allocator hands the freed block out again.
-    let second = String::from("http://ex.org/s/other");
-    assert_eq!(
-        second.as_ptr(),
-        first_at,
-        "the allocator did not reuse the address, so this test proves nothing"
-    );
+    let second = in_place_of(first, "http://ex.org/s/other");
     let st = StatementRef::triple(TermRef::Iri(&second), TermRef::Iri(&p), TermRef::Iri(&p));
     shared.shared().add(st).unwrap();
     plain.add(st).unwrap();
@@ -236,17 +244,10 @@ fn an_inner_session_does_not_leave_its_addresses_to_the_outer_one() {
     outer.add(st).unwrap();
     plain.add(st).unwrap();
     let first = String::from("http://ex.org/s/first");
-    let first_at = first.as_ptr();
     let st = StatementRef::triple(TermRef::Iri(&first), TermRef::Iri(&p), TermRef::Iri(&first));
     outer.encoder().shared().add(st).unwrap();
     plain.add(st).unwrap();
-    drop(first);
-    let second = String::from("http://ex.org/s/other");
-    assert_eq!(
-        second.as_ptr(),
-        first_at,
-        "the allocator did not reuse the address, so this test proves nothing"
-    );
+    let second = in_place_of(first, "http://ex.org/s/other");
     // In the outer session, `second` sits at the address `first` had in the inner one.
     let st = StatementRef::triple(TermRef::Iri(&p), TermRef::Iri(&p), TermRef::Iri(&second));
     outer.add(st).unwrap();

@@ -26,6 +26,7 @@ use jelly::{
     Encoder, EncoderConfig, Event, FramePolicy, JellyReader, JellyWriterBuilder, LogicalType,
     PhysicalType, Statement, StreamOptions,
 };
+use jelly_bench::encode_loop::{write_all, write_owned};
 
 fn read_input(path: &str) -> Vec<u8> {
     let mut bytes = Vec::new();
@@ -64,18 +65,7 @@ fn encode_refs_pass(
 #[inline(never)]
 fn encode_into(statements: &[Statement], quads: bool, grouped: bool, out: &mut Vec<u8>) {
     let mut w = writer(quads, grouped, out);
-    let mut prev_graph: Option<jelly::TermRef<'_>> = None;
-    for st in statements {
-        let st = st.as_ref();
-        if grouped {
-            let g = st.graph;
-            if prev_graph.is_some() && !same_graph(prev_graph, g) {
-                w.flush_frame().expect("flush");
-            }
-            prev_graph = g;
-        }
-        w.add(st).expect("encode");
-    }
+    write_owned(statements, grouped, &mut w).expect("encode");
     w.finish().expect("finish");
 }
 
@@ -90,29 +80,11 @@ fn encode_refs_into(
     out: &mut Vec<u8>,
 ) {
     let mut w = writer(quads, grouped, out);
+    let statements = refs.iter().copied();
     if shared {
-        let mut session = w.shared();
-        let mut prev_graph: Option<jelly::TermRef<'_>> = None;
-        for &st in refs {
-            if grouped {
-                if prev_graph.is_some() && !same_graph(prev_graph, st.graph) {
-                    session.flush_frame().expect("flush");
-                }
-                prev_graph = st.graph;
-            }
-            session.add(st).expect("encode");
-        }
+        write_all(statements, grouped, &mut w.shared()).expect("encode");
     } else {
-        let mut prev_graph: Option<jelly::TermRef<'_>> = None;
-        for &st in refs {
-            if grouped {
-                if prev_graph.is_some() && !same_graph(prev_graph, st.graph) {
-                    w.flush_frame().expect("flush");
-                }
-                prev_graph = st.graph;
-            }
-            w.add(st).expect("encode");
-        }
+        write_all(statements, grouped, &mut w).expect("encode");
     }
     w.finish().expect("finish");
 }
@@ -144,19 +116,6 @@ fn writer(quads: bool, grouped: bool, out: &mut Vec<u8>) -> jelly::JellyVecWrite
         .frame_policy(policy)
         .build_vec(out)
         .expect("writer")
-}
-
-/// Whether two statements' graphs are the same, decided as Jena's `Node.equals` decides
-/// it for the JVM peer's frame-per-graph writer: the same object first (here: the same
-/// string in memory, as with interned input), then the same text.
-#[inline]
-fn same_graph(a: Option<jelly::TermRef<'_>>, b: Option<jelly::TermRef<'_>>) -> bool {
-    match (a, b) {
-        (Some(jelly::TermRef::Iri(x)), Some(jelly::TermRef::Iri(y))) => {
-            std::ptr::eq(x, y) || x == y
-        }
-        _ => a == b,
-    }
 }
 
 #[inline(never)]
