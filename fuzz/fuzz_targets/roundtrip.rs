@@ -1,12 +1,14 @@
 //! Arbitrary statements → `JellyWriter` → `JellyReader` → the same statements, in order.
 //! Statements the encoder refuses are dropped from the expectation; everything it
-//! accepts must come back exactly (after the documented normalizations).
+//! accepts must come back exactly (after the documented normalizations). The same
+//! statements, with their IRIs taken from one pool, written through shared-input
+//! sessions (broken up by plain adds) give the same bytes as plain adds.
 #![no_main]
 
 use arbitrary::Arbitrary;
 use jelly::{
     DecoderOptions, Delimiting, FramePolicy, JellyReader, JellyWriterBuilder, Literal, LogicalType,
-    OwnedLiteralKind, PhysicalType, Statement, StreamOptions, Term, Triple,
+    OwnedLiteralKind, PhysicalType, Statement, StatementRef, StreamOptions, Term, TermRef, Triple,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -103,6 +105,98 @@ fn normalize_term(t: &mut Term) {
     }
 }
 
+/// `built` with every top-level IRI taken from one pool (one copy per distinct IRI),
+/// written through shared-input sessions with a plain add every `rows / 3 + 2`
+/// statements, against plain adds of the same statements: the same bytes and the same
+/// refusals.
+fn shared_sessions_write_the_same_bytes(
+    opts: &StreamOptions,
+    built: &[Statement],
+    rows: usize,
+    delimited: bool,
+) {
+    let mut pool: Vec<&str> = built
+        .iter()
+        .flat_map(|s| {
+            [&s.subject, &s.predicate, &s.object]
+                .into_iter()
+                .chain(&s.graph)
+        })
+        .filter_map(|t| match t {
+            Term::Iri(i) => Some(i.as_str()),
+            _ => None,
+        })
+        .collect();
+    pool.sort_unstable();
+    pool.dedup();
+    let pooled = |t: &'_ Term| -> Option<usize> {
+        match t {
+            Term::Iri(i) => pool.binary_search(&i.as_str()).ok(),
+            _ => None,
+        }
+    };
+    fn at<'a>(t: &'a Term, pool: &[&'a str], k: Option<usize>) -> TermRef<'a> {
+        match k {
+            Some(k) => TermRef::Iri(pool[k]),
+            None => t.as_ref(),
+        }
+    }
+    let refs: Vec<StatementRef<'_>> = built
+        .iter()
+        .map(|s| {
+            let at = |t| at(t, &pool, pooled(t));
+            StatementRef {
+                subject: at(&s.subject),
+                predicate: at(&s.predicate),
+                object: at(&s.object),
+                graph: s.graph.as_ref().map(at),
+            }
+        })
+        .collect();
+    let builder = JellyWriterBuilder::new(opts.clone())
+        .frame_policy(if delimited {
+            FramePolicy::Rows(rows)
+        } else {
+            FramePolicy::Manual
+        })
+        .delimited(delimited);
+    let (mut plain, mut shared) = (Vec::new(), Vec::new());
+    let (mut plain_refused, mut shared_refused) = (Vec::new(), Vec::new());
+    let mut w = builder
+        .clone()
+        .build_vec(&mut plain)
+        .expect("valid options");
+    for (k, st) in refs.iter().enumerate() {
+        if w.add(*st).is_err() {
+            plain_refused.push(k);
+        }
+    }
+    w.finish().expect("finish");
+    let every = rows / 3 + 2;
+    let mut w = builder.build_vec(&mut shared).expect("valid options");
+    let mut k = 0;
+    while k < refs.len() {
+        {
+            let mut session = w.shared();
+            while k < refs.len() && (k + 1) % every != 0 {
+                if session.add(refs[k]).is_err() {
+                    shared_refused.push(k);
+                }
+                k += 1;
+            }
+        }
+        if k < refs.len() {
+            if w.add(refs[k]).is_err() {
+                shared_refused.push(k);
+            }
+            k += 1;
+        }
+    }
+    w.finish().expect("finish");
+    assert_eq!(plain_refused, shared_refused);
+    assert!(plain == shared, "shared sessions wrote different bytes");
+}
+
 fuzz_target!(|input: Input| {
     let physical = match input.physical % 3 {
         0 => PhysicalType::Triples,
@@ -121,6 +215,7 @@ fuzz_target!(|input: Input| {
         opts = opts.with_logical_type(LogicalType::FLAT_QUADS);
     }
     let rows = 1 + usize::from(input.rows_per_frame % 64);
+    let opts_for_shared = opts.clone();
     let mut out = Vec::new();
     let mut w = JellyWriterBuilder::new(opts)
         .frame_policy(if input.delimited {
@@ -131,14 +226,20 @@ fuzz_target!(|input: Input| {
         .delimited(input.delimited)
         .build(&mut out)
         .expect("valid options");
-    let mut expected: Vec<Statement> = Vec::new();
-    for st in input.statements.iter().take(256) {
-        let mut s = Statement {
+    let built: Vec<Statement> = input
+        .statements
+        .iter()
+        .take(256)
+        .map(|st| Statement {
             subject: term(&st.s, 0),
             predicate: term(&st.p, 0),
             object: term(&st.o, 0),
             graph: st.g.as_ref().map(|g| term(g, 0)),
-        };
+        })
+        .collect();
+    let mut expected: Vec<Statement> = Vec::new();
+    for s in &built {
+        let mut s = s.clone();
         if w.add(s.as_ref()).is_err() {
             continue;
         }
@@ -156,6 +257,7 @@ fuzz_target!(|input: Input| {
         expected.push(s);
     }
     w.finish().expect("finish");
+    shared_sessions_write_the_same_bytes(&opts_for_shared, &built, rows, input.delimited);
     let cfg = DecoderOptions {
         max_nesting: 8,
         ..Default::default()
