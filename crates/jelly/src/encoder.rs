@@ -284,7 +284,7 @@ impl Encoder {
     /// ```
     pub fn shared<'s>(&mut self) -> SharedEncoder<'_, 's> {
         SharedEncoder {
-            session: self.terms.new_session(),
+            session: self.new_session(),
             enc: self,
             _strings: std::marker::PhantomData,
         }

@@ -617,6 +617,12 @@ impl JellyVecWriter<'_> {
     /// Adds a statement, ending the frame when the policy says so.
     pub fn add(&mut self, s: StatementRef<'_>) -> Result<(), WriteError> {
         self.enc.add(s)?;
+        self.maybe_flush()
+    }
+
+    /// Ends the frame when the policy says so.
+    #[inline]
+    fn maybe_flush(&mut self) -> Result<(), WriteError> {
         if self.frames.full(&self.enc) {
             self.flush_frame()?;
         }
@@ -703,10 +709,7 @@ impl FrameSink for JellyVecWriter<'_> {
     }
     #[inline]
     fn flush_if_full(&mut self) -> Result<(), WriteError> {
-        if self.frames.full(&self.enc) {
-            self.flush_frame()?;
-        }
-        Ok(())
+        self.maybe_flush()
     }
     fn flush_frame(&mut self) -> Result<(), WriteError> {
         JellyVecWriter::flush_frame(self)

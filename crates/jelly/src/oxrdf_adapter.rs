@@ -133,34 +133,46 @@ fn to_ox_triple(t: Triple) -> Result<oxrdf::Triple, NotRepresentable> {
 /// Views an oxrdf term as a Jelly term. Triple terms become owned [`Term`]s, so they are
 /// returned through `holder`, which must outlive the view.
 pub fn from_ox_term<'a>(t: OxTermRef<'a>, holder: &'a mut Option<Term>) -> TermRef<'a> {
-    match t {
-        OxTermRef::NamedNode(n) => TermRef::Iri(n.as_str()),
-        OxTermRef::BlankNode(b) => TermRef::BlankNode(b.as_str()),
+    if let Some(view) = borrowed_term(t) {
+        return view;
+    }
+    // What `borrowed_term` cannot view is built here.
+    *holder = match t {
         OxTermRef::Literal(l) => match (l.language(), l.direction()) {
             (Some(lang), Some(dir)) => {
                 let dir = match dir {
                     oxrdf::BaseDirection::Ltr => "ltr",
                     oxrdf::BaseDirection::Rtl => "rtl",
                 };
-                *holder = Some(Term::Literal(crate::term::Literal {
+                Some(Term::Literal(crate::term::Literal {
                     lex: l.value().to_owned(),
                     kind: crate::term::OwnedLiteralKind::Lang(format!("{lang}--{dir}")),
-                }));
-                match holder {
-                    Some(t) => t.as_ref(),
-                    None => TermRef::DefaultGraph,
-                }
+                }))
             }
+            _ => None,
+        },
+        OxTermRef::Triple(tr) => Some(owned_from_ox_triple(tr.as_ref())),
+        OxTermRef::NamedNode(_) | OxTermRef::BlankNode(_) => None,
+    };
+    match holder {
+        Some(t) => t.as_ref(),
+        None => TermRef::DefaultGraph,
+    }
+}
+
+/// `t` as a Jelly term borrowing only from `t`'s own strings, unless it has to be built
+/// anew: a triple term, or a literal with a base direction (carried in the language
+/// tag, see [`split_direction`]).
+fn borrowed_term(t: OxTermRef<'_>) -> Option<TermRef<'_>> {
+    Some(match t {
+        OxTermRef::NamedNode(n) => TermRef::Iri(n.as_str()),
+        OxTermRef::BlankNode(b) => TermRef::BlankNode(b.as_str()),
+        OxTermRef::Literal(l) => match (l.language(), l.direction()) {
+            (Some(_), Some(_)) => return None,
             _ => TermRef::Literal(literal_from_ox(l)),
         },
-        OxTermRef::Triple(tr) => {
-            *holder = Some(owned_from_ox_triple(tr.as_ref()));
-            match holder {
-                Some(t) => t.as_ref(),
-                None => TermRef::DefaultGraph,
-            }
-        }
-    }
+        OxTermRef::Triple(_) => return None,
+    })
 }
 
 fn literal_from_ox(l: OxLiteralRef<'_>) -> LiteralRef<'_> {
@@ -227,19 +239,13 @@ fn graph_of(g: GraphNameRef<'_>) -> TermRef<'_> {
     }
 }
 
-/// The quad `q` as a statement borrowing only from `q`'s own strings, if it has no term
-/// that must be built anew (a triple term, or a literal with a base direction).
+/// The quad `q` as a statement borrowing only from `q`'s own strings, if its object
+/// need not be built anew (see [`borrowed_term`]).
 fn borrowed_view(q: QuadRef<'_>) -> Option<StatementRef<'_>> {
-    let object = match q.object {
-        OxTermRef::NamedNode(n) => TermRef::Iri(n.as_str()),
-        OxTermRef::BlankNode(b) => TermRef::BlankNode(b.as_str()),
-        OxTermRef::Literal(l) if l.direction().is_none() => TermRef::Literal(literal_from_ox(l)),
-        _ => return None,
-    };
     Some(StatementRef {
         subject: subject_of(q.subject),
         predicate: TermRef::Iri(q.predicate.as_str()),
-        object,
+        object: borrowed_term(q.object)?,
         graph: Some(graph_of(q.graph_name)),
     })
 }
