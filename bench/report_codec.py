@@ -21,6 +21,8 @@ def tool_of(r):
         return "jellyfish (interned input)"
     if r["tool"] == "jellyfish" and r["op"] == "encode" and r.get("input_form") == "interned-shared":
         return "jellyfish (shared session)"
+    if r["tool"] == "jelly-jvm" and r["op"] == "encode" and r.get("input_form") == "unshared":
+        return "jelly-jvm (unshared input)"
     return r["tool"]
 
 
@@ -82,6 +84,13 @@ for (ds, kind), m in by.items():
         print(
             f"| {ds} | {kind} | {op} | {fmt(ours)} | {fmt(jvm)} | {fmt(py)} | {ratio} | {med} | {ratio_of(mo, mj)} |"
         )
+        if op == "encode" and ("jelly-jvm (unshared input)", "encode") in m:
+            ju = m[("jelly-jvm (unshared input)", "encode")]
+            oj, mu = rate(ju), median_rate(ju)
+            med = f"{fmt(mo)} / {fmt(mu)}" if mo and mu else "–"
+            print(
+                f"| {ds} | {kind} | encode, both from a string per term occurrence | {fmt(ours)} | {fmt(oj)} | | {ratio_of(ours, oj)} | {med} | {ratio_of(mo, mu)} |"
+            )
         if op == "encode" and ("jellyfish (interned input)", "encode") in m:
             oi = rate(m[("jellyfish (interned input)", "encode")])
             r2 = f"{oi / jvm:.2f}×" if oi and jvm else "–"
@@ -97,6 +106,26 @@ for (ds, kind), m in by.items():
             do = rate(m[("jellyfish", "decode-owned")])
             r3 = f"{do / jvm:.2f}×" if do and jvm else "–"
             print(f"| {ds} | {kind} | decode into owned oxrdf quads | {fmt(do)} | | | {r3} | | |")
+
+print()
+print("Each round's pair, jellyfish ÷ Jelly-JVM (by mean iteration time; rounds in order):")
+print()
+print("| dataset | frames | encode: shared session ÷ parsed input | encode: owned ÷ unshared input | encode: owned ÷ parsed input | decode |")
+print("|---|---|---:|---:|---:|---:|")
+
+
+for (ds, kind), m in rounds.items():
+    def pair(a, b, op="encode"):
+        xs, ys = m.get((a, op), []), m.get((b, op), [])
+        if not xs or not ys:
+            return "–"
+        return " / ".join(f"{x['stmts_per_sec'] / y['stmts_per_sec']:.2f}" for x, y in zip(xs, ys))
+
+    print(
+        f"| {ds} | {kind} | {pair('jellyfish (shared session)', 'jelly-jvm')} | "
+        f"{pair('jellyfish', 'jelly-jvm (unshared input)')} | {pair('jellyfish', 'jelly-jvm')} | "
+        f"{pair('jellyfish', 'jelly-jvm', 'decode')} |"
+    )
 
 print()
 print("| dataset | frames | statements | jellyfish bytes | Jelly-JVM bytes | difference | % of N-Triples | oxttl parse | oxttl write |")

@@ -61,7 +61,11 @@ for c in "${CASES[@]}"; do
   # ROUNDS > 1 the pairs repeat, so that both tools see the same phases of a shared
   # host. The report averages the rounds.
   for round in $(seq "$ROUNDS"); do
+    # Owned statements (a string per term occurrence) against Jelly-JVM given the same
+    # kind of input: Jena triples with a node and string object per occurrence.
     $B encode "$file" --preset big --rows-per-frame 512 $g_rust --seconds "$SECS" --out "$jelly" | tag "$meta" >> "$OUT/codec.jsonl"
+    java -Xmx8g -jar "$J" bench-encode "$file" --preset big --rows-per-frame 512 $g_jvm --unshared --seconds "$SECS" 2>/dev/null | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"
+    settle
     java -Xmx8g -jar "$J" bench-encode "$file" --preset big --rows-per-frame 512 $g_jvm --seconds "$SECS" 2>/dev/null | tail -1 | tag "$meta" >> "$OUT/codec.jsonl"
     settle
     # Interned input through a shared-input session: one copy of each distinct string,

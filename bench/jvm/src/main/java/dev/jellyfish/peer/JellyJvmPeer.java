@@ -72,6 +72,7 @@ public final class JellyJvmPeer {
         "      most occurrences of an IRI are one object).",
         "  bench-encode IN.(nt|nq) [--preset big] [--rows-per-frame 512] [--grouped-per-graph]",
         "           [--physical triples|quads] [--seconds S] [--warmup W] [--rdf-star] [--generalized]",
+        "           [--unshared]   (--unshared: a node and string object per term occurrence, as owned input)",
         "  bench-decode IN.jelly|IN.(nt|nq) [--seconds S] [--warmup W] [--preset ..] [--rows-per-frame ..]",
         "      (an RDF text input is first encoded in memory with the given preset/frame size)",
         "      Both print ONE JSON line: {\"tool\":\"jelly-jvm\",\"op\":...,\"statements\":N,\"seconds\":..,",
@@ -151,7 +152,7 @@ public final class JellyJvmPeer {
     /** Tiny hand-rolled argument parser: positionals + --flag [value]. */
     static final class Args {
         static final java.util.Set<String> BOOLEAN_FLAGS = java.util.Set.of(
-            "--frame-per-graph", "--grouped-per-graph", "--rdf-star", "--generalized"
+            "--frame-per-graph", "--grouped-per-graph", "--rdf-star", "--generalized", "--unshared"
         );
         final List<String> positional = new ArrayList<>();
         final Map<String, String> flags = new HashMap<>();
