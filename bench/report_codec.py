@@ -72,35 +72,41 @@ print("columns use the median iteration time instead.")
 print()
 print("| dataset | frames | op | jellyfish | Jelly-JVM | pyjelly | jellyfish ÷ JVM | median: jellyfish / JVM | ÷ by median |")
 print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+def compared(ds, kind, label, ours_r, theirs_r, theirs_shown=True, py=""):
+    """One table row: jellyfish's rate against Jelly-JVM's, by mean and by median."""
+    o, t = rate(ours_r), rate(theirs_r)
+    mo, mt = median_rate(ours_r), median_rate(theirs_r)
+    med = f"{fmt(mo)} / {fmt(mt)}" if mo and mt else "–"
+    shown = fmt(t) if theirs_shown else ""
+    cells = [ds, kind, label, fmt(o), shown, py, ratio_of(o, t), med, ratio_of(mo, mt)]
+    print("|" + "|".join(f" {c} " if c else " " for c in cells) + "|")
+
+
 for (ds, kind), m in by.items():
     for op in ("encode", "decode"):
-        ours = rate(m.get(("jellyfish", op)))
-        jvm = rate(m.get(("jelly-jvm", op)))
-        py = rate(m.get(("pyjelly", op)))
-        ratio = ratio_of(ours, jvm)
-        mo = median_rate(m.get(("jellyfish", op)))
-        mj = median_rate(m.get(("jelly-jvm", op)))
-        med = f"{fmt(mo)} / {fmt(mj)}" if mo and mj else "–"
-        print(
-            f"| {ds} | {kind} | {op} | {fmt(ours)} | {fmt(jvm)} | {fmt(py)} | {ratio} | {med} | {ratio_of(mo, mj)} |"
-        )
+        jvm_r = m.get(("jelly-jvm", op))
+        jvm = rate(jvm_r)
+        compared(ds, kind, op, m.get(("jellyfish", op)), jvm_r, py=fmt(rate(m.get(("pyjelly", op)))))
         if op == "encode" and ("jelly-jvm (unshared input)", "encode") in m:
-            ju = m[("jelly-jvm (unshared input)", "encode")]
-            oj, mu = rate(ju), median_rate(ju)
-            med = f"{fmt(mo)} / {fmt(mu)}" if mo and mu else "–"
-            print(
-                f"| {ds} | {kind} | encode, both from a string per term occurrence | {fmt(ours)} | {fmt(oj)} | | {ratio_of(ours, oj)} | {med} | {ratio_of(mo, mu)} |"
+            compared(
+                ds,
+                kind,
+                "encode, both from a string per term occurrence",
+                m.get(("jellyfish", op)),
+                m[("jelly-jvm (unshared input)", "encode")],
             )
         if op == "encode" and ("jellyfish (interned input)", "encode") in m:
             oi = rate(m[("jellyfish (interned input)", "encode")])
             r2 = f"{oi / jvm:.2f}×" if oi and jvm else "–"
             print(f"| {ds} | {kind} | encode, interned input | {fmt(oi)} | | | {r2} | | |")
         if op == "encode" and ("jellyfish (shared session)", "encode") in m:
-            ss = m[("jellyfish (shared session)", "encode")]
-            os_, ms = rate(ss), median_rate(ss)
-            med = f"{fmt(ms)} / {fmt(mj)}" if ms and mj else "–"
-            print(
-                f"| {ds} | {kind} | encode, interned input, shared session | {fmt(os_)} | | | {ratio_of(os_, jvm)} | {med} | {ratio_of(ms, mj)} |"
+            compared(
+                ds,
+                kind,
+                "encode, interned input, shared session",
+                m[("jellyfish (shared session)", "encode")],
+                jvm_r,
+                theirs_shown=False,
             )
         if op == "decode" and ("jellyfish", "decode-owned") in m:
             do = rate(m[("jellyfish", "decode-owned")])
@@ -112,8 +118,6 @@ print("Each round's pair, jellyfish ÷ Jelly-JVM (by mean iteration time; rounds
 print()
 print("| dataset | frames | encode: shared session ÷ parsed input | encode: owned ÷ unshared input | encode: owned ÷ parsed input | decode |")
 print("|---|---|---:|---:|---:|---:|")
-
-
 for (ds, kind), m in rounds.items():
     def pair(a, b, op="encode"):
         xs, ys = m.get((a, op), []), m.get((b, op), [])
