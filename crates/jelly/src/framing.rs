@@ -770,6 +770,12 @@ impl<'w, 's, T: FrameSink> SharedWriter<'w, 's, T> {
         self.writer.flush_if_full()
     }
 
+    /// Adds a statement whose strings need not live as long as the session's, as the
+    /// writer's `add` does; the session goes on.
+    pub(crate) fn add_outside(&mut self, s: StatementRef<'_>) -> Result<(), WriteError> {
+        self.writer.add(s)
+    }
+
     /// Ends the current frame, as the writer's `flush_frame` does (for example at the
     /// end of a graph with [`FramePolicy::Manual`]).
     pub fn flush_frame(&mut self) -> Result<(), WriteError> {

@@ -254,7 +254,8 @@ fn borrowed_view(q: QuadRef<'_>) -> Option<StatementRef<'_>> {
 /// dataset's order, through a shared-input session: the dataset holds one copy of each
 /// distinct string, so IRIs are known by address (see [`crate::Encoder::shared`]). A
 /// quad with a term that has to be built anew (a triple term, or a literal with a base
-/// direction) is added outside the session. Returns the number of quads written.
+/// direction) is added beside the session, as by the writer's `add`. Returns the number
+/// of quads written.
 ///
 /// ```
 /// use jelly::{JellyWriterBuilder, JellyReader, PhysicalType, StreamOptions};
@@ -287,28 +288,23 @@ pub fn write_graph<T: FrameSink>(writer: &mut T, graph: &oxrdf::Graph) -> Result
     )
 }
 
-/// Writes `quads` (whose strings all live as long as `'s`) through shared-input
-/// sessions of `writer`, each quad that needs terms built anew outside them.
+/// Writes `quads` (whose strings all live as long as `'s`) through one shared-input
+/// session of `writer`, each quad that needs terms built anew beside it.
 fn write_quads<'s, T: FrameSink>(
     writer: &mut T,
     quads: impl Iterator<Item = QuadRef<'s>>,
 ) -> Result<u64, WriteError> {
-    let mut quads = quads.peekable();
+    let mut session = SharedWriter::new(writer);
     let mut n = 0;
-    while quads.peek().is_some() {
-        {
-            let mut session = SharedWriter::new(writer);
-            while let Some(st) = quads.peek().and_then(|q| borrowed_view(*q)) {
-                session.add(st)?;
-                quads.next();
-                n += 1;
+    for q in quads {
+        match borrowed_view(q) {
+            Some(st) => session.add(st)?,
+            None => {
+                let mut holder = None;
+                session.add_outside(from_ox_quad(q, &mut holder))?;
             }
         }
-        if let Some(q) = quads.next() {
-            let mut holder = None;
-            writer.add(from_ox_quad(q, &mut holder))?;
-            n += 1;
-        }
+        n += 1;
     }
     Ok(n)
 }
