@@ -244,6 +244,11 @@ impl Decoder {
         }
     }
 
+    /// The value of entry `id` of `table`, as the stream has defined it so far.
+    pub(crate) fn entry(&self, table: crate::error::Table, id: u32) -> Option<&str> {
+        self.terms.state.entry(table, id)
+    }
+
     fn apply_options(&mut self, o: StreamOptions) -> Result<Produced, K> {
         if let Some(first) = &self.options {
             return if *first == o {

@@ -31,6 +31,7 @@ pub mod options;
 pub mod oxrdf_adapter;
 pub mod patch;
 pub mod rdf_patch;
+pub mod rebase;
 pub mod splice;
 pub mod term;
 mod term_decoder;

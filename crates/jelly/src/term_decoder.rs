@@ -311,7 +311,7 @@ fn short_id(b: &[u8], at: &mut usize) -> Option<u32> {
 
 /// Parses an `RdfIri` payload into `(prefix_id, name_id)`.
 #[inline(always)]
-fn iri_ids(b: &[u8]) -> Result<(u32, u32), K> {
+pub(crate) fn iri_ids(b: &[u8]) -> Result<(u32, u32), K> {
     // Common encodings: empty, `08 p`, `10 n`, `08 p 10 n` with one-byte ids.
     match *b {
         [] => return Ok((0, 0)),
@@ -393,6 +393,16 @@ const TRIPLE_KEYS: [u8; 256] = term_keys(3);
 const QUAD_KEYS: [u8; 256] = term_keys(4);
 
 impl State {
+    /// The value of entry `id` of `table`, if the stream has defined it.
+    pub(crate) fn entry(&self, table: Table, id: u32) -> Option<&str> {
+        let t = match table {
+            Table::Name => &self.names,
+            Table::Prefix => &self.prefixes,
+            Table::Datatype => &self.datatypes,
+        };
+        t.get(id, table).ok()
+    }
+
     /// Applies the IRI rules to an `RdfIri` payload and writes the IRI into `dest`.
     #[inline(always)]
     fn resolve_iri_bytes(&mut self, b: &[u8], dest: &mut TermBuf) -> Result<(), K> {
