@@ -3,9 +3,10 @@
 //! A Jelly body is decoded with one decoder for the whole request (the publisher's
 //! tables carry over from frame to frame), and every frame that holds statements
 //! becomes one item. A text body becomes one item, or one item per graph with
-//! `split=graph`. Every item is re-encoded with a fresh [`jelly::Encoder`], so it is a
-//! complete one-frame stream (options row first, tables empty) — see
-//! `docs/server-design.md`.
+//! `split=graph`. Every item is a complete one-frame stream (options row first, tables
+//! empty) — see `docs/server-design.md`: a Jelly frame is rewritten as one by a
+//! [`Rebaser`] when the publisher's options fit the topic's, and any other item is
+//! encoded with a fresh [`jelly::Encoder`].
 //!
 //! The whole body is checked before anything is appended: a bad statement anywhere
 //! refuses the request.
@@ -15,6 +16,7 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 use jelly::oxrdf_adapter::from_ox_quad;
+use jelly::rebase::{Rebased, Rebaser};
 use jelly::{
     DecodeError, Decoder, DecoderOptions, Delimiting, EncodeError, Encoder, EncoderConfig, Event,
     FrameReader, StatementRef, StreamOptions, Term, TermRef,
@@ -235,14 +237,22 @@ const POOL_MAX: usize = 8;
 /// ```
 pub struct JellyIngest {
     dec: Decoder,
-    /// Writes each item; reset between items rather than made anew (a fresh encoder
-    /// allocates its tables again, a large share of the cost of a small item).
+    /// Rewrites each frame as a self-contained item without re-encoding it, when the
+    /// publisher's options fit the topic's (see `docs/server-design.md`, "Rebasing").
+    rebaser: Rebaser,
+    /// The rebaser's output, reused from frame to frame.
+    rebased_frame: Vec<u8>,
+    /// Writes each item the rebaser cannot; reset between items rather than made anew
+    /// (a fresh encoder allocates its tables again, a large share of the cost of a
+    /// small item).
     builder: ItemBuilder,
     topic: TopicOptions,
     meta: PublishMeta,
     max_item_bytes: usize,
     /// Items made so far (for error messages).
     items: usize,
+    /// Of those, items rebased rather than re-encoded.
+    rebased: usize,
     /// Bytes of the stream consumed so far (for error offsets).
     consumed: u64,
 }
@@ -250,13 +260,17 @@ pub struct JellyIngest {
 impl JellyIngest {
     /// A new publisher stream for a topic with `topic` options.
     pub fn new(topic: &TopicOptions, meta: PublishMeta, max_item_bytes: usize) -> JellyIngest {
+        let opts = topic.stream_options();
         JellyIngest {
             dec: Decoder::new(DecoderOptions::default()),
-            builder: ItemBuilder::new(&topic.stream_options()),
+            rebaser: Rebaser::new(&opts),
+            rebased_frame: Vec::new(),
+            builder: ItemBuilder::new(&opts),
             topic: topic.clone(),
             meta,
             max_item_bytes,
             items: 0,
+            rebased: 0,
             consumed: 0,
         }
     }
@@ -276,21 +290,28 @@ impl JellyIngest {
                 // buffers are kept. The builder is reset by each frame.
                 let JellyIngest {
                     mut dec,
+                    mut rebaser,
+                    rebased_frame,
                     builder,
                     topic,
                     meta: _,
                     max_item_bytes: _,
                     items: _,
+                    rebased: _,
                     consumed: _,
                 } = j;
                 dec.reset();
+                rebaser.reset();
                 JellyIngest {
                     dec,
+                    rebaser,
+                    rebased_frame,
                     builder,
                     topic,
                     meta,
                     max_item_bytes,
                     items: 0,
+                    rebased: 0,
                     consumed: 0,
                 }
             }
@@ -304,6 +325,12 @@ impl JellyIngest {
         if pool.len() < POOL_MAX {
             pool.push(self);
         }
+    }
+
+    /// Items made so far that were rebased (stored as sent, with what they use from
+    /// earlier frames in front) rather than re-encoded.
+    pub fn rebased_items(&self) -> usize {
+        self.rebased
     }
 
     /// The stream options the publisher declared (after its first frame).
@@ -322,19 +349,53 @@ impl JellyIngest {
 
     /// [`JellyIngest::frame`] with the frame's byte offset in the publisher's stream.
     pub fn frame_at(&mut self, bytes: &[u8], offset: u64) -> Result<Option<NewItem>, IngestError> {
-        let mut cur = self.dec.frame_at(bytes, offset);
-        let b = &mut self.builder;
-        b.reset();
         let index = self.items;
-        while let Some(ev) = cur.next_event().map_err(decode_error)? {
-            if let Event::Statement(st) = ev {
-                b.add(st).map_err(|e| not_allowed(index, e, &self.topic))?;
+        // The rebaser reads the decoder's tables as they are before this frame.
+        let item = match self
+            .rebaser
+            .rebase(bytes, &self.dec, &mut self.rebased_frame)
+        {
+            Rebased::Frame { statements } => {
+                // Decoded all the same: the decoder checks the frame and follows the
+                // stream's tables for the frames after it.
+                let mut cur = self.dec.frame_at(bytes, offset);
+                let mut decoded = 0u32;
+                while let Some(ev) = cur.next_event().map_err(decode_error)? {
+                    decoded += u32::from(matches!(ev, Event::Statement(_)));
+                }
+                if decoded != statements {
+                    // The rebaser follows the same rules; a difference is a bug, and
+                    // the item is refused rather than stored wrong.
+                    return Err(IngestError::Invalid(format!(
+                        "item {index}: the frame could not be stored as it was sent \
+                         ({statements} statements rewritten, {decoded} decoded)"
+                    )));
+                }
+                self.rebased += 1;
+                NewItem {
+                    // Copied out at its exact size: items stay in memory (fan-out ring,
+                    // pending batches), and a grown buffer can be twice its length.
+                    frame: Bytes::copy_from_slice(&self.rebased_frame),
+                    statements,
+                    source: self.meta.source.clone(),
+                    headers: self.meta.headers.clone(),
+                }
             }
-        }
-        if b.statements == 0 {
-            return Ok(None);
-        }
-        let item = b.finish(&self.meta);
+            Rebased::NoStatements | Rebased::Unsupported(_) => {
+                let mut cur = self.dec.frame_at(bytes, offset);
+                let b = &mut self.builder;
+                b.reset();
+                while let Some(ev) = cur.next_event().map_err(decode_error)? {
+                    if let Event::Statement(st) = ev {
+                        b.add(st).map_err(|e| not_allowed(index, e, &self.topic))?;
+                    }
+                }
+                if b.statements == 0 {
+                    return Ok(None);
+                }
+                b.finish(&self.meta)
+            }
+        };
         if item.frame.len() > self.max_item_bytes {
             return Err(IngestError::TooLarge {
                 index,
@@ -465,6 +526,69 @@ mod tests {
         let frames = r.read_all_frames().unwrap();
         assert_eq!(frames.len(), 1);
         frames.into_iter().next().unwrap()
+    }
+
+    /// A continuous publisher stream of real data (tables, IRI deltas and repeated
+    /// terms carry over from frame to frame) into a TRIPLES and a QUADS topic: every
+    /// frame is stored rebased, and each item means alone, and spliced after the
+    /// others, what its frame meant in the stream.
+    #[test]
+    fn continuous_streams_are_rebased() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/datasets/iot-assist-weather/iot-assist-weather.nt"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let statements: Vec<jelly::Statement> = text
+            .lines()
+            .take(2000)
+            .enumerate()
+            .filter_map(|(i, l)| jelly::nquads::parse_line(l, i + 1).unwrap())
+            .collect();
+        for physical in [Physical::Triples, Physical::Quads] {
+            let topic = TopicOptions {
+                physical,
+                ..TopicOptions::default()
+            };
+            let mut enc = Encoder::new(StreamOptions::big()).unwrap();
+            let mut reference = Decoder::default();
+            let mut spliced = Decoder::default();
+            let mut ing = JellyIngest::new(&topic, PublishMeta::default(), 1 << 20);
+            for (k, chunk) in statements.chunks(50).enumerate() {
+                for s in chunk {
+                    enc.add(s.as_ref()).unwrap();
+                }
+                let frame = enc.finish_frame();
+                let mut want = Vec::new();
+                let mut cur = reference.frame(&frame);
+                while let Some(ev) = cur.next_event().unwrap() {
+                    if let Event::Statement(st) = ev {
+                        let mut st = st.to_owned();
+                        if physical == Physical::Quads {
+                            st.graph = Some(jelly::Term::DefaultGraph);
+                        }
+                        want.push(st);
+                    }
+                }
+                let item = ing.frame(&frame).unwrap().unwrap();
+                assert_eq!(item.statements as usize, want.len());
+                assert_eq!(decode_item(&item.frame), want, "item {k} alone");
+                let skip = if k == 0 {
+                    0
+                } else {
+                    jelly::splice::options_row_len(&item.frame).unwrap()
+                };
+                let mut got = Vec::new();
+                let mut cur = spliced.frame(&item.frame[skip..]);
+                while let Some(ev) = cur.next_event().unwrap() {
+                    if let Event::Statement(st) = ev {
+                        got.push(st.to_owned());
+                    }
+                }
+                assert_eq!(got, want, "item {k} spliced");
+            }
+            assert_eq!(ing.rebased_items(), 40, "{physical:?}");
+        }
     }
 
     #[test]
