@@ -26,6 +26,28 @@ pub mod row {
     pub const NAME: u32 = 9;
     pub const PREFIX: u32 = 10;
     pub const DATATYPE: u32 = 11;
+
+    /// Whether `field` is one of the `row` oneof's fields (others are unknown fields).
+    ///
+    /// ```
+    /// use jelly_proto::fields::row;
+    /// assert!(row::is_row_field(row::QUAD) && !row::is_row_field(7));
+    /// ```
+    #[inline(always)]
+    pub const fn is_row_field(field: u32) -> bool {
+        matches!(
+            field,
+            OPTIONS
+                | TRIPLE
+                | QUAD
+                | GRAPH_START
+                | GRAPH_END
+                | NAMESPACE
+                | NAME
+                | PREFIX
+                | DATATYPE
+        )
+    }
 }
 
 /// `RdfStreamOptions`.

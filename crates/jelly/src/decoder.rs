@@ -353,15 +353,7 @@ impl Decoder {
         let mut found: Option<(u32, Reader<'_>)> = None;
         while let Some((field, wt)) = r.tag()? {
             match field {
-                row::OPTIONS
-                | row::TRIPLE
-                | row::QUAD
-                | row::GRAPH_START
-                | row::GRAPH_END
-                | row::NAMESPACE
-                | row::NAME
-                | row::PREFIX
-                | row::DATATYPE => {
+                f if row::is_row_field(f) => {
                     expect_len(field, wt)?;
                     let m = r.message()?;
                     if found.is_some() {

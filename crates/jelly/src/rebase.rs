@@ -364,15 +364,7 @@ impl Rebaser {
         let mut found: Option<(u32, Reader<'_>)> = None;
         while let Some((field, wt)) = r.tag().map_err(|_| "malformed row")? {
             match field {
-                row::OPTIONS
-                | row::TRIPLE
-                | row::QUAD
-                | row::GRAPH_START
-                | row::GRAPH_END
-                | row::NAMESPACE
-                | row::NAME
-                | row::PREFIX
-                | row::DATATYPE => {
+                f if row::is_row_field(f) => {
                     if wt != WireType::Len || found.is_some() {
                         return Err("malformed row");
                     }
