@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use jelly::oxrdf_adapter::from_ox_quad;
@@ -210,6 +211,21 @@ fn ingest_jelly(
     items
 }
 
+/// Jelly frames with statements made into items since the process started: rebased,
+/// and re-encoded (the slower path, which a publisher whose options do not fit the
+/// topic's always takes). Exported as metrics; a count includes items of requests
+/// refused afterwards.
+static FRAMES_REBASED: AtomicU64 = AtomicU64::new(0);
+static FRAMES_REENCODED: AtomicU64 = AtomicU64::new(0);
+
+/// `(rebased, re-encoded)`: see [`FRAMES_REBASED`].
+pub fn frames_made_into_items() -> (u64, u64) {
+    (
+        FRAMES_REBASED.load(Ordering::Relaxed),
+        FRAMES_REENCODED.load(Ordering::Relaxed),
+    )
+}
+
 /// Publisher streams of finished requests, kept for the next ones: a new
 /// [`JellyIngest`] allocates a decoder's and an encoder's tables, a large share of the
 /// cost of a one-item request.
@@ -372,6 +388,7 @@ impl JellyIngest {
                     )));
                 }
                 self.rebased += 1;
+                FRAMES_REBASED.fetch_add(1, Ordering::Relaxed);
                 NewItem {
                     // Copied out at its exact size: items stay in memory (fan-out ring,
                     // pending batches), and a grown buffer can be twice its length.
@@ -393,6 +410,7 @@ impl JellyIngest {
                 if b.statements == 0 {
                     return Ok(None);
                 }
+                FRAMES_REENCODED.fetch_add(1, Ordering::Relaxed);
                 b.finish(&self.meta)
             }
         };

@@ -93,6 +93,19 @@ impl Metrics {
             "Bytes of stored item frames appended.",
             g(&self.bytes_in),
         );
+        let (rebased, reencoded) = crate::ingest::frames_made_into_items();
+        counter(
+            &mut s,
+            "jelly_ingest_frames_rebased_total",
+            "Published Jelly frames stored rebased: kept as sent, with the entries they use from earlier frames in front (process-wide).",
+            rebased,
+        );
+        counter(
+            &mut s,
+            "jelly_ingest_frames_reencoded_total",
+            "Published Jelly frames decoded and re-encoded to be stored: the publisher's options do not fit the topic's, or the frame could not be rebased (process-wide).",
+            reencoded,
+        );
         counter(
             &mut s,
             "jelly_items_out_total",

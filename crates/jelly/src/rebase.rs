@@ -60,8 +60,6 @@
 //! assert_eq!(seen, vec![(iri("http://ex.org/a"), iri("http://ex.org/c"))]);
 //! ```
 
-use std::ops::Range;
-
 use jelly_proto::fields::{entry, frame, iri, literal, namespace, row};
 use jelly_proto::wire::{Reader, WireType, put_tag, put_varint, put_varint_at, varint_len};
 
@@ -93,6 +91,10 @@ const TABLES: [Table; 3] = [Table::Prefix, Table::Name, Table::Datatype];
 /// Row field of each table's entries.
 const ENTRY_ROWS: [u32; 3] = [row::PREFIX, row::NAME, row::DATATYPE];
 
+/// Index of the frame numbers in [`Rebaser::stamps`].
+const DEFINED: usize = 0;
+const IMPORTED: usize = 1;
+
 /// `RdfQuad.g_default_graph`.
 const G_DEFAULT: u32 = 15;
 
@@ -115,7 +117,8 @@ enum Prev {
     Raw {
         field: u32,
         datatype: u32,
-        at: Range<usize>,
+        start: u32,
+        end: u32,
         copied: bool,
     },
     /// Cannot be written out again: a quoted triple, or an IRI or datatype whose entry
@@ -151,9 +154,9 @@ pub struct Rebaser {
     /// Last entry id per table.
     last_entry: [u32; 3],
     /// Per table and id: the number of the frame that last defined it, and of the
-    /// frame that last imported it (ids up to the target's table size).
-    defined: [Vec<u32>; 3],
-    imported: [Vec<u32>; 3],
+    /// frame that last imported it (ids up to the target's table size). Side by side,
+    /// so that a use of an id reads one cache line.
+    stamps: [Vec<[u32; 2]>; 3],
     /// Number of the current frame (from 1; 0 in the stamps means never).
     frame_no: u32,
     /// The previous statement's terms, by position.
@@ -220,8 +223,7 @@ impl Rebaser {
             last_prefix: 0,
             last_name: 0,
             last_entry: [0; 3],
-            defined: target_sizes.map(|n| vec![0; n as usize + 1]),
-            imported: target_sizes.map(|n| vec![0; n as usize + 1]),
+            stamps: target_sizes.map(|n| vec![[0; 2]; n as usize + 1]),
             frame_no: 0,
             prev: [Prev::None, Prev::None, Prev::None, Prev::None],
             prev_bytes: Default::default(),
@@ -245,8 +247,7 @@ impl Rebaser {
         self.last_name = 0;
         self.last_entry = [0; 3];
         for t in 0..3 {
-            self.defined[t].fill(0);
-            self.imported[t].fill(0);
+            self.stamps[t].fill([0; 2]);
         }
         self.frame_no = 0;
         self.prev = [Prev::None, Prev::None, Prev::None, Prev::None];
@@ -265,12 +266,16 @@ impl Rebaser {
         if self.lost {
             return Rebased::Unsupported("an earlier frame could not be followed");
         }
+        if u32::try_from(frame_bytes.len()).is_err() {
+            // Offsets into the frame are kept as u32; no reader accepts such a frame.
+            self.lost = true;
+            return Rebased::Unsupported("a frame of 4 GiB or more");
+        }
         self.frame_no += 1;
         if self.frame_no == u32::MAX {
             // The stamps would wrap: forget them (a frame older than this is long gone).
             for t in 0..3 {
-                self.defined[t].fill(0);
-                self.imported[t].fill(0);
+                self.stamps[t].fill([0; 2]);
             }
             self.frame_no = 1;
         }
@@ -298,13 +303,18 @@ impl Rebaser {
         }
         // Raw terms of the last statement now point into this frame: keep copies.
         for (pos, p) in self.prev.iter_mut().enumerate() {
-            if let Prev::Raw { at, copied, .. } = p
+            if let Prev::Raw {
+                start, end, copied, ..
+            } = p
                 && !*copied
             {
                 let keep = &mut self.prev_bytes[pos];
                 keep.clear();
-                keep.extend_from_slice(frame_bytes.get(at.clone()).unwrap_or_default());
-                *at = 0..keep.len();
+                let range = *start as usize..*end as usize;
+                keep.extend_from_slice(frame_bytes.get(range).unwrap_or_default());
+                // Within u32: the frame's length is checked on entry.
+                *start = 0;
+                *end = keep.len() as u32;
                 *copied = true;
             }
         }
@@ -360,6 +370,29 @@ impl Rebaser {
         row_bytes: &[u8],
         raw: &[u8],
     ) -> Result<(), &'static str> {
+        // Usual shape: one field, with a one-byte key and a length of one or two bytes.
+        if let [key, b1, rest @ ..] = row_bytes
+            && key & 7 == 2
+            && *key < 0x80
+        {
+            let (len, head): (usize, usize) = if *b1 < 0x80 {
+                (usize::from(*b1), 2)
+            } else if let [b2, ..] = rest
+                && *b2 < 0x80
+                && *b2 != 0
+            {
+                (usize::from(b1 & 0x7f) | usize::from(*b2) << 7, 3)
+            } else {
+                (usize::MAX, 0)
+            };
+            if head.checked_add(len) == Some(row_bytes.len()) {
+                let field = u32::from(key >> 3);
+                if row::is_row_field(field) {
+                    let m = Reader::with_base(&row_bytes[head..], base + head);
+                    return self.row_field(frame_bytes, field, m, raw);
+                }
+            }
+        }
         let mut r = Reader::with_base(row_bytes, base);
         let mut found: Option<(u32, Reader<'_>)> = None;
         while let Some((field, wt)) = r.tag().map_err(|_| "malformed row")? {
@@ -376,6 +409,18 @@ impl Rebaser {
         let Some((field, m)) = found else {
             return Err("empty row");
         };
+        self.row_field(frame_bytes, field, m, raw)
+    }
+
+    /// The one field of a row.
+    #[inline(always)]
+    fn row_field(
+        &mut self,
+        frame_bytes: &[u8],
+        field: u32,
+        m: Reader<'_>,
+        raw: &[u8],
+    ) -> Result<(), &'static str> {
         match field {
             row::OPTIONS => self.options(m.unread()),
             row::TRIPLE | row::QUAD => self.statement(frame_bytes, field, m, raw),
@@ -436,11 +481,11 @@ impl Rebaser {
         } else {
             raw_id
         };
-        if id as usize >= self.defined[table].len() {
+        if id as usize >= self.stamps[table].len() {
             return Err("entry id beyond the target's table");
         }
         self.last_entry[table] = id;
-        self.defined[table][id as usize] = self.frame_no;
+        self.stamps[table][id as usize][DEFINED] = self.frame_no;
         // Terms of the previous statement that use this id can no longer be written
         // out from it.
         for p in &mut self.prev {
@@ -474,7 +519,7 @@ impl Rebaser {
     #[inline(always)]
     fn use_entry(&mut self, table: usize, id: u32) -> Result<(), &'static str> {
         let i = id as usize;
-        let (Some(&d), Some(&m)) = (self.defined[table].get(i), self.imported[table].get(i)) else {
+        let Some(&[d, m]) = self.stamps[table].get(i) else {
             return Err("entry id beyond the target's table");
         };
         if d == self.frame_no || m == self.frame_no {
@@ -489,7 +534,7 @@ impl Rebaser {
         if id == 0 {
             return Err("entry id 0");
         }
-        self.imported[table][id as usize] = self.frame_no;
+        self.stamps[table][id as usize][IMPORTED] = self.frame_no;
         // Table in the high half: sorting groups the tables and orders the ids.
         self.import_ids.push((table as u64) << 32 | u64::from(id));
         Ok(())
@@ -672,7 +717,8 @@ impl Rebaser {
                 Ok(Prev::Raw {
                     field,
                     datatype,
-                    at: payload_at..payload_at + payload.len(),
+                    start: payload_at as u32,
+                    end: (payload_at + payload.len()) as u32,
                     copied: false,
                 })
             }
@@ -690,11 +736,12 @@ impl Rebaser {
     ) -> Result<(), &'static str> {
         let slots = statement_slots(payload, at, false)?;
         for slot in slots.iter().take(3) {
-            let Some((field, range)) = slot.clone() else {
+            if slot.field == 0 {
                 return Err("a quoted triple with a term missing");
-            };
-            let p = &payload[range.start - at..range.end - at];
-            self.term(field, p, range.start, false, depth, dest.as_deref_mut())?;
+            }
+            let (start, end) = (slot.start as usize, slot.end as usize);
+            let p = &payload[start - at..end - at];
+            self.term(slot.field, p, start, false, depth, dest.as_deref_mut())?;
         }
         Ok(())
     }
@@ -722,9 +769,10 @@ impl Rebaser {
             // the previous row of this frame: the row reads the same in the output as
             // it is. Only followed (delta state, entries used, terms for repetition).
             for (pos, slot) in slots.iter().enumerate().take(n) {
-                if let Some((field, range)) = slot.clone() {
-                    let p = &frame_bytes[range.clone()];
-                    self.prev[pos] = self.term(field, p, range.start, quad, 0, None)?;
+                if slot.field != 0 {
+                    let (start, end) = (slot.start as usize, slot.end as usize);
+                    let p = &frame_bytes[start..end];
+                    self.prev[pos] = self.term(slot.field, p, start, quad, 0, None)?;
                 }
             }
             self.body.extend_from_slice(raw);
@@ -735,14 +783,15 @@ impl Rebaser {
         stmt.clear();
         let mut result = Ok(());
         for (pos, slot) in slots.iter().enumerate().take(n) {
-            let r = match slot.clone() {
-                Some((field, range)) => {
-                    let p = &frame_bytes[range.clone()];
-                    self.term(field, p, range.start, quad, 0, Some(&mut stmt))
+            let r = match *slot {
+                Slot { field: 0, .. } if first => self.repeat(pos, &mut stmt),
+                Slot { field: 0, .. } => Ok(()),
+                Slot { field, start, end } => {
+                    let (start, end) = (start as usize, end as usize);
+                    let p = &frame_bytes[start..end];
+                    self.term(field, p, start, quad, 0, Some(&mut stmt))
                         .map(|prev| self.prev[pos] = prev)
                 }
-                None if first => self.repeat(pos, &mut stmt),
-                None => Ok(()),
             };
             if r.is_err() {
                 result = r;
@@ -785,7 +834,8 @@ impl Rebaser {
             Prev::Raw {
                 field,
                 datatype,
-                at,
+                start,
+                end,
                 copied,
             } => {
                 if datatype != 0 {
@@ -793,7 +843,9 @@ impl Rebaser {
                 }
                 // A repeat in the first statement always comes from an earlier frame.
                 let bytes = if copied {
-                    self.prev_bytes[pos].get(at).unwrap_or_default()
+                    self.prev_bytes[pos]
+                        .get(start as usize..end as usize)
+                        .unwrap_or_default()
                 } else {
                     &[][..]
                 };
@@ -869,8 +921,9 @@ fn id_field_len(id: u32) -> usize {
 fn write_entry(out: &mut Vec<u8>, row_field: u32, id: u32, value: &[u8]) {
     let entry_len = id_field_len(id) + 1 + varint_len(value.len() as u64) + value.len();
     let row_len = 1 + varint_len(entry_len as u64) + entry_len;
-    // Everything before the value: 5 keys and lengths of at most 1 + 10 bytes each.
-    let mut b = [0u8; 64];
+    // Everything before the value: four keys, three lengths and an id (u32 values:
+    // at most 5 bytes each).
+    let mut b = [0u8; 24];
     b[0] = (frame::ROWS << 3 | 2) as u8;
     let mut at = put_varint_at(&mut b, 1, row_len as u64);
     b[at] = (row_field << 3 | 2) as u8;
@@ -911,28 +964,36 @@ fn term_kind(field: u32, quad: bool) -> Kind {
     }
 }
 
-/// The term fields of a statement payload by position (S, P, O, G): each field number
-/// and its payload's range, with `at` the payload's offset. The last field of a
-/// position wins, as protobuf reads a `oneof`. Unknown fields are dropped.
-type Slots = [Option<(u32, Range<usize>)>; 4];
+/// One term field of a statement: its number (0: the position is not set) and its
+/// payload's range in the frame.
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    field: u32,
+    start: u32,
+    end: u32,
+}
+
+/// The term fields of a statement payload by position (S, P, O, G), with `at` the
+/// payload's offset in the frame (which is under 4 GiB). The last field of a position
+/// wins, as protobuf reads a `oneof`. Unknown fields are dropped.
+type Slots = [Slot; 4];
 
 #[inline]
 fn statement_slots(payload: &[u8], at: usize, quad: bool) -> Result<Slots, &'static str> {
-    let mut slots: Slots = [None, None, None, None];
+    let mut slots = [Slot::default(); 4];
     let last = if quad { 15 } else { 12 };
     // Usual shape: one-byte keys of term fields 1–15 with lengths under 128.
     let mut i = 0;
-    while let Some(&[key, len]) = payload
-        .get(i..i + 2)
-        .and_then(|b| <&[u8; 2]>::try_from(b).ok())
-    {
+    let n = payload.len();
+    while i + 1 < n {
+        let (key, len) = (payload[i], payload[i + 1]);
         let field = u32::from(key >> 3);
         if key & 7 != 2 || key >= 0x80 || len >= 0x80 || field == 0 || field > last {
             break;
         }
         let start = i + 2;
         let end = start + len as usize;
-        if end > payload.len() {
+        if end > n {
             return Err("malformed statement");
         }
         let pos = if field > 12 {
@@ -940,10 +1001,14 @@ fn statement_slots(payload: &[u8], at: usize, quad: bool) -> Result<Slots, &'sta
         } else {
             (field as usize - 1) / 4
         };
-        slots[pos] = Some((field, at + start..at + end));
+        slots[pos] = Slot {
+            field,
+            start: (at + start) as u32,
+            end: (at + end) as u32,
+        };
         i = end;
     }
-    if i == payload.len() {
+    if i == n {
         return Ok(slots);
     }
     let mut r = Reader::with_base(payload, at);
@@ -957,7 +1022,11 @@ fn statement_slots(payload: &[u8], at: usize, quad: bool) -> Result<Slots, &'sta
             } else {
                 (field as usize - 1) / 4
             };
-            slots[pos] = Some((field, start..start + b.len()));
+            slots[pos] = Slot {
+                field,
+                start: start as u32,
+                end: (start + b.len()) as u32,
+            };
         } else {
             r.skip(wt).map_err(|_| "malformed statement")?;
         }

@@ -7,6 +7,7 @@
 //! codec_profile encode-interned|encode-shared IN.nt|nq[.gz] [--grouped] [--iters N] [--out F]
 //! codec_profile decode IN.jelly [--iters N]
 //! codec_profile items IN.nt|nq[.gz] [--per-item 50] [--iters N]
+//! codec_profile rebase IN.nt|nq[.gz] [--per-item 50] [--iters N]
 //! ```
 //! `encode-interned` encodes the input from one copy of each distinct string (the
 //! measured function is `encode_refs_pass`), `encode-shared` the same through a
@@ -15,6 +16,9 @@
 //! spliceable frame of `--per-item` statements each, BIG preset, from one encoder
 //! reset between items; the measured function is `items_pass` (the unmeasured first
 //! pass outside it is left out with `--toggle-collect`, but not its call count).
+//! `rebase` encodes the input as one continuous stream in frames of `--per-item`
+//! statements (BIG preset), then in `rebase_pass` rebases and decodes each frame as the
+//! server's ingest does (`--toggle-collect='*Rebaser*rebase*'` counts the rebaser alone).
 //! Frames as `jelly-bench`: "flat" is 512 rows per frame with the BIG preset, "grouped"
 //! one frame per run of quads with the same graph. As in `jelly-bench`, the output
 //! buffer's capacity carries over between passes (an unmeasured first pass sizes it).
@@ -38,6 +42,26 @@ fn read_input(path: &str) -> Vec<u8> {
     };
     r.unwrap_or_else(|e| panic!("{path}: {e}"));
     bytes
+}
+
+/// Rebases and decodes every frame of one stream, as the server's ingest does; returns
+/// the frames rebased and the bytes written.
+#[inline(never)]
+fn rebase_pass(frames: &[Vec<u8>], opts: &StreamOptions) -> (usize, usize) {
+    use jelly::rebase::{Rebased, Rebaser};
+    let mut dec = jelly::Decoder::default();
+    let mut rebaser = Rebaser::new(opts);
+    let mut out = Vec::new();
+    let (mut rebased, mut bytes) = (0, 0);
+    for f in frames {
+        if let Rebased::Frame { .. } = rebaser.rebase(f, &dec, &mut out) {
+            rebased += 1;
+            bytes += out.len();
+        }
+        let mut cur = dec.frame(f);
+        while cur.next_event().expect("valid").is_some() {}
+    }
+    (rebased, bytes)
 }
 
 /// One measured encode (the function `--toggle-collect='*encode_pass*'` selects).
@@ -232,6 +256,39 @@ fn main() {
                 bytes = items_pass(&mut enc, &statements, per_item);
             }
             println!("statements {} item bytes {bytes}", statements.len());
+        }
+        "rebase" => {
+            let text = String::from_utf8(read_input(input)).expect("utf-8");
+            let statements = jelly::nquads::parse_document(&text).expect("parse");
+            drop(text);
+            let quads = input.trim_end_matches(".gz").ends_with(".nq");
+            let per_item: usize = value("--per-item").map_or(50, |v| v.parse().expect("per-item"));
+            let opts = StreamOptions::big().with_physical_type(if quads {
+                PhysicalType::Quads
+            } else {
+                PhysicalType::Triples
+            });
+            let mut enc = Encoder::new(opts.clone()).expect("options");
+            let frames: Vec<Vec<u8>> = statements
+                .chunks(per_item)
+                .map(|c| {
+                    for st in c {
+                        enc.add(st.as_ref()).expect("encodable");
+                    }
+                    enc.finish_frame()
+                })
+                .collect();
+            let mut r = rebase_pass(&frames, &opts);
+            for _ in 0..iters {
+                r = rebase_pass(&frames, &opts);
+            }
+            println!(
+                "statements {} frames {} rebased {} bytes {}",
+                statements.len(),
+                frames.len(),
+                r.0,
+                r.1
+            );
         }
         other => panic!("unknown command {other}"),
     }

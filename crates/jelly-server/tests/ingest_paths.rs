@@ -1,0 +1,121 @@
+//! Which path a published Jelly frame takes into the log, seen from outside: a
+//! publisher whose options fit the topic's has its frames rebased (stored as sent), one
+//! whose options do not has them re-encoded; both read back the same. The counters are
+//! process-wide, so this file holds one test.
+
+use std::time::Duration;
+
+use jelly::{FramePolicy, JellyWriterBuilder, Statement, StreamOptions};
+use jelly_server::{Server, ServerConfig};
+use reqwest::StatusCode;
+
+mod support;
+
+use support::iri;
+
+const JELLY: &str = "application/x-jelly-rdf";
+
+/// A continuous delimited stream, one frame per group: tables, IRI deltas and repeated
+/// terms carry over from frame to frame.
+fn stream(frames: &[Vec<Statement>], opts: StreamOptions) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut w = JellyWriterBuilder::new(opts)
+        .frame_policy(FramePolicy::Manual)
+        .build(&mut buf)
+        .unwrap();
+    for f in frames {
+        for st in f {
+            w.add(st.as_ref()).unwrap();
+        }
+        w.flush_frame().unwrap();
+    }
+    w.finish().unwrap();
+    buf
+}
+
+/// 12 groups of 5 quads; subjects run across group boundaries, so a group's first
+/// quad repeats terms of the previous group's last.
+fn groups() -> Vec<Vec<Statement>> {
+    (0..12)
+        .map(|g| {
+            (0..5)
+                .map(|k| {
+                    let i = g * 5 + k;
+                    Statement {
+                        subject: iri(&format!("http://ex.org/s{}", (i + 2) / 7)),
+                        predicate: iri(&format!("http://ex.org/v#p{}", i % 3)),
+                        object: iri(&format!("http://ex.org/o/{i}")),
+                        graph: Some(iri("http://ex.org/g")),
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+async fn counters(c: &reqwest::Client, srv: &Server) -> (u64, u64) {
+    (
+        support::metric(c, srv, "jelly_ingest_frames_rebased_total").await,
+        support::metric(c, srv, "jelly_ingest_frames_reencoded_total").await,
+    )
+}
+
+/// Publishes `body` to `topic`, then reads the topic back from offset 0.
+async fn publish_and_read(
+    c: &reqwest::Client,
+    base: &str,
+    topic: &str,
+    body: Vec<u8>,
+) -> Vec<(u64, Vec<Statement>)> {
+    let r = c
+        .post(format!("{base}/topics/{topic}/items"))
+        .header("content-type", JELLY)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    let r = c
+        .get(format!("{base}/topics/{topic}/poll?from=0&max_items=100"))
+        .header("accept", JELLY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    support::frames(&r.bytes().await.unwrap())
+}
+
+#[tokio::test]
+async fn fitting_publishers_are_rebased_and_others_re_encoded() {
+    let srv = Server::start(ServerConfig::ephemeral()).await.unwrap();
+    let c = reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let base = srv.url();
+    let want = groups();
+    let quads = |o: StreamOptions| o.with_physical_type(jelly::PhysicalType::Quads);
+
+    // SMALL tables fit the topic's BIG ones: every frame rebased.
+    let before = counters(&c, &srv).await;
+    let got = publish_and_read(
+        &c,
+        &base,
+        "fits",
+        stream(&want, quads(StreamOptions::small())),
+    )
+    .await;
+    let after = counters(&c, &srv).await;
+    assert_eq!((after.0 - before.0, after.1 - before.1), (12, 0));
+    let expected: Vec<(u64, Vec<Statement>)> = (0..).zip(want.clone()).collect();
+    assert_eq!(got, expected);
+
+    // A name table larger than the topic's 4000: every frame re-encoded.
+    let big_names = quads(StreamOptions::with_tables(4096, 150, 32));
+    let before = after;
+    let got = publish_and_read(&c, &base, "too-big", stream(&want, big_names)).await;
+    let after = counters(&c, &srv).await;
+    assert_eq!((after.0 - before.0, after.1 - before.1), (0, 12));
+    assert_eq!(got, expected);
+    srv.shutdown().await.unwrap();
+}
