@@ -2,14 +2,14 @@
 
 use std::time::Duration;
 
-use jelly::{Decoder, Event, FramePolicy, JellyWriterBuilder, Statement, StreamOptions, Term};
+use jelly::{Decoder, Event, Statement, StreamOptions, Term};
 use jelly_server::{Server, ServerConfig};
 use reqwest::StatusCode;
 use serde_json::Value;
 
 mod support;
 
-use support::{DecodedFrame as Frame, iri, triple};
+use support::{DecodedFrame as Frame, iri, jelly_stream, triple};
 
 const JELLY: &str = "application/x-jelly-rdf";
 const NQ: &str = "application/n-quads";
@@ -45,24 +45,6 @@ fn client() -> reqwest::Client {
         .timeout(Duration::from_secs(20))
         .build()
         .unwrap()
-}
-
-/// A delimited Jelly stream with one frame per group, with tables carried over (so
-/// later frames depend on earlier ones).
-fn jelly_stream(frames: &[Vec<Statement>], opts: StreamOptions) -> Vec<u8> {
-    let mut buf = Vec::new();
-    let mut w = JellyWriterBuilder::new(opts)
-        .frame_policy(FramePolicy::Manual)
-        .build(&mut buf)
-        .unwrap();
-    for f in frames {
-        for st in f {
-            w.add(st.as_ref()).unwrap();
-        }
-        w.flush_frame().unwrap();
-    }
-    w.finish().unwrap();
-    buf
 }
 
 fn sample_frames(n: usize, start: usize) -> Vec<Vec<Statement>> {

@@ -5,33 +5,15 @@
 
 use std::time::Duration;
 
-use jelly::{FramePolicy, JellyWriterBuilder, Statement, StreamOptions};
+use jelly::{Statement, StreamOptions};
 use jelly_server::{Server, ServerConfig};
 use reqwest::StatusCode;
 
 mod support;
 
-use support::iri;
+use support::{iri, jelly_stream};
 
 const JELLY: &str = "application/x-jelly-rdf";
-
-/// A continuous delimited stream, one frame per group: tables, IRI deltas and repeated
-/// terms carry over from frame to frame.
-fn stream(frames: &[Vec<Statement>], opts: StreamOptions) -> Vec<u8> {
-    let mut buf = Vec::new();
-    let mut w = JellyWriterBuilder::new(opts)
-        .frame_policy(FramePolicy::Manual)
-        .build(&mut buf)
-        .unwrap();
-    for f in frames {
-        for st in f {
-            w.add(st.as_ref()).unwrap();
-        }
-        w.flush_frame().unwrap();
-    }
-    w.finish().unwrap();
-    buf
-}
 
 /// 12 groups of 5 quads; subjects run across group boundaries, so a group's first
 /// quad repeats terms of the previous group's last.
@@ -102,7 +84,7 @@ async fn fitting_publishers_are_rebased_and_others_re_encoded() {
         &c,
         &base,
         "fits",
-        stream(&want, quads(StreamOptions::small())),
+        jelly_stream(&want, quads(StreamOptions::small())),
     )
     .await;
     let after = counters(&c, &srv).await;
@@ -113,7 +95,7 @@ async fn fitting_publishers_are_rebased_and_others_re_encoded() {
     // A name table larger than the topic's 4000: every frame re-encoded.
     let big_names = quads(StreamOptions::with_tables(4096, 150, 32));
     let before = after;
-    let got = publish_and_read(&c, &base, "too-big", stream(&want, big_names)).await;
+    let got = publish_and_read(&c, &base, "too-big", jelly_stream(&want, big_names)).await;
     let after = counters(&c, &srv).await;
     assert_eq!((after.0 - before.0, after.1 - before.1), (0, 12));
     assert_eq!(got, expected);

@@ -6,7 +6,27 @@ use std::time::Duration;
 
 use jelly_server::Server;
 
-use jelly::{Decoder, Event, JellyReader, Statement, Term};
+use jelly::{
+    Decoder, Event, FramePolicy, JellyReader, JellyWriterBuilder, Statement, StreamOptions, Term,
+};
+
+/// A delimited Jelly stream with one frame per group, with tables carried over (so
+/// later frames depend on earlier ones: lookup entries, IRI deltas, repeated terms).
+pub fn jelly_stream(frames: &[Vec<Statement>], opts: StreamOptions) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut w = JellyWriterBuilder::new(opts)
+        .frame_policy(FramePolicy::Manual)
+        .build(&mut buf)
+        .unwrap();
+    for f in frames {
+        for st in f {
+            w.add(st.as_ref()).unwrap();
+        }
+        w.flush_frame().unwrap();
+    }
+    w.finish().unwrap();
+    buf
+}
 
 pub fn iri(s: &str) -> Term {
     Term::Iri(s.to_string())
