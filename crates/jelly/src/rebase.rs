@@ -170,13 +170,14 @@ pub struct Rebaser {
     out_name: u32,
     /// Last entry id written per table, among the frame's own entry rows.
     out_entry: [u32; 3],
-    /// Whether the frame's first statement has been written.
+    /// Statements written in the current frame (0: the next one is its first).
     statements: u32,
     /// Why the current frame cannot be rebased.
     unsupported: Option<&'static str>,
 
-    /// Scratch: the entries the frame uses from earlier frames (table, id); the frame's rows;
-    /// one statement (and one per level of quoted triples) while it is written.
+    /// Scratch: the entries the frame uses from earlier frames (`table << 32 | id`);
+    /// the frame's rows; one statement (and one per level of quoted triples) while it
+    /// is written.
     import_ids: Vec<u64>,
     body: Vec<u8>,
     nested: Vec<Vec<u8>>,
