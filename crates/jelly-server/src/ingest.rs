@@ -121,18 +121,23 @@ impl ItemBuilder {
 
     /// The item so far. Before the next one, [`ItemBuilder::reset`].
     fn finish(&mut self, meta: &PublishMeta) -> NewItem {
-        NewItem {
-            frame: Bytes::from(self.enc.finish_frame()),
-            statements: self.statements,
-            source: meta.source.clone(),
-            headers: meta.headers.clone(),
-        }
+        new_item(Bytes::from(self.enc.finish_frame()), self.statements, meta)
     }
 
     /// Drops what was added and starts a new item (keeping the encoder's buffers).
     fn reset(&mut self) {
         self.enc.reset();
         self.statements = 0;
+    }
+}
+
+/// An item of `frame`, published with `meta`.
+fn new_item(frame: Bytes, statements: u32, meta: &PublishMeta) -> NewItem {
+    NewItem {
+        frame,
+        statements,
+        source: meta.source.clone(),
+        headers: meta.headers.clone(),
     }
 }
 
@@ -367,18 +372,26 @@ impl JellyIngest {
     pub fn frame_at(&mut self, bytes: &[u8], offset: u64) -> Result<Option<NewItem>, IngestError> {
         let index = self.items;
         // The rebaser reads the decoder's tables as they are before this frame.
-        let item = match self
+        let rebased = self
             .rebaser
-            .rebase(bytes, &self.dec, &mut self.rebased_frame)
-        {
-            Rebased::Frame { statements } => {
-                // Decoded all the same: the decoder checks the frame and follows the
-                // stream's tables for the frames after it.
-                let mut cur = self.dec.frame_at(bytes, offset);
-                let mut decoded = 0u32;
-                while let Some(ev) = cur.next_event().map_err(decode_error)? {
-                    decoded += u32::from(matches!(ev, Event::Statement(_)));
+            .rebase(bytes, &self.dec, &mut self.rebased_frame);
+        // Decoded either way: the decoder checks the frame and follows the stream's
+        // tables for the frames after it; a frame not rebased is re-encoded from it.
+        let reencode = !matches!(rebased, Rebased::Frame { .. });
+        let b = &mut self.builder;
+        b.reset();
+        let mut decoded = 0u32;
+        let mut cur = self.dec.frame_at(bytes, offset);
+        while let Some(ev) = cur.next_event().map_err(decode_error)? {
+            if let Event::Statement(st) = ev {
+                decoded += 1;
+                if reencode {
+                    b.add(st).map_err(|e| not_allowed(index, e, &self.topic))?;
                 }
+            }
+        }
+        let item = match rebased {
+            Rebased::Frame { statements } => {
                 if decoded != statements {
                     // The rebaser follows the same rules; a difference is a bug, and
                     // the item is refused rather than stored wrong.
@@ -389,25 +402,13 @@ impl JellyIngest {
                 }
                 self.rebased += 1;
                 FRAMES_REBASED.fetch_add(1, Ordering::Relaxed);
-                NewItem {
-                    // Copied out at its exact size: items stay in memory (fan-out ring,
-                    // pending batches), and a grown buffer can be twice its length.
-                    frame: Bytes::copy_from_slice(&self.rebased_frame),
-                    statements,
-                    source: self.meta.source.clone(),
-                    headers: self.meta.headers.clone(),
-                }
+                // Copied out at its exact size: items stay in memory (fan-out ring,
+                // pending batches), and a grown buffer can be twice its length.
+                let frame = Bytes::copy_from_slice(&self.rebased_frame);
+                new_item(frame, statements, &self.meta)
             }
             Rebased::NoStatements | Rebased::Unsupported(_) => {
-                let mut cur = self.dec.frame_at(bytes, offset);
-                let b = &mut self.builder;
-                b.reset();
-                while let Some(ev) = cur.next_event().map_err(decode_error)? {
-                    if let Event::Statement(st) = ev {
-                        b.add(st).map_err(|e| not_allowed(index, e, &self.topic))?;
-                    }
-                }
-                if b.statements == 0 {
+                if decoded == 0 {
                     return Ok(None);
                 }
                 FRAMES_REENCODED.fetch_add(1, Ordering::Relaxed);

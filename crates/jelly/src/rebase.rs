@@ -60,13 +60,14 @@
 //! assert_eq!(seen, vec![(iri("http://ex.org/a"), iri("http://ex.org/c"))]);
 //! ```
 
-use jelly_proto::fields::{entry, frame, iri, literal, namespace, row};
-use jelly_proto::wire::{Reader, WireType, put_tag, put_varint, put_varint_at, varint_len};
+use jelly_proto::fields::{entry, frame, literal, namespace, row};
+use jelly_proto::wire::{Reader, WireType, put_tag, put_varint};
 
 use crate::decoder::Decoder;
 use crate::error::Table;
 use crate::options::{PhysicalType, StreamOptions};
-use crate::term_decoder::iri_ids;
+use crate::term_decoder::{TermField, iri_ids, quad_graph_field, spo_field};
+use crate::term_encoder::{TermEncoder, delta_wire_ids, put_entry_row, put_row};
 
 /// What [`Rebaser::rebase`] made of a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +107,7 @@ const UNKNOWN: u32 = u32::MAX - 1;
 const MAX_DEPTH: usize = 100;
 
 /// A term of the previous statement, as the next frame's first statement may repeat it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 enum Prev {
     /// No statement yet.
     None,
@@ -196,16 +197,8 @@ impl Rebaser {
         if target.version == 0 {
             target.version = crate::options::VERSION_1_0;
         }
-        let mut body = Vec::new();
-        target.encode(&mut body);
-        let mut row_bytes = Vec::with_capacity(body.len() + 4);
-        put_tag(&mut row_bytes, row::OPTIONS, WireType::Len);
-        put_varint(&mut row_bytes, body.len() as u64);
-        row_bytes.extend_from_slice(&body);
-        let mut options_row = Vec::with_capacity(row_bytes.len() + 4);
-        put_tag(&mut options_row, frame::ROWS, WireType::Len);
-        put_varint(&mut options_row, row_bytes.len() as u64);
-        options_row.extend_from_slice(&row_bytes);
+        let mut options_row = Vec::new();
+        put_row(&mut options_row, row::OPTIONS, &target.encode_to_vec());
         let target_sizes = [
             target.max_prefix_table_size,
             target.max_name_table_size,
@@ -247,11 +240,16 @@ impl Rebaser {
         self.last_prefix = 0;
         self.last_name = 0;
         self.last_entry = [0; 3];
-        for t in 0..3 {
-            self.stamps[t].fill([0; 2]);
-        }
+        self.clear_stamps();
         self.frame_no = 0;
         self.prev = [Prev::None, Prev::None, Prev::None, Prev::None];
+    }
+
+    /// Forgets which frame defined or imported each id.
+    fn clear_stamps(&mut self) {
+        for stamps in &mut self.stamps {
+            stamps.fill([0; 2]);
+        }
     }
 
     /// Rewrites `frame`, the next frame of the stream that `dec` decodes, into `out`
@@ -275,9 +273,7 @@ impl Rebaser {
         self.frame_no += 1;
         if self.frame_no == u32::MAX {
             // The stamps would wrap: forget them (a frame older than this is long gone).
-            for t in 0..3 {
-                self.stamps[t].fill([0; 2]);
-            }
+            self.clear_stamps();
             self.frame_no = 1;
         }
         self.out_prefix = if self.target_sizes[PREFIX] == 0 {
@@ -292,12 +288,6 @@ impl Rebaser {
         self.unsupported = None;
         self.import_ids.clear();
         self.body.clear();
-        if !matches!(
-            self.target_physical,
-            PhysicalType::Triples | PhysicalType::Quads
-        ) {
-            self.unsupported = Some("the target stream is not TRIPLES or QUADS");
-        }
         if let Err(why) = self.frame(frame_bytes) {
             self.lost = true;
             return Rebased::Unsupported(why);
@@ -446,7 +436,13 @@ impl Rebaser {
         // Triples go into a QUADS target in its default graph.
         self.triples_as_quads =
             o.physical_type == PhysicalType::Triples && self.target_physical == PhysicalType::Quads;
-        let fits = (o.physical_type == self.target_physical || self.triples_as_quads)
+        // Only TRIPLES and QUADS frames stand alone (a GRAPHS frame may continue a graph).
+        let target_ok = matches!(
+            self.target_physical,
+            PhysicalType::Triples | PhysicalType::Quads
+        );
+        let fits = target_ok
+            && (o.physical_type == self.target_physical || self.triples_as_quads)
             && o.max_prefix_table_size <= self.target_sizes[PREFIX]
             && o.max_name_table_size <= self.target_sizes[NAME]
             && o.max_datatype_table_size <= self.target_sizes[DATATYPE];
@@ -509,7 +505,7 @@ impl Rebaser {
             } else {
                 id
             };
-            write_entry(&mut self.body, ENTRY_ROWS[table], wire, value);
+            put_entry_row(&mut self.body, ENTRY_ROWS[table], wire, value);
         }
         self.out_entry[table] = id;
         Ok(())
@@ -554,7 +550,7 @@ impl Rebaser {
             let Some(value) = dec.entry(TABLES[t], id) else {
                 return false;
             };
-            write_entry(out, ENTRY_ROWS[t], wire, value.as_bytes());
+            put_entry_row(out, ENTRY_ROWS[t], wire, value.as_bytes());
             last = key;
         }
         true
@@ -585,30 +581,8 @@ impl Rebaser {
         dest: &mut Vec<u8>,
     ) -> Result<(), &'static str> {
         self.use_iri(pid, nid)?;
-        let wp = if pid == self.out_prefix { 0 } else { pid };
-        let wn = if nid == self.out_name.wrapping_add(1) {
-            0
-        } else {
-            nid
-        };
-        self.out_prefix = pid;
-        self.out_name = nid;
-        // Key (at most 2 bytes), length (1), two ids of at most 1 + 5 bytes each.
-        let mut b = [0u8; 16];
-        let mut at = put_varint_at(&mut b, 0, u64::from(out_field << 3 | 2));
-        let len_at = at;
-        at += 1;
-        if wp != 0 {
-            b[at] = (iri::PREFIX_ID << 3) as u8;
-            at = put_varint_at(&mut b, at + 1, u64::from(wp));
-        }
-        if wn != 0 {
-            b[at] = (iri::NAME_ID << 3) as u8;
-            at = put_varint_at(&mut b, at + 1, u64::from(wn));
-        }
-        // At most 12 bytes of ids: the length is one byte.
-        b[len_at] = (at - len_at - 1) as u8;
-        dest.extend_from_slice(&b[..at]);
+        let ids = delta_wire_ids(&mut self.out_prefix, &mut self.out_name, pid, nid);
+        TermEncoder::put_iri(dest, out_field, ids);
         Ok(())
     }
 
@@ -669,7 +643,7 @@ impl Rebaser {
         dest: Option<&mut Vec<u8>>,
     ) -> Result<Prev, &'static str> {
         match term_kind(field, quad) {
-            Kind::Iri => {
+            TermField::Iri => {
                 let (pid, nid) = self.resolve_iri(payload)?;
                 match dest {
                     Some(dest) => self.write_iri(field, pid, nid, dest)?,
@@ -681,7 +655,7 @@ impl Rebaser {
                 }
                 Ok(Prev::Iri { pid, nid })
             }
-            Kind::Triple => {
+            TermField::Triple => {
                 if depth >= MAX_DEPTH {
                     return Err("quoted triples nested too deep");
                 }
@@ -702,7 +676,7 @@ impl Rebaser {
                 r.map(|()| Prev::Stale)
             }
             kind => {
-                let datatype = if kind == Kind::Literal {
+                let datatype = if kind == TermField::Literal {
                     Self::literal_datatype(payload)?
                 } else {
                     0
@@ -809,13 +783,7 @@ impl Rebaser {
             }
         }
         if result.is_ok() {
-            let body = &mut self.body;
-            let row_len = 1 + varint_len(stmt.len() as u64) + stmt.len();
-            put_tag(body, frame::ROWS, WireType::Len);
-            put_varint(body, row_len as u64);
-            put_tag(body, row_field, WireType::Len);
-            put_varint(body, stmt.len() as u64);
-            body.extend_from_slice(&stmt);
+            put_row(&mut self.body, row_field, &stmt);
             self.statements += 1;
         }
         self.nested.push(stmt);
@@ -825,7 +793,7 @@ impl Rebaser {
     /// Writes out the previous statement's term at `pos`, which the frame's first
     /// statement repeats.
     fn repeat(&mut self, pos: usize, dest: &mut Vec<u8>) -> Result<(), &'static str> {
-        match self.prev[pos].clone() {
+        match self.prev[pos] {
             Prev::Iri { pid, nid } => {
                 // An IRI written here is part of the output's delta state only; the
                 // stream's own state is unchanged by a repeated term.
@@ -896,72 +864,19 @@ impl Rebaser {
         }
         let r = self.write_iri(namespace::VALUE, pid, nid, &mut decl);
         if r.is_ok() {
-            let body = &mut self.body;
-            let row_len = 1 + varint_len(decl.len() as u64) + decl.len();
-            put_tag(body, frame::ROWS, WireType::Len);
-            put_varint(body, row_len as u64);
-            put_tag(body, row::NAMESPACE, WireType::Len);
-            put_varint(body, decl.len() as u64);
-            body.extend_from_slice(&decl);
+            put_row(&mut self.body, row::NAMESPACE, &decl);
         }
         self.nested.push(decl);
         r
     }
 }
 
-/// Bytes of an id field (tag and varint) as [`Rebaser::write_iri`] writes it; 0 when omitted.
-fn id_field_len(id: u32) -> usize {
-    if id == 0 {
-        0
+/// The kind of term a statement field (1–16, as `statement_slots` gives them) carries.
+fn term_kind(field: u32, quad: bool) -> TermField {
+    if quad && field > 12 {
+        quad_graph_field(field)
     } else {
-        1 + varint_len(u64::from(id))
-    }
-}
-
-/// Writes an entry row (`id` 0 is left out, meaning the previous entry's id + 1).
-fn write_entry(out: &mut Vec<u8>, row_field: u32, id: u32, value: &[u8]) {
-    let entry_len = id_field_len(id) + 1 + varint_len(value.len() as u64) + value.len();
-    let row_len = 1 + varint_len(entry_len as u64) + entry_len;
-    // Everything before the value: four keys, three lengths and an id (u32 values:
-    // at most 5 bytes each).
-    let mut b = [0u8; 24];
-    b[0] = (frame::ROWS << 3 | 2) as u8;
-    let mut at = put_varint_at(&mut b, 1, row_len as u64);
-    b[at] = (row_field << 3 | 2) as u8;
-    at = put_varint_at(&mut b, at + 1, entry_len as u64);
-    if id != 0 {
-        b[at] = (entry::ID << 3) as u8;
-        at = put_varint_at(&mut b, at + 1, u64::from(id));
-    }
-    b[at] = (entry::VALUE << 3 | 2) as u8;
-    at = put_varint_at(&mut b, at + 1, value.len() as u64);
-    out.reserve(at + value.len());
-    out.extend_from_slice(&b[..at]);
-    out.extend_from_slice(value);
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Iri,
-    Bnode,
-    Literal,
-    Triple,
-    DefaultGraph,
-}
-
-/// The kind of term a statement field carries.
-fn term_kind(field: u32, quad: bool) -> Kind {
-    match field {
-        13 if quad => Kind::Iri,
-        14 if quad => Kind::Bnode,
-        15 if quad => Kind::DefaultGraph,
-        16 if quad => Kind::Literal,
-        _ => match (field.wrapping_sub(1)) % 4 {
-            0 => Kind::Iri,
-            1 => Kind::Bnode,
-            2 => Kind::Literal,
-            _ => Kind::Triple,
-        },
+        spo_field(field).map_or(TermField::Triple, |(_, kind)| kind)
     }
 }
 

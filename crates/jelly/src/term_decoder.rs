@@ -212,8 +212,9 @@ impl TermField {
     }
 }
 
+/// Position (0–2) and term kind of a subject, predicate or object field (1–12).
 #[inline]
-fn spo_field(field: u32) -> Option<(usize, TermField)> {
+pub(crate) fn spo_field(field: u32) -> Option<(usize, TermField)> {
     let kind = match (field - 1) % 4 {
         0 => TermField::Iri,
         1 => TermField::Bnode,

@@ -117,11 +117,7 @@ fn encode_refs_into(
 /// or (grouped) frames ended by the caller.
 fn writer(quads: bool, grouped: bool, out: &mut Vec<u8>) -> jelly::JellyVecWriter<'_> {
     out.clear();
-    let physical = if quads {
-        PhysicalType::Quads
-    } else {
-        PhysicalType::Triples
-    };
+    let physical = physical_of(quads);
     let logical = match (quads, grouped) {
         (false, false) => LogicalType::FLAT_TRIPLES,
         (true, false) => LogicalType::FLAT_QUADS,
@@ -179,6 +175,23 @@ fn items_pass(enc: &mut Encoder, statements: &[Statement], per_item: usize) -> u
     encode_items(enc, statements, per_item)
 }
 
+/// The statements of an N-Triples or N-Quads file (gzipped or not), and whether it
+/// holds quads (by its extension).
+fn load_statements(input: &str) -> (Vec<Statement>, bool) {
+    let text = String::from_utf8(read_input(input)).expect("utf-8");
+    let statements = jelly::nquads::parse_document(&text).expect("parse");
+    (statements, input.trim_end_matches(".gz").ends_with(".nq"))
+}
+
+/// The physical type of a stream of quads or of triples.
+fn physical_of(quads: bool) -> PhysicalType {
+    if quads {
+        PhysicalType::Quads
+    } else {
+        PhysicalType::Triples
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let cmd = args.first().expect("command").as_str();
@@ -186,12 +199,10 @@ fn main() {
     let flag = |name: &str| args.iter().position(|a| a == name);
     let value = |name: &str| flag(name).and_then(|i| args.get(i + 1)).cloned();
     let iters: usize = value("--iters").map_or(1, |v| v.parse().expect("iters"));
+    let per_item = || -> usize { value("--per-item").map_or(50, |v| v.parse().expect("per-item")) };
     match cmd {
         "encode" => {
-            let text = String::from_utf8(read_input(input)).expect("utf-8");
-            let statements = jelly::nquads::parse_document(&text).expect("parse");
-            drop(text);
-            let quads = input.trim_end_matches(".gz").ends_with(".nq");
+            let (statements, quads) = load_statements(input);
             let grouped = flag("--grouped").is_some();
             // One pass outside `encode_pass` sizes the output, as `jelly-bench`'s
             // warm-up does.
@@ -206,10 +217,7 @@ fn main() {
             println!("statements {} bytes {}", statements.len(), bytes.len());
         }
         "encode-interned" | "encode-shared" => {
-            let text = String::from_utf8(read_input(input)).expect("utf-8");
-            let statements = jelly::nquads::parse_document(&text).expect("parse");
-            drop(text);
-            let quads = input.trim_end_matches(".gz").ends_with(".nq");
+            let (statements, quads) = load_statements(input);
             let grouped = flag("--grouped").is_some();
             let arena = jelly_bench::interned::intern(&statements);
             drop(statements);
@@ -234,16 +242,9 @@ fn main() {
             println!("statements {} checksum {}", r.0, r.1);
         }
         "items" => {
-            let text = String::from_utf8(read_input(input)).expect("utf-8");
-            let statements = jelly::nquads::parse_document(&text).expect("parse");
-            drop(text);
-            let quads = input.trim_end_matches(".gz").ends_with(".nq");
-            let per_item: usize = value("--per-item").map_or(50, |v| v.parse().expect("per-item"));
-            let physical = if quads {
-                PhysicalType::Quads
-            } else {
-                PhysicalType::Triples
-            };
+            let (statements, quads) = load_statements(input);
+            let per_item = per_item();
+            let physical = physical_of(quads);
             let cfg = EncoderConfig {
                 spliceable: true,
                 ..EncoderConfig::default()
@@ -258,16 +259,9 @@ fn main() {
             println!("statements {} item bytes {bytes}", statements.len());
         }
         "rebase" => {
-            let text = String::from_utf8(read_input(input)).expect("utf-8");
-            let statements = jelly::nquads::parse_document(&text).expect("parse");
-            drop(text);
-            let quads = input.trim_end_matches(".gz").ends_with(".nq");
-            let per_item: usize = value("--per-item").map_or(50, |v| v.parse().expect("per-item"));
-            let opts = StreamOptions::big().with_physical_type(if quads {
-                PhysicalType::Quads
-            } else {
-                PhysicalType::Triples
-            });
+            let (statements, quads) = load_statements(input);
+            let per_item = per_item();
+            let opts = StreamOptions::big().with_physical_type(physical_of(quads));
             let mut enc = Encoder::new(opts.clone()).expect("options");
             let frames: Vec<Vec<u8>> = statements
                 .chunks(per_item)
