@@ -245,7 +245,7 @@ impl Decoder {
     }
 
     /// The value of entry `id` of `table`, as the stream has defined it so far.
-    pub(crate) fn entry(&self, table: crate::error::Table, id: u32) -> Option<&str> {
+    pub(crate) fn entry(&self, table: crate::error::Table, id: u32) -> Option<&[u8]> {
         self.terms.state.entry(table, id)
     }
 

@@ -176,10 +176,12 @@ pub struct Rebaser {
     /// Why the current frame cannot be rebased.
     unsupported: Option<&'static str>,
 
-    /// Scratch: the entries the frame uses from earlier frames (`table << 32 | id`);
-    /// the frame's rows; one statement (and one per level of quoted triples) while it
-    /// is written.
-    import_ids: Vec<u64>,
+    /// Scratch: the entries the frame uses from earlier frames, one bit per id and
+    /// table (read in order of table and id, with no sort), and how many are set; the
+    /// frame's rows; one statement (and one per level of quoted triples) while it is
+    /// written.
+    imports: [Vec<u64>; 3],
+    import_count: usize,
     body: Vec<u8>,
     nested: Vec<Vec<u8>>,
 }
@@ -226,7 +228,8 @@ impl Rebaser {
             out_entry: [UNKNOWN; 3],
             statements: 0,
             unsupported: None,
-            import_ids: Vec::new(),
+            imports: target_sizes.map(|n| vec![0; (n as usize + 1).div_ceil(64)]),
+            import_count: 0,
             body: Vec::new(),
             nested: Vec::new(),
         }
@@ -286,7 +289,11 @@ impl Rebaser {
         self.out_entry = [UNKNOWN; 3];
         self.statements = 0;
         self.unsupported = None;
-        self.import_ids.clear();
+        if self.import_count != 0 {
+            // Left over from a frame that was not written.
+            self.imports.iter_mut().for_each(|bits| bits.fill(0));
+            self.import_count = 0;
+        }
         self.body.clear();
         if let Err(why) = self.frame(frame_bytes) {
             self.lost = true;
@@ -318,7 +325,7 @@ impl Rebaser {
         if self.fits != Some(true) {
             return Rebased::Unsupported("the stream's options do not fit the target's");
         }
-        out.reserve(self.options_row.len() + 64 * self.import_ids.len() + self.body.len());
+        out.reserve(self.options_row.len() + 64 * self.import_count + self.body.len());
         out.extend_from_slice(&self.options_row);
         if !self.write_imports(dec, out) {
             out.clear();
@@ -532,8 +539,11 @@ impl Rebaser {
             return Err("entry id 0");
         }
         self.stamps[table][id as usize][IMPORTED] = self.frame_no;
-        // Table in the high half: sorting groups the tables and orders the ids.
-        self.import_ids.push((table as u64) << 32 | u64::from(id));
+        // The stamps and the bitset are sized alike: within bounds.
+        if let Some(word) = self.imports[table].get_mut(id as usize / 64) {
+            *word |= 1 << (id % 64);
+            self.import_count += 1;
+        }
         Ok(())
     }
 
@@ -541,17 +551,30 @@ impl Rebaser {
     /// consecutive ids use the entry-id shorthand (0: the previous id + 1).
     /// Returns false when one of them is not defined (the decoder rejects the frame).
     fn write_imports(&mut self, dec: &Decoder, out: &mut Vec<u8>) -> bool {
-        self.import_ids.sort_unstable();
-        let mut last = u64::MAX;
-        for &key in &self.import_ids {
-            let t = (key >> 32) as usize;
-            let id = key as u32;
-            let wire = if key == last.wrapping_add(1) { 0 } else { id };
-            let Some(value) = dec.entry(TABLES[t], id) else {
-                return false;
-            };
-            put_entry_row(out, ENTRY_ROWS[t], wire, value.as_bytes());
-            last = key;
+        self.import_count = 0;
+        for (t, bits) in self.imports.iter_mut().enumerate() {
+            // The previous id written of this table (0: none; no entry has id 0).
+            let mut last = 0u32;
+            for (w, word) in bits.iter_mut().enumerate() {
+                let mut set = std::mem::take(word);
+                while set != 0 {
+                    // Under the table's size, which is a u32.
+                    let id = (w * 64) as u32 + set.trailing_zeros();
+                    set &= set - 1;
+                    let wire = if last != 0 && id == last.wrapping_add(1) {
+                        0
+                    } else {
+                        id
+                    };
+                    let Some(value) = dec.entry(TABLES[t], id) else {
+                        // The words not yet read are cleared by the next frame.
+                        self.import_count = 1;
+                        return false;
+                    };
+                    put_entry_row(out, ENTRY_ROWS[t], wire, value);
+                    last = id;
+                }
+            }
         }
         true
     }

@@ -37,6 +37,16 @@ impl StrSlots {
         }
     }
 
+    /// [`StrSlots::get`] as bytes, without the checks that the span is on `char`
+    /// boundaries (for callers that copy the value as it is).
+    #[inline(always)]
+    fn get_bytes(&self, slot: usize) -> &[u8] {
+        match self.spans.get(slot) {
+            Some(&(off, len)) => self.text.as_bytes().get(off..off + len).unwrap_or_default(),
+            None => &[],
+        }
+    }
+
     /// Sets the text of `slot` (which must exist).
     #[inline]
     fn set(&mut self, slot: usize, value: &str) {
@@ -394,14 +404,17 @@ const TRIPLE_KEYS: [u8; 256] = term_keys(3);
 const QUAD_KEYS: [u8; 256] = term_keys(4);
 
 impl State {
-    /// The value of entry `id` of `table`, if the stream has defined it.
-    pub(crate) fn entry(&self, table: Table, id: u32) -> Option<&str> {
+    /// The value of entry `id` of `table`, if the stream has defined it, as bytes.
+    pub(crate) fn entry(&self, table: Table, id: u32) -> Option<&[u8]> {
         let t = match table {
             Table::Name => &self.names,
             Table::Prefix => &self.prefixes,
             Table::Datatype => &self.datatypes,
         };
-        t.get(id, table).ok()
+        match t.defined.get(id as usize) {
+            Some(true) => Some(t.values.get_bytes(id as usize)),
+            _ => None,
+        }
     }
 
     /// Applies the IRI rules to an `RdfIri` payload and writes the IRI into `dest`.
