@@ -792,11 +792,7 @@ impl TermEncoder {
         // + 1 (length) + 2 × (1 + 5) bytes. (Bytes assembled on the stack and copied as
         // a block would stall the copy's load behind the byte stores.)
         let at = out.len();
-        out.extend_from_slice(&[0u8; 16]);
-        let Some(b) = out
-            .get_mut(at..)
-            .and_then(|b| <&mut [u8; 16]>::try_from(b).ok())
-        else {
+        let Some(b) = zeroed_tail::<16>(out) else {
             return;
         };
         let mut n = put_varint_at(b, 0, u64::from(field << 3 | 2));
@@ -1074,11 +1070,7 @@ pub(crate) fn put_entry_row(buf: &mut Vec<u8>, field: u32, wire_id: u32, value: 
     if field < 16 && wire_id < 0x4000 && value.len() < 100 {
         let start = buf.len();
         buf.reserve(10 + value.len());
-        buf.extend_from_slice(&[0u8; 10]);
-        let Some(head) = buf
-            .get_mut(start..)
-            .and_then(|b| <&mut [u8; 10]>::try_from(b).ok())
-        else {
+        let Some(head) = zeroed_tail::<10>(buf) else {
             return;
         };
         head[0] = (frame::ROWS << 3 | 2) as u8;
@@ -1108,6 +1100,16 @@ pub(crate) fn put_entry_row(buf: &mut Vec<u8>, field: u32, wire_id: u32, value: 
         return;
     }
     put_entry_row_general(buf, field, wire_id, value);
+}
+
+/// Appends `N` zero bytes to `buf` and returns them, to be written in place and then
+/// cut to length (see [`TermEncoder::put_iri`] for why in place).
+#[inline(always)]
+fn zeroed_tail<const N: usize>(buf: &mut Vec<u8>) -> Option<&mut [u8; N]> {
+    let at = buf.len();
+    buf.extend_from_slice(&[0u8; N]);
+    buf.get_mut(at..)
+        .and_then(|b| <&mut [u8; N]>::try_from(b).ok())
 }
 
 /// [`put_entry_row`] for any field number, id and value length.
