@@ -60,14 +60,14 @@
 //! assert_eq!(seen, vec![(iri("http://ex.org/a"), iri("http://ex.org/c"))]);
 //! ```
 
-use jelly_proto::fields::{entry, frame, literal, namespace, row};
+use jelly_proto::fields::{entry, frame, literal, namespace, row, statement};
 use jelly_proto::wire::{Reader, WireType, put_tag, put_varint};
 
 use crate::decoder::Decoder;
 use crate::error::Table;
 use crate::options::{PhysicalType, StreamOptions};
 use crate::term_decoder::{TermField, iri_ids, quad_graph_field, spo_field};
-use crate::term_encoder::{TermEncoder, delta_wire_ids, put_entry_row, put_row};
+use crate::term_encoder::{TermEncoder, delta_wire_ids, put_entry_row, put_row, term_fields};
 
 /// What [`Rebaser::rebase`] made of a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,9 +95,6 @@ const ENTRY_ROWS: [u32; 3] = [row::PREFIX, row::NAME, row::DATATYPE];
 /// Index of the frame numbers in [`Rebaser::stamps`].
 const DEFINED: usize = 0;
 const IMPORTED: usize = 1;
-
-/// `RdfQuad.g_default_graph`.
-const G_DEFAULT: u32 = 15;
 
 /// No id: `UNKNOWN + 1` and `UNKNOWN` itself match no id, so an id compared with it is
 /// always written explicitly.
@@ -801,7 +798,7 @@ impl Rebaser {
             row_field = row::QUAD;
             if first {
                 // Later quads of the frame repeat it.
-                put_tag(&mut stmt, G_DEFAULT, WireType::Len);
+                put_tag(&mut stmt, statement::G_DEFAULT, WireType::Len);
                 put_varint(&mut stmt, 0);
             }
         }
@@ -820,8 +817,7 @@ impl Rebaser {
             Prev::Iri { pid, nid } => {
                 // An IRI written here is part of the output's delta state only; the
                 // stream's own state is unchanged by a repeated term.
-                let field = if pos == 3 { 13 } else { 1 + 4 * pos as u32 };
-                self.write_iri(field, pid, nid, dest)
+                self.write_iri(term_fields(pos).0, pid, nid, dest)
             }
             Prev::Raw {
                 field,

@@ -106,6 +106,16 @@ impl Lookup {
         }
     }
 
+    /// [`Lookup::get`] as bytes (see [`StrSlots::get_bytes`]); `None` when `id` has no
+    /// value.
+    #[inline(always)]
+    fn get_bytes(&self, id: u32) -> Option<&[u8]> {
+        match self.defined.get(id as usize) {
+            Some(true) => Some(self.values.get_bytes(id as usize)),
+            _ => None,
+        }
+    }
+
     /// Why `id` has no value: out of range, or not defined yet.
     #[cold]
     #[inline(never)]
@@ -411,10 +421,7 @@ impl State {
             Table::Prefix => &self.prefixes,
             Table::Datatype => &self.datatypes,
         };
-        match t.defined.get(id as usize) {
-            Some(true) => Some(t.values.get_bytes(id as usize)),
-            _ => None,
-        }
+        t.get_bytes(id)
     }
 
     /// Applies the IRI rules to an `RdfIri` payload and writes the IRI into `dest`.

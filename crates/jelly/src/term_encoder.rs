@@ -153,7 +153,7 @@ pub(crate) const AT_PATCH_HEADER: usize = 6;
 /// (0–2: S/P/O of a statement, where "other" is the quoted triple; 3: a quad's graph,
 /// where "other" is the default graph; or one of the `AT_*` places).
 #[inline]
-fn term_fields(position: usize) -> (u32, u32, u32, u32) {
+pub(crate) fn term_fields(position: usize) -> (u32, u32, u32, u32) {
     match position {
         0..=2 => {
             let b = position as u32 * 4 + 1;
