@@ -9,8 +9,6 @@
 //! jelly-bench oxttl-write IN.nt|nq[.gz] [--seconds 5]
 //! ```
 
-use std::fs::File;
-use std::io::{BufReader, Read};
 use std::time::{Duration, Instant};
 
 use jelly::{
@@ -18,6 +16,7 @@ use jelly::{
     StreamOptions,
 };
 use jelly_bench::encode_loop::{write_all, write_owned};
+use jelly_bench::input::{is_quads, load_statements, read_input};
 
 struct Args {
     cmd: String,
@@ -65,28 +64,6 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     Ok(a)
-}
-
-fn read_input(path: &str) -> Result<Vec<u8>, String> {
-    let mut bytes = Vec::new();
-    let f = File::open(path).map_err(|e| format!("{path}: {e}"))?;
-    if path.ends_with(".gz") {
-        flate2::read::GzDecoder::new(BufReader::new(f)).read_to_end(&mut bytes)
-    } else {
-        BufReader::new(f).read_to_end(&mut bytes)
-    }
-    .map_err(|e| format!("{path}: {e}"))?;
-    Ok(bytes)
-}
-
-fn is_quads(path: &str) -> bool {
-    path.trim_end_matches(".gz").ends_with(".nq")
-}
-
-fn load_statements(path: &str) -> Result<Vec<Statement>, String> {
-    let bytes = read_input(path)?;
-    let text = String::from_utf8(bytes).map_err(|e| e.to_string())?;
-    jelly::nquads::parse_document(&text).map_err(|e| e.to_string())
 }
 
 thread_local! {

@@ -23,26 +23,12 @@
 //! one frame per run of quads with the same graph. As in `jelly-bench`, the output
 //! buffer's capacity carries over between passes (an unmeasured first pass sizes it).
 
-use std::fs::File;
-use std::io::{BufReader, Read};
-
 use jelly::{
     Encoder, EncoderConfig, Event, FramePolicy, JellyReader, JellyWriterBuilder, LogicalType,
     PhysicalType, Statement, StreamOptions,
 };
 use jelly_bench::encode_loop::{write_all, write_owned};
-
-fn read_input(path: &str) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    let f = File::open(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let r = if path.ends_with(".gz") {
-        flate2::read::GzDecoder::new(BufReader::new(f)).read_to_end(&mut bytes)
-    } else {
-        BufReader::new(f).read_to_end(&mut bytes)
-    };
-    r.unwrap_or_else(|e| panic!("{path}: {e}"));
-    bytes
-}
+use jelly_bench::input;
 
 /// Rebases and decodes every frame of one stream, as the server's ingest does; returns
 /// the frames rebased and the bytes written.
@@ -178,9 +164,8 @@ fn items_pass(enc: &mut Encoder, statements: &[Statement], per_item: usize) -> u
 /// The statements of an N-Triples or N-Quads file (gzipped or not), and whether it
 /// holds quads (by its extension).
 fn load_statements(input: &str) -> (Vec<Statement>, bool) {
-    let text = String::from_utf8(read_input(input)).expect("utf-8");
-    let statements = jelly::nquads::parse_document(&text).expect("parse");
-    (statements, input.trim_end_matches(".gz").ends_with(".nq"))
+    let statements = input::load_statements(input).unwrap_or_else(|e| panic!("{e}"));
+    (statements, input::is_quads(input))
 }
 
 /// The physical type of a stream of quads or of triples.
@@ -234,7 +219,7 @@ fn main() {
             println!("statements {} bytes {}", refs.len(), bytes.len());
         }
         "decode" => {
-            let bytes = read_input(input);
+            let bytes = input::read_input(input).unwrap_or_else(|e| panic!("{e}"));
             let mut r = (0, 0);
             for _ in 0..iters {
                 r = decode_pass(&bytes);

@@ -16,7 +16,7 @@
 use std::collections::HashSet;
 use std::fs::File;
 use std::hint::black_box;
-use std::io::{BufReader, Read, Write};
+use std::io::Write;
 use std::time::Instant;
 
 use jelly::patch::{
@@ -24,25 +24,9 @@ use jelly::patch::{
 };
 use jelly::rdf_patch::{PatchRow, RdfPatchParser, RdfPatchWriter};
 use jelly::{Statement, Term, TermRef};
+use jelly_bench::input::{load_statements, read_input};
 
 type Res<T> = Result<T, String>;
-
-fn read_input(path: &str) -> Res<Vec<u8>> {
-    let mut bytes = Vec::new();
-    let f = File::open(path).map_err(|e| format!("{path}: {e}"))?;
-    if path.ends_with(".gz") {
-        flate2::read::GzDecoder::new(BufReader::new(f)).read_to_end(&mut bytes)
-    } else {
-        BufReader::new(f).read_to_end(&mut bytes)
-    }
-    .map_err(|e| format!("{path}: {e}"))?;
-    Ok(bytes)
-}
-
-fn load_statements(path: &str) -> Res<Vec<Statement>> {
-    let text = String::from_utf8(read_input(path)?).map_err(|e| e.to_string())?;
-    jelly::nquads::parse_document(&text).map_err(|e| e.to_string())
-}
 
 fn write_rows(path: &str, rows: &[PatchRow]) -> Res<()> {
     let f = File::create(path).map_err(|e| format!("{path}: {e}"))?;
