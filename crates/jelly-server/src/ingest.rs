@@ -13,7 +13,6 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use jelly::oxrdf_adapter::from_ox_quad;
@@ -172,6 +171,14 @@ fn check_size(items: &[NewItem], max: usize) -> Result<(), IngestError> {
 }
 
 /// Turns a whole request body into items for `topic`.
+///
+/// ```
+/// use jelly_server::ingest::{ingest, InputFormat, PublishMeta};
+/// use jelly_server::topic::TopicOptions;
+/// let body = b"<http://ex/s> <http://ex/p> <http://ex/o> <http://ex/g> .\n";
+/// let items = ingest(body, InputFormat::NQuads, &TopicOptions::default(), &PublishMeta::default(), 1 << 20).unwrap();
+/// assert_eq!(items.len(), 1);
+/// ```
 pub fn ingest(
     body: &[u8],
     format: InputFormat,
@@ -179,26 +186,41 @@ pub fn ingest(
     meta: &PublishMeta,
     max_item_bytes: usize,
 ) -> Result<Vec<NewItem>, IngestError> {
+    ingest_with_paths(body, format, topic, meta, max_item_bytes).map(|(items, _)| items)
+}
+
+/// [`ingest`], also telling how the Jelly frames of the body were made into items (all
+/// zero for a text body).
+pub fn ingest_with_paths(
+    body: &[u8],
+    format: InputFormat,
+    topic: &TopicOptions,
+    meta: &PublishMeta,
+    max_item_bytes: usize,
+) -> Result<(Vec<NewItem>, IngestPaths), IngestError> {
     if body.is_empty() {
         return Err(IngestError::Invalid("empty body".into()));
     }
     let opts = topic.stream_options();
-    let items = match format {
+    let (items, paths) = match format {
         InputFormat::Jelly => ingest_jelly(body, topic, meta)?,
-        _ => ingest_text(body, format, &opts, topic, meta)?,
+        _ => (
+            ingest_text(body, format, &opts, topic, meta)?,
+            IngestPaths::default(),
+        ),
     };
     if items.is_empty() {
         return Err(IngestError::Invalid("the body holds no statements".into()));
     }
     check_size(&items, max_item_bytes)?;
-    Ok(items)
+    Ok((items, paths))
 }
 
 fn ingest_jelly(
     body: &[u8],
     topic: &TopicOptions,
     meta: &PublishMeta,
-) -> Result<Vec<NewItem>, IngestError> {
+) -> Result<(Vec<NewItem>, IngestPaths), IngestError> {
     let cfg = DecoderOptions::default();
     let mut frames = FrameReader::from_slice(body, Delimiting::Auto, cfg.max_frame_bytes);
     let mut ingest = JellyIngest::pooled(topic, meta.clone(), usize::MAX);
@@ -212,23 +234,21 @@ fn ingest_jelly(
         Ok(items)
     };
     let items = read();
+    let paths = ingest.paths();
     ingest.recycle();
-    items
+    Ok((items?, paths))
 }
 
-/// Jelly frames with statements made into items since the process started: rebased,
-/// and re-encoded (the slower path, which a publisher whose options do not fit the
-/// topic's always takes). Exported as metrics; a count includes items of requests
-/// refused afterwards.
-static FRAMES_REBASED: AtomicU64 = AtomicU64::new(0);
-static FRAMES_REENCODED: AtomicU64 = AtomicU64::new(0);
-
-/// `(rebased, re-encoded)`: see [`FRAMES_REBASED`].
-pub fn frames_made_into_items() -> (u64, u64) {
-    (
-        FRAMES_REBASED.load(Ordering::Relaxed),
-        FRAMES_REENCODED.load(Ordering::Relaxed),
-    )
+/// How many published Jelly frames with statements were made into items by each path.
+/// Counted by [`JellyIngest`] per publisher stream, and added to the server's
+/// [`crate::metrics::Metrics`] by whoever publishes the items.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IngestPaths {
+    /// Rebased: stored as sent, with the entries they use from earlier frames in front.
+    pub rebased: u64,
+    /// Decoded and re-encoded: the slower path, which a publisher whose options do not
+    /// fit the topic's always takes.
+    pub reencoded: u64,
 }
 
 /// Publisher streams of finished requests, kept for the next ones: a new
@@ -272,8 +292,8 @@ pub struct JellyIngest {
     max_item_bytes: usize,
     /// Items made so far (for error messages).
     items: usize,
-    /// Of those, items rebased rather than re-encoded.
-    rebased: usize,
+    /// How those items were made.
+    paths: IngestPaths,
     /// Bytes of the stream consumed so far (for error offsets).
     consumed: u64,
 }
@@ -291,7 +311,7 @@ impl JellyIngest {
             meta,
             max_item_bytes,
             items: 0,
-            rebased: 0,
+            paths: IngestPaths::default(),
             consumed: 0,
         }
     }
@@ -318,7 +338,7 @@ impl JellyIngest {
                     meta: _,
                     max_item_bytes: _,
                     items: _,
-                    rebased: _,
+                    paths: _,
                     consumed: _,
                 } = j;
                 dec.reset();
@@ -332,7 +352,7 @@ impl JellyIngest {
                     meta,
                     max_item_bytes,
                     items: 0,
-                    rebased: 0,
+                    paths: IngestPaths::default(),
                     consumed: 0,
                 }
             }
@@ -348,10 +368,9 @@ impl JellyIngest {
         }
     }
 
-    /// Items made so far that were rebased (stored as sent, with what they use from
-    /// earlier frames in front) rather than re-encoded.
-    pub fn rebased_items(&self) -> usize {
-        self.rebased
+    /// How the items made so far were made: rebased or re-encoded.
+    pub fn paths(&self) -> IngestPaths {
+        self.paths
     }
 
     /// The stream options the publisher declared (after its first frame).
@@ -400,8 +419,7 @@ impl JellyIngest {
                          ({statements} statements rewritten, {decoded} decoded)"
                     )));
                 }
-                self.rebased += 1;
-                FRAMES_REBASED.fetch_add(1, Ordering::Relaxed);
+                self.paths.rebased += 1;
                 // Copied out at its exact size: items stay in memory (fan-out ring,
                 // pending batches), and a grown buffer can be twice its length.
                 let frame = Bytes::copy_from_slice(&self.rebased_frame);
@@ -411,7 +429,7 @@ impl JellyIngest {
                 if decoded == 0 {
                     return Ok(None);
                 }
-                FRAMES_REENCODED.fetch_add(1, Ordering::Relaxed);
+                self.paths.reencoded += 1;
                 b.finish(&self.meta)
             }
         };
@@ -606,7 +624,14 @@ mod tests {
                 }
                 assert_eq!(got, want, "item {k} spliced");
             }
-            assert_eq!(ing.rebased_items(), 40, "{physical:?}");
+            assert_eq!(
+                ing.paths(),
+                IngestPaths {
+                    rebased: 40,
+                    reencoded: 0
+                },
+                "{physical:?}"
+            );
         }
     }
 

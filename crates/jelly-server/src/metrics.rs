@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::ingest::IngestPaths;
 use crate::mirror::MirrorState;
 use crate::topic::Registry;
 
@@ -43,6 +44,10 @@ pub struct Metrics {
     pub fanout_shared_bytes: AtomicU64,
     /// Times a subscriber lagged out of its group's ring and caught up from the log.
     pub fanout_catchups: AtomicU64,
+    /// Published Jelly frames made into items by rebasing ([`IngestPaths::rebased`]).
+    pub ingest_rebased: AtomicU64,
+    /// Published Jelly frames made into items by re-encoding.
+    pub ingest_reencoded: AtomicU64,
 }
 
 fn label(v: &str) -> String {
@@ -52,6 +57,14 @@ fn label(v: &str) -> String {
 }
 
 impl Metrics {
+    /// Counts how a publisher's Jelly frames were made into items.
+    pub fn count_ingest(&self, paths: IngestPaths) {
+        self.ingest_rebased
+            .fetch_add(paths.rebased, Ordering::Relaxed);
+        self.ingest_reencoded
+            .fetch_add(paths.reencoded, Ordering::Relaxed);
+    }
+
     /// Counts a request refused by [`crate::auth`].
     pub fn count_auth_refusal(&self, unauthenticated: bool) {
         let c = if unauthenticated {
@@ -93,18 +106,17 @@ impl Metrics {
             "Bytes of stored item frames appended.",
             g(&self.bytes_in),
         );
-        let (rebased, reencoded) = crate::ingest::frames_made_into_items();
         counter(
             &mut s,
             "jelly_ingest_frames_rebased_total",
-            "Published Jelly frames stored rebased: kept as sent, with the entries they use from earlier frames in front (process-wide).",
-            rebased,
+            "Published Jelly frames made into items by rebasing: kept as sent, with the entries they use from earlier frames in front (counted when decoded, also for requests refused afterwards).",
+            g(&self.ingest_rebased),
         );
         counter(
             &mut s,
             "jelly_ingest_frames_reencoded_total",
-            "Published Jelly frames decoded and re-encoded to be stored: the publisher's options do not fit the topic's, or the frame could not be rebased (process-wide).",
-            reencoded,
+            "Published Jelly frames made into items by decoding and re-encoding: the publisher's options do not fit the topic's, or the frame could not be rebased (counted when decoded).",
+            g(&self.ingest_reencoded),
         );
         counter(
             &mut s,

@@ -11,7 +11,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{ApiError, AppState};
-use crate::ingest::{ACCEPTED_CONTENT_TYPES, IngestError, InputFormat, PublishMeta, ingest};
+use crate::ingest::{
+    ACCEPTED_CONTENT_TYPES, IngestError, InputFormat, PublishMeta, ingest_with_paths,
+};
 use crate::log::LogError;
 use crate::topic::valid_name;
 
@@ -182,11 +184,11 @@ async fn publish_inner(
         // Small bodies are decoded right here: a hand-off to the blocking pool costs a
         // thread wake-up, which is most of the publish latency of a small item. Large
         // ones go to the blocking pool so they do not hold up the runtime.
-        let items = if body.len() < INLINE_INGEST_BYTES {
-            ingest(&body, format, &options, &meta, max_item)
+        let (items, paths) = if body.len() < INLINE_INGEST_BYTES {
+            ingest_with_paths(&body, format, &options, &meta, max_item)
         } else {
             let (b, o, m) = (body.clone(), options.clone(), meta.clone());
-            tokio::task::spawn_blocking(move || ingest(&b, format, &o, &m, max_item))
+            tokio::task::spawn_blocking(move || ingest_with_paths(&b, format, &o, &m, max_item))
                 .await
                 .map_err(|e| {
                     ApiError::new(
@@ -198,6 +200,7 @@ async fn publish_inner(
         .map_err(ingest_error)?;
         let topic = s.topics.for_publish(name)?;
         if topic.options == options {
+            s.metrics.count_ingest(paths);
             break (topic, items);
         }
         // Created concurrently with other options: check again against those.

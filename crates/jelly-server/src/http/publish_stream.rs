@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::publish::ingest_error;
 use super::{ApiError, AppState, wait_shutdown};
-use crate::ingest::{IngestError, JellyIngest, PublishMeta};
+use crate::ingest::{IngestError, IngestPaths, JellyIngest, PublishMeta};
 use crate::item::NewItem;
 use crate::log::LogError;
 use crate::topic::{Topic, TopicError, TopicOptions, valid_name};
@@ -130,6 +130,7 @@ impl StreamPublisher {
                 message: "the stream cannot go on after an earlier failure".into(),
             });
         };
+        let before = ingest.paths();
         let (ingest, r) = if bytes.len() >= BLOCKING_FRAME_BYTES {
             tokio::task::spawn_blocking(move || {
                 let r = ingest.frame_at(&bytes, offset);
@@ -145,6 +146,11 @@ impl StreamPublisher {
             (ingest, r)
         };
         if r.is_ok() {
+            let after = ingest.paths();
+            self.s.metrics.count_ingest(IngestPaths {
+                rebased: after.rebased - before.rebased,
+                reencoded: after.reencoded - before.reencoded,
+            });
             self.ingest = Some(ingest);
         }
         match r? {
