@@ -255,9 +255,11 @@ pub async fn subscribe(
     }
 }
 
-/// [`subscribe`] on a thread of its own with a current-thread runtime; dropping or
-/// aborting the handle does not stop it, closing the server does. With `busy_poll`
-/// the thread polls for I/O instead of sleeping between items.
+/// [`subscribe`] on a thread of its own with a current-thread runtime. Aborting the
+/// handle cannot stop a blocking thread, so it stops when the receiver of `tx` is
+/// dropped (or the server closes): otherwise a server that outlives the benchmark (one
+/// started under a profiler that detaches it) would keep the runtime from shutting
+/// down. With `busy_poll` the thread polls for I/O instead of sleeping between items.
 pub fn subscribe_on_own_thread(
     transport: Transport,
     url: String,
@@ -269,7 +271,11 @@ pub fn subscribe_on_own_thread(
         if busy_poll {
             tokio::spawn(jelly_server::runtime::poll_without_sleeping());
         }
-        subscribe(transport, url, topic, tx).await
+        let stop = tx.clone();
+        tokio::select! {
+            r = subscribe(transport, url, topic, tx) => r,
+            () = stop.closed() => Ok(()),
+        }
     })
 }
 
