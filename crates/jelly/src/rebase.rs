@@ -288,8 +288,7 @@ impl Rebaser {
         self.unsupported = None;
         if self.import_count != 0 {
             // Left over from a frame that was not written.
-            self.imports.iter_mut().for_each(|bits| bits.fill(0));
-            self.import_count = 0;
+            self.clear_imports();
         }
         self.body.clear();
         if let Err(why) = self.frame(frame_bytes) {
@@ -548,8 +547,8 @@ impl Rebaser {
     /// consecutive ids use the entry-id shorthand (0: the previous id + 1).
     /// Returns false when one of them is not defined (the decoder rejects the frame).
     fn write_imports(&mut self, dec: &Decoder, out: &mut Vec<u8>) -> bool {
-        self.import_count = 0;
-        for (t, bits) in self.imports.iter_mut().enumerate() {
+        let mut defined = true;
+        'tables: for (t, bits) in self.imports.iter_mut().enumerate() {
             // The previous id written of this table (0: none; no entry has id 0).
             let mut last = 0u32;
             for (w, word) in bits.iter_mut().enumerate() {
@@ -564,16 +563,28 @@ impl Rebaser {
                         id
                     };
                     let Some(value) = dec.entry(TABLES[t], id) else {
-                        // The words not yet read are cleared by the next frame.
-                        self.import_count = 1;
-                        return false;
+                        defined = false;
+                        break 'tables;
                     };
                     put_entry_row(out, ENTRY_ROWS[t], wire, value);
                     last = id;
                 }
             }
         }
-        true
+        if defined {
+            // Every word was taken.
+            self.import_count = 0;
+        } else {
+            // The words not yet read are still set.
+            self.clear_imports();
+        }
+        defined
+    }
+
+    /// Forgets the imported entries marked so far.
+    fn clear_imports(&mut self) {
+        self.imports.iter_mut().for_each(|bits| bits.fill(0));
+        self.import_count = 0;
     }
 
     /// Notes the entries an IRI with resolved ids uses.

@@ -465,3 +465,57 @@ fn the_options_row_is_the_encoders() {
         assert_eq!(out[..n], encoded[..n]);
     }
 }
+
+/// A frame that uses entries its decoder never saw is refused, and leaves nothing
+/// behind: after `reset`, the same rebaser writes every frame of a stream byte for
+/// byte as a rebaser that never failed.
+#[test]
+fn a_refused_import_leaves_nothing_behind() {
+    let c = Case {
+        opts: StreamOptions::with_tables(64, 8, 4).with_physical_type(PhysicalType::Triples),
+        rows: 3,
+        statements: (0..20)
+            .map(|i| Statement {
+                subject: Term::Iri(format!("http://example.org/s{}", i / 3)),
+                predicate: Term::Iri(format!("http://example.org/v#p{}", i % 2)),
+                object: Term::Iri(format!("http://example.org/o{i}")),
+                graph: None,
+            })
+            .collect(),
+        namespaces: vec![],
+    };
+    let stream = write(&c);
+    let mut reader = FrameReader::from_slice(&stream, Delimiting::Auto, 1 << 20);
+    let mut frames = Vec::new();
+    while let Some(f) = reader.next_frame().unwrap() {
+        frames.push(f.bytes.to_vec());
+    }
+    assert!(frames.len() >= 4, "{} frames", frames.len());
+
+    // Every frame, rebased by `rebaser` following a fresh decoder.
+    let rebase_all = |rebaser: &mut Rebaser| {
+        let mut dec = Decoder::default();
+        let mut written = Vec::new();
+        for f in &frames {
+            let mut out = Vec::new();
+            let r = rebaser.rebase(f, &dec, &mut out);
+            assert!(matches!(r, Rebased::Frame { .. }), "{r:?}");
+            decode_frame(&mut dec, f).unwrap();
+            written.push(out);
+        }
+        written
+    };
+    let want = rebase_all(&mut Rebaser::new(&c.opts));
+
+    let mut rebaser = Rebaser::new(&c.opts);
+    let mut dec = Decoder::default();
+    let mut out = Vec::new();
+    rebaser.rebase(&frames[0], &dec, &mut out);
+    decode_frame(&mut dec, &frames[0]).unwrap();
+    // The second frame against a decoder that has not read the first one.
+    let r = rebaser.rebase(&frames[1], &Decoder::default(), &mut out);
+    assert_eq!(r, Rebased::Unsupported("a use of an undefined entry"));
+    assert!(out.is_empty());
+    rebaser.reset();
+    assert_eq!(rebase_all(&mut rebaser), want);
+}
