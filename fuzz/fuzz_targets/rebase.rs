@@ -11,12 +11,12 @@
 //! statements, table sizes); the rest is the stream, delimited or a single frame.
 #![no_main]
 
+use jelly::iso::normalize_term;
 use jelly::rebase::{Rebased, Rebaser};
 use jelly::splice::options_row_len;
-use jelly::term::XSD_STRING;
 use jelly::{
-    Decoder, DecoderOptions, Delimiting, Encoder, EncoderConfig, Event, FrameReader,
-    OwnedLiteralKind, PhysicalType, Statement, StreamOptions, Term,
+    Decoder, DecoderOptions, Delimiting, Encoder, EncoderConfig, Event, FrameReader, PhysicalType,
+    Statement, StreamOptions, Term,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -67,11 +67,12 @@ fn decode_frame(dec: &mut Decoder, frame: &[u8]) -> Option<Vec<Statement>> {
                 if st.graph == Some(Term::DefaultGraph) {
                     st.graph = None;
                 }
+                // `"x"^^xsd:string` comes back as `"x"`, the same RDF term.
                 for t in [&mut st.subject, &mut st.predicate, &mut st.object] {
-                    plain_strings(t);
+                    *t = normalize_term(t);
                 }
                 if let Some(g) = &mut st.graph {
-                    plain_strings(g);
+                    *g = normalize_term(g);
                 }
                 out.push(st);
             }
@@ -79,21 +80,6 @@ fn decode_frame(dec: &mut Decoder, frame: &[u8]) -> Option<Vec<Statement>> {
             Ok(None) => return Some(out),
             Err(_) => return None,
         }
-    }
-}
-
-/// `"x"^^xsd:string` as `"x"`, the same RDF term, which is how an encoder writes it.
-fn plain_strings(t: &mut Term) {
-    match t {
-        Term::Literal(l) if matches!(&l.kind, OwnedLiteralKind::Typed(d) if d == XSD_STRING) => {
-            l.kind = OwnedLiteralKind::Simple;
-        }
-        Term::Triple(tr) => {
-            plain_strings(&mut tr.subject);
-            plain_strings(&mut tr.predicate);
-            plain_strings(&mut tr.object);
-        }
-        _ => {}
     }
 }
 

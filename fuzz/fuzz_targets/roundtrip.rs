@@ -6,6 +6,7 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
+use jelly::iso::normalize_term;
 use jelly::{
     DecoderOptions, Delimiting, FramePolicy, JellyReader, JellyWriterBuilder, Literal, LogicalType,
     OwnedLiteralKind, PhysicalType, Statement, StatementRef, StreamOptions, Term, TermRef, Triple,
@@ -85,23 +86,6 @@ fn term(t: &T, depth: usize) -> Term {
         })),
         T::Quoted(_) => Term::BlankNode("deep".into()),
         T::Default => Term::DefaultGraph,
-    }
-}
-
-/// `"x"^^xsd:string` is written as the simple literal `"x"` (the same RDF term).
-fn normalize_term(t: &mut Term) {
-    match t {
-        Term::Literal(l) => {
-            if matches!(&l.kind, OwnedLiteralKind::Typed(d) if d == jelly::term::XSD_STRING) {
-                l.kind = OwnedLiteralKind::Simple;
-            }
-        }
-        Term::Triple(tr) => {
-            normalize_term(&mut tr.subject);
-            normalize_term(&mut tr.predicate);
-            normalize_term(&mut tr.object);
-        }
-        _ => {}
     }
 }
 
@@ -244,14 +228,13 @@ fuzz_target!(|input: Input| {
             continue;
         }
         for t in [&mut s.subject, &mut s.predicate, &mut s.object] {
-            normalize_term(t);
+            *t = normalize_term(t);
         }
         match physical {
             PhysicalType::Triples => s.graph = None,
             _ => {
-                let mut g = s.graph.take().unwrap_or(Term::DefaultGraph);
-                normalize_term(&mut g);
-                s.graph = Some(g);
+                let g = s.graph.take().unwrap_or(Term::DefaultGraph);
+                s.graph = Some(normalize_term(&g));
             }
         }
         expected.push(s);

@@ -34,15 +34,26 @@ pub fn normalize(statements: &[Statement]) -> HashSet<Statement> {
     statements
         .iter()
         .map(|s| Statement {
-            subject: norm_term(&s.subject),
-            predicate: norm_term(&s.predicate),
-            object: norm_term(&s.object),
-            graph: Some(s.graph.as_ref().map_or(Term::DefaultGraph, norm_term)),
+            subject: normalize_term(&s.subject),
+            predicate: normalize_term(&s.predicate),
+            object: normalize_term(&s.object),
+            graph: Some(s.graph.as_ref().map_or(Term::DefaultGraph, normalize_term)),
         })
         .collect()
 }
 
-fn norm_term(t: &Term) -> Term {
+/// One term in the form the comparison uses: `"x"^^xsd:string` as the simple literal
+/// `"x"` (the same RDF term, and how encoders write it), also inside quoted triples.
+///
+/// ```
+/// use jelly::iso::normalize_term;
+/// use jelly::{Literal, OwnedLiteralKind, Term};
+/// let typed = Term::Literal(Literal { lex: "x".into(), kind: OwnedLiteralKind::Typed(jelly::term::XSD_STRING.into()) });
+/// let simple = Term::Literal(Literal { lex: "x".into(), kind: OwnedLiteralKind::Simple });
+/// assert_eq!(normalize_term(&typed), simple);
+/// assert_eq!(normalize_term(&Term::Iri("http://ex.org/a".into())), Term::Iri("http://ex.org/a".into()));
+/// ```
+pub fn normalize_term(t: &Term) -> Term {
     match t {
         Term::Literal(Literal {
             lex,
@@ -52,9 +63,9 @@ fn norm_term(t: &Term) -> Term {
             kind: OwnedLiteralKind::Simple,
         }),
         Term::Triple(tr) => Term::Triple(Box::new(Triple {
-            subject: norm_term(&tr.subject),
-            predicate: norm_term(&tr.predicate),
-            object: norm_term(&tr.object),
+            subject: normalize_term(&tr.subject),
+            predicate: normalize_term(&tr.predicate),
+            object: normalize_term(&tr.object),
         })),
         t => t.clone(),
     }

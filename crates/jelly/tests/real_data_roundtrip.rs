@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
+use jelly::iso::normalize_term;
 use jelly::{
-    FramePolicy, JellyReader, JellyWriterBuilder, OwnedLiteralKind, PhysicalType, Statement,
-    StreamOptions, Term,
+    FramePolicy, JellyReader, JellyWriterBuilder, PhysicalType, Statement, StreamOptions, Term,
 };
 
 fn datasets() -> Option<PathBuf> {
@@ -16,22 +16,6 @@ fn datasets() -> Option<PathBuf> {
     } else {
         eprintln!("skipping: {} not found", p.display());
         None
-    }
-}
-
-fn normalize_term(t: &mut Term) {
-    match t {
-        Term::Literal(l) => {
-            if matches!(&l.kind, OwnedLiteralKind::Typed(d) if d == jelly::term::XSD_STRING) {
-                l.kind = OwnedLiteralKind::Simple;
-            }
-        }
-        Term::Triple(tr) => {
-            normalize_term(&mut tr.subject);
-            normalize_term(&mut tr.predicate);
-            normalize_term(&mut tr.object);
-        }
-        _ => {}
     }
 }
 
@@ -67,7 +51,7 @@ fn round_trip_file(rel: &str) -> usize {
         .cloned()
         .map(|mut s| {
             for t in [&mut s.subject, &mut s.predicate, &mut s.object] {
-                normalize_term(t);
+                *t = normalize_term(t);
             }
             if quads {
                 s.graph = Some(s.graph.unwrap_or(Term::DefaultGraph));
