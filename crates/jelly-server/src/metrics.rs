@@ -109,13 +109,13 @@ impl Metrics {
         counter(
             &mut s,
             "jelly_ingest_frames_rebased_total",
-            "Published Jelly frames made into items by rebasing: kept as sent, with the entries they use from earlier frames in front (counted when decoded, also for requests refused afterwards).",
+            "Published Jelly frames made into items by rebasing: kept as sent, with the entries they use from earlier frames in front (counted when the frame is made into an item, also for a request whose append fails afterwards).",
             g(&self.ingest_rebased),
         );
         counter(
             &mut s,
             "jelly_ingest_frames_reencoded_total",
-            "Published Jelly frames made into items by decoding and re-encoding: the publisher's options do not fit the topic's, or the frame could not be rebased (counted when decoded).",
+            "Published Jelly frames made into items by decoding and re-encoding: the publisher's options do not fit the topic's, or the frame could not be rebased (counted when the frame is made into an item, also for a request whose append fails afterwards).",
             g(&self.ingest_reencoded),
         );
         counter(
