@@ -84,6 +84,10 @@ pub enum DecodeErrorKind {
     LangAndDatatype,
     #[error("quoted triples nested deeper than the limit of {0}")]
     TooDeep(usize),
+    #[error(
+        "the terms inside a quoted triple exceed the limit of {0} bytes (the largest frame accepted)"
+    )]
+    QuotedTooLarge(u64),
     #[error("graph_start row sets no graph")]
     GraphStartUnset,
     #[error("triple outside a graph in a GRAPHS stream")]

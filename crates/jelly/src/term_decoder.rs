@@ -183,6 +183,24 @@ fn iri_key(pid: u32, pver: u32) -> u64 {
     u64::from(pver) << 32 | u64::from(pid)
 }
 
+/// Shrinks the buffers of a quoted triple's terms, at every nesting level, that grew
+/// past [`QUOTED_KEEP`] (their text is about to be replaced).
+fn shrink_quoted(q: &mut [TermBuf; 3]) {
+    for t in q.iter_mut() {
+        if t.a.capacity() > QUOTED_KEEP {
+            t.a.clear();
+            t.a.shrink_to(QUOTED_KEEP);
+        }
+        if t.b.capacity() > QUOTED_KEEP {
+            t.b.clear();
+            t.b.shrink_to(QUOTED_KEEP);
+        }
+        if let Some(inner) = &mut t.quoted {
+            shrink_quoted(inner);
+        }
+    }
+}
+
 impl Default for CachedIri {
     fn default() -> Self {
         CachedIri {
@@ -192,11 +210,30 @@ impl Default for CachedIri {
     }
 }
 
+/// Most bytes the IRI cache's buffers may hold together. An entry per name id holds
+/// prefix + name, so without a cap a stream could define one long prefix and then
+/// make every name id hold a copy of it: a name table's worth of copies from one
+/// frame. Past the cap an IRI is copied into its term, as an uncached IRI is.
+const IRI_CACHE_BYTES_MAX: usize = 32 << 20;
+
+/// A term buffer inside a quoted triple that grew past this size is shrunk back
+/// before the buffer is reused for another quoted triple, so that buffers at many
+/// nesting levels do not each keep the room of the largest term they once held.
+const QUOTED_KEEP: usize = 64 << 10;
+
 /// Lookup tables and the IRI delta state (`prefix_id`/`name_id` zero rules).
 #[derive(Debug, Default)]
 pub(crate) struct State {
     /// Full IRIs by name id.
     iri_cache: Vec<CachedIri>,
+    /// Bytes allocated by the buffers of `iri_cache` (at most [`IRI_CACHE_BYTES_MAX`]).
+    iri_cache_bytes: usize,
+    /// Bytes of text written into the terms of the quoted triple being resolved.
+    quoted_bytes: u64,
+    /// Most bytes of text one top-level quoted triple may hold (the largest frame
+    /// accepted): its IRIs are built from table entries, so nesting could otherwise
+    /// multiply a frame's bytes by the number of terms.
+    pub(crate) max_quoted_bytes: u64,
     /// Bumped whenever a prefix entry changes, which makes cached IRIs with it stale.
     prefix_ver: Vec<u32>,
     names: Lookup,
@@ -561,6 +598,38 @@ impl State {
         if self.check_features {
             self.check_feature(kind, position)?;
         }
+        if depth > 0 && kind != TermField::Triple {
+            self.resolve_term_kind(kind, payload, dest, depth)?;
+            return self.note_quoted(dest);
+        }
+        if depth == 0 && kind == TermField::Triple {
+            self.quoted_bytes = 0;
+            if let Some(q) = &mut dest.quoted {
+                shrink_quoted(q);
+            }
+        }
+        self.resolve_term_kind(kind, payload, dest, depth)
+    }
+
+    /// Counts the text of `dest`, a term inside a quoted triple, against the quoted
+    /// triple's limit.
+    #[inline]
+    fn note_quoted(&mut self, dest: &TermBuf) -> Result<(), K> {
+        self.quoted_bytes += (dest.a.len() + dest.b.len()) as u64;
+        if self.quoted_bytes > self.max_quoted_bytes {
+            return Err(K::QuotedTooLarge(self.max_quoted_bytes));
+        }
+        Ok(())
+    }
+
+    /// [`State::resolve_term`] after its checks.
+    fn resolve_term_kind(
+        &mut self,
+        kind: TermField,
+        payload: Reader<'_>,
+        dest: &mut TermBuf,
+        depth: usize,
+    ) -> Result<(), K> {
         match kind {
             TermField::Iri => self.resolve_iri(payload, dest),
             TermField::Bnode => {
@@ -707,6 +776,7 @@ impl TermDecoder {
         let mut t = TermDecoder::default();
         t.state.max_nesting = cfg.max_nesting;
         t.state.check_features = cfg.check_features;
+        t.state.max_quoted_bytes = cfg.max_frame_bytes;
         t
     }
 
@@ -740,6 +810,7 @@ impl TermDecoder {
         }
         st.iri_cache
             .resize_with(names as usize + 1, CachedIri::default);
+        st.iri_cache_bytes = st.iri_cache.iter().map(|e| e.iri.capacity()).sum();
         st.prefix_ver.clear();
         st.prefix_ver.resize(prefixes as usize + 1, 0);
         st.generalized = generalized;
@@ -952,14 +1023,27 @@ impl TermDecoder {
                 st.prefixes.get(pid, Table::Prefix)?
             };
             let name = st.names.get(nid, Table::Name)?;
+            let len = prefix.len() + name.len();
+            let old_cap = st
+                .iri_cache
+                .get(nid as usize)
+                .map_or(0, |e| e.iri.capacity());
+            let cap = len.next_power_of_two().max(64);
+            if old_cap < len && st.iri_cache_bytes - old_cap + cap > IRI_CACHE_BYTES_MAX {
+                // Over the cache's budget: this IRI goes into the term itself.
+                self.cur[i].set_iri2(prefix, name);
+                st.last_prefix_id = pid;
+                st.last_name_id = nid;
+                return Ok(());
+            }
             // The entry is about to change: terms still pointing at it keep their own copy.
             Self::release(&mut self.cur, &st.iri_cache, nid);
             let e = &mut st.iri_cache[nid as usize];
-            let len = prefix.len() + name.len();
-            if e.iri.capacity() < len {
+            if old_cap < len {
                 // A fresh buffer with room to spare, rather than growing the old one
                 // part by part (copying stale text): later IRIs of this id then fit.
-                e.iri = String::with_capacity(len.next_power_of_two().max(64));
+                e.iri = String::with_capacity(cap);
+                st.iri_cache_bytes = st.iri_cache_bytes - old_cap + e.iri.capacity();
             }
             e.iri.clear();
             e.iri.push_str(prefix);
