@@ -192,6 +192,21 @@ impl Encoder {
         self.metadata.push((key.into(), value.into()));
     }
 
+    /// True when metadata was set for the current frame
+    /// ([`Encoder::set_frame_metadata`]), so the frame is worth writing even with no rows.
+    ///
+    /// ```
+    /// let mut enc = jelly::Encoder::new(jelly::StreamOptions::small()).unwrap();
+    /// assert!(!enc.has_frame_metadata());
+    /// enc.set_frame_metadata("heartbeat", "1");
+    /// assert!(enc.has_frame_metadata());
+    /// enc.finish_frame();
+    /// assert!(!enc.has_frame_metadata());
+    /// ```
+    pub fn has_frame_metadata(&self) -> bool {
+        !self.metadata.is_empty()
+    }
+
     #[inline(always)]
     fn ensure_options(&mut self) {
         if !self.options_written {

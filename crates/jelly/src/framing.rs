@@ -27,7 +27,8 @@ pub enum Delimiting {
 /// - first byte not `0x0A` → delimited (a length varint);
 /// - `0A NN` with `NN` ≠ `0A` → one non-delimited frame (field 1, length NN);
 /// - `0A 0A NN` with `NN` ≠ `0A` → delimited (a 10-byte frame starting with a row);
-/// - `0A 0A 0A` → non-delimited.
+/// - `0A 0A 0A` → non-delimited;
+/// - one or two bytes → non-delimited; no bytes → delimited (a stream of no frames).
 ///
 /// ```
 /// use jelly::{detect_delimiting, Delimiting};
@@ -38,11 +39,13 @@ pub enum Delimiting {
 /// ```
 pub fn detect_delimiting(head: &[u8]) -> Delimiting {
     match head {
+        // Empty: a delimited stream of zero frames.
         [] => Delimiting::Delimited,
+        // One or two bytes: non-delimited, as Jelly-JVM and pyjelly decide (they call
+        // input delimited only from three bytes that say so).
+        [_] | [_, _] => Delimiting::Single,
         [b0, ..] if *b0 != 0x0a => Delimiting::Delimited,
-        [_] => Delimiting::Single,
         [_, b1, ..] if *b1 != 0x0a => Delimiting::Single,
-        [_, _] => Delimiting::Single,
         [_, _, b2, ..] if *b2 != 0x0a => Delimiting::Delimited,
         _ => Delimiting::Single,
     }
@@ -493,10 +496,10 @@ impl Frames {
     }
 
     /// Whether ending the frame now writes one: not for an empty frame after the first
-    /// (the first is always written, so the options reach the reader); an error for a
-    /// second frame of non-delimited output.
+    /// (the first is always written, so the options reach the reader) unless it
+    /// carries metadata; an error for a second frame of non-delimited output.
     fn writes_frame(&self, enc: &Encoder) -> Result<bool, WriteError> {
-        if enc.frame_rows() == 0 && self.written > 0 {
+        if enc.frame_rows() == 0 && self.written > 0 && !enc.has_frame_metadata() {
             return Ok(false);
         }
         if !self.delimited && self.written > 0 {

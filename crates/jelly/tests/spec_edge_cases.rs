@@ -517,6 +517,50 @@ fn encoder_frame_metadata_round_trips() {
     assert_eq!(statements(&[f0, f1]), vec![spo(), spo()]);
 }
 
+/// A frame with metadata and no rows (a heartbeat, a marker) is written by the
+/// writers too, not held back until the next frame with rows.
+#[test]
+fn writer_writes_a_frame_with_metadata_and_no_rows() {
+    let mut out = Vec::new();
+    let mut w = JellyWriterBuilder::new(StreamOptions::small())
+        .frame_policy(jelly::FramePolicy::Manual)
+        .build_vec(&mut out)
+        .unwrap();
+    w.add(spo().as_ref()).unwrap();
+    w.flush_frame().unwrap();
+    w.encoder().set_frame_metadata("heartbeat", "1");
+    assert!(w.encoder().has_frame_metadata());
+    w.flush_frame().unwrap();
+    assert!(!w.encoder().has_frame_metadata());
+    // An empty frame without metadata is still not written.
+    w.flush_frame().unwrap();
+    w.add(spo().as_ref()).unwrap();
+    w.finish().unwrap();
+    let mut frames = jelly::FrameReader::from_slice(&out, Delimiting::Delimited, 1 << 20);
+    let mut metas = Vec::new();
+    while let Some(f) = frames.next_frame().unwrap() {
+        metas.push(
+            frame_metadata(f.bytes)
+                .unwrap()
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_vec()))
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert_eq!(
+        metas,
+        vec![
+            vec![],
+            vec![("heartbeat".to_owned(), b"1".to_vec())],
+            vec![]
+        ]
+    );
+    assert_eq!(
+        read_stream(&out, DecoderOptions::default(), Delimiting::Auto).unwrap(),
+        vec![vec![spo()], vec![], vec![spo()]]
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // IRI rules (§21)
 // ---------------------------------------------------------------------------------------
@@ -1524,7 +1568,8 @@ fn frame_starting_0a_0a_0a() -> Vec<u8> {
 #[test]
 fn detect_delimiting_rules() {
     assert_eq!(detect_delimiting(&[]), Delimiting::Delimited);
-    assert_eq!(detect_delimiting(&[0x00]), Delimiting::Delimited);
+    assert_eq!(detect_delimiting(&[0x00]), Delimiting::Single);
+    assert_eq!(detect_delimiting(&[0x2a, 0x00]), Delimiting::Single);
     assert_eq!(detect_delimiting(&[0x0a]), Delimiting::Single);
     assert_eq!(detect_delimiting(&[0x0a, 0x0a]), Delimiting::Single);
     assert_eq!(detect_delimiting(&[0x0a, 0x05]), Delimiting::Single);
@@ -1584,13 +1629,13 @@ fn reader_on_tiny_inputs() {
     // One byte 0x0A: non-delimited, a rows field with its length missing.
     let e = read_stream(&[0x0a], d(), Delimiting::Auto).unwrap_err();
     assert!(matches!(e.kind, K::Wire(_)), "{e}");
-    // One byte 0x00: delimited, one empty frame (no rows: nothing to decode).
-    assert_eq!(
-        read_stream(&[0x00], d(), Delimiting::Auto).unwrap(),
-        vec![vec![]]
-    );
-    // One byte 0x05: delimited, a 5-byte frame that is not there.
-    let e = read_stream(&[0x05], d(), Delimiting::Auto).unwrap_err();
+    // One or two bytes are read as non-delimited whatever they are, as Jelly-JVM and
+    // pyjelly read them. One byte 0x00: a field tag of field 0, not valid protobuf.
+    assert_eq!(detect_delimiting(&[0x00]), Delimiting::Single);
+    let e = read_stream(&[0x00], d(), Delimiting::Auto).unwrap_err();
+    assert!(matches!(e.kind, K::Wire(_)), "{e}");
+    // One byte 0x05: read delimited on request, a 5-byte frame that is not there.
+    let e = read_stream(&[0x05], d(), Delimiting::Delimited).unwrap_err();
     assert!(
         matches!(
             e.kind,
@@ -1601,6 +1646,8 @@ fn reader_on_tiny_inputs() {
         ),
         "{e}"
     );
+    assert_eq!(detect_delimiting(&[0x05, 0x0a]), Delimiting::Single);
+    assert!(read_stream(&[0x05, 0x0a], d(), Delimiting::Auto).is_err());
     // Two bytes 0A 0A: truncated whichever way it is read.
     assert!(read_stream(&[0x0a, 0x0a], d(), Delimiting::Auto).is_err());
     assert!(read_stream(&[0x0a, 0x0a], d(), Delimiting::Delimited).is_err());
@@ -1631,9 +1678,12 @@ fn small_stream() -> Vec<u8> {
 #[test]
 fn reader_truncated_length_varint_and_frame() {
     let d = DecoderOptions::default;
-    // A length varint cut after its continuation byte.
-    let e = read_stream(&[0x80], d(), Delimiting::Auto).unwrap_err();
+    // A length varint cut after its continuation byte (read as delimited: a lone byte
+    // is autodetected as non-delimited, where it is a cut field tag).
+    let e = read_stream(&[0x80], d(), Delimiting::Delimited).unwrap_err();
     assert!(matches!(e.kind, K::TruncatedFrame { .. }), "{e}");
+    let e = read_stream(&[0x80], d(), Delimiting::Auto).unwrap_err();
+    assert!(matches!(e.kind, K::Wire(_)), "{e}");
     let mut s = small_stream();
     let full = read_stream(&s, d(), Delimiting::Auto).unwrap();
     assert!(full.len() > 2);
