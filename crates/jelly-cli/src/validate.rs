@@ -1,14 +1,10 @@
 //! `jelly rdf validate`: decode a stream fully with the spec checks on, and optionally
 //! compare it with RDF data and with expected stream options.
 
-use std::collections::HashMap;
 use std::io::Read;
 
 use jelly::iso::{IsoResult, isomorphic};
-use jelly::{
-    DecoderOptions, Delimiting, Event, JellyReader, OwnedLiteralKind, Statement, StreamOptions,
-    Term,
-};
+use jelly::{DecoderOptions, Delimiting, Event, JellyReader, Statement, StreamOptions};
 
 use crate::cli::{DelimitedArg, ValidateArgs};
 use crate::common::FrameRange;
@@ -95,9 +91,11 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
     }
     if let Some(want) = expected {
         if args.compare_ordered {
-            compare_ordered(&got, &want).map_err(|e| {
-                CliError::invalid(format!("{name}: differs from the RDF file: {e}"))
-            })?;
+            jelly::iso::OrderedIso::default()
+                .compare(&got, &want)
+                .map_err(|e| {
+                    CliError::invalid(format!("{name}: differs from the RDF file: {e}"))
+                })?;
         } else if jelly::iso::normalize(&got) == jelly::iso::normalize(&want) {
             // Same statements with the same blank node labels: isomorphic without a search.
         } else {
@@ -158,66 +156,4 @@ fn option_differences(got: &StreamOptions, want: &StreamOptions) -> Vec<String> 
     cmp!(max_datatype_table_size);
     cmp!(version);
     d
-}
-
-/// Statement by statement, with one consistent blank node mapping.
-fn compare_ordered(got: &[Statement], want: &[Statement]) -> Result<(), String> {
-    let mut fwd: HashMap<String, String> = HashMap::new();
-    let mut back: HashMap<String, String> = HashMap::new();
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let gg = g.graph.as_ref().unwrap_or(&Term::DefaultGraph);
-        let wg = w.graph.as_ref().unwrap_or(&Term::DefaultGraph);
-        let same = term_eq(&g.subject, &w.subject, &mut fwd, &mut back)
-            && term_eq(&g.predicate, &w.predicate, &mut fwd, &mut back)
-            && term_eq(&g.object, &w.object, &mut fwd, &mut back)
-            && term_eq(gg, wg, &mut fwd, &mut back);
-        if !same {
-            return Err(format!("statement {i}: stream has `{g}`, file has `{w}`"));
-        }
-    }
-    if got.len() != want.len() {
-        return Err(format!(
-            "{} statements in the stream, {} in the file",
-            got.len(),
-            want.len()
-        ));
-    }
-    Ok(())
-}
-
-fn is_xsd_string(k: &OwnedLiteralKind) -> bool {
-    match k {
-        OwnedLiteralKind::Simple => true,
-        OwnedLiteralKind::Typed(dt) => dt == jelly::term::XSD_STRING,
-        OwnedLiteralKind::Lang(_) => false,
-    }
-}
-
-fn term_eq(
-    a: &Term,
-    b: &Term,
-    fwd: &mut HashMap<String, String>,
-    back: &mut HashMap<String, String>,
-) -> bool {
-    match (a, b) {
-        (Term::BlankNode(x), Term::BlankNode(y)) => match (fwd.get(x), back.get(y)) {
-            (Some(m), Some(n)) => m == y && n == x,
-            (None, None) => {
-                fwd.insert(x.clone(), y.clone());
-                back.insert(y.clone(), x.clone());
-                true
-            }
-            _ => false,
-        },
-        (Term::Literal(x), Term::Literal(y)) => {
-            x.lex == y.lex
-                && (x.kind == y.kind || (is_xsd_string(&x.kind) && is_xsd_string(&y.kind)))
-        }
-        (Term::Triple(x), Term::Triple(y)) => {
-            term_eq(&x.subject, &y.subject, fwd, back)
-                && term_eq(&x.predicate, &y.predicate, fwd, back)
-                && term_eq(&x.object, &y.object, fwd, back)
-        }
-        _ => a == b,
-    }
 }
