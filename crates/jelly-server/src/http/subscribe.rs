@@ -10,9 +10,10 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use serde::Deserialize;
 
-use super::{ApiError, AppState};
+use super::{ApiError, AppState, JsonQuery};
 use crate::compress::{Encoding, Stitcher};
 use crate::deliver::{Delivery, Follow, JellyMode, OutFormat, Wrapping};
 use crate::fanout::{Framing, GroupKey, MAX_WINDOW_MS};
@@ -50,6 +51,12 @@ pub struct PollQuery {
 const MAX_WAIT_MS: u64 = 60_000;
 /// Most items in one poll page.
 const MAX_POLL_ITEMS: usize = 10_000;
+/// Most bytes of stored items in one poll page (`max_bytes` is capped to this): a page
+/// is read into memory before its first byte is sent, for its `X-Jelly-Next-Offset`.
+/// A page always holds at least one item, however large.
+pub const MAX_POLL_BYTES: usize = 8 << 20;
+/// Raw output converted and compressed at a time while a poll page is sent.
+const POLL_CHUNK: usize = 64 << 10;
 
 pub(super) fn topic(s: &AppState, name: &str) -> Result<Arc<Topic>, ApiError> {
     s.topics
@@ -186,17 +193,52 @@ pub(super) fn pick_window(window: Option<u64>) -> Result<u64, ApiError> {
     }
 }
 
-/// A whole body in `encoding` (a long-poll page).
-fn compress_whole(encoding: Encoding, raw: Vec<u8>) -> Vec<u8> {
-    if encoding == Encoding::Identity {
-        return raw;
+/// A long-poll page being sent: its items are converted and compressed
+/// [`POLL_CHUNK`] bytes of output at a time, so that a page in a text format or
+/// compressed never sits in memory whole beside its items.
+struct PollPage {
+    items: std::vec::IntoIter<crate::item::Item>,
+    delivery: Delivery,
+    stitcher: Stitcher,
+    encoding: Encoding,
+    topic: Arc<Topic>,
+    metrics: Arc<crate::metrics::Metrics>,
+    started: bool,
+    done: bool,
+}
+
+impl PollPage {
+    /// The next bytes of the body: the coding's header with the first chunk, then
+    /// chunks, then its trailer with the last one; empty once `done`.
+    fn next_chunk(&mut self) -> Result<bytes::Bytes, crate::deliver::DeliverError> {
+        if self.done {
+            return Ok(bytes::Bytes::new());
+        }
+        let mut raw = Vec::new();
+        for it in self.items.by_ref() {
+            self.delivery.write_item(&it, &mut raw)?;
+            if raw.len() >= POLL_CHUNK {
+                break;
+            }
+        }
+        let mut out = Vec::new();
+        if !self.started {
+            self.started = true;
+            out.extend_from_slice(&self.stitcher.header());
+        }
+        if !raw.is_empty() {
+            let block = crate::fanout::encode::block(self.encoding, raw);
+            out.extend_from_slice(&self.stitcher.block(&block));
+        }
+        if self.items.len() == 0 {
+            self.done = true;
+            out.extend_from_slice(&self.stitcher.trailer());
+        }
+        let n = out.len() as u64;
+        self.topic.stats.bytes_out.fetch_add(n, Ordering::Relaxed);
+        self.metrics.bytes_out.fetch_add(n, Ordering::Relaxed);
+        Ok(bytes::Bytes::from(out))
     }
-    let mut st = Stitcher::new(encoding);
-    let block = crate::fanout::encode::block(encoding, raw);
-    let mut out = st.header().to_vec();
-    out.extend_from_slice(&st.block(&block));
-    out.extend_from_slice(&st.trailer());
-    out
 }
 
 /// How a chunked-stream or SSE subscription is cut, filtered, batched and compressed.
@@ -314,7 +356,7 @@ pub(super) fn follow(
 pub async fn stream(
     State(s): State<AppState>,
     Path(name): Path<String>,
-    Query(q): Query<SubscribeQuery>,
+    JsonQuery(q): JsonQuery<SubscribeQuery>,
     fq: Result<Query<FilterParams>, QueryRejection>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
@@ -348,7 +390,7 @@ pub async fn stream(
 pub async fn sse(
     State(s): State<AppState>,
     Path(name): Path<String>,
-    Query(q): Query<SubscribeQuery>,
+    JsonQuery(q): JsonQuery<SubscribeQuery>,
     fq: Result<Query<FilterParams>, QueryRejection>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
@@ -411,7 +453,7 @@ pub async fn sse(
 pub async fn poll(
     State(s): State<AppState>,
     Path(name): Path<String>,
-    Query(q): Query<PollQuery>,
+    JsonQuery(q): JsonQuery<PollQuery>,
     fq: Result<Query<FilterParams>, QueryRejection>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
@@ -422,7 +464,7 @@ pub async fn poll(
     let from = resolve_from(&t, q.from.as_deref(), "earliest").await?;
     let limits = ReadLimits {
         max_items: q.max_items.unwrap_or(100).clamp(1, MAX_POLL_ITEMS),
-        max_bytes: q.max_bytes.unwrap_or(1 << 20).max(1),
+        max_bytes: q.max_bytes.unwrap_or(1 << 20).clamp(1, MAX_POLL_BYTES),
     };
     let wait = Duration::from_millis(q.wait_ms.unwrap_or(0).min(MAX_WAIT_MS));
     let read = |from| {
@@ -468,25 +510,37 @@ pub async fn poll(
         }
         tokio::task::coop::consume_budget().await;
     };
-    let mut delivery = delivery(&t, format, mode, true);
-    let mut out = Vec::new();
-    for it in &items {
-        delivery
-            .write_item(it, &mut out)
-            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-        next = next.max(it.offset + 1);
+    if let Some(last) = items.last() {
+        next = next.max(last.offset + 1);
     }
-    let encoding = pick_encoding(&headers);
-    let out = compress_whole(encoding, out);
     let n = items.len() as u64;
     t.stats.items_out.fetch_add(n, Ordering::Relaxed);
-    t.stats
-        .bytes_out
-        .fetch_add(out.len() as u64, Ordering::Relaxed);
     s.metrics.items_out.fetch_add(n, Ordering::Relaxed);
-    s.metrics
-        .bytes_out
-        .fetch_add(out.len() as u64, Ordering::Relaxed);
+    let encoding = pick_encoding(&headers);
+    let mut page = PollPage {
+        items: items.into_iter(),
+        delivery: delivery(&t, format, mode, true),
+        stitcher: Stitcher::new(encoding),
+        encoding,
+        topic: t.clone(),
+        metrics: s.metrics.clone(),
+        started: false,
+        done: false,
+    };
+    // The first chunk before the answer, so that an item that cannot be written in
+    // this format still gets an error status rather than a cut body.
+    let first = page
+        .next_chunk()
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let rest = futures_util::stream::unfold(page, |mut page| async move {
+        match page.next_chunk() {
+            Ok(c) if c.is_empty() && page.done => None,
+            r => Some((r.map_err(std::io::Error::other), page)),
+        }
+    });
+    let body = Body::from_stream(
+        futures_util::stream::once(async move { Ok::<_, std::io::Error>(first) }).chain(rest),
+    );
     let mut r = (
         [
             (
@@ -495,7 +549,7 @@ pub async fn poll(
             ),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
         ],
-        out,
+        body,
     )
         .into_response();
     let h = r.headers_mut();
