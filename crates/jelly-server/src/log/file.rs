@@ -1142,13 +1142,47 @@ impl Writer {
         Ok(())
     }
 
-    /// Deletes old segments beyond the size or age limit (never the active one).
+    /// On a quiet topic all the items may sit in the active segment, which retention
+    /// never deletes: once every item in it is past the age limit, a new active
+    /// segment is started, so that the old one can go. The old one is synced first,
+    /// so that a crash cannot leave it shorter than where the new one begins.
+    fn roll_if_expired(&mut self, now: u64) {
+        let Some(age) = self.opts.retention_age else {
+            return;
+        };
+        if self.failed.is_some() {
+            return;
+        }
+        let age_ms = u64::try_from(age.as_millis()).unwrap_or(u64::MAX);
+        let expired = self
+            .shared
+            .read_state()
+            .segments
+            .last()
+            .is_some_and(|s| !s.is_empty() && now.saturating_sub(s.last_ts) > age_ms);
+        if !expired {
+            return;
+        }
+        let rolled = if self.dirty {
+            self.active.sync_data().map(|()| self.dirty = false)
+        } else {
+            Ok(())
+        }
+        .and_then(|()| self.roll());
+        if let Err(e) = rolled {
+            tracing::warn!(path = %self.active_path.display(), error = %e, "log: cannot roll an expired segment");
+        }
+    }
+
+    /// Deletes old segments beyond the size or age limit (never the active one, which
+    /// [`Writer::roll_if_expired`] first replaces when all of it is too old).
     fn retain(&mut self) {
         self.last_retention = Instant::now();
         if self.opts.retention_bytes.is_none() && self.opts.retention_age.is_none() {
             return;
         }
         let now = self.opts.clock.now_ms();
+        self.roll_if_expired(now);
         loop {
             let victim = {
                 let mut st = self.shared.write_state();
