@@ -87,10 +87,12 @@ fn content_type(path: &str, a: &PublishArgs) -> CliResult<&'static str> {
         Format::Nt => "application/n-triples",
         Format::Ttl => "text/turtle",
         Format::Trig => "application/trig",
+        Format::Rdfxml => "application/rdf+xml",
+        Format::Jsonld => "application/ld+json",
         other => {
             return Err(CliError::usage(format!(
-                "{path}: the server takes N-Triples, N-Quads, Turtle, TriG or Jelly, not {}; \
-                 convert it first (jelly rdf to-jelly)",
+                "{path}: the server takes N-Triples, N-Quads, Turtle, TriG, RDF/XML, JSON-LD \
+                 or Jelly, not {}; convert it first (jelly rdf to-jelly)",
                 other.name()
             )));
         }

@@ -93,6 +93,10 @@ pub struct ServeArgs {
     /// Most open connections per client address (0: no limit).
     #[arg(long = "max-connections-per-ip", value_name = "N")]
     pub max_connections_per_ip: Option<usize>,
+    /// Let browser pages from ORIGIN (e.g. https://app.example.org; `*`: any) read
+    /// the API across origins (CORS), for example with EventSource. Repeatable.
+    #[arg(long = "cors-origin", value_name = "ORIGIN")]
+    pub cors_origins: Vec<String>,
     /// SO_REUSEPORT: let several servers listen on the same port.
     #[arg(long = "reuse-port")]
     pub reuse_port: bool,
@@ -132,6 +136,7 @@ pub fn config(a: &ServeArgs) -> CliResult<ServerConfig> {
     if let Some(n) = a.max_connections_per_ip {
         c.max_connections_per_ip = n;
     }
+    c.cors_origins.extend(a.cors_origins.iter().cloned());
     if a.reuse_port {
         c.reuse_port = true;
     }

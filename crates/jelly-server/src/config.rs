@@ -11,6 +11,7 @@
 //! max_item_bytes = 16777216
 //! max_connections_per_ip = 0  # 0: unlimited; over it new connections are closed at once
 //! reuse_port = false          # SO_REUSEPORT: several servers may share the port
+//! cors_origins = []           # browser pages allowed to read the API from other origins; "*": any
 //!
 //! [topic_defaults]
 //! physical = "quads"        # triples | quads
@@ -104,6 +105,11 @@ pub struct ServerConfig {
     /// Topics copied from other servers (`[[mirror]]` tables).
     #[serde(rename = "mirror")]
     pub mirrors: Vec<MirrorConfig>,
+    /// Origins (`https://app.example.org`) whose browser pages may read and write the
+    /// HTTP API across origins (CORS), for example an `EventSource` on `/sse`; `"*"`
+    /// allows any origin. Empty (the default): no CORS headers, so only pages served
+    /// from the server's own origin can read its answers.
+    pub cors_origins: Vec<String>,
 }
 
 /// What a mirror does when the upstream no longer retains the next item it needs
@@ -248,6 +254,7 @@ impl Default for ServerConfig {
             tls: None,
             fanout_ring_blocks: 256,
             fanout_ring_bytes: 4 << 20,
+            cors_origins: Vec::new(),
         }
     }
 }

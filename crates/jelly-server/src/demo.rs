@@ -13,6 +13,9 @@ use crate::http::AppState;
 use crate::ingest::{InputFormat, PublishMeta, ingest};
 use crate::topic::{Physical, TopicOptions};
 
+/// The demo topic's log limit when the topic defaults set none.
+pub const DEMO_RETENTION_BYTES: u64 = 64 << 20;
+
 /// One recorded item: N-Triples text.
 pub struct DemoData {
     pub items: Vec<String>,
@@ -58,10 +61,17 @@ pub async fn run(
     per_sec: f64,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let defaults = &state.config.topic_defaults;
     let options = TopicOptions {
         physical: Physical::Triples,
         logical: Some("graphs".into()),
-        ..state.config.topic_defaults.clone()
+        // The demo repeats forever: without a limit of the configuration's own, its
+        // log keeps the newest 64 MiB, so a demo left running does not fill the disk.
+        retention_bytes: match defaults.retention_bytes {
+            0 => DEMO_RETENTION_BYTES,
+            n => n,
+        },
+        ..defaults.clone()
     };
     let t = match state.topics.create(topic, Some(options)) {
         Ok((t, _)) => t,

@@ -34,6 +34,11 @@ pub enum InputFormat {
     NTriples,
     Turtle,
     TriG,
+    /// `application/rdf+xml`.
+    RdfXml,
+    /// `application/ld+json`. Remote contexts are not fetched (a document that
+    /// needs one is refused): the server makes no requests on a publisher's behalf.
+    JsonLd,
 }
 
 impl InputFormat {
@@ -51,13 +56,15 @@ impl InputFormat {
             "application/n-triples" | "text/plain" => InputFormat::NTriples,
             "text/turtle" | "application/x-turtle" => InputFormat::Turtle,
             "application/trig" | "application/x-trig" => InputFormat::TriG,
+            "application/rdf+xml" => InputFormat::RdfXml,
+            "application/ld+json" => InputFormat::JsonLd,
             _ => return None,
         })
     }
 }
 
 /// The content types accepted by [`InputFormat::from_content_type`], for error messages.
-pub const ACCEPTED_CONTENT_TYPES: &str = "application/x-jelly-rdf, application/n-quads, application/n-triples, text/turtle, application/trig";
+pub const ACCEPTED_CONTENT_TYPES: &str = "application/x-jelly-rdf, application/n-quads, application/n-triples, text/turtle, application/trig, application/rdf+xml, application/ld+json";
 
 /// What a publish request asks for besides its body.
 #[derive(Debug, Clone, Default)]
@@ -532,6 +539,30 @@ fn ingest_text(
         }
         InputFormat::TriG => {
             let mut p = oxttl::TriGParser::new();
+            if let Some(b) = &meta.base_iri {
+                p = p
+                    .with_base_iri(b.as_str())
+                    .map_err(|e| IngestError::Invalid(format!("bad base IRI: {e}")))?;
+            }
+            for q in p.for_slice(body) {
+                let q = q.map_err(|e| IngestError::Invalid(format!("syntax error: {e}")))?;
+                let mut holder = None;
+                let mut st = from_ox_quad(q.as_ref(), &mut holder);
+                if st.graph == Some(TermRef::DefaultGraph) {
+                    st.graph = None;
+                }
+                g.add(st)?;
+            }
+        }
+        InputFormat::RdfXml | InputFormat::JsonLd => {
+            let f = if format == InputFormat::RdfXml {
+                oxrdfio::RdfFormat::RdfXml
+            } else {
+                oxrdfio::RdfFormat::JsonLd {
+                    profile: oxrdfio::JsonLdProfileSet::empty(),
+                }
+            };
+            let mut p = oxrdfio::RdfParser::from_format(f);
             if let Some(b) = &meta.base_iri {
                 p = p
                     .with_base_iri(b.as_str())

@@ -248,6 +248,11 @@ impl Publish {
         if let (Some(first), Some(last)) = (self.p.first_offset, self.p.last_offset) {
             md.insert("x-jelly-first-offset", MetadataValue::from(first));
             md.insert("x-jelly-last-offset", MetadataValue::from(last));
+            // Ranges: other publishers' items may lie between this stream's batches.
+            // Cut at 4 KiB, so the trailer stays well under clients' header limits.
+            if let Ok(v) = MetadataValue::try_from(self.p.ranges.to_header(4096)) {
+                md.insert("x-jelly-offset-ranges", v);
+            }
         }
     }
 

@@ -84,3 +84,27 @@ impl From<FilterError> for ApiError {
         }
     }
 }
+
+/// Query parameters as axum's `Query` reads them, but a malformed value (for example
+/// `?follow=maybe` or `?max_items=abc`) is answered with a JSON 400 like every other
+/// error, naming the parameter, rather than axum's plain-text rejection.
+#[derive(Debug)]
+pub struct JsonQuery<T>(pub T);
+
+impl<T, S> axum::extract::FromRequestParts<S> for JsonQuery<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(q)) => Ok(JsonQuery(q)),
+            Err(e) => Err(ApiError::bad_request(e.body_text())),
+        }
+    }
+}

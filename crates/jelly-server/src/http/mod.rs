@@ -20,6 +20,7 @@ use axum::routing::get;
 use tokio::sync::watch;
 
 pub use error::ApiError;
+use error::JsonQuery;
 
 use crate::auth::Auth;
 use crate::config::ServerConfig;
@@ -44,6 +45,52 @@ pub type AppState = Arc<Shared>;
 
 /// All routes.
 pub fn router(state: AppState) -> Router {
+    let cors = cors_layer(&state.config.cors_origins);
+    let router = routes(state);
+    match cors {
+        Some(layer) => router.layer(layer),
+        None => router,
+    }
+}
+
+/// The CORS layer for `origins` (see `ServerConfig::cors_origins`); `None` when empty.
+/// It is the outermost layer, so a browser's preflight `OPTIONS` is answered before
+/// the rights check (a preflight carries no token).
+fn cors_layer(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
+    use axum::http::{HeaderName, HeaderValue, Method};
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    if origins.is_empty() {
+        return None;
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+    };
+    let exposed = [
+        "x-jelly-next-offset",
+        "x-jelly-first-offset",
+        "x-jelly-start-offset",
+        "x-jelly-items",
+    ]
+    .map(HeaderName::from_static);
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([Method::GET, Method::POST, Method::PUT])
+            .allow_headers([
+                header::AUTHORIZATION,
+                header::CONTENT_TYPE,
+                header::ACCEPT,
+                HeaderName::from_static("last-event-id"),
+                HeaderName::from_static("x-jelly-source"),
+            ])
+            .expose_headers(exposed)
+            .max_age(std::time::Duration::from_secs(600)),
+    )
+}
+
+fn routes(state: AppState) -> Router {
     Router::new()
         .route("/health", get(health))
         .route("/metrics", get(metrics))

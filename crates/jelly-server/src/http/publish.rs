@@ -5,12 +5,12 @@ use std::sync::atomic::Ordering;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ApiError, AppState};
+use super::{ApiError, AppState, JsonQuery};
 use crate::ingest::{
     ACCEPTED_CONTENT_TYPES, IngestError, InputFormat, PublishMeta, ingest_with_paths,
 };
@@ -81,7 +81,7 @@ pub(super) fn ingest_error(e: IngestError) -> ApiError {
 pub async fn publish(
     State(s): State<AppState>,
     Path(name): Path<String>,
-    Query(q): Query<PublishQuery>,
+    JsonQuery(q): JsonQuery<PublishQuery>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<Value>, ApiError> {

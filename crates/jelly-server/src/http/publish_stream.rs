@@ -77,6 +77,9 @@ pub struct StreamPublisher {
     pub first_offset: Option<u64>,
     /// Offset of the last appended item.
     pub last_offset: Option<u64>,
+    /// The offsets appended, as ranges: other publishers' items may fall between
+    /// this stream's batches, so `first_offset..=last_offset` alone can overstate.
+    pub ranges: OffsetRanges,
 }
 
 impl StreamPublisher {
@@ -112,6 +115,7 @@ impl StreamPublisher {
             accepted: 0,
             first_offset: None,
             last_offset: None,
+            ranges: OffsetRanges::default(),
         })
     }
 
@@ -256,18 +260,76 @@ impl StreamPublisher {
             self.first_offset.get_or_insert(first);
             self.last_offset = Some(last);
             self.accepted += offsets.len() as u64;
+            // One append's items take consecutive offsets.
+            self.ranges.push(first, last);
         }
         Ok(offsets)
     }
 
-    /// The summary of what was appended: `{topic, first_offset, last_offset, items}`.
+    /// The summary of what was appended: `{topic, first_offset, last_offset, items,
+    /// ranges}`, `ranges` being `[[first, last], …]` of the offsets this stream got.
     pub fn summary(&self) -> Value {
         json!({
             "topic": self.name,
             "first_offset": self.first_offset,
             "last_offset": self.last_offset,
             "items": self.accepted,
+            "ranges": self.ranges.as_pairs(),
         })
+    }
+}
+
+/// Offsets as inclusive ranges, merged where they touch: the offsets one streaming
+/// publish was given, in order.
+///
+/// ```
+/// use jelly_server::http::publish_stream::OffsetRanges;
+/// let mut r = OffsetRanges::default();
+/// r.push(0, 63);
+/// r.push(64, 99); // follows on: merged
+/// r.push(130, 130); // another publisher's items came between
+/// assert_eq!(r.as_pairs(), vec![[0, 99], [130, 130]]);
+/// assert_eq!(r.to_header(64), "0-99,130");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OffsetRanges(Vec<(u64, u64)>);
+
+impl OffsetRanges {
+    /// Adds the offsets `first..=last`, after all the earlier ones.
+    pub fn push(&mut self, first: u64, last: u64) {
+        match self.0.last_mut() {
+            Some((_, end)) if end.checked_add(1) == Some(first) => *end = last,
+            _ => self.0.push((first, last)),
+        }
+    }
+
+    /// The ranges as `[first, last]` pairs.
+    pub fn as_pairs(&self) -> Vec<[u64; 2]> {
+        self.0.iter().map(|&(a, b)| [a, b]).collect()
+    }
+
+    /// The ranges as `a-b,c,d-e` (a single offset without a dash), cut at a range
+    /// boundary once longer than `max` bytes and then ended with `,...`.
+    pub fn to_header(&self, max: usize) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        for (i, &(a, b)) in self.0.iter().enumerate() {
+            let start = s.len();
+            if i > 0 {
+                s.push(',');
+            }
+            let _ = if a == b {
+                write!(s, "{a}")
+            } else {
+                write!(s, "{a}-{b}")
+            };
+            if s.len() > max {
+                s.truncate(start);
+                s.push_str(",...");
+                break;
+            }
+        }
+        s
     }
 }
 

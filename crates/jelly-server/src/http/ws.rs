@@ -27,7 +27,7 @@ use super::subscribe::{
     SubscribeQuery, delivery, follow, offset_header, pick_filter, pick_format, pick_mode,
     pick_window, resolve_from, topic,
 };
-use super::{ApiError, AppState, wait_shutdown};
+use super::{ApiError, AppState, JsonQuery, wait_shutdown};
 use crate::deliver::{Follow, FollowEnd, JellyMode, OutFormat, Wrapping};
 use crate::fanout::{Framing, GroupKey, Step, Subscription};
 use crate::filter::FilterParams;
@@ -114,7 +114,7 @@ fn ping_interval(s: &AppState) -> tokio::time::Interval {
 pub async fn subscribe(
     State(s): State<AppState>,
     Path(name): Path<String>,
-    Query(q): Query<SubscribeQuery>,
+    JsonQuery(q): JsonQuery<SubscribeQuery>,
     fq: Result<Query<FilterParams>, QueryRejection>,
     headers: HeaderMap,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
