@@ -491,3 +491,158 @@ fn busy_poll_server_and_subscriber_deliver_live_items_and_stop_cleanly() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `jelly subscribe` follows a topic across a server restart on the same address:
+/// it reconnects on its own and goes on from the offset after the last item it
+/// wrote, with no gap and no duplicate.
+#[test]
+fn subscribe_resumes_by_itself_across_a_server_restart() {
+    let dir = temp_dir("resume");
+    let data = dir.join("data");
+    let srv = ServeProc::start(&data);
+    let url = srv.url.clone();
+    let addr = url.trim_start_matches("http://").to_string();
+    let publish = |url: &str, i: u32| {
+        let line = format!("<http://ex.org/s> <http://ex.org/p> \"{i}\" .\n");
+        ok(
+            &["publish", "r", "-", "--server", url, "-q"],
+            Some(line.as_bytes()),
+        );
+    };
+    for i in 0..3 {
+        publish(&url, i);
+    }
+    let follower = spawn_jelly(&[
+        "subscribe",
+        "r",
+        "--server",
+        &url,
+        "--from",
+        "earliest",
+        "--max-items",
+        "6",
+        "--retry-secs",
+        "30",
+    ]);
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(srv.stop(), 0);
+    std::thread::sleep(Duration::from_millis(300));
+    let srv = ServeProc::try_start_with(&data, &addr, &[]).expect("restart on the same address");
+    for i in 3..6 {
+        publish(&url, i);
+    }
+    let out = follower.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("retrying") || stderr.contains("reconnecting"),
+        "{stderr}"
+    );
+    let st = jelly::nquads::parse_document(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    let values: Vec<String> = st
+        .iter()
+        .map(|s| match &s.object {
+            jelly::Term::Literal(l) => l.lex.clone(),
+            t => panic!("{t}"),
+        })
+        .collect();
+    assert_eq!(values, ["0", "1", "2", "3", "4", "5"]);
+    assert_eq!(srv.stop(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `jelly serve --demo` replays the weather dataset as a live topic: items in the
+/// order and sizes of the recorded stream, with the demo's source id, and a bounded
+/// log.
+#[test]
+fn serve_demo_publishes_the_weather_stream() {
+    let dataset = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/datasets/iot-assist-weather");
+    let counts: Vec<usize> = std::fs::read_to_string(dataset.join("frames.txt"))
+        .expect("shared/datasets beside the checkout")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .take(3)
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let dir = temp_dir("demo");
+    let srv = ServeProc::start_with(
+        &dir.join("data"),
+        &[
+            "--demo",
+            "--demo-data",
+            dataset.to_str().unwrap(),
+            "--demo-rate",
+            "50",
+        ],
+    );
+    let out = dir.join("demo.jelly");
+    ok(
+        &[
+            "subscribe",
+            "weather",
+            "--server",
+            &srv.url,
+            "--from",
+            "earliest",
+            "--max-items",
+            "3",
+            "--format",
+            "jelly",
+            "--to",
+            out.to_str().unwrap(),
+            "-q",
+        ],
+        None,
+    );
+    let bytes = std::fs::read(&out).unwrap();
+    let mut rd = JellyReader::new(&bytes[..]);
+    let mut sizes = Vec::new();
+    while let Some(mut f) = rd.next_frame().unwrap() {
+        let meta = f.metadata().unwrap();
+        let source = meta.iter().find(|(k, _)| *k == "source").unwrap().1;
+        assert_eq!(source, b"demo:iot-assist-weather");
+        let mut n = 0;
+        while let Some(ev) = f.next_event().unwrap() {
+            if matches!(ev, Event::Statement(_)) {
+                n += 1;
+            }
+        }
+        sizes.push(n);
+    }
+    assert_eq!(sizes, counts);
+    // The demo topic is a triples topic whose log is bounded.
+    let r = ok(
+        &[
+            "subscribe",
+            "weather",
+            "--server",
+            &srv.url,
+            "--from",
+            "0",
+            "--max-items",
+            "1",
+            "--format",
+            "ntriples",
+            "-q",
+        ],
+        None,
+    );
+    assert!(!r.out().is_empty());
+    let described: serde_json::Value = serde_json::from_str(
+        &std::process::Command::new("curl")
+            .args(["-sf", &format!("{}/topics/weather", srv.url)])
+            .output()
+            .map(|o| String::from_utf8(o.stdout).unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(described["options"]["physical"], "triples", "{described}");
+    assert!(
+        described["options"]["retention_bytes"].as_u64().unwrap() > 0,
+        "{described}"
+    );
+    assert_eq!(srv.stop(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

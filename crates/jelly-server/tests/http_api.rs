@@ -1314,3 +1314,326 @@ async fn shutdown_ends_a_streaming_publish_and_keeps_its_items() {
     assert_eq!(v["frame"], 1);
     drop(tx);
 }
+
+/// A long-poll page larger than one chunk of output, in each text format of a quads
+/// topic and compressed: the body is sent a chunk at a time, so these check that the
+/// chunks join into one valid document (and one valid gzip/zstd/br stream).
+#[tokio::test]
+async fn long_poll_pages_stream_in_every_format_and_coding() {
+    let srv = start().await;
+    let base = srv.url();
+    let plain = reqwest::Client::builder()
+        .no_gzip()
+        .no_zstd()
+        .no_brotli()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let body = jelly_stream(&sample_frames(1000, 0), StreamOptions::small());
+    let r = publish(&plain, &format!("{base}/topics/big/items"), JELLY, body).await;
+    assert_eq!(offsets(r).await.len(), 1000);
+    let page = |c: &reqwest::Client, format: &str| {
+        c.get(format!(
+            "{base}/topics/big/poll?from=0&max_items=10000&max_bytes=99999999999&format={format}"
+        ))
+        .send()
+    };
+    for format in ["nquads", "trig"] {
+        let r = page(&plain, format).await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{format}");
+        assert_eq!(r.headers()["x-jelly-next-offset"], "1000");
+        assert_eq!(r.headers()["x-jelly-items"], "1000");
+        let text = r.text().await.unwrap();
+        assert!(text.len() > 128 << 10, "{format}: {} bytes", text.len());
+        let statements = if format == "trig" {
+            let mut n = 0;
+            for q in oxttl::TriGParser::new().for_slice(text.as_bytes()) {
+                q.unwrap();
+                n += 1;
+            }
+            n
+        } else {
+            jelly::nquads::parse_document(&text).unwrap().len()
+        };
+        assert_eq!(statements, 2000, "{format}");
+        // The same page through each compression: the same text once decoded.
+        for (coding, c) in [
+            ("gzip", reqwest::Client::builder().no_zstd().no_brotli()),
+            ("zstd", reqwest::Client::builder().no_gzip().no_brotli()),
+            ("br", reqwest::Client::builder().no_gzip().no_zstd()),
+        ] {
+            let c = c.timeout(Duration::from_secs(20)).build().unwrap();
+            let got = page(&c, format).await.unwrap().text().await.unwrap();
+            assert!(got == text, "{format} over {coding} differs");
+        }
+    }
+    // SSE in TriG and N-Quads: one event per item, each a document of its own.
+    for format in ["trig", "nquads"] {
+        let r = plain
+            .get(format!(
+                "{base}/topics/big/sse?follow=false&from=998&format={format}"
+            ))
+            .send()
+            .await
+            .unwrap();
+        let ev = sse_events(&r.text().await.unwrap());
+        assert_eq!(ev.iter().map(|e| e.0).collect::<Vec<_>>(), [998, 999]);
+        let doc = ev[1].1.join("\n") + "\n";
+        let n = if format == "trig" {
+            oxttl::TriGParser::new()
+                .for_slice(doc.as_bytes())
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap()
+                .len()
+        } else {
+            jelly::nquads::parse_document(&doc).unwrap().len()
+        };
+        assert_eq!(n, 2, "{format}: {doc}");
+    }
+    // A page holds at least one item, however small `max_bytes`.
+    let r = plain
+        .get(format!("{base}/topics/big/poll?from=7&max_bytes=1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["x-jelly-items"], "1");
+    assert_eq!(r.headers()["x-jelly-next-offset"], "8");
+    srv.shutdown().await.unwrap();
+}
+
+/// Malformed query values get the JSON error every other refusal gets, naming the
+/// parameter.
+#[tokio::test]
+async fn malformed_query_values_get_json_errors() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let body = jelly_stream(&sample_frames(1, 0), StreamOptions::small());
+    assert_eq!(
+        offsets(publish(&c, &format!("{base}/topics/q/items"), JELLY, body).await)
+            .await
+            .len(),
+        1
+    );
+    for (path, param) in [
+        ("poll?max_items=abc", "max_items"),
+        ("items?follow=maybe", "follow"),
+        ("sse?window=x", "window"),
+        ("poll?wait_ms=-1", "wait_ms"),
+    ] {
+        let r = c
+            .get(format!("{base}/topics/q/{path}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{path}");
+        let v: Value = r.json().await.unwrap();
+        let msg = v["error"].as_str().unwrap();
+        assert!(msg.contains(param), "{path}: {msg}");
+    }
+    let r = c
+        .post(format!("{base}/topics/q/items?stream=yes"))
+        .header("content-type", JELLY)
+        .body(Vec::new())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let v: Value = r.json().await.unwrap();
+    assert!(v["error"].as_str().unwrap().contains("stream"), "{v}");
+    // Nothing was appended by any of them.
+    assert_eq!(describe(&c, &base, "q").await["next_offset"], 1);
+    srv.shutdown().await.unwrap();
+}
+
+/// `from=ts:<ms>` starts at the first item appended at or after that time, over the
+/// chunked stream, long-poll and SSE.
+#[tokio::test]
+async fn start_from_a_timestamp() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let url = format!("{base}/topics/t/items");
+    for i in 0..4 {
+        let body = jelly_stream(&sample_frames(1, i), StreamOptions::small());
+        assert_eq!(
+            offsets(publish(&c, &url, JELLY, body).await).await,
+            [i as u64]
+        );
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    // The items' own timestamps, from their Jelly metadata.
+    let r = c
+        .get(format!("{base}/topics/t/items?follow=false"))
+        .header("accept", JELLY)
+        .send()
+        .await
+        .unwrap();
+    let stamps: Vec<u64> = support::frames_with_metadata(&r.bytes().await.unwrap())
+        .into_iter()
+        .map(|m| m["ts"].parse().unwrap())
+        .collect();
+    assert_eq!(stamps.len(), 4);
+    assert!(stamps.windows(2).all(|w| w[0] < w[1]), "{stamps:?}");
+    let from = stamps[2];
+    let r = c
+        .get(format!("{base}/topics/t/items?follow=false&from=ts:{from}"))
+        .header("accept", NQ)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["x-jelly-start-offset"], "2");
+    let st = jelly::nquads::parse_document(&r.text().await.unwrap()).unwrap();
+    assert_eq!(st.len(), 4);
+    assert_eq!(st[0].object, iri("http://ex.org/r2"));
+    // One millisecond after item 2: item 3.
+    let r = c
+        .get(format!("{base}/topics/t/poll?from=ts:{}", from + 1))
+        .header("accept", NQ)
+        .send()
+        .await
+        .unwrap();
+    let st = jelly::nquads::parse_document(&r.text().await.unwrap()).unwrap();
+    assert_eq!(st[0].object, iri("http://ex.org/r3"));
+    let r = c
+        .get(format!("{base}/topics/t/sse?follow=false&from=ts:{from}"))
+        .send()
+        .await
+        .unwrap();
+    let ev = sse_events(&r.text().await.unwrap());
+    assert_eq!(ev.iter().map(|e| e.0).collect::<Vec<_>>(), [2, 3]);
+    // A malformed timestamp is a 400.
+    let r = c
+        .get(format!("{base}/topics/t/items?follow=false&from=ts:soon"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    srv.shutdown().await.unwrap();
+}
+
+/// CORS is off unless origins are configured; then answers carry the allowed origin
+/// and expose the offset headers, and preflights are answered.
+#[tokio::test]
+async fn cors_is_off_by_default_and_answers_configured_origins() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let body = jelly_stream(&sample_frames(1, 0), StreamOptions::small());
+    publish(&c, &format!("{base}/topics/c/items"), JELLY, body).await;
+    let r = c
+        .get(format!("{base}/topics/c/poll"))
+        .header("origin", "https://app.example.org")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+    srv.shutdown().await.unwrap();
+
+    let srv = start_with(|c| c.cors_origins = vec!["https://app.example.org".into()]).await;
+    let base = srv.url();
+    let body = jelly_stream(&sample_frames(1, 0), StreamOptions::small());
+    publish(&c, &format!("{base}/topics/c/items"), JELLY, body).await;
+    let r = c
+        .get(format!("{base}/topics/c/sse?follow=false"))
+        .header("origin", "https://app.example.org")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(
+        r.headers()["access-control-allow-origin"],
+        "https://app.example.org"
+    );
+    assert_eq!(sse_events(&r.text().await.unwrap()).len(), 1);
+    let r = c
+        .get(format!("{base}/topics/c/poll"))
+        .header("origin", "https://app.example.org")
+        .send()
+        .await
+        .unwrap();
+    let exposed = r.headers()["access-control-expose-headers"]
+        .to_str()
+        .unwrap()
+        .to_ascii_lowercase();
+    assert!(exposed.contains("x-jelly-next-offset"), "{exposed}");
+    // Another origin gets no grant.
+    let r = c
+        .get(format!("{base}/topics/c/poll"))
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+    // A preflight for a publish with a token and a Jelly body.
+    let r = c
+        .request(reqwest::Method::OPTIONS, format!("{base}/topics/c/items"))
+        .header("origin", "https://app.example.org")
+        .header("access-control-request-method", "POST")
+        .header(
+            "access-control-request-headers",
+            "authorization, content-type",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    assert_eq!(
+        r.headers()["access-control-allow-origin"],
+        "https://app.example.org"
+    );
+    let allowed = r.headers()["access-control-allow-headers"]
+        .to_str()
+        .unwrap()
+        .to_ascii_lowercase();
+    assert!(allowed.contains("authorization"), "{allowed}");
+    srv.shutdown().await.unwrap();
+}
+
+/// RDF/XML and JSON-LD bodies are taken like the other text syntaxes; a JSON-LD
+/// document that needs a remote context is refused (no fetch) and appends nothing.
+#[tokio::test]
+async fn publish_rdf_xml_and_json_ld() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let url = format!("{base}/topics/x/items");
+    let rdfxml = r#"<?xml version="1.0"?>
+<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns:ex="http://ex.org/">
+  <rdf:Description rdf:about="http://ex.org/a"><ex:p>one</ex:p></rdf:Description>
+</rdf:RDF>"#;
+    let r = publish(&c, &url, "application/rdf+xml", rdfxml.into()).await;
+    assert_eq!(offsets(r).await, [0]);
+    let jsonld = r#"{"@id": "http://ex.org/b", "http://ex.org/p": [{"@value": "two", "@language": "en"}],
+        "@graph": [{"@id": "http://ex.org/c", "http://ex.org/p": {"@id": "http://ex.org/d"}}]}"#;
+    let r = publish(&c, &url, "application/ld+json", jsonld.into()).await;
+    assert_eq!(offsets(r).await, [1]);
+    let remote = r#"{"@context": "http://example.org/context.jsonld", "@id": "http://ex.org/e", "name": "x"}"#;
+    let r = publish(&c, &url, "application/ld+json", remote.into()).await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let bad = "<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\"><rdf:Description";
+    let r = publish(&c, &url, "application/rdf+xml", bad.into()).await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(describe(&c, &base, "x").await["next_offset"], 2);
+
+    let text = c
+        .get(format!("{url}?follow=false"))
+        .header("accept", NQ)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let st = jelly::nquads::parse_document(&text).unwrap();
+    assert_eq!(st.len(), 3, "{text}");
+    assert_eq!(st[0].subject, iri("http://ex.org/a"));
+    assert_eq!(st[0].object, Term::simple_literal("one"));
+    assert!(
+        st.iter()
+            .any(|s| s.subject == iri("http://ex.org/c") && s.graph == Some(iri("http://ex.org/b"))),
+        "{text}"
+    );
+    srv.shutdown().await.unwrap();
+}

@@ -133,3 +133,19 @@ pub async fn wait_delivered(srv: &Server, topic: &str, subscribers: usize) {
     }
     panic!("subscribers of {topic} did not get everything");
 }
+
+/// The metadata of every frame of a delimited Jelly stream (values as UTF-8), in order.
+pub fn frames_with_metadata(bytes: &[u8]) -> Vec<HashMap<String, String>> {
+    let mut rd = JellyReader::new(bytes);
+    let mut out = Vec::new();
+    while let Some(mut f) = rd.next_frame().unwrap() {
+        while f.next_event().unwrap().is_some() {}
+        let meta = f.metadata().unwrap();
+        out.push(
+            meta.iter()
+                .map(|(k, v)| (k.to_string(), String::from_utf8(v.to_vec()).unwrap()))
+                .collect(),
+        );
+    }
+    out
+}
