@@ -7,7 +7,16 @@
 //! jelly-bench decode IN.jelly [--seconds 5]
 //! jelly-bench oxttl-parse IN.nt|nq[.gz] [--seconds 5]
 //! jelly-bench oxttl-write IN.nt|nq[.gz] [--seconds 5]
+//! jelly-bench paired IN --op encode-shared|encode|decode --jvm JAR [--slices 24] [--slice-ms 250] [encode flags]
 //! ```
+//!
+//! `paired` measures jellyfish and Jelly-JVM in alternating slices of a few hundred
+//! milliseconds within one run, rather than one tool for several seconds and then the
+//! other: the JVM peer (`bench-slices`) stays loaded and warm, waiting on its stdin, while
+//! this process runs its slice, and the other way round. Both tools then see the same
+//! phases of a shared host, so a slow minute falls on both. Each pair runs in turn in
+//! the order AB then BA. `encode-shared` is compared with Jelly-JVM on its parsed input,
+//! `encode` (owned statements) with its `--unshared` input, `decode` with its decoder.
 
 use std::time::{Duration, Instant};
 
@@ -26,6 +35,11 @@ struct Args {
     grouped: bool,
     seconds: f64,
     out: Option<String>,
+    /// `paired`: the operation, the JVM peer's jar, slice count and length.
+    op: String,
+    jvm: Option<String>,
+    slices: usize,
+    slice_ms: f64,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -40,6 +54,10 @@ fn parse_args() -> Result<Args, String> {
         grouped: false,
         seconds: 5.0,
         out: None,
+        op: "encode-shared".into(),
+        jvm: None,
+        slices: 24,
+        slice_ms: 250.0,
     };
     while let Some(flag) = it.next() {
         match flag.as_str() {
@@ -60,6 +78,22 @@ fn parse_args() -> Result<Args, String> {
                     .map_err(|_| "bad number")?
             }
             "--out" => a.out = Some(it.next().ok_or("--out needs a value")?),
+            "--op" => a.op = it.next().ok_or("--op needs a value")?,
+            "--jvm" => a.jvm = Some(it.next().ok_or("--jvm needs a value")?),
+            "--slices" => {
+                a.slices = it
+                    .next()
+                    .ok_or("--slices needs a value")?
+                    .parse()
+                    .map_err(|_| "bad number")?
+            }
+            "--slice-ms" => {
+                a.slice_ms = it
+                    .next()
+                    .ok_or("--slice-ms needs a value")?
+                    .parse()
+                    .map_err(|_| "bad number")?
+            }
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -346,7 +380,226 @@ fn run(a: &Args) -> Result<(), String> {
                 "",
             );
         }
+        "paired" => paired(a)?,
         other => return Err(format!("unknown command {other}")),
     }
+    Ok(())
+}
+
+/// One tool's slices: statements per second of each, and the totals.
+#[derive(Default)]
+struct Slices {
+    rates: Vec<f64>,
+    statements: f64,
+    seconds: f64,
+}
+
+impl Slices {
+    fn push(&mut self, statements: f64, seconds: f64) {
+        self.rates.push(statements / seconds);
+        self.statements += statements;
+        self.seconds += seconds;
+    }
+
+    fn rate(&self) -> f64 {
+        self.statements / self.seconds
+    }
+}
+
+/// Runs whole iterations of `f` until `ms` milliseconds have passed (at least one);
+/// returns (iterations, seconds).
+fn slice(ms: f64, f: &mut dyn FnMut()) -> (u64, f64) {
+    let start = Instant::now();
+    let mut n = 0;
+    loop {
+        f();
+        n += 1;
+        let el = start.elapsed().as_secs_f64();
+        if el * 1e3 >= ms {
+            return (n, el);
+        }
+    }
+}
+
+/// The JVM peer in `bench-slices` mode: loaded, warmed up, waiting for slices.
+struct JvmSlices {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl JvmSlices {
+    fn start(jar: &str, args: &[String]) -> Result<(Self, serde_json::Value), String> {
+        use std::process::{Command, Stdio};
+        let mut child = Command::new("java")
+            .args(["-Xmx8g", "-jar", jar, "bench-slices"])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting java: {e}"))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err("java: no pipes".into());
+        };
+        let mut jvm = JvmSlices {
+            child,
+            stdin,
+            stdout: std::io::BufReader::new(stdout),
+        };
+        let ready = jvm.read_json("ready")?;
+        Ok((jvm, ready))
+    }
+
+    /// The next stdout line that is a JSON object with `key` (Jena may print other lines).
+    fn read_json(&mut self, key: &str) -> Result<serde_json::Value, String> {
+        use std::io::BufRead;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = self
+                .stdout
+                .read_line(&mut line)
+                .map_err(|e| format!("reading the JVM peer: {e}"))?;
+            if n == 0 {
+                return Err("the JVM peer exited early (run it alone to see why)".into());
+            }
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(line.trim())
+                && v.get(key).is_some()
+            {
+                return Ok(v);
+            }
+        }
+    }
+
+    /// Runs one slice in the JVM; returns (iterations, seconds).
+    fn slice(&mut self, ms: f64) -> Result<(u64, f64), String> {
+        use std::io::Write;
+        writeln!(self.stdin, "{ms}").map_err(|e| format!("writing to the JVM peer: {e}"))?;
+        self.stdin.flush().map_err(|e| e.to_string())?;
+        let v = self.read_json("iterations")?;
+        let iters = v["iterations"].as_u64().ok_or("bad JVM slice line")?;
+        let secs = v["seconds"].as_f64().ok_or("bad JVM slice line")?;
+        Ok((iters, secs))
+    }
+}
+
+impl Drop for JvmSlices {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `paired`: jellyfish and Jelly-JVM in alternating slices (see the module docs).
+fn paired(a: &Args) -> Result<(), String> {
+    let jar = a.jvm.as_deref().ok_or("paired needs --jvm JAR")?;
+    if a.slices == 0 {
+        return Err("paired needs --slices of at least 1".into());
+    }
+    let mut jvm_args: Vec<String> = Vec::new();
+    let encode_flags = |v: &mut Vec<String>| {
+        v.extend(["--preset".into(), a.preset.clone()]);
+        v.extend(["--rows-per-frame".into(), a.rows.to_string()]);
+        if a.grouped {
+            v.push("--grouped-per-graph".into());
+        }
+    };
+    // Our side's input and loop, built per operation; they live to the end of the run.
+    let quads = is_quads(&a.input);
+    let mut bytes = Vec::new();
+    let owned;
+    let arena;
+    let refs;
+    let decode_input;
+    let mut once: Box<dyn FnMut()>;
+    let statements: u64;
+    match a.op.as_str() {
+        "encode-shared" | "encode" => {
+            jvm_args.extend(["encode".into(), a.input.clone()]);
+            encode_flags(&mut jvm_args);
+            let loaded = load_statements(&a.input)?;
+            statements = loaded.len() as u64;
+            if a.op == "encode" {
+                jvm_args.push("--unshared".into());
+                owned = loaded;
+                let (owned, bytes) = (&owned, &mut bytes);
+                once = Box::new(move || encode(owned, quads, a, bytes));
+            } else {
+                arena = jelly_bench::interned::intern(&loaded);
+                drop(loaded);
+                refs = jelly_bench::interned::arena_refs(&arena, quads);
+                let (refs, bytes) = (&refs, &mut bytes);
+                once = Box::new(move || encode_refs(refs, quads, a, true, bytes));
+            }
+        }
+        "decode" => {
+            jvm_args.extend(["decode".into(), a.input.clone()]);
+            decode_input = read_input(&a.input)?;
+            statements = decode(&decode_input).0;
+            let input = &decode_input;
+            once = Box::new(move || {
+                std::hint::black_box(decode(input));
+            });
+        }
+        other => return Err(format!("paired: unknown --op {other}")),
+    }
+    let (mut jvm, ready) = JvmSlices::start(jar, &jvm_args)?;
+    if ready["statements"].as_u64() != Some(statements) {
+        return Err(format!(
+            "the JVM peer loaded {} statements, jellyfish {statements}",
+            ready["statements"]
+        ));
+    }
+    for _ in 0..3 {
+        once();
+    }
+    let n = statements as f64;
+    let (mut ours, mut theirs) = (Slices::default(), Slices::default());
+    for i in 0..a.slices {
+        // AB, then BA: neither tool always runs right after the other's slice.
+        let mut run_ours = |s: &mut Slices| {
+            let (it, secs) = slice(a.slice_ms, &mut *once);
+            s.push(n * it as f64, secs);
+        };
+        if i % 2 == 0 {
+            run_ours(&mut ours);
+            let (it, secs) = jvm.slice(a.slice_ms)?;
+            theirs.push(n * it as f64, secs);
+        } else {
+            let (it, secs) = jvm.slice(a.slice_ms)?;
+            theirs.push(n * it as f64, secs);
+            run_ours(&mut ours);
+        }
+    }
+    drop(jvm);
+    drop(once);
+    let mut ratios: Vec<f64> = ours
+        .rates
+        .iter()
+        .zip(&theirs.rates)
+        .map(|(o, t)| o / t)
+        .collect();
+    let list = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.3}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let ratio_list = list(&ratios);
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "{{\"tool\":\"paired\",\"op\":\"{}\",\"input\":\"{}\",\"statements\":{statements},\"slices\":{},\"slice_ms\":{},\"jellyfish_stmts_per_sec\":{:.0},\"jvm_stmts_per_sec\":{:.0},\"ratio\":{:.3},\"median_slice_ratio\":{:.3},\"min_slice_ratio\":{:.3},\"slice_ratios\":[{ratio_list}],\"bytes\":{}}}",
+        a.op,
+        a.input,
+        a.slices,
+        a.slice_ms,
+        ours.rate(),
+        theirs.rate(),
+        ours.rate() / theirs.rate(),
+        ratios[ratios.len() / 2],
+        ratios[0],
+        bytes.len(),
+    );
     Ok(())
 }

@@ -13,8 +13,10 @@ import org.apache.jena.riot.system.StreamRDFBase;
 import org.apache.jena.sparql.core.Quad;
 
 /**
- * In-memory throughput benchmarks. Input is fully loaded first; then W warmup iterations, then
- * measured iterations until at least S seconds have elapsed (min. 1 iteration). Prints one JSON line.
+ * In-memory throughput benchmarks. Input is fully loaded first; then warm-up iterations, at least W
+ * ({@code --warmup}, 3) and for at least {@code --warmup-seconds} (5: the JIT's last compilations must
+ * not fall into the measured loop), then measured iterations until at least S seconds have elapsed
+ * (min. 1 iteration). Prints one JSON line.
  */
 final class Bench {
 
@@ -42,6 +44,7 @@ final class Bench {
         String in = a.pos(0, "IN");
         double seconds = a.getDouble("--seconds", 5.0);
         int warmup = a.getInt("--warmup", 3);
+        double warmupSeconds = a.getDouble("--warmup-seconds", 5.0);
         boolean grouped = a.has("--grouped-per-graph") || a.has("--frame-per-graph");
         EncodeSettings s = EncodeSettings.from(a, in, 512, grouped);
 
@@ -54,7 +57,8 @@ final class Bench {
 
         int size = 1 << 16;
         long frames = 0;
-        for (int i = 0; i < warmup; i++) {
+        long warmupEnd = System.nanoTime() + (long) (warmupSeconds * 1e9);
+        for (int i = 0; i < warmup || System.nanoTime() < warmupEnd; i++) {
             CountingResult r = encodeOnce(stmts, s, size);
             size = r.bytes;
             frames = r.frames;
@@ -158,6 +162,7 @@ final class Bench {
         String in = a.pos(0, "IN");
         double seconds = a.getDouble("--seconds", 5.0);
         int warmup = a.getInt("--warmup", 3);
+        double warmupSeconds = a.getDouble("--warmup-seconds", 5.0);
 
         byte[] data;
         if (JellyJvmPeer.isJelly(in)) {
@@ -172,7 +177,8 @@ final class Bench {
 
         long n = 0;
         long frames = 0;
-        for (int i = 0; i < warmup; i++) {
+        long warmupEnd = System.nanoTime() + (long) (warmupSeconds * 1e9);
+        for (int i = 0; i < warmup || System.nanoTime() < warmupEnd; i++) {
             Blackhole bh = new Blackhole();
             DecodeStats st = JellyJvmPeer.decodeBytes(data, bh);
             n = bh.n;
@@ -209,6 +215,81 @@ final class Bench {
                 "\"best_seconds\":%.6f,\"median_seconds\":%.6f,\"warmup\":%d}%n",
             jsonEsc(in), n, perIter, n / perIter, data.length, frames, iters, total, best, median(times), warmup
         );
+    }
+
+    /**
+     * Paired-slice mode, driven by {@code jelly-bench paired} over stdin and stdout. Loads the input
+     * as {@code bench-encode} or {@code bench-decode} do (first positional: {@code encode} or
+     * {@code decode}), warms up for {@code --warmup-seconds} (default 5) and prints
+     * {@code {"ready":...}}. Then, for each line read from stdin (a slice length in milliseconds), runs
+     * whole iterations until the slice is over and prints one JSON line with their count and time.
+     * Ends at end of input. The driver alternates these slices with its own, so that both tools see
+     * the same phases of a shared host.
+     */
+    static void slices(Args a) throws IOException {
+        String op = a.pos(0, "encode|decode");
+        String in = a.pos(1, "IN");
+        int warmup = a.getInt("--warmup", 3);
+        double warmupSeconds = a.getDouble("--warmup-seconds", 5.0);
+        Runnable once;
+        long statements;
+        String form;
+        if (op.equals("encode")) {
+            boolean grouped = a.has("--grouped-per-graph") || a.has("--frame-per-graph");
+            EncodeSettings s = EncodeSettings.from(a, in, 512, grouped);
+            List<Object> loaded = JellyJvmPeer.loadStatements(in);
+            boolean unshared = a.has("--unshared");
+            List<Object> stmts = unshared ? unshare(loaded) : loaded;
+            statements = stmts.size();
+            form = unshared ? "unshared" : "parsed";
+            int[] size = {encodeOnce(stmts, s, 1 << 16).bytes};
+            once = () -> size[0] = encodeOnce(stmts, s, size[0]).bytes;
+        } else if (op.equals("decode")) {
+            byte[] data;
+            try (InputStream is = JellyJvmPeer.openMaybeGz(in)) {
+                data = is.readAllBytes();
+            }
+            Blackhole probe = new Blackhole();
+            JellyJvmPeer.decodeBytes(data, probe);
+            statements = probe.n;
+            form = "jelly";
+            long[] sink = {0};
+            once = () -> {
+                Blackhole bh = new Blackhole();
+                JellyJvmPeer.decodeBytes(data, bh);
+                sink[0] += bh.n;
+            };
+        } else {
+            throw new JellyJvmPeer.UsageException("bench-slices: the first argument is encode or decode");
+        }
+        // Warm up for a time, not a count: the slices that follow are short, and the JIT's
+        // last compilations must not fall into them.
+        long warmupEnd = System.nanoTime() + (long) (warmupSeconds * 1e9);
+        for (int i = 0; i < warmup || System.nanoTime() < warmupEnd; i++) {
+            once.run();
+        }
+        System.out.printf(Locale.ROOT, "{\"ready\":true,\"op\":\"%s\",\"statements\":%d,\"input_form\":\"%s\"}%n",
+            op, statements, form);
+        System.out.flush();
+        java.io.BufferedReader cmds = new java.io.BufferedReader(new java.io.InputStreamReader(System.in));
+        String line;
+        while ((line = cmds.readLine()) != null) {
+            line = line.trim();
+            if (line.isEmpty()) {
+                continue;
+            }
+            long sliceNs = (long) (Double.parseDouble(line) * 1e6);
+            long t0 = System.nanoTime();
+            long iters = 0;
+            long now;
+            do {
+                once.run();
+                iters++;
+                now = System.nanoTime();
+            } while (now - t0 < sliceNs);
+            System.out.printf(Locale.ROOT, "{\"iterations\":%d,\"seconds\":%.9f}%n", iters, (now - t0) / 1e9);
+            System.out.flush();
+        }
     }
 
     /** The median of the iteration times: steadier than the mean on a shared host. */

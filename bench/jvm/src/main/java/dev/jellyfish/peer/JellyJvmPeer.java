@@ -71,12 +71,18 @@ public final class JellyJvmPeer {
         "      IRIs and distinct IRI node objects (Jena's parser shares the node objects it has cached, so",
         "      most occurrences of an IRI are one object).",
         "  bench-encode IN.(nt|nq) [--preset big] [--rows-per-frame 512] [--grouped-per-graph]",
-        "           [--physical triples|quads] [--seconds S] [--warmup W] [--rdf-star] [--generalized]",
+        "           [--physical triples|quads] [--seconds S] [--warmup W] [--warmup-seconds S]",
+        "           [--rdf-star] [--generalized]",
         "           [--unshared]   (--unshared: a node and string object per term occurrence, as owned input)",
-        "  bench-decode IN.jelly|IN.(nt|nq) [--seconds S] [--warmup W] [--preset ..] [--rows-per-frame ..]",
+        "  bench-decode IN.jelly|IN.(nt|nq) [--seconds S] [--warmup W] [--warmup-seconds S] [--preset ..]",
+        "           [--rows-per-frame ..]   (warm-up: at least W iterations and S seconds; defaults 3, 5)",
         "      (an RDF text input is first encoded in memory with the given preset/frame size)",
         "      Both print ONE JSON line: {\"tool\":\"jelly-jvm\",\"op\":...,\"statements\":N,\"seconds\":..,",
         "      \"stmts_per_sec\":..,\"bytes\":..,...}",
+        "  bench-slices encode|decode IN [bench-encode's options] [--warmup-seconds S]",
+        "      Load as bench-encode / bench-decode, warm up for S seconds (default 5), print {\"ready\":..}, then for each line of",
+        "      stdin (a slice in milliseconds) run whole iterations for that long and print",
+        "      {\"iterations\":N,\"seconds\":..}. Driven by `jelly-bench paired`.",
         "  rdfpatch-read IN.rdfp OUT.rdfp|-",
         "      RDF Patch text (Apache Jena jena-rdfpatch): parse with RDFPatchReaderText, write back with",
         "      RDFChangesWriterText. Prints row counts as JSON on stdout (stderr when OUT is -):",
@@ -112,6 +118,7 @@ public final class JellyJvmPeer {
                 case "node-sharing" -> nodeSharing(a);
                 case "bench-encode" -> Bench.encode(a);
                 case "bench-decode" -> Bench.decode(a);
+                case "bench-slices" -> Bench.slices(a);
                 case "rdfpatch-read" -> RdfPatchCmds.read(a);
                 case "rdfpatch-apply" -> RdfPatchCmds.apply(a);
                 case "bench-rdfpatch-read" -> RdfPatchCmds.benchRead(a);
