@@ -1,5 +1,8 @@
 //! `kill -9` of a `jelly serve` process while publishers push, then a restart on the
-//! same data directory, three times over. After each restart:
+//! same data directory, three times over. The publishers use three paths: one-shot
+//! HTTP POSTs (publishers 0 and 1), a WebSocket publish acknowledged per message
+//! (publisher 2), and streaming POSTs of a delimited Jelly stream, five frames each,
+//! acknowledged with the offset ranges of their items (publisher 3). After each restart:
 //! - every acknowledged item is present at the offset it was given, exactly once;
 //! - offsets run from 0 without gaps, and each publisher's items keep their order;
 //! - every stored item decodes whole (nothing torn is served);
@@ -36,9 +39,19 @@ fn body(publisher: usize, seq: u64) -> String {
     s
 }
 
-/// Publishes until `stop`, recording acknowledgements. Connection errors (the server
-/// being killed) end the loop; unacknowledged items may or may not be stored.
+/// Publishes until `stop` over the path of publisher `id`, recording
+/// acknowledgements. Connection errors (the server being killed) end the loop;
+/// unacknowledged items may or may not be stored.
 async fn publisher(url: String, id: usize, first_seq: u64, stop: Arc<AtomicBool>) -> Vec<Ack> {
+    match id {
+        2 => ws_publisher(url, id, first_seq, stop).await,
+        3 => stream_publisher(url, id, first_seq, stop).await,
+        _ => post_publisher(url, id, first_seq, stop).await,
+    }
+}
+
+/// One-shot POSTs of N-Triples, one item each.
+async fn post_publisher(url: String, id: usize, first_seq: u64, stop: Arc<AtomicBool>) -> Vec<Ack> {
     let client = jelly_cli::server_client::client(None, None).unwrap();
     let mut acks = Vec::new();
     let mut seq = first_seq;
@@ -62,6 +75,99 @@ async fn publisher(url: String, id: usize, first_seq: u64, stop: Arc<AtomicBool>
             payload: format!("{id}-{seq}"),
         });
         seq += 1;
+    }
+    acks
+}
+
+/// A WebSocket publish: one N-Triples text message per item, each acknowledged with
+/// `{"frame": F, "offset": N}` before the next is sent.
+async fn ws_publisher(url: String, id: usize, first_seq: u64, stop: Arc<AtomicBool>) -> Vec<Ack> {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let ws_url = format!(
+        "{}/topics/crash/ws/publish",
+        url.replacen("http://", "ws://", 1)
+    );
+    let mut acks = Vec::new();
+    let Ok((mut ws, _)) = tokio_tungstenite::connect_async(ws_url.as_str()).await else {
+        return acks;
+    };
+    let mut seq = first_seq;
+    while !stop.load(Ordering::Relaxed) {
+        if ws.send(Message::text(body(id, seq))).await.is_err() {
+            break;
+        }
+        let offset = loop {
+            match ws.next().await {
+                Some(Ok(Message::Text(t))) => {
+                    let v: serde_json::Value = serde_json::from_str(&t).expect("a JSON answer");
+                    break v["offset"].as_u64();
+                }
+                Some(Ok(_)) => continue,
+                _ => break None,
+            }
+        };
+        let Some(offset) = offset else { break };
+        acks.push(Ack {
+            offset,
+            payload: format!("{id}-{seq}"),
+        });
+        seq += 1;
+    }
+    acks
+}
+
+/// Streaming POSTs (`?stream=true`) of a delimited Jelly stream of five frames, one
+/// item each; the answer's `ranges` give the items' offsets in order.
+async fn stream_publisher(
+    url: String,
+    id: usize,
+    first_seq: u64,
+    stop: Arc<AtomicBool>,
+) -> Vec<Ack> {
+    let client = jelly_cli::server_client::client(None, None).unwrap();
+    let mut acks = Vec::new();
+    let mut seq = first_seq;
+    while !stop.load(Ordering::Relaxed) {
+        let mut stream = Vec::new();
+        let mut w = jelly::JellyWriterBuilder::new(jelly::StreamOptions::small())
+            .frame_policy(jelly::FramePolicy::Manual)
+            .build_vec(&mut stream)
+            .unwrap();
+        for k in 0..5 {
+            for st in jelly::nquads::parse_document(&body(id, seq + k)).unwrap() {
+                w.add(st.as_ref()).unwrap();
+            }
+            w.flush_frame().unwrap();
+        }
+        w.finish().unwrap();
+        let r = client
+            .post(format!("{url}/topics/crash/items?stream=true"))
+            .header("content-type", "application/x-jelly-rdf")
+            .body(stream)
+            .send()
+            .await;
+        let Ok(r) = r else { break };
+        if !r.status().is_success() {
+            break;
+        }
+        let Ok(v) = r.json::<serde_json::Value>().await else {
+            break;
+        };
+        let offsets: Vec<u64> = v["ranges"]
+            .as_array()
+            .expect("ranges in the answer")
+            .iter()
+            .flat_map(|r| r[0].as_u64().unwrap()..=r[1].as_u64().unwrap())
+            .collect();
+        assert_eq!(offsets.len(), 5, "{v}");
+        for (k, offset) in offsets.into_iter().enumerate() {
+            acks.push(Ack {
+                offset,
+                payload: format!("{id}-{}", seq + k as u64),
+            });
+        }
+        seq += 5;
     }
     acks
 }
@@ -116,6 +222,7 @@ fn kill_9_while_publishing_loses_nothing_acknowledged() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mut acked: Vec<Ack> = Vec::new();
     let mut next_seq = [0u64; PUBLISHERS];
+    let mut acked_by = [0usize; PUBLISHERS];
 
     for round in 0..3 {
         let mut srv = ServeProc::start(&data);
@@ -140,14 +247,19 @@ fn kill_9_while_publishing_loses_nothing_acknowledged() {
         srv.kill9();
         stop.store(true, Ordering::Relaxed);
         let mut got = 0;
-        for t in tasks {
+        for (id, t) in tasks.into_iter().enumerate() {
             let acks = rt.block_on(t).unwrap();
             got += acks.len();
+            acked_by[id] += acks.len();
             acked.extend(acks);
         }
         assert!(got > 0, "round {round}: publishers got acknowledgements");
         eprintln!("round {round}: {got} acknowledged before kill -9");
     }
+
+    // Every path was exercised: each publisher had items acknowledged.
+    eprintln!("acknowledged per publisher (POST, POST, WebSocket, streaming POST): {acked_by:?}");
+    assert!(acked_by.iter().all(|&n| n > 0), "{acked_by:?}");
 
     // A last restart: everything checks, and a publish gets the next offset.
     let srv = ServeProc::start(&data);
