@@ -940,3 +940,42 @@ async fn memory_log_append_at_follows_the_same_rules() {
     assert_eq!(all, placed_range(25..30));
     assert_eq!(log.first_offset(), 25);
 }
+
+/// A slow topic under age retention: the active segment is closed once its first item
+/// is older than the limit, so old items go although the segment never filled up.
+#[tokio::test]
+async fn age_retention_on_a_slow_topic_rolls_the_active_segment() {
+    let dir = TempDir::new("ret-slow");
+    let now = Arc::new(AtomicU64::new(1_000_000));
+    let clock = {
+        let now = now.clone();
+        Clock::from_fn(move || now.load(Ordering::SeqCst))
+    };
+    let opts = FileLogOptions {
+        retention_age: Some(Duration::from_secs(60)),
+        retention_check_interval: Duration::from_secs(3600),
+        clock,
+        // Segments far larger than these items: only age can close one.
+        ..small(64 << 20)
+    };
+    let log = open(dir.path(), opts);
+    log.append(vec![fixed_item(0)]).await.unwrap();
+    now.fetch_add(30_000, Ordering::SeqCst);
+    log.append(vec![fixed_item(1)]).await.unwrap();
+    assert_eq!(log.segment_count(), 1);
+    // 61 s after item 0: item 2 starts a new segment.
+    now.fetch_add(31_000, Ordering::SeqCst);
+    log.append(vec![fixed_item(2)]).await.unwrap();
+    assert_eq!(log.segment_count(), 2);
+    assert_eq!(log.first_offset(), 0);
+    assert_eq!(seg_files(dir.path())[1], seg_path(dir.path(), 2));
+    // Once item 1 (the old segment's newest) is past the limit, the next append's
+    // retention deletes that segment; items 2 and 3 stay.
+    now.fetch_add(30_000, Ordering::SeqCst);
+    log.append(vec![fixed_item(3)]).await.unwrap();
+    assert_eq!(log.first_offset(), 2);
+    let rest = read_all(&log).await;
+    assert_eq!(rest.len(), 2);
+    assert_item(&rest[0], 2, &fixed_item(2));
+    assert_item(&rest[1], 3, &fixed_item(3));
+}

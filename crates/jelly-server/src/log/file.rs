@@ -959,7 +959,10 @@ impl Writer {
             }
             if result.is_ok() {
                 let used = self.len + self.buf.len() as u64;
-                if used > 0 && used + req.bytes > self.opts.segment_bytes {
+                if used > 0
+                    && (used + req.bytes > self.opts.segment_bytes
+                        || self.active_older_than_retention(now, &pending))
+                {
                     result = self.flush(&mut pending, true).and_then(|()| self.roll());
                 }
             }
@@ -1140,6 +1143,25 @@ impl Writer {
         self.len = 0;
         self.last_indexed = None;
         Ok(())
+    }
+
+    /// Whether the active segment's first item is older than the age limit, so that
+    /// the next item starts a new segment: retention deletes whole segments, and a
+    /// segment that a slow topic takes months to fill would otherwise keep its first
+    /// items that long. With this, no item outlives the limit by more than about the
+    /// limit again.
+    fn active_older_than_retention(&self, now: u64, pending: &Pending) -> bool {
+        let Some(age) = self.opts.retention_age else {
+            return false;
+        };
+        let age_ms = u64::try_from(age.as_millis()).unwrap_or(u64::MAX);
+        let first = match self.shared.read_state().segments.last() {
+            Some(seg) if !seg.is_empty() => seg.first_ts,
+            // Nothing flushed into it yet: its first item is the pending batch's.
+            _ if pending.count > 0 => pending.first_ts,
+            _ => return false,
+        };
+        now.saturating_sub(first) > age_ms
     }
 
     /// On a quiet topic all the items may sit in the active segment, which retention
