@@ -168,6 +168,8 @@ pub struct Delivery {
     /// Reads items for the paths that do not splice (made on first use, then reset for
     /// each item): a new decoder would size its tables again for every item.
     dec: Option<Box<Decoder>>,
+    /// Text formats: each item starts with a `# offset N` comment line.
+    offset_comments: bool,
 }
 
 impl Delivery {
@@ -184,6 +186,7 @@ impl Delivery {
             delimited,
             meta: Vec::new(),
             dec: None,
+            offset_comments: false,
         }
     }
 
@@ -216,6 +219,7 @@ impl Delivery {
             delimited,
             meta: Vec::new(),
             dec: None,
+            offset_comments: false,
         })
     }
 
@@ -225,6 +229,15 @@ impl Delivery {
         if let Some(JellyOut::Splice { every_item, .. }) = &mut self.jelly {
             *every_item = true;
         }
+        self
+    }
+
+    /// Text formats: each item starts with a comment line `# offset N`, which RDF
+    /// parsers skip, so that a subscriber reading a text stream (where nothing else
+    /// marks where items begin) can resume after the last item it read. No effect on
+    /// Jelly, whose frames carry their offset in metadata.
+    pub fn with_offset_comments(mut self) -> Delivery {
+        self.offset_comments = self.format != OutFormat::Jelly;
         self
     }
 
@@ -269,6 +282,11 @@ impl Delivery {
             out.extend_from_slice(&frame[skip..]);
             out.extend_from_slice(meta);
             return Ok(());
+        }
+        if self.offset_comments {
+            // A comment line that RDF parsers skip, so that a text subscriber knows each
+            // item's offset and can resume after the last one it read.
+            let _ = writeln!(out, "# offset {}", item.offset);
         }
         // Each stored item is a stream of its own (its options row first).
         let dec = self.dec.get_or_insert_with(Box::default);

@@ -1637,3 +1637,83 @@ async fn publish_rdf_xml_and_json_ld() {
     );
     srv.shutdown().await.unwrap();
 }
+
+/// Text streams mark each item with a `# offset N` comment (RDF parsers skip it), so
+/// a text subscriber can resume after the last item it read: no gap, no duplicate.
+#[tokio::test]
+async fn text_streams_carry_offsets_for_resuming() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let body = jelly_stream(&sample_frames(6, 0), StreamOptions::small());
+    publish(&c, &format!("{base}/topics/o/items"), JELLY, body).await;
+    let comments = |text: &str| -> Vec<u64> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("# offset "))
+            .map(|v| v.parse().unwrap())
+            .collect()
+    };
+    for format in ["nquads", "trig"] {
+        let text = c
+            .get(format!(
+                "{base}/topics/o/items?follow=false&format={format}"
+            ))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert_eq!(comments(&text), [0, 1, 2, 3, 4, 5], "{format}");
+    }
+    // A follower that read items 0..=2 and lost its connection resumes at 3.
+    let first = c
+        .get(format!("{base}/topics/o/items?follow=false&format=nquads"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let cut = first.find("# offset 3").unwrap();
+    let (read, _) = first.split_at(cut);
+    let last = *comments(read).last().unwrap();
+    let rest = c
+        .get(format!(
+            "{base}/topics/o/items?follow=false&format=nquads&from={}",
+            last + 1
+        ))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(comments(&rest), [3, 4, 5]);
+    let mut all = jelly::nquads::parse_document(read).unwrap();
+    all.extend(jelly::nquads::parse_document(&rest).unwrap());
+    assert_eq!(all, jelly::nquads::parse_document(&first).unwrap());
+    // Long-poll pages carry them too; SSE events carry their offset as the event id
+    // and no comment.
+    let page = c
+        .get(format!("{base}/topics/o/poll?from=4&format=nquads"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(comments(&page), [4, 5]);
+    let sse = c
+        .get(format!(
+            "{base}/topics/o/sse?follow=false&from=5&format=nquads"
+        ))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!sse.contains("# offset"), "{sse}");
+    srv.shutdown().await.unwrap();
+}

@@ -524,7 +524,8 @@ mod tests {
             }));
         }
         let mut text = String::new();
-        while text.lines().count() < APPENDERS * EACH {
+        // Each item is a `# offset N` comment line and a statement line.
+        while text.lines().count() < 2 * APPENDERS * EACH {
             match tokio::time::timeout(Duration::from_secs(20), sub.next_step()).await {
                 Ok(Step::Data(parts)) => {
                     for p in parts {
@@ -541,7 +542,13 @@ mod tests {
         }
         // Each appender's items in its own order, each exactly once.
         let mut seen = vec![0usize; APPENDERS];
-        for line in text.lines() {
+        let offsets: Vec<usize> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# offset "))
+            .map(|v| v.parse().unwrap())
+            .collect();
+        assert_eq!(offsets, (0..APPENDERS * EACH).collect::<Vec<_>>());
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
             let a: usize = line[10..11].parse().unwrap();
             let i: usize = line.split('"').nth(1).unwrap().parse().unwrap();
             assert_eq!(i, seen[a], "appender {a}: {line}");

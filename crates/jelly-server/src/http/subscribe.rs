@@ -367,7 +367,7 @@ pub async fn stream(
     let filter = pick_filter(fq)?;
     let encoding = pick_encoding(&headers);
     let start = resolve_from(&t, q.from.as_deref(), "earliest").await?;
-    let d = delivery(&t, format, mode, true);
+    let d = delivery(&t, format, mode, true).with_offset_comments();
     let body = Shape {
         kind: "stream",
         framing: Framing::Stream,
@@ -519,7 +519,7 @@ pub async fn poll(
     let encoding = pick_encoding(&headers);
     let mut page = PollPage {
         items: items.into_iter(),
-        delivery: delivery(&t, format, mode, true),
+        delivery: delivery(&t, format, mode, true).with_offset_comments(),
         stitcher: Stitcher::new(encoding),
         encoding,
         topic: t.clone(),
