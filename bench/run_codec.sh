@@ -19,7 +19,7 @@ B=target/release/jelly-bench
 J="$(bench/jvm/build.sh)"
 PY="$(bench/py/setup.sh)"
 
-# name | file | kind (flat: 512 rows per frame, BIG preset; grouped: one frame per graph)
+source bench/codec_cases.sh
 CASES=(
   "iot-weather|$D/iot-assist-weather/iot-assist-weather.nt|flat"
   "nanopubs|$D/nanopubs-fair-pkd/nanopubs-fair-pkd.nq|flat"
@@ -45,13 +45,7 @@ for c in "${CASES[@]}"; do
   if [ -n "$ONLY" ] && [ "$name" != "$ONLY" ]; then continue; fi
   [ -f "$file" ] || { echo "missing $file" >&2; exit 1; }
   # Every tool reads the same plain file (the JVM peer does not read gzip).
-  case "$file" in
-    *.gz)
-      plain="$OUT/data/$(basename "${file%.gz}")"
-      [ -f "$plain" ] || gzip -dc "$file" > "$plain"
-      file="$plain"
-      ;;
-  esac
+  file="$(plain_file "$file")"
   meta="{\"dataset\":\"$name\",\"kind\":\"$kind\"}"
   g_rust=""; g_jvm=""; g_py=""
   if [ "$kind" = grouped ]; then g_rust="--grouped"; g_jvm="--grouped-per-graph"; g_py="--grouped-per-graph"; fi

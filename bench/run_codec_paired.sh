@@ -22,7 +22,7 @@ cargo build -q --release -p jelly-bench
 B=target/release/jelly-bench
 J="$(bench/jvm/build.sh)"
 
-# name | file | kind (flat: 512 rows per frame, BIG preset; grouped: one frame per graph)
+source bench/codec_cases.sh
 CASES=(
   "iot-weather|$D/iot-assist-weather/iot-assist-weather.nt|flat"
   "nanopubs|$D/nanopubs-fair-pkd/nanopubs-fair-pkd.nq|flat"
@@ -43,13 +43,7 @@ for c in "${CASES[@]}"; do
   IFS='|' read -r name file kind <<<"$c"
   if [ -n "$ONLY" ] && [ "$name" != "$ONLY" ]; then continue; fi
   [ -f "$file" ] || { echo "missing $file" >&2; exit 1; }
-  case "$file" in
-    *.gz)
-      plain="$OUT/data/$(basename "${file%.gz}")"
-      [ -f "$plain" ] || gzip -dc "$file" > "$plain"
-      file="$plain"
-      ;;
-  esac
+  file="$(plain_file "$file")"
   g=""; [ "$kind" = grouped ] && g="--grouped"
   jelly="$OUT/data/$name-$kind.jelly"
   echo "== $name ($kind)" >&2

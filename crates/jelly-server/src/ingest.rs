@@ -537,30 +537,13 @@ fn ingest_text(
                 ))?;
             }
         }
-        InputFormat::TriG => {
-            let mut p = oxttl::TriGParser::new();
-            if let Some(b) = &meta.base_iri {
-                p = p
-                    .with_base_iri(b.as_str())
-                    .map_err(|e| IngestError::Invalid(format!("bad base IRI: {e}")))?;
-            }
-            for q in p.for_slice(body) {
-                let q = q.map_err(|e| IngestError::Invalid(format!("syntax error: {e}")))?;
-                let mut holder = None;
-                let mut st = from_ox_quad(q.as_ref(), &mut holder);
-                if st.graph == Some(TermRef::DefaultGraph) {
-                    st.graph = None;
-                }
-                g.add(st)?;
-            }
-        }
-        InputFormat::RdfXml | InputFormat::JsonLd => {
-            let f = if format == InputFormat::RdfXml {
-                oxrdfio::RdfFormat::RdfXml
-            } else {
-                oxrdfio::RdfFormat::JsonLd {
+        InputFormat::TriG | InputFormat::RdfXml | InputFormat::JsonLd => {
+            let f = match format {
+                InputFormat::TriG => oxrdfio::RdfFormat::TriG,
+                InputFormat::RdfXml => oxrdfio::RdfFormat::RdfXml,
+                _ => oxrdfio::RdfFormat::JsonLd {
                     profile: oxrdfio::JsonLdProfileSet::empty(),
-                }
+                },
             };
             let mut p = oxrdfio::RdfParser::from_format(f);
             if let Some(b) = &meta.base_iri {
