@@ -1717,3 +1717,46 @@ async fn text_streams_carry_offsets_for_resuming() {
     assert!(!sse.contains("# offset"), "{sse}");
     srv.shutdown().await.unwrap();
 }
+
+/// A topic's own `retention_ms` reaches its file log: on a slow topic, items older
+/// than the limit go (the next append starts a new segment, and the old one is
+/// deleted once its newest item is past the limit), and reading them is a 410.
+#[tokio::test]
+async fn topic_retention_ms_drops_old_items_of_a_slow_topic() {
+    let dir = std::env::temp_dir().join(format!("jelly-http-ret-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.clone();
+    let srv = start_with(move |c| {
+        c.log = jelly_server::config::LogKind::File;
+        c.data = d;
+        c.durability = "none".into();
+    })
+    .await;
+    let c = client();
+    let base = srv.url();
+    let r = c
+        .put(format!("{base}/topics/aging"))
+        .body(r#"{"physical":"triples","retention_ms":300}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let url = format!("{base}/topics/aging/items");
+    let item = |i: usize| jelly_stream(&sample_frames(1, i), StreamOptions::small());
+    assert_eq!(offsets(publish(&c, &url, JELLY, item(0)).await).await, [0]);
+    assert_eq!(offsets(publish(&c, &url, JELLY, item(1)).await).await, [1]);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Item 2 starts a new segment (item 0 is past the limit), and items 0 and 1 go.
+    assert_eq!(offsets(publish(&c, &url, JELLY, item(2)).await).await, [2]);
+    let d = describe(&c, &base, "aging").await;
+    assert_eq!(d["first_offset"], 2, "{d}");
+    assert_eq!(d["next_offset"], 3, "{d}");
+    let r = c
+        .get(format!("{base}/topics/aging/poll?from=0"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::GONE);
+    srv.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
