@@ -20,15 +20,6 @@ J="$(bench/jvm/build.sh)"
 PY="$(bench/py/setup.sh)"
 
 source bench/codec_cases.sh
-CASES=(
-  "iot-weather|$D/iot-assist-weather/iot-assist-weather.nt|flat"
-  "nanopubs|$D/nanopubs-fair-pkd/nanopubs-fair-pkd.nq|flat"
-  "nanopubs|$D/nanopubs-fair-pkd/nanopubs-fair-pkd.nq|grouped"
-  "dbpedia-ontology|$D/dbpedia-ontology/dbpedia-ontology.nt|flat"
-  "bsbm-200k-graphs|$D/bsbm-200k-graphs/bsbm-200k-graphs.nq.gz|grouped"
-  "bsbm-1m|$D/bsbm-1m/bsbm-1m.nt.gz|flat"
-  "lubm-10|$D/lubm-10/lubm-10.nt.gz|flat"
-)
 
 tag() { python3 -c 'import json,sys; d=json.loads(sys.stdin.readline()); d.update(json.loads(sys.argv[1])); print(json.dumps(d))' "$1"; }
 
