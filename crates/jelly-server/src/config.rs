@@ -310,6 +310,21 @@ impl ServerConfig {
                 return Err(format!("topic `{}` is mirrored twice", m.topic));
             }
         }
+        for o in &self.cors_origins {
+            // An origin is a scheme and a host (and port), nothing after them.
+            let ok = o == "*"
+                || (o.starts_with("http://") || o.starts_with("https://"))
+                    && !o.ends_with('/')
+                    && o.split("://")
+                        .nth(1)
+                        .is_some_and(|h| !h.is_empty() && !h.contains('/'))
+                    && axum::http::HeaderValue::from_str(o).is_ok();
+            if !ok {
+                return Err(format!(
+                    "cors_origins: `{o}` is not an origin (scheme://host[:port], or `*`)"
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -347,6 +362,27 @@ mod tests {
         assert_eq!(c.topic_defaults.retention_items, 5);
         assert!(ServerConfig::from_toml("nope = 1", "x.toml").is_err());
         assert!(c.auth.is_none() && c.tls.is_none());
+    }
+
+    #[test]
+    fn cors_origins_must_be_origins() {
+        let c = ServerConfig::from_toml(
+            "cors_origins = [\"https://app.example.org\", \"http://localhost:3000\", \"*\"]\n",
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(c.cors_origins.len(), 3);
+        for bad in [
+            "app.example.org",
+            "https://app.example.org/",
+            "https://a/b",
+            "https://",
+        ] {
+            let e = ServerConfig::from_toml(&format!("cors_origins = [\"{bad}\"]\n"), "x.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("is not an origin") && e.contains(bad), "{e}");
+        }
     }
 
     #[test]
