@@ -312,13 +312,12 @@ impl ServerConfig {
         }
         for o in &self.cors_origins {
             // An origin is a scheme and a host (and port), nothing after them.
+            let host = o
+                .strip_prefix("https://")
+                .or_else(|| o.strip_prefix("http://"));
             let ok = o == "*"
-                || (o.starts_with("http://") || o.starts_with("https://"))
-                    && !o.ends_with('/')
-                    && o.split("://")
-                        .nth(1)
-                        .is_some_and(|h| !h.is_empty() && !h.contains('/'))
-                    && axum::http::HeaderValue::from_str(o).is_ok();
+                || (host.is_some_and(|h| !h.is_empty() && !h.contains('/'))
+                    && axum::http::HeaderValue::from_str(o).is_ok());
             if !ok {
                 return Err(format!(
                     "cors_origins: `{o}` is not an origin (scheme://host[:port], or `*`)"
