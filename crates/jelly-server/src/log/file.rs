@@ -1145,16 +1145,22 @@ impl Writer {
         Ok(())
     }
 
+    /// The age limit of retention in milliseconds, if there is one.
+    fn age_limit_ms(&self) -> Option<u64> {
+        self.opts
+            .retention_age
+            .map(|age| u64::try_from(age.as_millis()).unwrap_or(u64::MAX))
+    }
+
     /// Whether the active segment's first item is older than the age limit, so that
     /// the next item starts a new segment: retention deletes whole segments, and a
     /// segment that a slow topic takes months to fill would otherwise keep its first
     /// items that long. With this, no item outlives the limit by more than about the
     /// limit again.
     fn active_older_than_retention(&self, now: u64, pending: &Pending) -> bool {
-        let Some(age) = self.opts.retention_age else {
+        let Some(age_ms) = self.age_limit_ms() else {
             return false;
         };
-        let age_ms = u64::try_from(age.as_millis()).unwrap_or(u64::MAX);
         let first = match self.shared.read_state().segments.last() {
             Some(seg) if !seg.is_empty() => seg.first_ts,
             // Nothing flushed into it yet: its first item is the pending batch's.
@@ -1169,13 +1175,12 @@ impl Writer {
     /// segment is started, so that the old one can go. The old one is synced first,
     /// so that a crash cannot leave it shorter than where the new one begins.
     fn roll_if_expired(&mut self, now: u64) {
-        let Some(age) = self.opts.retention_age else {
+        let Some(age_ms) = self.age_limit_ms() else {
             return;
         };
         if self.failed.is_some() {
             return;
         }
-        let age_ms = u64::try_from(age.as_millis()).unwrap_or(u64::MAX);
         let expired = self
             .shared
             .read_state()
@@ -1214,10 +1219,9 @@ impl Writer {
                 let total: u64 = st.segments.iter().map(|s| s.len).sum();
                 let oldest = &st.segments[0];
                 let too_big = self.opts.retention_bytes.is_some_and(|max| total > max);
-                let too_old = self.opts.retention_age.is_some_and(|age| {
-                    let age_ms = u64::try_from(age.as_millis()).unwrap_or(u64::MAX);
-                    now.saturating_sub(oldest.last_ts) > age_ms
-                });
+                let too_old = self
+                    .age_limit_ms()
+                    .is_some_and(|age_ms| now.saturating_sub(oldest.last_ts) > age_ms);
                 if !(too_big || too_old) {
                     break;
                 }
