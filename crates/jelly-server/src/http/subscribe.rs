@@ -6,8 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
@@ -131,11 +130,8 @@ pub(super) fn pick_mode(mode: Option<&str>) -> Result<JellyMode, ApiError> {
 }
 
 /// The subscription's filter, from the `source`, `prefix`, `pattern` and `ask`
-/// query parameters (a second `Query` extractor next to the handler's own).
-pub(super) fn pick_filter(
-    q: Result<Query<FilterParams>, QueryRejection>,
-) -> Result<Option<Arc<ItemFilter>>, ApiError> {
-    let Query(params) = q.map_err(|e| ApiError::bad_request(e.body_text()))?;
+/// query parameters (a second query extractor next to the handler's own).
+pub(super) fn pick_filter(params: FilterParams) -> Result<Option<Arc<ItemFilter>>, ApiError> {
     Ok(params.build()?)
 }
 
@@ -357,7 +353,7 @@ pub async fn stream(
     State(s): State<AppState>,
     Path(name): Path<String>,
     JsonQuery(q): JsonQuery<SubscribeQuery>,
-    fq: Result<Query<FilterParams>, QueryRejection>,
+    JsonQuery(fq): JsonQuery<FilterParams>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let t = topic(&s, &name)?;
@@ -391,7 +387,7 @@ pub async fn sse(
     State(s): State<AppState>,
     Path(name): Path<String>,
     JsonQuery(q): JsonQuery<SubscribeQuery>,
-    fq: Result<Query<FilterParams>, QueryRejection>,
+    JsonQuery(fq): JsonQuery<FilterParams>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let t = topic(&s, &name)?;
@@ -454,7 +450,7 @@ pub async fn poll(
     State(s): State<AppState>,
     Path(name): Path<String>,
     JsonQuery(q): JsonQuery<PollQuery>,
-    fq: Result<Query<FilterParams>, QueryRejection>,
+    JsonQuery(fq): JsonQuery<FilterParams>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let t = topic(&s, &name)?;

@@ -11,10 +11,9 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use axum::extract::rejection::QueryRejection;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
@@ -115,7 +114,7 @@ pub async fn subscribe(
     State(s): State<AppState>,
     Path(name): Path<String>,
     JsonQuery(q): JsonQuery<SubscribeQuery>,
-    fq: Result<Query<FilterParams>, QueryRejection>,
+    JsonQuery(fq): JsonQuery<FilterParams>,
     headers: HeaderMap,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
