@@ -50,9 +50,7 @@ impl BatchEncoder {
     /// without it (SSE events always keep it, so each decodes alone).
     pub fn new(key: &GroupKey, with_options: bool) -> BatchEncoder {
         let mut delivery = Delivery::new(key.format, key.framing.delimited());
-        // SSE events carry their offset as the event id; elsewhere text marks items with
-        // a comment line.
-        if matches!(key.framing, Framing::Stream | Framing::Messages) {
+        if key.framing.marks_text_offsets() {
             delivery = delivery.with_offset_comments();
         }
         if key.format == OutFormat::Jelly {

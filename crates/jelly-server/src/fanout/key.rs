@@ -29,6 +29,13 @@ impl Framing {
         self == Framing::Stream
     }
 
+    /// Text items start with a `# offset N` comment line
+    /// ([`crate::deliver::Delivery::with_offset_comments`]): everywhere but SSE, whose
+    /// events carry the offset as their id (and gRPC, which sends only Jelly).
+    pub fn marks_text_offsets(self) -> bool {
+        matches!(self, Framing::Stream | Framing::Messages)
+    }
+
     /// Short name (subscriber kinds in metrics).
     pub fn name(self) -> &'static str {
         match self {

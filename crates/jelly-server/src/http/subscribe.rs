@@ -135,12 +135,24 @@ pub(super) fn pick_filter(params: FilterParams) -> Result<Option<Arc<ItemFilter>
     Ok(params.build()?)
 }
 
-/// The output of one subscription.
-pub(super) fn delivery(t: &Topic, format: OutFormat, mode: JellyMode, delimited: bool) -> Delivery {
-    if format == OutFormat::Jelly {
+/// The output of one subscription read privately (not through a fan-out group), cut
+/// as `framing` cuts it, as a group's would be.
+pub(super) fn delivery(
+    t: &Topic,
+    format: OutFormat,
+    mode: JellyMode,
+    framing: Framing,
+) -> Delivery {
+    let delimited = framing.delimited();
+    let d = if format == OutFormat::Jelly {
         Delivery::jelly(mode, t.options.stream_options(), delimited)
     } else {
         Delivery::new(format, delimited)
+    };
+    if framing.marks_text_offsets() {
+        d.with_offset_comments()
+    } else {
+        d
     }
 }
 
@@ -363,7 +375,7 @@ pub async fn stream(
     let filter = pick_filter(fq)?;
     let encoding = pick_encoding(&headers);
     let start = resolve_from(&t, q.from.as_deref(), "earliest").await?;
-    let d = delivery(&t, format, mode, true).with_offset_comments();
+    let d = delivery(&t, format, mode, Framing::Stream);
     let body = Shape {
         kind: "stream",
         framing: Framing::Stream,
@@ -421,7 +433,7 @@ pub async fn sse(
         None => resolve_from(&t, q.from.as_deref(), "earliest").await?,
     };
     // Each Jelly event keeps its options row, so a browser can decode events one by one.
-    let d = delivery(&t, format, mode, false).options_in_every_item();
+    let d = delivery(&t, format, mode, Framing::Sse).options_in_every_item();
     let body = Shape {
         kind: "sse",
         framing: Framing::Sse,
@@ -515,7 +527,7 @@ pub async fn poll(
     let encoding = pick_encoding(&headers);
     let mut page = PollPage {
         items: items.into_iter(),
-        delivery: delivery(&t, format, mode, true).with_offset_comments(),
+        delivery: delivery(&t, format, mode, Framing::Stream),
         stitcher: Stitcher::new(encoding),
         encoding,
         topic: t.clone(),

@@ -129,7 +129,7 @@ pub async fn subscribe(
         if q.follow == Some(false) || (format == OutFormat::Jelly && mode == JellyMode::Compact) {
             let end = (q.follow == Some(false)).then(|| t.log.next_offset());
             // Bare frames: the messages of one connection form one Jelly stream.
-            let d = delivery(&t, format, mode, false).with_offset_comments();
+            let d = delivery(&t, format, mode, Framing::Messages);
             Source::Private(follow(&s, t, "ws", d, start, end, Wrapping::Raw).with_filter(filter))
         } else {
             let key = GroupKey {
