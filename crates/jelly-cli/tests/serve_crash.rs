@@ -50,23 +50,27 @@ async fn publisher(url: String, id: usize, first_seq: u64, stop: Arc<AtomicBool>
     }
 }
 
+/// The JSON answer of a publish that succeeded; `None` when the connection broke or
+/// the server refused it (the server being killed), which ends a publisher's loop.
+async fn acknowledged(post: reqwest::RequestBuilder) -> Option<serde_json::Value> {
+    let r = post.send().await.ok()?;
+    if !r.status().is_success() {
+        return None;
+    }
+    r.json().await.ok()
+}
+
 /// One-shot POSTs of N-Triples, one item each.
 async fn post_publisher(url: String, id: usize, first_seq: u64, stop: Arc<AtomicBool>) -> Vec<Ack> {
     let client = jelly_cli::server_client::client(None, None).unwrap();
     let mut acks = Vec::new();
     let mut seq = first_seq;
     while !stop.load(Ordering::Relaxed) {
-        let r = client
+        let post = client
             .post(format!("{url}/topics/crash/items"))
             .header("content-type", "application/n-triples")
-            .body(body(id, seq))
-            .send()
-            .await;
-        let Ok(r) = r else { break };
-        if !r.status().is_success() {
-            break;
-        }
-        let Ok(v) = r.json::<serde_json::Value>().await else {
+            .body(body(id, seq));
+        let Some(v) = acknowledged(post).await else {
             break;
         };
         let offset = v["offsets"][0].as_u64().expect("an offset in the answer");
@@ -141,17 +145,11 @@ async fn stream_publisher(
             w.flush_frame().unwrap();
         }
         w.finish().unwrap();
-        let r = client
+        let post = client
             .post(format!("{url}/topics/crash/items?stream=true"))
             .header("content-type", "application/x-jelly-rdf")
-            .body(stream)
-            .send()
-            .await;
-        let Ok(r) = r else { break };
-        if !r.status().is_success() {
-            break;
-        }
-        let Ok(v) = r.json::<serde_json::Value>().await else {
+            .body(stream);
+        let Some(v) = acknowledged(post).await else {
             break;
         };
         let offsets: Vec<u64> = v["ranges"]
