@@ -59,41 +59,29 @@ fn parse_args() -> Result<Args, String> {
         slices: 24,
         slice_ms: 250.0,
     };
+    // The value after `flag`, and the same parsed as a number.
+    fn value(it: &mut impl Iterator<Item = String>, flag: &str) -> Result<String, String> {
+        it.next().ok_or_else(|| format!("{flag} needs a value"))
+    }
+    fn number<T: std::str::FromStr>(
+        it: &mut impl Iterator<Item = String>,
+        flag: &str,
+    ) -> Result<T, String> {
+        value(it, flag)?
+            .parse()
+            .map_err(|_| format!("{flag}: bad number"))
+    }
     while let Some(flag) = it.next() {
         match flag.as_str() {
-            "--preset" => a.preset = it.next().ok_or("--preset needs a value")?,
-            "--rows-per-frame" => {
-                a.rows = it
-                    .next()
-                    .ok_or("--rows-per-frame needs a value")?
-                    .parse()
-                    .map_err(|_| "bad number")?
-            }
+            "--preset" => a.preset = value(&mut it, &flag)?,
+            "--rows-per-frame" => a.rows = number(&mut it, &flag)?,
             "--grouped" => a.grouped = true,
-            "--seconds" => {
-                a.seconds = it
-                    .next()
-                    .ok_or("--seconds needs a value")?
-                    .parse()
-                    .map_err(|_| "bad number")?
-            }
-            "--out" => a.out = Some(it.next().ok_or("--out needs a value")?),
-            "--op" => a.op = it.next().ok_or("--op needs a value")?,
-            "--jvm" => a.jvm = Some(it.next().ok_or("--jvm needs a value")?),
-            "--slices" => {
-                a.slices = it
-                    .next()
-                    .ok_or("--slices needs a value")?
-                    .parse()
-                    .map_err(|_| "bad number")?
-            }
-            "--slice-ms" => {
-                a.slice_ms = it
-                    .next()
-                    .ok_or("--slice-ms needs a value")?
-                    .parse()
-                    .map_err(|_| "bad number")?
-            }
+            "--seconds" => a.seconds = number(&mut it, &flag)?,
+            "--out" => a.out = Some(value(&mut it, &flag)?),
+            "--op" => a.op = value(&mut it, &flag)?,
+            "--jvm" => a.jvm = Some(value(&mut it, &flag)?),
+            "--slices" => a.slices = number(&mut it, &flag)?,
+            "--slice-ms" => a.slice_ms = number(&mut it, &flag)?,
             other => return Err(format!("unknown flag {other}")),
         }
     }
