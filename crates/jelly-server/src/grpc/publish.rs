@@ -245,7 +245,7 @@ impl Publish {
 
     fn put_offsets(&self, md: &mut MetadataMap) {
         md.insert("x-jelly-items", MetadataValue::from(self.p.accepted));
-        if let (Some(first), Some(last)) = (self.p.first_offset, self.p.last_offset) {
+        if let (Some(first), Some(last)) = (self.p.ranges.first(), self.p.ranges.last()) {
             md.insert("x-jelly-first-offset", MetadataValue::from(first));
             md.insert("x-jelly-last-offset", MetadataValue::from(last));
             // Ranges: other publishers' items may lie between this stream's batches.

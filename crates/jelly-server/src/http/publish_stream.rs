@@ -73,12 +73,8 @@ pub struct StreamPublisher {
     pending_bytes: usize,
     /// Items appended so far.
     pub accepted: u64,
-    /// Offset of the first appended item.
-    pub first_offset: Option<u64>,
-    /// Offset of the last appended item.
-    pub last_offset: Option<u64>,
     /// The offsets appended, as ranges: other publishers' items may fall between
-    /// this stream's batches, so `first_offset..=last_offset` alone can overstate.
+    /// this stream's batches, so its first and last offset alone can overstate.
     pub ranges: OffsetRanges,
 }
 
@@ -113,8 +109,6 @@ impl StreamPublisher {
             pending: Vec::new(),
             pending_bytes: 0,
             accepted: 0,
-            first_offset: None,
-            last_offset: None,
             ranges: OffsetRanges::default(),
         })
     }
@@ -257,8 +251,6 @@ impl StreamPublisher {
                 },
             })?;
         if let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) {
-            self.first_offset.get_or_insert(first);
-            self.last_offset = Some(last);
             self.accepted += offsets.len() as u64;
             // One append's items take consecutive offsets.
             self.ranges.push(first, last);
@@ -271,8 +263,8 @@ impl StreamPublisher {
     pub fn summary(&self) -> Value {
         json!({
             "topic": self.name,
-            "first_offset": self.first_offset,
-            "last_offset": self.last_offset,
+            "first_offset": self.ranges.first(),
+            "last_offset": self.ranges.last(),
             "items": self.accepted,
             "ranges": self.ranges.as_pairs(),
         })
@@ -289,6 +281,7 @@ impl StreamPublisher {
 /// r.push(64, 99); // follows on: merged
 /// r.push(130, 130); // another publisher's items came between
 /// assert_eq!(r.as_pairs(), vec![[0, 99], [130, 130]]);
+/// assert_eq!((r.first(), r.last()), (Some(0), Some(130)));
 /// assert_eq!(r.to_header(64), "0-99,130");
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -301,6 +294,16 @@ impl OffsetRanges {
             Some((_, end)) if end.checked_add(1) == Some(first) => *end = last,
             _ => self.0.push((first, last)),
         }
+    }
+
+    /// The first offset of all, if any.
+    pub fn first(&self) -> Option<u64> {
+        self.0.first().map(|r| r.0)
+    }
+
+    /// The last offset of all, if any.
+    pub fn last(&self) -> Option<u64> {
+        self.0.last().map(|r| r.1)
     }
 
     /// The ranges as `[first, last]` pairs.
