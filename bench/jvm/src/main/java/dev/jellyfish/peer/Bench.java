@@ -43,8 +43,6 @@ final class Bench {
     static void encode(Args a) {
         String in = a.pos(0, "IN");
         double seconds = a.getDouble("--seconds", 5.0);
-        int warmup = a.getInt("--warmup", 3);
-        double warmupSeconds = a.getDouble("--warmup-seconds", 5.0);
         boolean grouped = a.has("--grouped-per-graph") || a.has("--frame-per-graph");
         EncodeSettings s = EncodeSettings.from(a, in, 512, grouped);
 
@@ -54,15 +52,12 @@ final class Bench {
             stmts = unshare(stmts);
         }
         int n = stmts.size();
+        final List<Object> input = stmts;
 
-        int size = 1 << 16;
+        int[] warmSize = {1 << 16};
+        long warmup = warmUp(a, () -> warmSize[0] = encodeOnce(input, s, warmSize[0]).bytes);
+        int size = warmSize[0];
         long frames = 0;
-        long warmupEnd = System.nanoTime() + (long) (warmupSeconds * 1e9);
-        for (int i = 0; i < warmup || System.nanoTime() < warmupEnd; i++) {
-            CountingResult r = encodeOnce(stmts, s, size);
-            size = r.bytes;
-            frames = r.frames;
-        }
         long iters = 0;
         long bytes = 0;
         long t0 = System.nanoTime();
@@ -161,8 +156,6 @@ final class Bench {
     static void decode(Args a) throws IOException {
         String in = a.pos(0, "IN");
         double seconds = a.getDouble("--seconds", 5.0);
-        int warmup = a.getInt("--warmup", 3);
-        double warmupSeconds = a.getDouble("--warmup-seconds", 5.0);
 
         byte[] data;
         if (JellyJvmPeer.isJelly(in)) {
@@ -175,15 +168,11 @@ final class Bench {
             data = JellyJvmPeer.encodeAll(JellyJvmPeer.loadStatements(in), s, 1 << 20);
         }
 
+        final byte[] input = data;
+        long warmup = warmUp(a, () -> JellyJvmPeer.decodeBytes(input, new Blackhole()));
+        // Both are set by every measured iteration.
         long n = 0;
         long frames = 0;
-        long warmupEnd = System.nanoTime() + (long) (warmupSeconds * 1e9);
-        for (int i = 0; i < warmup || System.nanoTime() < warmupEnd; i++) {
-            Blackhole bh = new Blackhole();
-            DecodeStats st = JellyJvmPeer.decodeBytes(data, bh);
-            n = bh.n;
-            frames = st.frames();
-        }
         long iters = 0;
         long t0 = System.nanoTime();
         long deadline = t0 + (long) (seconds * 1e9);
@@ -229,8 +218,6 @@ final class Bench {
     static void slices(Args a) throws IOException {
         String op = a.pos(0, "encode|decode");
         String in = a.pos(1, "IN");
-        int warmup = a.getInt("--warmup", 3);
-        double warmupSeconds = a.getDouble("--warmup-seconds", 5.0);
         Runnable once;
         long statements;
         String form;
@@ -262,12 +249,7 @@ final class Bench {
         } else {
             throw new JellyJvmPeer.UsageException("bench-slices: the first argument is encode or decode");
         }
-        // Warm up for a time, not a count: the slices that follow are short, and the JIT's
-        // last compilations must not fall into them.
-        long warmupEnd = System.nanoTime() + (long) (warmupSeconds * 1e9);
-        for (int i = 0; i < warmup || System.nanoTime() < warmupEnd; i++) {
-            once.run();
-        }
+        warmUp(a, once);
         System.out.printf(Locale.ROOT, "{\"ready\":true,\"op\":\"%s\",\"statements\":%d,\"input_form\":\"%s\"}%n",
             op, statements, form);
         System.out.flush();
@@ -290,6 +272,22 @@ final class Bench {
             System.out.printf(Locale.ROOT, "{\"iterations\":%d,\"seconds\":%.9f}%n", iters, (now - t0) / 1e9);
             System.out.flush();
         }
+    }
+
+    /**
+     * Runs {@code once} at least {@code --warmup} times (default 3) and for at least
+     * {@code --warmup-seconds} (default 5): a time, not only a count, so that the JIT's last
+     * compilations do not fall into the measured loop. Returns the iterations run.
+     */
+    static long warmUp(Args a, Runnable once) {
+        int min = a.getInt("--warmup", 3);
+        long end = System.nanoTime() + (long) (a.getDouble("--warmup-seconds", 5.0) * 1e9);
+        long i = 0;
+        while (i < min || System.nanoTime() < end) {
+            once.run();
+            i++;
+        }
+        return i;
     }
 
     /** The median of the iteration times: steadier than the mean on a shared host. */
