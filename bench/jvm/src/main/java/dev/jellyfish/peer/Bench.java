@@ -40,19 +40,29 @@ final class Bench {
         }
     }
 
+    /**
+     * The statements an encode benchmark runs on, loaded as its flags say: Jena's parsed input,
+     * or with {@code --unshared} a node and string of their own per term occurrence.
+     */
+    record EncodeInput(EncodeSettings settings, List<Object> stmts, boolean grouped, boolean unshared) {
+        static EncodeInput load(Args a, String in) {
+            boolean grouped = a.has("--grouped-per-graph") || a.has("--frame-per-graph");
+            EncodeSettings s = EncodeSettings.from(a, in, 512, grouped);
+            List<Object> stmts = JellyJvmPeer.loadStatements(in);
+            boolean unshared = a.has("--unshared");
+            return new EncodeInput(s, unshared ? unshare(stmts) : stmts, grouped, unshared);
+        }
+    }
+
     static void encode(Args a) {
         String in = a.pos(0, "IN");
         double seconds = a.getDouble("--seconds", 5.0);
-        boolean grouped = a.has("--grouped-per-graph") || a.has("--frame-per-graph");
-        EncodeSettings s = EncodeSettings.from(a, in, 512, grouped);
-
-        List<Object> stmts = JellyJvmPeer.loadStatements(in);
-        boolean unshared = a.has("--unshared");
-        if (unshared) {
-            stmts = unshare(stmts);
-        }
-        int n = stmts.size();
-        final List<Object> input = stmts;
+        EncodeInput e = EncodeInput.load(a, in);
+        EncodeSettings s = e.settings();
+        boolean grouped = e.grouped();
+        boolean unshared = e.unshared();
+        List<Object> input = e.stmts();
+        int n = input.size();
 
         int[] warmSize = {1 << 16};
         long warmup = warmUp(a, () -> warmSize[0] = encodeOnce(input, s, warmSize[0]).bytes);
@@ -67,7 +77,7 @@ final class Bench {
         long now;
         do {
             long ti = System.nanoTime();
-            CountingResult r = encodeOnce(stmts, s, size);
+            CountingResult r = encodeOnce(input, s, size);
             now = System.nanoTime();
             best = Math.min(best, (now - ti) / 1e9);
             times.add((now - ti) / 1e9);
@@ -222,13 +232,11 @@ final class Bench {
         long statements;
         String form;
         if (op.equals("encode")) {
-            boolean grouped = a.has("--grouped-per-graph") || a.has("--frame-per-graph");
-            EncodeSettings s = EncodeSettings.from(a, in, 512, grouped);
-            List<Object> loaded = JellyJvmPeer.loadStatements(in);
-            boolean unshared = a.has("--unshared");
-            List<Object> stmts = unshared ? unshare(loaded) : loaded;
+            EncodeInput e = EncodeInput.load(a, in);
+            EncodeSettings s = e.settings();
+            List<Object> stmts = e.stmts();
             statements = stmts.size();
-            form = unshared ? "unshared" : "parsed";
+            form = e.unshared() ? "unshared" : "parsed";
             int[] size = {encodeOnce(stmts, s, 1 << 16).bytes};
             once = () -> size[0] = encodeOnce(stmts, s, size[0]).bytes;
         } else if (op.equals("decode")) {
