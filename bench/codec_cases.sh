@@ -1,4 +1,5 @@
-# The datasets of the codec benchmarks (sourced by run_codec.sh and run_codec_paired.sh).
+# The datasets and helpers of the codec benchmarks (sourced by run_codec.sh and
+# run_codec_paired.sh).
 # name | file | kind (flat: 512 rows per frame, BIG preset; grouped: one frame per graph)
 CASES=(
   "iot-weather|$D/iot-assist-weather/iot-assist-weather.nt|flat"
@@ -22,3 +23,12 @@ plain_file() {
     *) echo "$1" ;;
   esac
 }
+
+# One JSON line from stdin with the fields of the JSON object $1 added.
+tag() { python3 -c 'import json,sys; d=json.loads(sys.stdin.readline()); d.update(json.loads(sys.argv[1])); print(json.dumps(d))' "$1"; }
+
+# After a JVM run, a pause before the next measurement, so that whatever the JVM's exit
+# leaves to the system (its heap of several GiB to unmap) does not fall on the next
+# tool's loop. In session 9 the tool measured right after a JVM run was repeatedly the
+# slow one.
+settle() { sleep "${SETTLE:-3}"; }

@@ -21,14 +21,6 @@ PY="$(bench/py/setup.sh)"
 
 source bench/codec_cases.sh
 
-tag() { python3 -c 'import json,sys; d=json.loads(sys.stdin.readline()); d.update(json.loads(sys.argv[1])); print(json.dumps(d))' "$1"; }
-
-# After a JVM run, a pause before the next measurement, so that whatever the JVM's exit
-# leaves to the system (its heap of several GiB to unmap) does not fall on the next
-# tool's loop. In session 9 the tool measured right after a JVM run was repeatedly the
-# slow one.
-settle() { sleep "${SETTLE:-3}"; }
-
 ONLY="${ONLY:-}"   # e.g. ONLY=iot-weather for a quick run
 ROUNDS="${ROUNDS:-1}" # rounds of the compared jellyfish / Jelly-JVM pairs
 for c in "${CASES[@]}"; do

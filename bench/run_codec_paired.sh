@@ -24,9 +24,6 @@ J="$(bench/jvm/build.sh)"
 
 source bench/codec_cases.sh
 
-tag() { python3 -c 'import json,sys; d=json.loads(sys.stdin.readline()); d.update(json.loads(sys.argv[1])); print(json.dumps(d))' "$1"; }
-settle() { sleep "${SETTLE:-3}"; }
-
 ONLY="${ONLY:-}"
 ROUNDS="${ROUNDS:-1}"
 SL=(--slices "${SLICES:-24}" --slice-ms "${SLICE_MS:-250}")
