@@ -2,6 +2,13 @@
 //! per-address connection limit, runs the TLS handshake when configured, and serves
 //! each connection with hyper (HTTP/1.1 and HTTP/2, upgrades for WebSocket).
 //!
+//! Slow clients: a connection must deliver its first request's head within
+//! [`Timeouts::header_read`], and on HTTP/1 every later one too (hyper's header read
+//! timeout, which also bounds an idle keep-alive connection); otherwise it is closed
+//! without an answer. HTTP/2 connections are pinged when quiet
+//! ([`Timeouts::http2_keepalive`]) and closed when the peer does not answer. Bodies
+//! are the handlers' business (`http::publish` bounds pauses in an atomic publish).
+//!
 //! Shutdown: when the stop signal turns true, the listener closes, every connection
 //! is told to finish gracefully (HTTP/1: after the request in flight; HTTP/2: GOAWAY),
 //! and [`serve`] returns once all of them have ended. Live subscriptions end by
@@ -11,11 +18,11 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -33,6 +40,10 @@ use crate::metrics::Metrics;
 const BACKLOG: u32 = 4096;
 /// Longest TLS handshake; a client that takes longer is dropped.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest wait for the answer to an HTTP/2 keep-alive PING (hyper's default): long
+/// enough for a loaded peer on a slow link, short enough to free a dead peer's
+/// resources within a minute or two.
+const HTTP2_PING_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Binds `addr`; with `reuse_port`, other sockets (other servers) may bind it too
 /// and the kernel spreads the connections among them.
@@ -77,6 +88,16 @@ pub struct Acceptor {
     pub tls: Option<TlsAcceptor>,
     pub limiter: Arc<ConnLimiter>,
     pub metrics: Arc<Metrics>,
+    pub timeouts: Timeouts,
+}
+
+/// Connection timeouts (`None`: no limit); see the module docs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timeouts {
+    /// The first request's head on any connection, and every request head on HTTP/1.
+    pub header_read: Option<Duration>,
+    /// HTTP/2: PING a connection quiet for this long.
+    pub http2_keepalive: Option<Duration>,
 }
 
 /// Accepts and serves connections until `stop` turns true, then waits for the open
@@ -202,18 +223,42 @@ impl Connection {
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
-        let service = TowerToHyperService::new(self.acceptor.app.clone());
+        let timeouts = self.acceptor.timeouts;
+        let requested = Arc::new(AtomicBool::new(false));
+        let service = FirstRequest {
+            inner: TowerToHyperService::new(self.acceptor.app.clone()),
+            requested: requested.clone(),
+        };
         // HTTP/2 streams run as tasks of their own; see `exec` for why not plain
         // `tokio::spawn`.
         let mut builder = Builder::new(StreamExecutor);
-        // The extended CONNECT protocol: WebSocket over HTTP/2 (RFC 8441).
-        builder.http2().enable_connect_protocol();
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(timeouts.header_read);
+        builder
+            .http2()
+            // The extended CONNECT protocol: WebSocket over HTTP/2 (RFC 8441).
+            .enable_connect_protocol()
+            .timer(TokioTimer::new())
+            .keep_alive_interval(timeouts.http2_keepalive)
+            .keep_alive_timeout(HTTP2_PING_TIMEOUT);
         let mut conn = pin!(builder.serve_connection_with_upgrades(TokioIo::new(io), service));
+        // hyper's HTTP/1 header timeout only starts once the protocol is known, and
+        // the auto builder waits for as many bytes as it needs to tell HTTP/1 from
+        // HTTP/2 without a limit; an HTTP/2 client may also never open a stream. So
+        // the first request's head has a deadline of its own.
+        let first = tokio::time::sleep(timeouts.header_read.unwrap_or(Duration::MAX));
+        let mut first = pin!(first);
+        let mut awaiting_first = timeouts.header_read.is_some();
         let mut stopping = false;
         loop {
             tokio::select! {
                 r = conn.as_mut() => {
                     if let Err(e) = r {
+                        if is_header_timeout(e.as_ref()) {
+                            self.timed_out();
+                        }
                         tracing::trace!(peer = %self.peer, error = %e, "connection ended with an error");
                     }
                     break;
@@ -222,7 +267,50 @@ impl Connection {
                     stopping = true;
                     conn.as_mut().graceful_shutdown();
                 }
+                () = first.as_mut(), if awaiting_first => {
+                    awaiting_first = false;
+                    if !requested.load(Ordering::Relaxed) {
+                        self.timed_out();
+                        tracing::debug!(peer = %self.peer, "no request within the header read timeout: closing");
+                        break;
+                    }
+                }
             }
         }
+    }
+
+    /// Counts a connection closed for being too slow with a request's head.
+    fn timed_out(&self) {
+        self.acceptor
+            .metrics
+            .connections_timed_out
+            .fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Whether a connection error is hyper's HTTP/1 header read timeout.
+fn is_header_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
+    e.downcast_ref::<hyper::Error>()
+        .is_some_and(hyper::Error::is_timeout)
+}
+
+/// The connection's service, noting that a request has arrived (for the first
+/// request's deadline in `serve_http`).
+struct FirstRequest<S> {
+    inner: S,
+    requested: Arc<AtomicBool>,
+}
+
+impl<S, R> hyper::service::Service<R> for FirstRequest<S>
+where
+    S: hyper::service::Service<R>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn call(&self, req: R) -> Self::Future {
+        self.requested.store(true, Ordering::Relaxed);
+        self.inner.call(req)
     }
 }

@@ -12,6 +12,9 @@
 //! max_connections_per_ip = 0  # 0: unlimited; over it new connections are closed at once
 //! reuse_port = false          # SO_REUSEPORT: several servers may share the port
 //! cors_origins = []           # browser pages allowed to read the API from other origins; "*": any
+//! header_read_timeout_ms = 30000  # a request head (and a connection's first request); 0: none
+//! body_read_timeout_ms = 60000    # longest pause in an atomic publish's body (then 408); 0: none
+//! http2_keepalive_ms = 60000      # HTTP/2: PING a quiet connection (dropped without an answer)
 //!
 //! [topic_defaults]
 //! physical = "quads"        # triples | quads
@@ -110,6 +113,22 @@ pub struct ServerConfig {
     /// allows any origin. Empty (the default): no CORS headers, so only pages served
     /// from the server's own origin can read its answers.
     pub cors_origins: Vec<String>,
+    /// Longest wait, in milliseconds, for a request's head: on HTTP/1, the request
+    /// line and headers (also the wait for the next request on an idle keep-alive
+    /// connection); on any connection, its first request. A client that takes longer
+    /// is disconnected without an answer. Without it, a client that sends half a
+    /// request holds a connection (and a file descriptor) for ever (slowloris).
+    /// 0: no limit.
+    pub header_read_timeout_ms: u64,
+    /// Longest pause, in milliseconds, in the body of an atomic publish (`POST
+    /// /topics/{name}/items`): no body bytes for this long is answered with 408.
+    /// Long-lived bodies (a streaming publish, WebSocket, gRPC) are not bounded by it:
+    /// see [`crate::http`]. 0: no limit.
+    pub body_read_timeout_ms: u64,
+    /// HTTP/2: a connection that has received nothing for this many milliseconds is
+    /// sent a PING, and closed if the answer takes over 20 s, so that dead peers
+    /// (long-lived subscriptions and publishes included) are dropped. 0: off.
+    pub http2_keepalive_ms: u64,
 }
 
 /// What a mirror does when the upstream no longer retains the next item it needs
@@ -255,6 +274,9 @@ impl Default for ServerConfig {
             fanout_ring_blocks: 256,
             fanout_ring_bytes: 4 << 20,
             cors_origins: Vec::new(),
+            header_read_timeout_ms: 30_000,
+            body_read_timeout_ms: 60_000,
+            http2_keepalive_ms: 60_000,
         }
     }
 }
@@ -327,6 +349,21 @@ impl ServerConfig {
         Ok(())
     }
 
+    /// [`ServerConfig::header_read_timeout_ms`], `None` when off.
+    pub fn header_read_timeout(&self) -> Option<std::time::Duration> {
+        millis(self.header_read_timeout_ms)
+    }
+
+    /// [`ServerConfig::body_read_timeout_ms`], `None` when off.
+    pub fn body_read_timeout(&self) -> Option<std::time::Duration> {
+        millis(self.body_read_timeout_ms)
+    }
+
+    /// [`ServerConfig::http2_keepalive_ms`], `None` when off.
+    pub fn http2_keepalive(&self) -> Option<std::time::Duration> {
+        millis(self.http2_keepalive_ms)
+    }
+
     /// The file log's durability policy.
     pub fn durability(&self) -> Result<crate::log::Durability, String> {
         self.durability.parse()
@@ -343,9 +380,32 @@ impl ServerConfig {
     }
 }
 
+/// A duration in milliseconds where 0 means none.
+fn millis(ms: u64) -> Option<std::time::Duration> {
+    (ms > 0).then(|| std::time::Duration::from_millis(ms))
+}
+
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+
+    #[test]
+    fn timeouts() {
+        let d = ServerConfig::default();
+        assert_eq!(d.header_read_timeout(), Some(Duration::from_secs(30)));
+        assert_eq!(d.body_read_timeout(), Some(Duration::from_secs(60)));
+        assert_eq!(d.http2_keepalive(), Some(Duration::from_secs(60)));
+        let c = ServerConfig::from_toml(
+            "header_read_timeout_ms = 300\nbody_read_timeout_ms = 0\nhttp2_keepalive_ms = 0\n",
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(c.header_read_timeout(), Some(Duration::from_millis(300)));
+        assert_eq!(c.body_read_timeout(), None);
+        assert_eq!(c.http2_keepalive(), None);
+    }
 
     #[test]
     fn toml_overrides_defaults() {

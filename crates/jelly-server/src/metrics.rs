@@ -30,6 +30,9 @@ pub struct Metrics {
     pub connections_refused: AtomicU64,
     /// Connections open now (a gauge).
     pub connections_open: AtomicU64,
+    /// Connections closed because a request's head did not arrive in time
+    /// (`header_read_timeout_ms`).
+    pub connections_timed_out: AtomicU64,
     /// TLS handshakes that failed or timed out.
     pub tls_handshakes_failed: AtomicU64,
     /// Requests refused with 401 / gRPC `UNAUTHENTICATED`.
@@ -142,6 +145,12 @@ impl Metrics {
             "Connections closed at once because their address had max_connections_per_ip open.",
             g(&self.connections_refused),
         );
+        counter(
+            &mut s,
+            "jelly_connections_timed_out_total",
+            "Connections closed because a request's head did not arrive within header_read_timeout_ms.",
+            g(&self.connections_timed_out),
+        );
         let _ = writeln!(
             s,
             "# HELP jelly_connections_open Connections open now.\n# TYPE jelly_connections_open gauge\njelly_connections_open {}",
@@ -228,6 +237,14 @@ impl Metrics {
             for t in &topics {
                 let _ = writeln!(s, "{name}{{topic=\"{}\"}} {}", label(&t.name), f(t));
             }
+        }
+        let name = "jelly_topic_unavailable";
+        let _ = writeln!(
+            s,
+            "# HELP {name} 1 for a topic that could not be opened at startup (a corrupt log); it answers 503.\n# TYPE {name} gauge"
+        );
+        for t in registry.unavailable().keys() {
+            let _ = writeln!(s, "{name}{{topic=\"{}\"}} 1", label(t));
         }
         let name = "jelly_subscriber_lag_items";
         let _ = writeln!(

@@ -94,6 +94,10 @@ impl Server {
             tls,
             limiter,
             metrics,
+            timeouts: accept::Timeouts {
+                header_read: state.config.header_read_timeout(),
+                http2_keepalive: state.config.http2_keepalive(),
+            },
         };
         let tls = acceptor.tls.is_some();
         let task = tokio::spawn(accept::serve(listener, acceptor, rx));

@@ -237,6 +237,24 @@ impl Storage {
         }
     }
 
+    /// Opens a topic found on disk: its options from `file` (its `topic.json`) and its
+    /// log. The error is the reason, naming the file and, for a corrupt segment, the
+    /// byte.
+    fn open_existing(
+        &self,
+        name: &str,
+        file: &std::path::Path,
+    ) -> Result<(TopicOptions, TopicLog), String> {
+        let text = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let options: TopicOptions =
+            serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        let log = self.open(name, &options).map_err(|e| match e {
+            TopicError::Storage(m) => m,
+            e => e.to_string(),
+        })?;
+        Ok((options, log))
+    }
+
     /// Writes the topic's options (file log), atomically.
     fn save(&self, name: &str, options: &TopicOptions) -> Result<(), TopicError> {
         if self.kind != LogKind::File {
@@ -432,6 +450,11 @@ pub enum TopicError {
         "topic `{topic}` is a mirror of {upstream}: only its mirror writes it (publish upstream)"
     )]
     Mirrored { topic: String, upstream: String },
+    /// The topic exists on disk but could not be opened at startup (a corrupt log
+    /// segment, an unreadable `topic.json`): it stays down until an operator repairs
+    /// it and restarts the server.
+    #[error("topic `{topic}` is unavailable: {reason}")]
+    Unavailable { topic: String, reason: String },
 }
 
 /// Checks a topic name (it becomes a directory name in the file log).
@@ -452,11 +475,22 @@ pub struct Registry {
     auto_create: bool,
     /// The mirrored topics (whether they exist yet or not), by local name.
     mirrors: BTreeMap<String, Arc<MirrorStatus>>,
+    /// Topics found at startup that could not be opened, with the reason. Fixed once
+    /// open: such a topic is neither served nor re-created (that would overwrite its
+    /// options and append after the damage) until it is repaired and the server
+    /// restarted.
+    unavailable: BTreeMap<String, String>,
 }
 
 impl Registry {
     /// Opens the registry; with the file log, every topic found in the data directory
     /// (a folder with a `topic.json`) is opened and recovered. Blocks on file I/O.
+    ///
+    /// A topic that cannot be opened (a corrupt segment, an unreadable `topic.json`)
+    /// fails alone: it is logged at ERROR and answers 503 on its endpoints, while the
+    /// other topics are served. Damage to one topic's files says nothing about the
+    /// others, and refusing to start would take them all down until an operator
+    /// repairs it. Errors of the data directory itself still fail the start.
     pub fn open(config: &ServerConfig) -> Result<Registry, TopicError> {
         let durability = config.durability().map_err(TopicError::Storage)?;
         let storage = Storage {
@@ -476,6 +510,7 @@ impl Registry {
             .map(|m| (m.topic.clone(), Arc::new(MirrorStatus::new(m))))
             .collect();
         let mut topics = BTreeMap::new();
+        let mut unavailable = BTreeMap::new();
         if storage.kind == LogKind::File {
             let err =
                 |e: std::io::Error| TopicError::Storage(format!("{}: {e}", storage.data.display()));
@@ -489,10 +524,20 @@ impl Registry {
                 if !valid_name(name) || !file.is_file() {
                     continue;
                 }
-                let text = std::fs::read(&file).map_err(err)?;
-                let options: TopicOptions = serde_json::from_slice(&text)
-                    .map_err(|e| TopicError::Storage(format!("{}: {e}", file.display())))?;
-                let log = storage.open(name, &options)?;
+                let (options, log) = match storage.open_existing(name, &file) {
+                    Ok(opened) => opened,
+                    Err(reason) => {
+                        tracing::error!(
+                            topic = name,
+                            error = %reason,
+                            "topic unavailable: it cannot be opened, so it answers 503 while \
+                             the other topics are served; see docs/server-design.md, \
+                             \"Recovery\", for how to repair it"
+                        );
+                        unavailable.insert(name.to_string(), reason);
+                        continue;
+                    }
+                };
                 tracing::info!(
                     topic = name,
                     next_offset = log.next_offset(),
@@ -511,7 +556,24 @@ impl Registry {
             defaults: config.topic_defaults.clone(),
             auto_create: config.auto_create_topics,
             mirrors,
+            unavailable,
         })
+    }
+
+    /// [`TopicError::Unavailable`] for a topic that could not be opened at startup.
+    pub fn check_available(&self, name: &str) -> Result<(), TopicError> {
+        match self.unavailable.get(name) {
+            Some(reason) => Err(TopicError::Unavailable {
+                topic: name.to_string(),
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The topics that could not be opened at startup, with the reason, by name.
+    pub fn unavailable(&self) -> &BTreeMap<String, String> {
+        &self.unavailable
     }
 
     /// The mirror of a topic name, if it is mirrored (the topic may not exist yet).
@@ -525,8 +587,10 @@ impl Registry {
     }
 
     /// Refuses a local publish to a mirrored topic ([`TopicError::Mirrored`]): its
-    /// offsets are the upstream's.
+    /// offsets are the upstream's; and to an unavailable one
+    /// ([`TopicError::Unavailable`]).
     pub fn check_publish(&self, name: &str) -> Result<(), TopicError> {
+        self.check_available(name)?;
         match self.mirrors.get(name) {
             Some(m) => Err(TopicError::Mirrored {
                 topic: name.to_string(),
@@ -588,6 +652,7 @@ impl Registry {
         if !valid_name(name) {
             return Err(TopicError::BadName(name.to_string()));
         }
+        self.check_available(name)?;
         let options = options.unwrap_or_else(|| self.defaults.clone());
         options.validate().map_err(TopicError::BadOptions)?;
         let mut g = self.topics.write().unwrap_or_else(|e| e.into_inner());

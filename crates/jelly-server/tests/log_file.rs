@@ -251,6 +251,26 @@ enum Damage {
     TrailingZeros,
     /// Half of a valid record after the last one.
     PartialCopy,
+    /// Pseudo-random bytes after the last record.
+    TrailingGarbage,
+    /// A flipped byte in the last record's body, and zeros after it.
+    FlipBodyThenZeros,
+    /// The last record cut in half, then a whole copy of the first record: its CRC
+    /// checks, but its offset cannot follow (stale data, not a lost record).
+    CutThenStaleCopy,
+}
+
+/// `n` bytes that look like nothing in particular (xorshift).
+fn garbage(n: usize) -> Vec<u8> {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
 }
 
 #[tokio::test]
@@ -262,6 +282,9 @@ async fn torn_tail_is_truncated_and_appends_continue() {
         Damage::FlipLength,
         Damage::TrailingZeros,
         Damage::PartialCopy,
+        Damage::TrailingGarbage,
+        Damage::FlipBodyThenZeros,
+        Damage::CutThenStaleCopy,
     ] {
         let dir = TempDir::new("torn");
         let log = open(dir.path(), small(1 << 20));
@@ -305,6 +328,21 @@ async fn torn_tail_is_truncated_and_appends_continue() {
                 let copy = bytes[last..last + rec / 2].to_vec();
                 bytes.extend(copy);
                 n
+            }
+            Damage::TrailingGarbage => {
+                bytes.extend(garbage(700));
+                n
+            }
+            Damage::FlipBodyThenZeros => {
+                bytes[last + 8 + 20] ^= 0x40;
+                bytes.extend(std::iter::repeat_n(0u8, 4096));
+                n - 1
+            }
+            Damage::CutThenStaleCopy => {
+                let first = bytes[..rec].to_vec();
+                bytes.truncate(last + rec / 2);
+                bytes.extend(first);
+                n - 1
             }
         };
         fs::write(&path, &bytes).unwrap();
@@ -419,6 +457,135 @@ async fn corruption_in_an_older_segment_is_an_error() {
         &seg_path(dir.path(), 6),
         0,
     );
+}
+
+/// Ways of damaging a record in the middle of the last segment, with intact records
+/// after it: bit rot or a misdirected write, never a torn write.
+#[derive(Debug, Clone, Copy)]
+enum MidDamage {
+    /// A flipped byte in the record's body (CRC mismatch).
+    FlipBody,
+    /// A flipped bit of the length: the length runs past the end of the file.
+    FlipLengthHigh,
+    /// A flipped low bit of the length: a CRC mismatch over a shifted body.
+    FlipLengthLow,
+    /// A flipped byte of the stored CRC.
+    FlipCrc,
+    /// Three records overwritten with zeros (a lost block).
+    ZeroRecords,
+    /// Three records overwritten with garbage.
+    GarbageRecords,
+}
+
+#[tokio::test]
+async fn damage_in_the_middle_of_the_last_segment_is_corrupt_not_torn() {
+    for damage in [
+        MidDamage::FlipBody,
+        MidDamage::FlipLengthHigh,
+        MidDamage::FlipLengthLow,
+        MidDamage::FlipCrc,
+        MidDamage::ZeroRecords,
+        MidDamage::GarbageRecords,
+    ] {
+        let dir = TempDir::new("mid");
+        let log = open(dir.path(), small(1 << 20));
+        let n = 25u64;
+        for i in 0..n {
+            log.append(vec![fixed_item(i)]).await.unwrap();
+        }
+        drop(log);
+        let path = seg_path(dir.path(), 0);
+        let mut bytes = fs::read(&path).unwrap();
+        let rec = bytes.len() / n as usize;
+        assert_eq!(bytes.len() % n as usize, 0);
+        // Record 7 goes bad; records 8.. (or 10.. when three go) are intact.
+        let at = 7 * rec;
+        let damaged = match damage {
+            MidDamage::FlipBody => {
+                bytes[at + 8 + 25] ^= 0x01;
+                1
+            }
+            MidDamage::FlipLengthHigh => {
+                bytes[at + 3] ^= 0x10;
+                1
+            }
+            MidDamage::FlipLengthLow => {
+                bytes[at] ^= 0x01;
+                1
+            }
+            MidDamage::FlipCrc => {
+                bytes[at + 5] ^= 0x80;
+                1
+            }
+            MidDamage::ZeroRecords => {
+                bytes[at..at + 3 * rec].fill(0);
+                3
+            }
+            MidDamage::GarbageRecords => {
+                bytes[at..at + 3 * rec].copy_from_slice(&garbage(3 * rec));
+                3
+            }
+        };
+        fs::write(&path, &bytes).unwrap();
+        let follow = n - 7 - damaged;
+        match FileLog::open(dir.path(), small(1 << 20)) {
+            Err(LogError::Corrupt {
+                path: p,
+                offset,
+                reason,
+            }) => {
+                assert_eq!(Path::new(&p), path, "{damage:?}");
+                assert_eq!(offset, at as u64, "{damage:?}: {reason}");
+                let want = format!(
+                    "{follow} valid record(s) ({} bytes, offsets {} to {}) follow from byte {}",
+                    follow * rec as u64,
+                    7 + damaged,
+                    n - 1,
+                    (7 + damaged) * rec as u64
+                );
+                assert!(reason.contains(&want), "{damage:?}: {reason}");
+            }
+            Err(e) => panic!("{damage:?}: expected Corrupt, got {e}"),
+            Ok(log) => panic!(
+                "{damage:?}: the log opened with next offset {}",
+                log.next_offset()
+            ),
+        }
+        // Nothing was cut or changed: the operator still has every record.
+        assert_eq!(fs::read(&path).unwrap(), bytes, "{damage:?}");
+    }
+}
+
+#[tokio::test]
+async fn damage_in_the_last_segment_is_found_across_large_records() {
+    // Items larger than the reader's 256 KiB window: the search must follow records
+    // that do not fit in its buffer.
+    let dir = TempDir::new("mid-big");
+    let log = open(dir.path(), small(64 << 20));
+    let big = |i: u64| NewItem {
+        frame: Bytes::from(vec![i as u8; 300 << 10]),
+        statements: 1,
+        source: String::new(),
+        headers: vec![],
+    };
+    for i in 0..4 {
+        log.append(vec![big(i)]).await.unwrap();
+    }
+    drop(log);
+    let path = seg_path(dir.path(), 0);
+    let mut bytes = fs::read(&path).unwrap();
+    let rec = bytes.len() / 4;
+    bytes[rec + 1000] ^= 0x01;
+    fs::write(&path, &bytes).unwrap();
+    match FileLog::open(dir.path(), small(64 << 20)) {
+        Err(LogError::Corrupt { offset, reason, .. }) => {
+            assert_eq!(offset, rec as u64, "{reason}");
+            assert!(reason.contains("2 valid record(s)"), "{reason}");
+        }
+        Err(e) => panic!("expected Corrupt, got {e}"),
+        Ok(_) => panic!("the log opened"),
+    }
+    assert_eq!(fs::read(&path).unwrap(), bytes);
 }
 
 #[tokio::test]

@@ -140,6 +140,9 @@ async fn subscribe(s: AppState, req: Request) -> Result<Response, Status> {
     );
     let msg = read_request(&parts.headers, body).await?;
     crate::auth::check_grpc(&s, &md, &msg.topic, crate::auth::Right::Subscribe)?;
+    s.topics
+        .check_available(&msg.topic)
+        .map_err(|e| Status::unavailable(e.to_string()))?;
     let t = s
         .topics
         .get(&msg.topic)

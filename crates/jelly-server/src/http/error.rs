@@ -67,9 +67,19 @@ impl From<TopicError> for ApiError {
             TopicError::BadName(_) | TopicError::BadOptions(_) => StatusCode::BAD_REQUEST,
             TopicError::Conflict(_) | TopicError::Mirrored { .. } => StatusCode::CONFLICT,
             TopicError::NotFound(_) => StatusCode::NOT_FOUND,
-            TopicError::Storage(_) => StatusCode::SERVICE_UNAVAILABLE,
+            TopicError::Storage(_) | TopicError::Unavailable { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
         };
-        ApiError::new(status, e.to_string())
+        let topic = match &e {
+            TopicError::Unavailable { topic, .. } => Some(topic.clone()),
+            _ => None,
+        };
+        let err = ApiError::new(status, e.to_string());
+        match topic {
+            Some(t) => err.with("topic", t),
+            None => err,
+        }
     }
 }
 

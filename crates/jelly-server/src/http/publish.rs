@@ -77,6 +77,82 @@ pub(super) fn ingest_error(e: IngestError) -> ApiError {
     ApiError::new(status, e.to_string())
 }
 
+/// Reads a whole request body of at most `max` bytes, waiting at most `idle` for each
+/// piece of it (413 over the limit, 408 on a pause, 400 when the connection breaks).
+///
+/// An atomic publish is a bounded upload, so a client that stops sending in the middle
+/// is stuck or hostile (a slowloris body: announce a length, send part of it): without
+/// a bound it would hold the connection and the partial body for ever. The pause, not
+/// the whole upload, is bounded, so a large body on a slow link still gets through.
+/// Long-lived bodies are deliberately not bounded this way: a streaming publish
+/// (`?stream=true`), a WebSocket or a gRPC publish may stay quiet for hours between
+/// items, as a sensor does between readings. Their dead peers are dropped by the
+/// HTTP/2 keep-alive PINGs (`http2_keepalive_ms`) and, for WebSocket, by the server's
+/// pings (an HTTP/1 streaming publish from a peer that vanished without closing is
+/// not noticed: there is no TCP keep-alive yet); `max_connections_per_ip` bounds what
+/// one client can hold open.
+async fn read_body(
+    mut body: Body,
+    max: usize,
+    idle: Option<std::time::Duration>,
+) -> Result<bytes::Bytes, ApiError> {
+    use http_body_util::BodyExt as _;
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body over the limit of {max} bytes"),
+        )
+        .with("max_body_bytes", max)
+    };
+    // A Content-Length over the limit is refused before anything is read.
+    if http_body::Body::size_hint(&body).lower() > max as u64 {
+        return Err(too_large());
+    }
+    let mut chunks: Vec<bytes::Bytes> = Vec::new();
+    let mut len = 0usize;
+    loop {
+        let frame = match idle {
+            Some(d) => tokio::time::timeout(d, body.frame()).await.map_err(|_| {
+                let ms = d.as_millis() as u64;
+                ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    format!(
+                        "no request body bytes for {ms} ms after {len} bytes: the body is \
+                         incomplete (body_read_timeout_ms)"
+                    ),
+                )
+                .with("body_read_timeout_ms", ms)
+                .with("received_bytes", len)
+            })?,
+            None => body.frame().await,
+        };
+        let Some(frame) = frame else { break };
+        let frame = frame
+            .map_err(|e| ApiError::bad_request(format!("cannot read the request body: {e}")))?;
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        len = len.saturating_add(data.len());
+        if len > max {
+            return Err(too_large());
+        }
+        if !data.is_empty() {
+            chunks.push(data);
+        }
+    }
+    Ok(match chunks.len() {
+        0 => bytes::Bytes::new(),
+        1 => chunks.swap_remove(0),
+        _ => {
+            let mut all = Vec::with_capacity(len);
+            for c in &chunks {
+                all.extend_from_slice(c);
+            }
+            bytes::Bytes::from(all)
+        }
+    })
+}
+
 /// Decodes and checks the whole body, then appends all its items as one batch.
 pub async fn publish(
     State(s): State<AppState>,
@@ -159,19 +235,7 @@ async fn publish_inner(
         )
     })?;
     let meta = meta_from(headers, q)?;
-    let max_body = s.config.max_body_bytes;
-    let body = axum::body::to_bytes(body, max_body).await.map_err(|e| {
-        // to_bytes fails for an over-long body, or when the connection breaks.
-        if e.to_string().contains("length limit") {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("request body over the limit of {max_body} bytes"),
-            )
-            .with("max_body_bytes", max_body)
-        } else {
-            ApiError::bad_request(format!("cannot read the request body: {e}"))
-        }
-    })?;
+    let body = read_body(body, s.config.max_body_bytes, s.config.body_read_timeout()).await?;
 
     // Check the body against the topic's options (or the defaults for a new topic)
     // before the topic is created, so a refused body creates nothing.

@@ -58,6 +58,7 @@ pub const MAX_POLL_BYTES: usize = 8 << 20;
 const POLL_CHUNK: usize = 64 << 10;
 
 pub(super) fn topic(s: &AppState, name: &str) -> Result<Arc<Topic>, ApiError> {
+    s.topics.check_available(name)?;
     s.topics
         .get(name)
         .ok_or_else(|| ApiError::unknown_topic(name))

@@ -76,6 +76,7 @@ pub async fn describe(
     State(s): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    s.topics.check_available(&name)?;
     let Some(t) = s.topics.get(&name) else {
         // A mirror that has not reached its upstream yet: say so.
         return Err(match s.topics.mirror(&name) {

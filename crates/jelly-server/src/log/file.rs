@@ -32,7 +32,11 @@
 //!   that was never acknowledged can be present in full, in part (a prefix), or not at
 //!   all; acknowledged batches are always present in full.
 //! - Recovery verifies the CRC of every record of every segment, so opening reads the
-//!   whole topic once.
+//!   whole topic once. Only a damaged end of the newest segment with nothing valid
+//!   after it is cut off as a torn tail; any other damage is [`LogError::Corrupt`].
+//!   A crash that left holes (unwritten pages) in the middle of an unacknowledged,
+//!   unsynced group can look like such damage too: recovery then refuses rather than
+//!   guess, since guessing wrong would drop acknowledged items.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -49,7 +53,7 @@ use bytes::Bytes;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot, watch};
 
 use super::record::{self, HEADER_LEN};
-use super::segment::{self, IndexEntry, RecordReader, ScanError, Segment};
+use super::segment::{self, After, IndexEntry, RecordReader, ScanError, Segment};
 use super::{Log, LogError, ReadLimits, check_consecutive, now_ms};
 use crate::item::{Item, NewItem};
 
@@ -268,9 +272,9 @@ struct Request {
 
 impl FileLog {
     /// Opens (or creates) the log in `dir` and recovers it: every segment is checked,
-    /// a torn tail of the last one is cut off, a bad record in any other is
-    /// [`LogError::Corrupt`]. Blocks on file I/O; call it off the async threads
-    /// (`spawn_blocking`) where that matters.
+    /// a torn tail of the last one (a bad record with nothing valid after it) is cut
+    /// off, any other bad record is [`LogError::Corrupt`] and changes nothing. Blocks
+    /// on file I/O; call it off the async threads (`spawn_blocking`) where that matters.
     pub fn open(dir: impl AsRef<Path>, options: FileLogOptions) -> Result<FileLog, LogError> {
         let dir = dir.as_ref().to_path_buf();
         fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
@@ -556,8 +560,14 @@ fn empty_segment(base: u64, path: PathBuf, file: File) -> Segment {
     }
 }
 
-/// Reads a segment, checking every record and building its sparse index. In the
-/// last segment a bad record is a torn tail: the file is truncated there.
+/// Reads a segment, checking every record and building its sparse index.
+///
+/// In the last segment, a bad record with nothing valid after it is a torn tail (a
+/// write cut short by a crash, which can only hit the end of the newest segment): the
+/// file is truncated there. A bad record followed by a valid one is damage in the
+/// middle of the log ([`segment::valid_after`]); truncating would drop acknowledged
+/// records and hand their offsets out again, so it is [`LogError::Corrupt`] like a
+/// bad record in any older segment, and the file is left as it is.
 fn scan_segment(base: u64, path: PathBuf, last: bool, interval: u64) -> Result<Segment, LogError> {
     let file = OpenOptions::new()
         .read(true)
@@ -600,7 +610,12 @@ fn scan_segment(base: u64, path: PathBuf, last: bool, interval: u64) -> Result<S
                 seg.len = reader.pos();
             }
             Ok(None) => break,
-            Err(ScanError::Bad { pos, reason }) if last => {
+            Err(ScanError::Bad { pos, reason }) => {
+                let after = segment::valid_after(&file, pos, file_len, seg.next)
+                    .map_err(|e| io_err(&seg.path, e))?;
+                if !last || after != After::Nothing {
+                    return Err(corrupt(&seg.path, pos, damage_reason(&reason, &after)));
+                }
                 tracing::warn!(
                     path = %seg.path.display(),
                     pos,
@@ -616,6 +631,18 @@ fn scan_segment(base: u64, path: PathBuf, last: bool, interval: u64) -> Result<S
         }
     }
     Ok(seg)
+}
+
+/// The reason of a [`LogError::Corrupt`] for a bad record, with what follows it.
+fn damage_reason(reason: &str, after: &After) -> String {
+    match after {
+        After::Nothing => format!("{reason}; no valid record follows"),
+        After::Records(s) => format!("{reason}; {s}, so this is damage, not a torn write"),
+        After::Unknown => format!(
+            "{reason}; the search for valid records after it hit its work limit, so it \
+             is not treated as a torn write"
+        ),
+    }
 }
 
 fn sync_dir(dir: &Path) -> Result<(), LogError> {

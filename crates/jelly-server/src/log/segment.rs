@@ -204,6 +204,205 @@ impl<'a> RecordReader<'a> {
     }
 }
 
+/// Smallest record on disk: a header and the smallest body.
+const MIN_RECORD: u64 = (HEADER_LEN + MIN_BODY_LEN) as u64;
+
+/// Bytes of a candidate record that the resync looks at before checking its CRC: the
+/// header and the body's offset.
+const PEEK: usize = HEADER_LEN + 8;
+
+/// Checked records found after a bad one by [`valid_after`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Survivors {
+    /// Position of the first of them.
+    pub first_pos: u64,
+    pub records: u64,
+    /// Their bytes, headers included.
+    pub bytes: u64,
+    pub first_offset: u64,
+    pub last_offset: u64,
+    /// The search stopped at its work limit: there may be more.
+    pub incomplete: bool,
+}
+
+impl std::fmt::Display for Survivors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}{} valid record(s) ({} bytes, offsets {} to {}) follow from byte {}",
+            if self.incomplete { "at least " } else { "" },
+            self.records,
+            self.bytes,
+            self.first_offset,
+            self.last_offset,
+            self.first_pos,
+        )
+    }
+}
+
+/// What [`valid_after`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum After {
+    /// No checked record anywhere after the bad one: the damage is a tail.
+    Nothing,
+    /// Checked records follow the bad one.
+    Records(Survivors),
+    /// The search hit its work limit before finding any record, so it cannot tell.
+    Unknown,
+}
+
+/// Looks for checked records after the bad record at `bad` (which should have held
+/// offset `expected`), up to `end`.
+///
+/// A torn write only ever damages the end of the newest segment: a record that checks
+/// out *after* a bad one means the bad one is damage in the middle of the log, and
+/// cutting the file there would drop records that were acknowledged. There is no
+/// reliable length to skip by (the bad record's length may be the damaged part), so
+/// the search resynchronises byte by byte. A position counts only if its length fits
+/// the file, the body's offset could follow `expected` given the distance from the
+/// bad record (a record takes at least [`MIN_RECORD`] bytes, so `k` records later is
+/// at least `k * MIN_RECORD` bytes later), and the CRC matches. The offset test makes
+/// a random match practically impossible and keeps the CRC checks, the expensive
+/// part, to real record boundaries; a work limit (about twice the bytes searched)
+/// bounds the rest. Once a record is found, the records after it are read in order
+/// and counted, resynchronising again at any further damage.
+pub(crate) fn valid_after(
+    file: &File,
+    bad: u64,
+    end: u64,
+    expected: u64,
+) -> std::io::Result<After> {
+    let mut budget = end
+        .saturating_sub(bad)
+        .saturating_mul(2)
+        .saturating_add(64 << 20);
+    let mut found: Option<Survivors> = None;
+    let mut anchor = bad;
+    let mut expected = expected;
+    loop {
+        let q = match resync(file, anchor + 1, end, anchor, expected, &mut budget)? {
+            Resync::Found(q) => q,
+            Resync::None => break,
+            Resync::OutOfBudget => {
+                if let Some(s) = &mut found {
+                    s.incomplete = true;
+                }
+                return Ok(found.map_or(After::Unknown, After::Records));
+            }
+        };
+        let mut reader = RecordReader::new(file, q, end);
+        let mut run_next: Option<u64> = None;
+        loop {
+            let pos = match reader.next() {
+                Ok(Some(pos)) => pos,
+                Ok(None) => return Ok(found.map_or(After::Nothing, After::Records)),
+                Err(ScanError::Io(e)) => return Err(e),
+                Err(ScanError::Bad { pos, .. }) => {
+                    anchor = pos;
+                    break;
+                }
+            };
+            let offset = record::peek(reader.body()).map(|(o, _)| o);
+            let Some(offset) = offset.filter(|o| run_next.is_none_or(|n| n == *o)) else {
+                // Checked, but not the record that comes next: search on after it.
+                anchor = pos;
+                break;
+            };
+            let bytes = reader.pos() - pos;
+            match &mut found {
+                Some(s) => {
+                    s.records += 1;
+                    s.bytes += bytes;
+                    s.last_offset = offset;
+                }
+                None => {
+                    found = Some(Survivors {
+                        first_pos: pos,
+                        records: 1,
+                        bytes,
+                        first_offset: offset,
+                        last_offset: offset,
+                        incomplete: false,
+                    })
+                }
+            }
+            run_next = Some(offset.saturating_add(1));
+        }
+        if let Some(n) = run_next {
+            expected = n;
+        }
+    }
+    Ok(found.map_or(After::Nothing, After::Records))
+}
+
+enum Resync {
+    Found(u64),
+    None,
+    OutOfBudget,
+}
+
+/// The first position from `from` on where a checked record starts that could hold
+/// an offset following a bad record at `anchor` that should have held `expected` (see
+/// [`valid_after`]). `budget` is in bytes read for CRC checks.
+fn resync(
+    file: &File,
+    from: u64,
+    end: u64,
+    anchor: u64,
+    expected: u64,
+    budget: &mut u64,
+) -> std::io::Result<Resync> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut buf_start = from;
+    let mut q = from;
+    while q + MIN_RECORD <= end {
+        if q + PEEK as u64 > buf_start + buf.len() as u64 {
+            // At least MIN_RECORD (> PEEK) bytes, since q + MIN_RECORD <= end.
+            let want = (end - q).min(WINDOW as u64) as usize;
+            buf.clear();
+            buf.resize(want, 0);
+            file.read_exact_at(&mut buf, q)?;
+            buf_start = q;
+        }
+        let i = (q - buf_start) as usize;
+        let mut head = [0u8; PEEK];
+        head.copy_from_slice(&buf[i..i + PEEK]);
+        let mut len = [0u8; 4];
+        len.copy_from_slice(&head[..4]);
+        let len = u64::from(u32::from_le_bytes(len));
+        let mut offset = [0u8; 8];
+        offset.copy_from_slice(&head[HEADER_LEN..]);
+        let offset = u64::from_le_bytes(offset);
+        let plausible = len >= MIN_BODY_LEN as u64
+            && len <= end - q - HEADER_LEN as u64
+            && offset >= expected
+            && offset - expected <= (q - anchor) / MIN_RECORD;
+        if plausible {
+            if *budget < len {
+                return Ok(Resync::OutOfBudget);
+            }
+            *budget -= len;
+            let body = i + HEADER_LEN;
+            let checked = if body as u64 + len <= buf.len() as u64 {
+                let mut crc = [0u8; 4];
+                crc.copy_from_slice(&head[4..HEADER_LEN]);
+                record::crc32c(&buf[body..body + len as usize]) == u32::from_le_bytes(crc)
+            } else {
+                match RecordReader::new(file, q, end).next() {
+                    Ok(r) => r.is_some(),
+                    Err(ScanError::Bad { .. }) => false,
+                    Err(ScanError::Io(e)) => return Err(e),
+                }
+            };
+            if checked {
+                return Ok(Resync::Found(q));
+            }
+        }
+        q += 1;
+    }
+    Ok(Resync::None)
+}
+
 fn bad(pos: u64, reason: &str) -> ScanError {
     ScanError::Bad {
         pos,

@@ -1,0 +1,443 @@
+//! What the server does about damage and slow clients, on real loopback sockets: a
+//! topic whose log is corrupt fails alone (503) while the others are served, and
+//! clients that send half a request head or stall in a body are disconnected or
+//! answered 408 instead of holding a connection for ever.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use jelly::{Statement, StreamOptions};
+use jelly_server::config::LogKind;
+use jelly_server::{Server, ServerConfig};
+use reqwest::StatusCode;
+use serde_json::Value;
+use support::{jelly_stream, triple};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+
+const JELLY: &str = "application/x-jelly-rdf";
+const NQ: &str = "application/n-quads";
+
+/// A fresh temporary directory, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "jelly-resilience-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap()
+}
+
+async fn start_file(data: &Path) -> Server {
+    let c = ServerConfig {
+        log: LogKind::File,
+        data: data.to_path_buf(),
+        ..ServerConfig::ephemeral()
+    };
+    Server::start(c).await.unwrap()
+}
+
+/// `n` frames of `per` statements each, numbered from `start`.
+fn frames(n: usize, per: usize, start: usize) -> Vec<Vec<Statement>> {
+    (start..start + n)
+        .map(|i| {
+            (0..per)
+                .map(|k| {
+                    triple(
+                        &format!("http://example.org/item/{i}/statement/{k}"),
+                        "http://example.org/some/long/predicate/name",
+                        &format!("http://example.org/object/{i}-{k}-with-some-padding"),
+                    )
+                })
+                .collect()
+        })
+        .collect()
+}
+
+async fn json(r: reqwest::Response) -> Value {
+    r.json().await.unwrap()
+}
+
+async fn publish(c: &reqwest::Client, base: &str, topic: &str, body: Vec<u8>) -> reqwest::Response {
+    c.post(format!("{base}/topics/{topic}/items"))
+        .header("content-type", JELLY)
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_corrupt_topic_fails_alone_and_nothing_is_truncated() {
+    // The audit's case: 5 publishes of 5 frames into `r`, then one byte flipped in
+    // the middle of its only (so: newest) segment.
+    let dir = TempDir::new("corrupt");
+    let srv = start_file(&dir.0).await;
+    let c = client();
+    let base = srv.url();
+    for p in 0..5 {
+        let body = jelly_stream(&frames(5, 40, p * 5), StreamOptions::small());
+        let r = publish(&c, &base, "r", body).await;
+        assert_eq!(r.status(), StatusCode::OK);
+    }
+    let body = jelly_stream(&frames(3, 2, 0), StreamOptions::small());
+    assert_eq!(
+        publish(&c, &base, "ok", body).await.status(),
+        StatusCode::OK
+    );
+    srv.shutdown().await.unwrap();
+
+    let seg = dir.0.join("r/log/00000000000000000000.seg");
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let at = bytes.len() * 3 / 10;
+    bytes[at] ^= 0x20;
+    std::fs::write(&seg, &bytes).unwrap();
+
+    // The server starts, and serves the other topic.
+    let srv = start_file(&dir.0).await;
+    let base = srv.url();
+    let r = c.get(format!("{base}/topics/ok")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(json(r).await["next_offset"], 3);
+    let body = jelly_stream(&frames(1, 2, 3), StreamOptions::small());
+    let r = publish(&c, &base, "ok", body).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(json(r).await["offsets"], serde_json::json!([3]));
+
+    // `r` answers 503 with the reason on every endpoint, and cannot be re-created.
+    let seg_name = seg.display().to_string();
+    let endpoints = [
+        c.get(format!("{base}/topics/r")),
+        c.get(format!("{base}/topics/r/items?follow=false")),
+        c.get(format!("{base}/topics/r/poll?wait_ms=0")),
+        c.post(format!("{base}/topics/r/items"))
+            .header("content-type", JELLY)
+            .body(jelly_stream(&frames(1, 2, 99), StreamOptions::small())),
+        c.put(format!("{base}/topics/r")),
+    ];
+    for req in endpoints {
+        let r = req.send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let v = json(r).await;
+        assert_eq!(v["topic"], "r", "{v}");
+        let e = v["error"].as_str().unwrap();
+        assert!(
+            e.contains("corrupt log segment")
+                && e.contains(&seg_name)
+                && e.contains("at byte")
+                && e.contains("valid record(s)"),
+            "{e}"
+        );
+    }
+    let m = c
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        m.lines()
+            .any(|l| l == "jelly_topic_unavailable{topic=\"r\"} 1"),
+        "{m}"
+    );
+    srv.shutdown().await.unwrap();
+    // Nothing was cut off or written: every acknowledged record is still there.
+    assert_eq!(std::fs::read(&seg).unwrap(), bytes);
+}
+
+// ---------------------------------------------------------------------------------
+// Slow clients
+
+const SHORT: Duration = Duration::from_millis(300);
+
+async fn start_short() -> Server {
+    let c = ServerConfig {
+        header_read_timeout_ms: SHORT.as_millis() as u64,
+        body_read_timeout_ms: SHORT.as_millis() as u64,
+        ..ServerConfig::ephemeral()
+    };
+    Server::start(c).await.unwrap()
+}
+
+/// Reads until the server closes the connection (EOF or reset) and returns what it
+/// sent, or `None` if it is still open after `limit`.
+async fn read_until_closed(tcp: &mut TcpStream, limit: Duration) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let read = async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(limit, read).await.ok()?;
+    Some(out)
+}
+
+#[tokio::test]
+async fn partial_request_heads_are_disconnected() {
+    let srv = start_short().await;
+    let addr = srv.local_addr();
+    let heads: [&[u8]; 4] = [
+        // Half an HTTP/1 head: no blank line.
+        b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: 1\r\n",
+        // Nothing at all (the protocol is never known).
+        b"",
+        // Part of the HTTP/2 preface.
+        b"PRI * HTTP/2.0\r\n",
+        // The whole preface, and then no SETTINGS nor any stream.
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+    ];
+    for head in heads {
+        // Twenty at once, as in the audit.
+        let t0 = Instant::now();
+        let mut conns = Vec::new();
+        for _ in 0..20 {
+            let mut tcp = TcpStream::connect(addr).await.unwrap();
+            tcp.write_all(head).await.unwrap();
+            conns.push(tcp);
+        }
+        for tcp in &mut conns {
+            let got = read_until_closed(tcp, Duration::from_secs(5)).await;
+            let head = String::from_utf8_lossy(head);
+            assert!(got.is_some(), "{head:?}: still open after 5 s");
+        }
+        let took = t0.elapsed();
+        assert!(
+            took >= SHORT - Duration::from_millis(50),
+            "{:?}: closed after {took:?}, before the timeout",
+            String::from_utf8_lossy(head)
+        );
+    }
+    // The server still answers, and counted them.
+    let m = client()
+        .get(format!("{}/metrics", srv.url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let timed_out: u64 = m
+        .lines()
+        .find_map(|l| l.strip_prefix("jelly_connections_timed_out_total "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(timed_out >= 80, "{timed_out}");
+}
+
+#[tokio::test]
+async fn complete_requests_are_served_and_idle_keep_alive_is_closed() {
+    let srv = start_short().await;
+    let mut tcp = TcpStream::connect(srv.local_addr()).await.unwrap();
+    tcp.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let t0 = Instant::now();
+    let got = read_until_closed(&mut tcp, Duration::from_secs(5))
+        .await
+        .expect("an idle keep-alive connection is closed after the header timeout");
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("\"status\":\"ok\""), "{text}");
+    assert!(t0.elapsed() >= SHORT - Duration::from_millis(50));
+    // And an ordinary client is not affected.
+    let r = client()
+        .get(format!("{}/health", srv.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+}
+
+fn nquads(n: usize) -> String {
+    (0..n)
+        .map(|i| format!("<http://ex.org/s{i}> <http://ex.org/p> <http://ex.org/o{i}> .\n"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_stalled_publish_body_gets_408() {
+    let srv = start_short().await;
+    let mut tcp = TcpStream::connect(srv.local_addr()).await.unwrap();
+    let body = nquads(30);
+    let head = format!(
+        "POST /topics/slow/items HTTP/1.1\r\nHost: x\r\nContent-Type: {NQ}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    tcp.write_all(&body.as_bytes()[..36]).await.unwrap();
+    let t0 = Instant::now();
+    let got = read_until_closed(&mut tcp, Duration::from_secs(5))
+        .await
+        .expect("answered and closed");
+    assert!(t0.elapsed() >= SHORT - Duration::from_millis(50));
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    let json = &text[text.find("\r\n\r\n").unwrap() + 4..];
+    let v: Value = serde_json::from_str(json).unwrap();
+    assert_eq!(v["body_read_timeout_ms"], 300, "{v}");
+    assert_eq!(v["received_bytes"], 36, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("incomplete"), "{v}");
+    // Nothing was published.
+    let r = client()
+        .get(format!("{}/topics/slow", srv.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_slow_but_steady_publish_body_is_accepted() {
+    // The limit is on pauses, not on the whole upload: three pieces 200 ms apart
+    // (600 ms in all, twice the limit) go through.
+    let srv = start_short().await;
+    let body = nquads(30).into_bytes();
+    let pieces: Vec<Vec<u8>> = body
+        .chunks(body.len() / 3 + 1)
+        .map(<[u8]>::to_vec)
+        .collect();
+    let stream = futures_util::stream::unfold(pieces.into_iter(), |mut it| async move {
+        let p = it.next()?;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        Some((Ok::<_, std::io::Error>(p), it))
+    });
+    let r = client()
+        .post(format!("{}/topics/steady/items", srv.url()))
+        .header("content-type", NQ)
+        .body(reqwest::Body::wrap_stream(stream))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(json(r).await["offsets"], serde_json::json!([0]));
+}
+
+/// A delimited stream split into its frames (each with its length prefix).
+fn split_delimited(stream: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < stream.len() {
+        let (mut len, mut shift, mut j) = (0usize, 0, i);
+        loop {
+            let b = stream[j];
+            len |= ((b & 0x7f) as usize) << shift;
+            j += 1;
+            if b < 0x80 {
+                break;
+            }
+            shift += 7;
+        }
+        out.push(stream[i..j + len].to_vec());
+        i = j + len;
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_streaming_publish_may_be_idle_longer_than_the_body_timeout() {
+    let srv = start_short().await;
+    let stream = jelly_stream(&frames(2, 2, 0), StreamOptions::small());
+    let parts = split_delimited(&stream);
+    assert_eq!(parts.len(), 2);
+    let body = futures_util::stream::unfold((0, parts), |(i, parts)| async move {
+        let p = parts.get(i)?.clone();
+        if i > 0 {
+            // Idle for three times the body timeout between two items.
+            tokio::time::sleep(SHORT * 3).await;
+        }
+        Some((Ok::<_, std::io::Error>(p), (i + 1, parts)))
+    });
+    let r = client()
+        .post(format!("{}/topics/live/items?stream=true", srv.url()))
+        .header("content-type", JELLY)
+        .body(reqwest::Body::wrap_stream(body))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let v = json(r).await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["items"], 2, "{v}");
+}
+
+#[tokio::test]
+async fn long_lived_responses_outlast_the_header_timeout() {
+    // The head timeout bounds reading a request's head, not the answer: a live
+    // subscription and a long-poll wait run for several times the limit.
+    let srv = start_short().await;
+    let c = client();
+    let base = srv.url();
+    let post = |i: usize| {
+        c.post(format!("{base}/topics/t/items"))
+            .header("content-type", NQ)
+            .body(format!(
+                "<http://ex.org/s{i}> <http://ex.org/p> <http://ex.org/o> .\n"
+            ))
+            .send()
+    };
+    assert_eq!(post(0).await.unwrap().status(), StatusCode::OK);
+    let mut sub = c
+        .get(format!("{base}/topics/t/items?from=0&format=nquads"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sub.status(), StatusCode::OK);
+    let poll = c
+        .get(format!(
+            "{base}/topics/t/poll?from=1&wait_ms=5000&format=nquads"
+        ))
+        .send();
+    let publish_later = async {
+        tokio::time::sleep(SHORT * 4).await;
+        assert_eq!(post(1).await.unwrap().status(), StatusCode::OK);
+        tokio::time::sleep(SHORT * 4).await;
+        assert_eq!(post(2).await.unwrap().status(), StatusCode::OK);
+    };
+    let (poll, ()) = tokio::join!(poll, publish_later);
+    let poll = poll.unwrap();
+    assert_eq!(poll.status(), StatusCode::OK);
+    // Answered when item 1 arrived, four times the head timeout after the request.
+    assert!(poll.text().await.unwrap().contains("ex.org/s1"));
+    let mut got = String::new();
+    while !got.contains("ex.org/s2") {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), sub.chunk())
+            .await
+            .expect("the subscription is still live")
+            .unwrap()
+            .expect("the subscription is still open");
+        got.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(
+        got.contains("ex.org/s0") && got.contains("ex.org/s1"),
+        "{got}"
+    );
+}
