@@ -90,7 +90,8 @@ pub fn run(args: &ToJellyArgs, quiet: bool) -> CliResult {
         &out_name,
     )?;
     let mut progress: Option<Progress> = None;
-    for (path, format) in inputs.iter().zip(&formats) {
+    for (n, (path, format)) in inputs.iter().zip(&formats).enumerate() {
+        w.start_input(n + 1, inputs.len());
         let input = open_input(path)?;
         match &mut progress {
             None => progress = Some(Progress::new(quiet, input.bytes_read.clone())),

@@ -418,3 +418,79 @@ fn transcode_merges_reframes_and_changes_options() {
     assert!(insp.contains("physical_type: graphs"), "{insp}");
     assert_iso(&frames(&gj).concat(), &frames(&ja).concat(), "graphs");
 }
+
+/// Blank-node labels are scoped to their input: `_:b0` in two files is two nodes in
+/// the merged output (to-jelly and transcode), while one input keeps its labels.
+#[test]
+fn blank_nodes_of_different_inputs_stay_apart() {
+    let d = tmp("bnode-scope");
+    let (a, b) = (d.join("a.nt"), d.join("b.nt"));
+    std::fs::write(
+        &a,
+        "_:b0 <http://ex.org/p> \"A\" .\n_:b0 <http://ex.org/q> _:b1 .\n",
+    )
+    .unwrap();
+    std::fs::write(&b, "_:b0 <http://ex.org/p> \"B\" .\n").unwrap();
+    let expected = parse(
+        b"_:x <http://ex.org/p> \"A\" .\n_:x <http://ex.org/q> _:y .\n_:z <http://ex.org/p> \"B\" .\n",
+    );
+    let merged = ok(&["rdf", "to-jelly", s(&a), s(&b)], None);
+    let text = ok(&["rdf", "from-jelly"], Some(&merged.stdout));
+    assert_iso(&parse(&text.stdout), &expected, "to-jelly of two inputs");
+
+    let (ja, jb) = (d.join("a.jelly"), d.join("b.jelly"));
+    ok(&["rdf", "to-jelly", s(&a), "-o", s(&ja)], None);
+    ok(&["rdf", "to-jelly", s(&b), "-o", s(&jb)], None);
+    let single = ok(&["rdf", "from-jelly", s(&ja)], None);
+    assert_eq!(single.out(), std::fs::read_to_string(&a).unwrap());
+    let merged = ok(&["rdf", "transcode", s(&ja), s(&jb)], None);
+    let text = ok(&["rdf", "from-jelly"], Some(&merged.stdout));
+    assert_iso(&parse(&text.stdout), &expected, "transcode of two inputs");
+}
+
+/// `transcode` keeps each frame's metadata when it keeps the frames.
+#[test]
+fn transcode_keeps_frame_metadata() {
+    use jelly::{Encoder, StatementRef, StreamOptions, TermRef};
+    let d = tmp("transcode-metadata");
+    let mut enc = Encoder::new(StreamOptions::small()).unwrap();
+    let mut stream = Vec::new();
+    for (i, o) in ["a", "b"].into_iter().enumerate() {
+        enc.set_frame_metadata("offset", i.to_string());
+        enc.set_frame_metadata("source", format!("sensor-{o}"));
+        let st = StatementRef::triple(
+            TermRef::Iri("http://ex.org/s"),
+            TermRef::Iri("http://ex.org/p"),
+            TermRef::Iri(if i == 0 {
+                "http://ex.org/a"
+            } else {
+                "http://ex.org/b"
+            }),
+        );
+        enc.add(st).unwrap();
+        let frame = enc.finish_frame();
+        jelly_proto::wire::put_varint(&mut stream, frame.len() as u64);
+        stream.extend_from_slice(&frame);
+    }
+    let src = d.join("meta.jelly");
+    std::fs::write(&src, &stream).unwrap();
+    let out = ok(&["rdf", "transcode", s(&src), "--preset", "big"], None);
+    let mut reader = jelly::JellyReader::new(&out.stdout[..]);
+    let mut seen = Vec::new();
+    while let Some(frame) = reader.next_frame().unwrap() {
+        let m: Vec<(String, Vec<u8>)> = frame
+            .metadata()
+            .unwrap()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_vec()))
+            .collect();
+        seen.push(m);
+    }
+    let want = |i: &str, src: &str| {
+        vec![
+            ("offset".to_owned(), i.as_bytes().to_vec()),
+            ("source".to_owned(), src.as_bytes().to_vec()),
+        ]
+    };
+    assert_eq!(seen, vec![want("0", "sensor-a"), want("1", "sensor-b")]);
+}
