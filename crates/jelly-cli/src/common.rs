@@ -15,7 +15,11 @@ use crate::io::open_input;
 /// Reads the stream options of an existing Jelly file (its first options row).
 pub fn options_from_file(path: &str) -> CliResult<StreamOptions> {
     let input = open_input(path)?;
-    let mut r = JellyReader::new(input.reader);
+    let mut r = JellyReader::with_options(
+        input.reader,
+        crate::limits::decoder_options(),
+        jelly::Delimiting::Auto,
+    );
     let frame = r.next_frame().map_err(|e| decode_error(&input.name, &e))?;
     if let Some(mut f) = frame
         && let Some(Event::Options(o)) =

@@ -139,7 +139,11 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
     let input = open_input(in_path)?;
     let name = input.name.clone();
     let mut progress = Progress::new(quiet, input.bytes_read.clone());
-    let mut reader = JellyReader::new(input.reader);
+    let mut reader = JellyReader::with_options(
+        input.reader,
+        crate::limits::decoder_options(),
+        jelly::Delimiting::Auto,
+    );
     let mut prefixes: Vec<(String, String)> = Vec::new();
     let combined_name = display_name(args.to.as_deref().unwrap_or("-"), false);
     let mut combined = match &args.split_frames {

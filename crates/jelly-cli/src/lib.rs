@@ -10,6 +10,7 @@ pub mod format;
 pub mod from_jelly;
 pub mod inspect;
 pub mod io;
+pub mod limits;
 pub mod patch;
 pub mod publish;
 pub mod rdf_read;
@@ -29,6 +30,7 @@ use error::CliResult;
 /// Runs a parsed command line.
 pub fn run(cli: &Cli) -> CliResult {
     let q = cli.quiet;
+    limits::set(&cli.limits);
     match &cli.command {
         Command::Rdf(RdfCommand::ToJelly(a)) => to_jelly::run(a, q),
         Command::Rdf(RdfCommand::FromJelly(a)) => from_jelly::run(a, q),

@@ -40,7 +40,11 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
                 None => progress = Some(Progress::new(quiet, input.bytes_read.clone())),
                 Some(p) => p.set_bytes(input.bytes_read.clone()),
             }
-            let mut reader = JellyReader::new(input.reader);
+            let mut reader = JellyReader::with_options(
+                input.reader,
+                crate::limits::decoder_options(),
+                jelly::Delimiting::Auto,
+            );
             if let Some(w) = writer.as_mut() {
                 w.start_input(n + 1, inputs.len());
             }
@@ -84,6 +88,9 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
                                     .and_then(|f| logical_for_frame_per(f, opts.physical_type))
                             {
                                 opts.logical_type = l;
+                            }
+                            if !quiet && let Some(note) = crate::limits::writer_note(&opts) {
+                                eprintln!("jelly: {note}");
                             }
                             let Some(out) = output.take() else {
                                 continue;

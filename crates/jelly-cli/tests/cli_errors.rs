@@ -367,3 +367,55 @@ fn failed_commands_leave_the_output_file_alone() {
     let again = ok(&["rdf", "from-jelly", s(&same)], None);
     assert_eq!(again.stdout, back.stdout);
 }
+
+/// A stream with tables beyond the readers' default caps is written with a note, refused
+/// by default, and read with the `--max-*` reader limits raised; lowered limits refuse.
+#[test]
+fn reader_limits_are_flags() {
+    let d = tmp("reader-limits");
+    let src = head(NANOPUBS, 100, &d, "np.nq");
+    let big = d.join("big.jelly");
+    let r = ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&src),
+            "--opt.max-name-table-size",
+            "100000",
+            "-o",
+            s(&big),
+        ],
+        None,
+    );
+    assert!(r.stderr.contains("name table 100000"), "{}", r.stderr);
+    assert!(r.stderr.contains("--max-name-table"), "{}", r.stderr);
+    for verb in ["from-jelly", "inspect", "validate", "transcode"] {
+        let r = jelly(&["rdf", verb, s(&big)], None);
+        assert_eq!(r.code, 1, "{verb}: {}", r.stderr);
+        assert!(r.stderr.contains("limit of 4096"), "{verb}: {}", r.stderr);
+        ok(&["rdf", verb, s(&big), "--max-name-table", "100000"], None);
+    }
+    let back = ok(
+        &["rdf", "from-jelly", s(&big), "--max-name-table", "100000"],
+        None,
+    );
+    assert_iso(
+        &parse(&back.stdout),
+        &parse(&std::fs::read(&src).unwrap()),
+        "big tables",
+    );
+    let r = jelly(
+        &[
+            "rdf",
+            "from-jelly",
+            s(&big),
+            "--max-name-table",
+            "100000",
+            "--max-frame-size",
+            "100",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("100"), "{}", r.stderr);
+}
