@@ -60,6 +60,14 @@ impl Sink {
                 w.write(st).map_err(|e| CliError::io(out_name, &e))
             }
             Sink::Ox { format, out, ser } => {
+                if *format == Format::Rdfxml
+                    && let Some(why) = crate::format::rdfxml_problem(st)
+                {
+                    return Err(CliError::invalid(format!(
+                        "{}: {why}; use another --out-format",
+                        at()
+                    )));
+                }
                 let q = st.to_oxrdf_quad().map_err(|e| {
                     CliError::invalid(format!(
                         "{}: {e}; {} cannot hold this statement, use --out-format nq",
@@ -70,6 +78,9 @@ impl Sink {
                 if ser.is_none() {
                     let mut s = RdfSerializer::from_format(format.oxrdfio());
                     for (name, iri) in prefixes {
+                        if !crate::format::is_turtle_prefix_name(name) {
+                            continue;
+                        }
                         if let Ok(with) = s.clone().with_prefix(name.clone(), iri.clone()) {
                             s = with;
                         }
@@ -107,6 +118,9 @@ impl Sink {
                 // No statement: still write a valid (empty) document.
                 let mut s = RdfSerializer::from_format(format.oxrdfio());
                 for (name, iri) in prefixes {
+                    if !crate::format::is_turtle_prefix_name(name) {
+                        continue;
+                    }
                     if let Ok(with) = s.clone().with_prefix(name.clone(), iri.clone()) {
                         s = with;
                     }

@@ -494,3 +494,75 @@ fn transcode_keeps_frame_metadata() {
     };
     assert_eq!(seen, vec![want("0", "sensor-a"), want("1", "sensor-b")]);
 }
+
+/// What RDF/XML cannot hold is refused with the statement named, not written as
+/// broken XML; a namespace whose name Turtle cannot declare is left out of the prefixes.
+#[test]
+fn output_formats_refuse_what_they_cannot_write() {
+    let d = tmp("unwritable");
+    let ctrl = d.join("ctrl.nt");
+    std::fs::write(&ctrl, "<http://a/s> <http://a/p> \"x\\u0001y\" .\n").unwrap();
+    let j = ok(&["rdf", "to-jelly", s(&ctrl)], None);
+    let r = jelly(
+        &["rdf", "from-jelly", "--out-format", "rdfxml"],
+        Some(&j.stdout),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("U+0001") && r.stderr.contains("frame 0"),
+        "{}",
+        r.stderr
+    );
+    // The same statement is fine in N-Triples.
+    ok(
+        &["rdf", "from-jelly", "--out-format", "nt"],
+        Some(&j.stdout),
+    );
+
+    let num = d.join("num.nt");
+    std::fs::write(&num, "<http://a/s> <http://a/123> \"x\" .\n").unwrap();
+    let j = ok(&["rdf", "to-jelly", s(&num)], None);
+    let r = jelly(
+        &["rdf", "from-jelly", "--out-format", "rdfxml"],
+        Some(&j.stdout),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("<http://a/123>"), "{}", r.stderr);
+    // A predicate that ends in a name is written, and reads back.
+    let fine = d.join("fine.nt");
+    std::fs::write(&fine, "<http://a/s> <http://a/1x> \"x\" .\n").unwrap();
+    let j = ok(&["rdf", "to-jelly", s(&fine)], None);
+    let xml = ok(
+        &["rdf", "from-jelly", "--out-format", "rdfxml"],
+        Some(&j.stdout),
+    );
+    let xml_file = d.join("fine.rdf");
+    std::fs::write(&xml_file, &xml.stdout).unwrap();
+    let again = ok(&["rdf", "to-jelly", s(&xml_file)], None);
+    let nt = ok(
+        &["rdf", "from-jelly", "--out-format", "nt"],
+        Some(&again.stdout),
+    );
+    assert_eq!(nt.out(), std::fs::read_to_string(&fine).unwrap());
+
+    let mut w = jelly::JellyWriterBuilder::new(jelly::StreamOptions::small())
+        .namespace_declarations(true)
+        .build(Vec::new())
+        .unwrap();
+    w.declare_namespace("bad:name x", "http://a/").unwrap();
+    w.declare_namespace("ok", "http://a/").unwrap();
+    w.add(jelly::StatementRef::triple(
+        jelly::TermRef::Iri("http://a/s"),
+        jelly::TermRef::Iri("http://a/p"),
+        jelly::TermRef::Iri("http://a/o"),
+    ))
+    .unwrap();
+    let stream = w.finish().unwrap();
+    let ttl = ok(&["rdf", "from-jelly", "--out-format", "ttl"], Some(&stream));
+    assert!(!ttl.out().contains("bad:name"), "{}", ttl.out());
+    assert!(
+        ttl.out().contains("@prefix ok: <http://a/>"),
+        "{}",
+        ttl.out()
+    );
+}

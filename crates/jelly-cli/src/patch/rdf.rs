@@ -148,6 +148,9 @@ pub fn write_rdf<'a>(
         _ => {
             let mut s = RdfSerializer::from_format(format.oxrdfio());
             for (name, iri) in prefixes {
+                if !crate::format::is_turtle_prefix_name(name) {
+                    continue;
+                }
                 if let Ok(with) = s.clone().with_prefix(name.clone(), iri.clone()) {
                     s = with;
                 }
