@@ -18,6 +18,8 @@ pub struct Cli {
     /// No progress display and no summary lines on stderr.
     #[arg(short, long, global = true)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub limits: ReaderLimitArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -49,6 +51,33 @@ pub enum Command {
         #[arg(value_enum)]
         shell: Shell,
     },
+}
+
+/// Limits on the Jelly streams read (defaults: the library's, 4096 / 1024 / 256 table
+/// entries, nesting 100, 64 MiB frames). A stream that asks for more is refused with an
+/// error that names the limit.
+#[derive(Debug, Args, Default)]
+pub struct ReaderLimitArgs {
+    /// Largest name table a Jelly input may ask for.
+    #[arg(long, global = true, value_name = "N", help_heading = "Reader limits")]
+    pub max_name_table: Option<u32>,
+    /// Largest prefix table a Jelly input may ask for.
+    #[arg(long, global = true, value_name = "N", help_heading = "Reader limits")]
+    pub max_prefix_table: Option<u32>,
+    /// Largest datatype table a Jelly input may ask for.
+    #[arg(long, global = true, value_name = "N", help_heading = "Reader limits")]
+    pub max_datatype_table: Option<u32>,
+    /// Deepest nesting of quoted triples accepted in a Jelly input.
+    #[arg(long, global = true, value_name = "N", help_heading = "Reader limits")]
+    pub max_nesting: Option<usize>,
+    /// Largest Jelly frame accepted, in bytes.
+    #[arg(
+        long,
+        global = true,
+        value_name = "BYTES",
+        help_heading = "Reader limits"
+    )]
+    pub max_frame_size: Option<u64>,
 }
 
 /// Shells for completion scripts.

@@ -5,7 +5,7 @@ use std::io::{self, BufRead, Write};
 
 use jelly::{
     Event, FramePolicy, JellyReader, JellyWriter, JellyWriterBuilder, LogicalType, PhysicalType,
-    StatementRef, StreamOptions, Term, WriteError,
+    StatementRef, StreamOptions, Term, TermRef, WriteError,
 };
 
 use crate::cli::{FramePer, FramingArgs, PhysicalArg, Preset, StreamOptionArgs};
@@ -15,7 +15,11 @@ use crate::io::open_input;
 /// Reads the stream options of an existing Jelly file (its first options row).
 pub fn options_from_file(path: &str) -> CliResult<StreamOptions> {
     let input = open_input(path)?;
-    let mut r = JellyReader::new(input.reader);
+    let mut r = JellyReader::with_options(
+        input.reader,
+        crate::limits::decoder_options(),
+        jelly::Delimiting::Auto,
+    );
     let frame = r.next_frame().map_err(|e| decode_error(&input.name, &e))?;
     if let Some(mut f) = frame
         && let Some(Event::Options(o)) =
@@ -172,6 +176,9 @@ pub struct GroupingWriter<W: Write> {
     last_graph: Option<Term>,
     out_name: String,
     ns_enabled: bool,
+    /// Prefix given to the blank-node labels of the current input (see
+    /// [`GroupingWriter::start_input`]).
+    bnode_prefix: Option<String>,
 }
 
 impl<W: Write> GroupingWriter<W> {
@@ -204,7 +211,15 @@ impl<W: Write> GroupingWriter<W> {
             last_graph: None,
             out_name: out_name.to_string(),
             ns_enabled,
+            bnode_prefix: None,
         })
+    }
+
+    /// Starts input `n` (from 1) of `count`. A blank-node label belongs to its
+    /// document, so with several inputs each one's labels get a prefix of their own
+    /// (`i1_`, `i2_`, …): `_:b0` of two files stays two nodes. One input keeps its labels.
+    pub fn start_input(&mut self, n: usize, count: usize) {
+        self.bnode_prefix = (count > 1).then(|| format!("i{n}_"));
     }
 
     /// Maps a writer error; `at` locates the statement in the input.
@@ -229,6 +244,21 @@ impl<W: Write> GroupingWriter<W> {
                 }
                 self.last_graph = Some(g.to_owned());
             }
+        }
+        if let Some(prefix) = &self.bnode_prefix
+            && statement_has_blank_node(st)
+        {
+            let mut owned = st.to_owned();
+            for t in [&mut owned.subject, &mut owned.predicate, &mut owned.object] {
+                prefix_blank_nodes(t, prefix);
+            }
+            if let Some(g) = &mut owned.graph {
+                prefix_blank_nodes(g, prefix);
+            }
+            return self
+                .writer
+                .add(owned.as_ref())
+                .map_err(|e| self.err(e, &at()));
         }
         self.writer.add(st).map_err(|e| self.err(e, &at()))
     }
@@ -278,6 +308,34 @@ impl<W: Write> GroupingWriter<W> {
             WriteError::Io(io) => CliError::io(&name, &io),
             other => CliError::invalid(format!("{name}: {other}")),
         })
+    }
+}
+
+fn has_blank_node(t: TermRef<'_>) -> bool {
+    match t {
+        TermRef::BlankNode(_) => true,
+        TermRef::Triple(q) => (0..3).any(|i| has_blank_node(q.term(i))),
+        _ => false,
+    }
+}
+
+fn statement_has_blank_node(st: StatementRef<'_>) -> bool {
+    has_blank_node(st.subject)
+        || has_blank_node(st.predicate)
+        || has_blank_node(st.object)
+        || st.graph.is_some_and(has_blank_node)
+}
+
+/// Puts `prefix` in front of every blank-node label in `t`, quoted triples included.
+fn prefix_blank_nodes(t: &mut Term, prefix: &str) {
+    match t {
+        Term::BlankNode(label) => label.insert_str(0, prefix),
+        Term::Triple(q) => {
+            prefix_blank_nodes(&mut q.subject, prefix);
+            prefix_blank_nodes(&mut q.predicate, prefix);
+            prefix_blank_nodes(&mut q.object, prefix);
+        }
+        _ => {}
     }
 }
 

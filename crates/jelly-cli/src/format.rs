@@ -1,6 +1,7 @@
 //! RDF text formats known to the command line.
 
 use clap::ValueEnum;
+use jelly::{LiteralKind, StatementRef, TermRef};
 use oxrdfio::{JsonLdProfileSet, RdfFormat};
 
 use crate::io::strip_compression;
@@ -97,4 +98,84 @@ impl Format {
 pub fn is_jelly_path(path: &str) -> bool {
     let (base, _) = strip_compression(path);
     base.to_ascii_lowercase().ends_with(".jelly")
+}
+
+/// Why `st` cannot be written as RDF/XML, or `None`: text that XML 1.0 cannot hold
+/// (control characters other than tab, line feed and carriage return), or a predicate
+/// that does not end in an XML name (RDF/XML writes predicates as element names, so
+/// `<http://ex.org/123>` has none). The serializer would write either as broken XML.
+pub fn rdfxml_problem(st: StatementRef<'_>) -> Option<String> {
+    fn bad_char(text: &str) -> Option<char> {
+        text.chars().find(|&c| {
+            matches!(c, '\u{0}'..='\u{8}' | '\u{B}' | '\u{C}' | '\u{E}'..='\u{1F}' | '\u{FFFE}' | '\u{FFFF}')
+        })
+    }
+    fn check(t: TermRef<'_>) -> Option<String> {
+        let texts: [Option<&str>; 2] = match t {
+            TermRef::Iri(s) | TermRef::BlankNode(s) => [Some(s), None],
+            TermRef::Literal(l) => match l.kind {
+                LiteralKind::Simple => [Some(l.lex), None],
+                LiteralKind::Lang(x) | LiteralKind::Typed(x) => [Some(l.lex), Some(x)],
+            },
+            TermRef::Triple(q) => return (0..3).find_map(|i| check(q.term(i))),
+            TermRef::DefaultGraph => [None, None],
+        };
+        texts.into_iter().flatten().find_map(|s| {
+            bad_char(s).map(|c| format!("U+{:04X} in {t}, which XML 1.0 cannot hold", u32::from(c)))
+        })
+    }
+    let terms = [
+        Some(st.subject),
+        Some(st.predicate),
+        Some(st.object),
+        st.graph,
+    ];
+    if let Some(p) = terms.into_iter().flatten().find_map(check) {
+        return Some(p);
+    }
+    if let TermRef::Iri(p) = st.predicate {
+        // The name at the end of the IRI, as the serializer splits it: the last run of
+        // XML name characters (no colon), from its first name-start character.
+        let run_start = p
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| !is_xml_name_char(c) || c == ':')
+            .map_or(0, |(i, c)| i + c.len_utf8());
+        if !p[run_start..].chars().any(is_xml_name_start_char) {
+            return Some(format!(
+                "predicate <{p}> does not end in an XML name, so RDF/XML cannot write it"
+            ));
+        }
+    }
+    None
+}
+
+/// An XML `NameStartChar` other than `:`.
+fn is_xml_name_start_char(c: char) -> bool {
+    matches!(c,
+        'A'..='Z' | '_' | 'a'..='z' | '\u{C0}'..='\u{D6}' | '\u{D8}'..='\u{F6}'
+        | '\u{F8}'..='\u{2FF}' | '\u{370}'..='\u{37D}' | '\u{37F}'..='\u{1FFF}'
+        | '\u{200C}'..='\u{200D}' | '\u{2070}'..='\u{218F}' | '\u{2C00}'..='\u{2FEF}'
+        | '\u{3001}'..='\u{D7FF}' | '\u{F900}'..='\u{FDCF}' | '\u{FDF0}'..='\u{FFFD}'
+        | '\u{10000}'..='\u{EFFFF}')
+}
+
+/// An XML `NameChar` (`:` included).
+fn is_xml_name_char(c: char) -> bool {
+    c == ':'
+        || is_xml_name_start_char(c)
+        || matches!(c, '-' | '.' | '0'..='9' | '\u{B7}' | '\u{300}'..='\u{36F}' | '\u{203F}'..='\u{2040}')
+}
+
+/// True if `name` can be declared as a prefix in Turtle and TriG (`PN_PREFIX`, or empty).
+pub fn is_turtle_prefix_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    match chars.next() {
+        None => true,
+        Some(first) => {
+            first.is_alphabetic()
+                && !name.ends_with('.')
+                && chars.all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '\u{B7}'))
+        }
+    }
 }

@@ -60,6 +60,14 @@ impl Sink {
                 w.write(st).map_err(|e| CliError::io(out_name, &e))
             }
             Sink::Ox { format, out, ser } => {
+                if *format == Format::Rdfxml
+                    && let Some(why) = crate::format::rdfxml_problem(st)
+                {
+                    return Err(CliError::invalid(format!(
+                        "{}: {why}; use another --out-format",
+                        at()
+                    )));
+                }
                 let q = st.to_oxrdf_quad().map_err(|e| {
                     CliError::invalid(format!(
                         "{}: {e}; {} cannot hold this statement, use --out-format nq",
@@ -70,6 +78,9 @@ impl Sink {
                 if ser.is_none() {
                     let mut s = RdfSerializer::from_format(format.oxrdfio());
                     for (name, iri) in prefixes {
+                        if !crate::format::is_turtle_prefix_name(name) {
+                            continue;
+                        }
                         if let Ok(with) = s.clone().with_prefix(name.clone(), iri.clone()) {
                             s = with;
                         }
@@ -107,6 +118,9 @@ impl Sink {
                 // No statement: still write a valid (empty) document.
                 let mut s = RdfSerializer::from_format(format.oxrdfio());
                 for (name, iri) in prefixes {
+                    if !crate::format::is_turtle_prefix_name(name) {
+                        continue;
+                    }
                     if let Ok(with) = s.clone().with_prefix(name.clone(), iri.clone()) {
                         s = with;
                     }
@@ -139,7 +153,11 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
     let input = open_input(in_path)?;
     let name = input.name.clone();
     let mut progress = Progress::new(quiet, input.bytes_read.clone());
-    let mut reader = JellyReader::new(input.reader);
+    let mut reader = JellyReader::with_options(
+        input.reader,
+        crate::limits::decoder_options(),
+        jelly::Delimiting::Auto,
+    );
     let mut prefixes: Vec<(String, String)> = Vec::new();
     let combined_name = display_name(args.to.as_deref().unwrap_or("-"), false);
     let mut combined = match &args.split_frames {

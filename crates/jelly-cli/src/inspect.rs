@@ -5,10 +5,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::io::{BufRead, Read, Write};
 
 use hashbrown::HashSet;
-use jelly::{
-    Decoder, DecoderOptions, DecoderStats, Delimiting, Event, StreamOptions, TermRef,
-    detect_delimiting,
-};
+use jelly::{Decoder, DecoderStats, Delimiting, Event, StreamOptions, TermRef, detect_delimiting};
 use jelly_proto::fields::{entry, frame as ff, row};
 use jelly_proto::wire::{Reader, WireType};
 
@@ -316,7 +313,7 @@ pub fn inspect(args: &InspectArgs, quiet: bool) -> CliResult<Value> {
     let input = open_input(in_path)?;
     let name = input.name.clone();
     let mut progress = Progress::new(quiet, input.bytes_read.clone());
-    let cfg = DecoderOptions::default();
+    let cfg = crate::limits::decoder_options();
     let mut frames = RawFrames::new(input.reader, Delimiting::Auto, cfg.max_frame_bytes);
     let mut dec = Decoder::new(cfg);
     let mut buf = Vec::new();

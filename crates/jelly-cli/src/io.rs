@@ -2,9 +2,9 @@
 //! bytes on input and chosen by extension on output, and the progress bar.
 
 use std::cell::Cell;
-use std::fs::File;
+use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -119,54 +119,105 @@ pub fn strip_compression(path: &str) -> (&str, Compression) {
 }
 
 /// An output: a file or stdout, maybe compressed. Call [`Output::finish`] at the end.
-pub enum Output {
+///
+/// A regular file is written under a temporary name beside it and renamed over it by
+/// `finish`, so a command that fails (bad arguments, bad input halfway through) leaves
+/// the file as it was, and an output that is also one of the inputs is read whole
+/// before it is replaced.
+pub struct Output {
+    writer: Writer,
+    pending: Option<PendingFile>,
+}
+
+enum Writer {
     Plain(BufWriter<Box<dyn Write>>),
     Gzip(flate2::write::GzEncoder<BufWriter<Box<dyn Write>>>),
     Zstd(zstd::Encoder<'static, BufWriter<Box<dyn Write>>>),
 }
 
+/// A temporary file that becomes `dest` on [`PendingFile::commit`], and is removed if
+/// dropped before.
+struct PendingFile {
+    tmp: PathBuf,
+    dest: PathBuf,
+}
+
+impl PendingFile {
+    fn commit(self) -> io::Result<()> {
+        let r = fs::rename(&self.tmp, &self.dest);
+        if r.is_ok() {
+            std::mem::forget(self);
+        }
+        r
+    }
+}
+
+impl Drop for PendingFile {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.tmp);
+    }
+}
+
 impl Output {
-    /// Flushes and closes the compression stream.
+    /// Flushes and closes the compression stream, then puts the file in place.
     pub fn finish(self) -> io::Result<()> {
-        let mut inner = match self {
-            Output::Plain(w) => w,
-            Output::Gzip(g) => g.finish()?,
-            Output::Zstd(z) => z.finish()?,
+        let mut inner = match self.writer {
+            Writer::Plain(w) => w,
+            Writer::Gzip(g) => g.finish()?,
+            Writer::Zstd(z) => z.finish()?,
         };
-        inner.flush()
+        inner.flush()?;
+        drop(inner);
+        match self.pending {
+            Some(p) => p.commit(),
+            None => Ok(()),
+        }
     }
 }
 
 impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Output::Plain(w) => w.write(buf),
-            Output::Gzip(w) => w.write(buf),
-            Output::Zstd(w) => w.write(buf),
+        match &mut self.writer {
+            Writer::Plain(w) => w.write(buf),
+            Writer::Gzip(w) => w.write(buf),
+            Writer::Zstd(w) => w.write(buf),
         }
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        match self {
-            Output::Plain(w) => w.write_all(buf),
-            Output::Gzip(w) => w.write_all(buf),
-            Output::Zstd(w) => w.write_all(buf),
+        match &mut self.writer {
+            Writer::Plain(w) => w.write_all(buf),
+            Writer::Gzip(w) => w.write_all(buf),
+            Writer::Zstd(w) => w.write_all(buf),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Output::Plain(w) => w.flush(),
-            Output::Gzip(w) => w.flush(),
-            Output::Zstd(w) => w.flush(),
+        match &mut self.writer {
+            Writer::Plain(w) => w.flush(),
+            Writer::Gzip(w) => w.flush(),
+            Writer::Zstd(w) => w.flush(),
         }
     }
 }
 
-/// Opens `path` for writing (`-` or `None` for stdout); compression by extension.
+/// Opens `path` for writing (`-` or `None` for stdout); compression by extension. A
+/// regular file (new or existing) is replaced only when [`Output::finish`] succeeds;
+/// anything else (a device, a pipe) is written in place.
 pub fn open_output(path: Option<&str>) -> CliResult<Output> {
+    open(path, true)
+}
+
+/// [`open_output`] for output that must reach the file as it is written (a
+/// subscription that runs until interrupted): the file is truncated and written in place.
+pub fn open_output_live(path: Option<&str>) -> CliResult<Output> {
+    open(path, false)
+}
+
+fn open(path: Option<&str>, replace_at_end: bool) -> CliResult<Output> {
     let path = path.unwrap_or("-");
     let name = display_name(path, false);
+    let mut pending = None;
     let (raw, compression): (Box<dyn Write>, Compression) = if path == "-" {
         (Box::new(io::stdout().lock()), Compression::None)
     } else {
@@ -179,20 +230,72 @@ pub fn open_output(path: Option<&str>) -> CliResult<Output> {
                 dir.display()
             )));
         }
-        let f = File::create(path).map_err(|e| CliError::io(&name, &e))?;
+        // Through a symbolic link, the file it points to is the one replaced.
+        let existing = fs::metadata(path).ok();
+        if existing.as_ref().is_some_and(|m| m.is_dir()) {
+            return Err(CliError::usage(format!("{name}: is a directory")));
+        }
+        let dest = match &existing {
+            Some(_) => fs::canonicalize(path).ok(),
+            // A dangling symbolic link is written through, as `File::create` does.
+            None if fs::symlink_metadata(path).is_ok() => None,
+            None => Some(PathBuf::from(path)),
+        };
+        let f = match (existing, dest) {
+            (Some(m), _) if !m.is_file() => None,
+            _ if !replace_at_end => None,
+            (_, None) => None,
+            (existing, Some(dest)) => {
+                let (f, tmp) = temp_beside(&dest).map_err(|e| CliError::io(&name, &e))?;
+                if let Some(m) = &existing {
+                    // Best effort: the replaced file's permissions carry over.
+                    let _ = fs::set_permissions(&tmp, m.permissions());
+                }
+                pending = Some(PendingFile { tmp, dest });
+                Some(f)
+            }
+        };
+        let f = match f {
+            Some(f) => f,
+            None => File::create(path).map_err(|e| CliError::io(&name, &e))?,
+        };
         (Box::new(f), strip_compression(path).1)
     };
     let w = BufWriter::with_capacity(256 * 1024, raw);
-    Ok(match compression {
-        Compression::None => Output::Plain(w),
-        Compression::Gzip => Output::Gzip(flate2::write::GzEncoder::new(
+    let writer = match compression {
+        Compression::None => Writer::Plain(w),
+        Compression::Gzip => Writer::Gzip(flate2::write::GzEncoder::new(
             w,
             flate2::Compression::default(),
         )),
         Compression::Zstd => {
-            Output::Zstd(zstd::Encoder::new(w, 3).map_err(|e| CliError::io(&name, &e))?)
+            Writer::Zstd(zstd::Encoder::new(w, 3).map_err(|e| CliError::io(&name, &e))?)
         }
-    })
+    };
+    Ok(Output { writer, pending })
+}
+
+/// A new file in the folder of `dest`, named after it (`.NAME.PID.N.tmp`).
+fn temp_beside(dest: &Path) -> io::Result<(File, PathBuf)> {
+    let dir = dest.parent().unwrap_or(Path::new("."));
+    let base = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut last = None;
+    for n in 0..100u32 {
+        let tmp = dir.join(format!(".{base}.{}.{n}.tmp", std::process::id()));
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((f, tmp)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("no free temporary name")))
 }
 
 /// A progress line on stderr, shown only on a terminal and without `--quiet`.

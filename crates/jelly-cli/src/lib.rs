@@ -10,6 +10,7 @@ pub mod format;
 pub mod from_jelly;
 pub mod inspect;
 pub mod io;
+pub mod limits;
 pub mod patch;
 pub mod publish;
 pub mod rdf_read;
@@ -29,6 +30,7 @@ use error::CliResult;
 /// Runs a parsed command line.
 pub fn run(cli: &Cli) -> CliResult {
     let q = cli.quiet;
+    limits::set(&cli.limits);
     match &cli.command {
         Command::Rdf(RdfCommand::ToJelly(a)) => to_jelly::run(a, q),
         Command::Rdf(RdfCommand::FromJelly(a)) => from_jelly::run(a, q),
@@ -42,7 +44,9 @@ pub fn run(cli: &Cli) -> CliResult {
         Command::Conformance(a) => conformance_cmd::run(a, q),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
-            let mut out = std::io::stdout();
+            // Generated into memory: clap_complete panics on a failed write (a closed
+            // pipe), and the write is where errors are handled.
+            let mut out = Vec::new();
             use clap_complete::Shell as S;
             let s = match shell {
                 Shell::Bash => S::Bash,
@@ -52,7 +56,12 @@ pub fn run(cli: &Cli) -> CliResult {
                 Shell::Powershell => S::PowerShell,
             };
             clap_complete::generate(s, &mut cmd, "jelly", &mut out);
-            Ok(())
+            use std::io::Write;
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(&out)
+                .and_then(|()| stdout.flush())
+                .map_err(|e| error::CliError::io("<stdout>", &e))
         }
     }
 }

@@ -17,9 +17,14 @@ fn main() -> ExitCode {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
+        // Where it happened, so that a report can be acted on.
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
         let _ = writeln!(
             std::io::stderr(),
-            "jelly: internal error: {msg} (please report this)"
+            "jelly: internal error: {msg}{at} (please report this)"
         );
     }));
     let cli = Cli::parse();

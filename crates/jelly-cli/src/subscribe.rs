@@ -13,7 +13,7 @@ use clap::{Args, ValueEnum};
 use jelly::{Decoder, Encoder, Event, Statement};
 
 use crate::error::{CliError, CliResult};
-use crate::io::{Output, open_output};
+use crate::io::{Output, open_output_live};
 use crate::publish::{items_url, percent_encode};
 
 pub const SUBSCRIBE_HELP: &str = "\
@@ -291,7 +291,7 @@ async fn connection(
 }
 
 pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
-    let out = open_output(a.to.as_deref())?;
+    let out = open_output_live(a.to.as_deref())?;
     let mut sink = Sink {
         format: a.format,
         out,

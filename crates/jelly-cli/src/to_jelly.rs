@@ -80,6 +80,9 @@ pub fn run(args: &ToJellyArgs, quiet: bool) -> CliResult {
     let own_parser = options.generalized_statements || options.rdf_star;
 
     let out_name = display_name(args.to.as_deref().unwrap_or("-"), false);
+    if !quiet && let Some(note) = crate::limits::writer_note(&options) {
+        eprintln!("jelly: {note}");
+    }
     let output = open_output(args.to.as_deref())?;
     let mut w = GroupingWriter::new(
         options,
@@ -90,7 +93,8 @@ pub fn run(args: &ToJellyArgs, quiet: bool) -> CliResult {
         &out_name,
     )?;
     let mut progress: Option<Progress> = None;
-    for (path, format) in inputs.iter().zip(&formats) {
+    for (n, (path, format)) in inputs.iter().zip(&formats).enumerate() {
+        w.start_input(n + 1, inputs.len());
         let input = open_input(path)?;
         match &mut progress {
             None => progress = Some(Progress::new(quiet, input.bytes_read.clone())),

@@ -33,16 +33,33 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
     let mut writer: Option<GroupingWriter<Output>> = None;
     let mut progress: Option<Progress> = None;
     let result = (|| -> CliResult {
-        for path in &inputs {
+        for (n, path) in inputs.iter().enumerate() {
             let input = open_input(path)?;
             let name = input.name.clone();
             match &mut progress {
                 None => progress = Some(Progress::new(quiet, input.bytes_read.clone())),
                 Some(p) => p.set_bytes(input.bytes_read.clone()),
             }
-            let mut reader = JellyReader::new(input.reader);
+            let mut reader = JellyReader::with_options(
+                input.reader,
+                crate::limits::decoder_options(),
+                jelly::Delimiting::Auto,
+            );
+            if let Some(w) = writer.as_mut() {
+                w.start_input(n + 1, inputs.len());
+            }
             while let Some(mut frame) = reader.next_frame().map_err(|e| decode_error(&name, &e))? {
                 let i = frame.index();
+                // Kept frame by frame, so the metadata stays with its frame; re-framed
+                // output has no frame to carry it.
+                let metadata: Vec<(String, Vec<u8>)> = if frame_per == Some(FramePer::Frame) {
+                    let m = frame.metadata().map_err(|e| decode_error(&name, &e))?;
+                    m.into_iter()
+                        .map(|(k, v)| (k.to_owned(), v.to_vec()))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
                 let at = || format!("{name}:frame {i}");
                 while let Some(ev) = frame.next_event().map_err(|e| decode_error(&name, &e))? {
                     match ev {
@@ -72,17 +89,22 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
                             {
                                 opts.logical_type = l;
                             }
+                            if !quiet && let Some(note) = crate::limits::writer_note(&opts) {
+                                eprintln!("jelly: {note}");
+                            }
                             let Some(out) = output.take() else {
                                 continue;
                             };
-                            writer = Some(GroupingWriter::new(
+                            let mut w = GroupingWriter::new(
                                 opts,
                                 &args.framing,
                                 frame_per,
                                 ns,
                                 out,
                                 &out_name,
-                            )?);
+                            )?;
+                            w.start_input(n + 1, inputs.len());
+                            writer = Some(w);
                         }
                         Event::Statement(st) => {
                             if let Some(w) = writer.as_mut() {
@@ -101,6 +123,9 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
                     }
                 }
                 if let Some(w) = writer.as_mut() {
+                    for (k, v) in metadata {
+                        w.writer.encoder().set_frame_metadata(k, v);
+                    }
                     w.end_input_frame()?;
                 }
             }

@@ -38,7 +38,7 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
     };
     let cfg = DecoderOptions {
         check_features: true,
-        ..DecoderOptions::default()
+        ..crate::limits::decoder_options()
     };
     let mut progress = Progress::new(quiet, input.bytes_read.clone());
     let mut reader = JellyReader::with_options(input.reader, cfg, delimiting);

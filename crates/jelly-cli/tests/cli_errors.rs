@@ -245,6 +245,33 @@ fn completions() {
         let r = ok(&["completions", sh], None).out();
         assert!(r.contains("jelly") && r.contains("to-jelly"), "{sh}");
     }
+    // A reader that has gone (`| head -1`) ends it quietly; a failed write is an I/O error.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_jelly"))
+        .args(["completions", "bash"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    if std::path::Path::new("/dev/full").exists() {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_jelly"))
+            .args(["completions", "bash"])
+            .stdout(full)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.starts_with("jelly: <stdout>: "), "{stderr}");
+        assert!(!stderr.contains("internal error"), "{stderr}");
+    }
 }
 
 /// N-Triples are parsed in ~1 MiB chunks on a second thread: a syntax error far into the
@@ -285,4 +312,110 @@ fn syntax_error_line_is_exact_beyond_the_first_chunk() {
     ok(&["rdf", "to-jelly", s(&nt), "-o", s(&out)], None);
     let n: usize = frames(&out).iter().map(Vec::len).sum();
     assert_eq!(n, 39_999);
+}
+
+/// A failing command leaves its output file as it was (bad arguments, a missing input,
+/// bad input halfway through), and an output that is also the input is read whole
+/// before it is replaced.
+#[test]
+fn failed_commands_leave_the_output_file_alone() {
+    let d = tmp("output-kept");
+    let src = head(NANOPUBS, 200, &d, "np.nq");
+    let keep = d.join("keep.jelly");
+    let before = b"earlier output".to_vec();
+    let mut bad_src = std::fs::read(&src).unwrap();
+    bad_src.extend_from_slice(b"<http://a> <http://b> .\n");
+    let bad = d.join("bad.nq");
+    std::fs::write(&bad, &bad_src).unwrap();
+    let runs: [&[&str]; 4] = [
+        &["rdf", "to-jelly", s(&src), "--opt.max-name-table-size", "7"],
+        &["rdf", "to-jelly", "/nonexistent/in.nq"],
+        &["rdf", "to-jelly", s(&bad)],
+        &["rdf", "transcode", s(&src)],
+    ];
+    for args in runs {
+        std::fs::write(&keep, &before).unwrap();
+        let mut args = args.to_vec();
+        args.extend(["-o", s(&keep)]);
+        let r = jelly(&args, None);
+        assert_ne!(r.code, 0, "{args:?}");
+        assert_eq!(
+            std::fs::read(&keep).unwrap(),
+            before,
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    // No temporary file is left behind.
+    let names: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+
+    // In place: the file is converted, not emptied.
+    let same = d.join("same.nq");
+    std::fs::copy(&src, &same).unwrap();
+    ok(&["rdf", "to-jelly", s(&same), "-o", s(&same)], None);
+    let back = ok(&["rdf", "from-jelly", s(&same)], None);
+    assert_iso(
+        &parse(&back.stdout),
+        &parse(&std::fs::read(&src).unwrap()),
+        "in-place to-jelly",
+    );
+    ok(&["rdf", "transcode", s(&same), "-o", s(&same)], None);
+    let again = ok(&["rdf", "from-jelly", s(&same)], None);
+    assert_eq!(again.stdout, back.stdout);
+}
+
+/// A stream with tables beyond the readers' default caps is written with a note, refused
+/// by default, and read with the `--max-*` reader limits raised; lowered limits refuse.
+#[test]
+fn reader_limits_are_flags() {
+    let d = tmp("reader-limits");
+    let src = head(NANOPUBS, 100, &d, "np.nq");
+    let big = d.join("big.jelly");
+    let r = ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&src),
+            "--opt.max-name-table-size",
+            "100000",
+            "-o",
+            s(&big),
+        ],
+        None,
+    );
+    assert!(r.stderr.contains("name table 100000"), "{}", r.stderr);
+    assert!(r.stderr.contains("--max-name-table"), "{}", r.stderr);
+    for verb in ["from-jelly", "inspect", "validate", "transcode"] {
+        let r = jelly(&["rdf", verb, s(&big)], None);
+        assert_eq!(r.code, 1, "{verb}: {}", r.stderr);
+        assert!(r.stderr.contains("limit of 4096"), "{verb}: {}", r.stderr);
+        ok(&["rdf", verb, s(&big), "--max-name-table", "100000"], None);
+    }
+    let back = ok(
+        &["rdf", "from-jelly", s(&big), "--max-name-table", "100000"],
+        None,
+    );
+    assert_iso(
+        &parse(&back.stdout),
+        &parse(&std::fs::read(&src).unwrap()),
+        "big tables",
+    );
+    let r = jelly(
+        &[
+            "rdf",
+            "from-jelly",
+            s(&big),
+            "--max-name-table",
+            "100000",
+            "--max-frame-size",
+            "100",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("100"), "{}", r.stderr);
 }

@@ -418,3 +418,151 @@ fn transcode_merges_reframes_and_changes_options() {
     assert!(insp.contains("physical_type: graphs"), "{insp}");
     assert_iso(&frames(&gj).concat(), &frames(&ja).concat(), "graphs");
 }
+
+/// Blank-node labels are scoped to their input: `_:b0` in two files is two nodes in
+/// the merged output (to-jelly and transcode), while one input keeps its labels.
+#[test]
+fn blank_nodes_of_different_inputs_stay_apart() {
+    let d = tmp("bnode-scope");
+    let (a, b) = (d.join("a.nt"), d.join("b.nt"));
+    std::fs::write(
+        &a,
+        "_:b0 <http://ex.org/p> \"A\" .\n_:b0 <http://ex.org/q> _:b1 .\n",
+    )
+    .unwrap();
+    std::fs::write(&b, "_:b0 <http://ex.org/p> \"B\" .\n").unwrap();
+    let expected = parse(
+        b"_:x <http://ex.org/p> \"A\" .\n_:x <http://ex.org/q> _:y .\n_:z <http://ex.org/p> \"B\" .\n",
+    );
+    let merged = ok(&["rdf", "to-jelly", s(&a), s(&b)], None);
+    let text = ok(&["rdf", "from-jelly"], Some(&merged.stdout));
+    assert_iso(&parse(&text.stdout), &expected, "to-jelly of two inputs");
+
+    let (ja, jb) = (d.join("a.jelly"), d.join("b.jelly"));
+    ok(&["rdf", "to-jelly", s(&a), "-o", s(&ja)], None);
+    ok(&["rdf", "to-jelly", s(&b), "-o", s(&jb)], None);
+    let single = ok(&["rdf", "from-jelly", s(&ja)], None);
+    assert_eq!(single.out(), std::fs::read_to_string(&a).unwrap());
+    let merged = ok(&["rdf", "transcode", s(&ja), s(&jb)], None);
+    let text = ok(&["rdf", "from-jelly"], Some(&merged.stdout));
+    assert_iso(&parse(&text.stdout), &expected, "transcode of two inputs");
+}
+
+/// `transcode` keeps each frame's metadata when it keeps the frames.
+#[test]
+fn transcode_keeps_frame_metadata() {
+    use jelly::{Encoder, StatementRef, StreamOptions, TermRef};
+    let d = tmp("transcode-metadata");
+    let mut enc = Encoder::new(StreamOptions::small()).unwrap();
+    let mut stream = Vec::new();
+    for (i, o) in ["a", "b"].into_iter().enumerate() {
+        enc.set_frame_metadata("offset", i.to_string());
+        enc.set_frame_metadata("source", format!("sensor-{o}"));
+        let st = StatementRef::triple(
+            TermRef::Iri("http://ex.org/s"),
+            TermRef::Iri("http://ex.org/p"),
+            TermRef::Iri(if i == 0 {
+                "http://ex.org/a"
+            } else {
+                "http://ex.org/b"
+            }),
+        );
+        enc.add(st).unwrap();
+        let frame = enc.finish_frame();
+        jelly_proto::wire::put_varint(&mut stream, frame.len() as u64);
+        stream.extend_from_slice(&frame);
+    }
+    let src = d.join("meta.jelly");
+    std::fs::write(&src, &stream).unwrap();
+    let out = ok(&["rdf", "transcode", s(&src), "--preset", "big"], None);
+    let mut reader = jelly::JellyReader::new(&out.stdout[..]);
+    let mut seen = Vec::new();
+    while let Some(frame) = reader.next_frame().unwrap() {
+        let m: Vec<(String, Vec<u8>)> = frame
+            .metadata()
+            .unwrap()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_vec()))
+            .collect();
+        seen.push(m);
+    }
+    let want = |i: &str, src: &str| {
+        vec![
+            ("offset".to_owned(), i.as_bytes().to_vec()),
+            ("source".to_owned(), src.as_bytes().to_vec()),
+        ]
+    };
+    assert_eq!(seen, vec![want("0", "sensor-a"), want("1", "sensor-b")]);
+}
+
+/// What RDF/XML cannot hold is refused with the statement named, not written as
+/// broken XML; a namespace whose name Turtle cannot declare is left out of the prefixes.
+#[test]
+fn output_formats_refuse_what_they_cannot_write() {
+    let d = tmp("unwritable");
+    let ctrl = d.join("ctrl.nt");
+    std::fs::write(&ctrl, "<http://a/s> <http://a/p> \"x\\u0001y\" .\n").unwrap();
+    let j = ok(&["rdf", "to-jelly", s(&ctrl)], None);
+    let r = jelly(
+        &["rdf", "from-jelly", "--out-format", "rdfxml"],
+        Some(&j.stdout),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("U+0001") && r.stderr.contains("frame 0"),
+        "{}",
+        r.stderr
+    );
+    // The same statement is fine in N-Triples.
+    ok(
+        &["rdf", "from-jelly", "--out-format", "nt"],
+        Some(&j.stdout),
+    );
+
+    let num = d.join("num.nt");
+    std::fs::write(&num, "<http://a/s> <http://a/123> \"x\" .\n").unwrap();
+    let j = ok(&["rdf", "to-jelly", s(&num)], None);
+    let r = jelly(
+        &["rdf", "from-jelly", "--out-format", "rdfxml"],
+        Some(&j.stdout),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("<http://a/123>"), "{}", r.stderr);
+    // A predicate that ends in a name is written, and reads back.
+    let fine = d.join("fine.nt");
+    std::fs::write(&fine, "<http://a/s> <http://a/1x> \"x\" .\n").unwrap();
+    let j = ok(&["rdf", "to-jelly", s(&fine)], None);
+    let xml = ok(
+        &["rdf", "from-jelly", "--out-format", "rdfxml"],
+        Some(&j.stdout),
+    );
+    let xml_file = d.join("fine.rdf");
+    std::fs::write(&xml_file, &xml.stdout).unwrap();
+    let again = ok(&["rdf", "to-jelly", s(&xml_file)], None);
+    let nt = ok(
+        &["rdf", "from-jelly", "--out-format", "nt"],
+        Some(&again.stdout),
+    );
+    assert_eq!(nt.out(), std::fs::read_to_string(&fine).unwrap());
+
+    let mut w = jelly::JellyWriterBuilder::new(jelly::StreamOptions::small())
+        .namespace_declarations(true)
+        .build(Vec::new())
+        .unwrap();
+    w.declare_namespace("bad:name x", "http://a/").unwrap();
+    w.declare_namespace("ok", "http://a/").unwrap();
+    w.add(jelly::StatementRef::triple(
+        jelly::TermRef::Iri("http://a/s"),
+        jelly::TermRef::Iri("http://a/p"),
+        jelly::TermRef::Iri("http://a/o"),
+    ))
+    .unwrap();
+    let stream = w.finish().unwrap();
+    let ttl = ok(&["rdf", "from-jelly", "--out-format", "ttl"], Some(&stream));
+    assert!(!ttl.out().contains("bad:name"), "{}", ttl.out());
+    assert!(
+        ttl.out().contains("@prefix ok: <http://a/>"),
+        "{}",
+        ttl.out()
+    );
+}

@@ -233,7 +233,7 @@ pub fn read_binary(
 ) -> CliResult<BinarySummary> {
     let cfg = DecoderOptions {
         check_features: true,
-        ..DecoderOptions::default()
+        ..crate::limits::decoder_options()
     };
     // A hint for text given as binary (by extension or --in-format).
     let text_like = reader

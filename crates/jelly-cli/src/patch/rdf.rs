@@ -67,7 +67,11 @@ pub fn load_rdf(path: &str, format: Option<Format>, quiet: bool) -> CliResult<Lo
     let r = (|| -> CliResult {
         match format {
             None => {
-                let mut reader = JellyReader::new(input.reader);
+                let mut reader = JellyReader::with_options(
+                    input.reader,
+                    crate::limits::decoder_options(),
+                    jelly::Delimiting::Auto,
+                );
                 while let Some(mut frame) =
                     reader.next_frame().map_err(|e| decode_error(&name, &e))?
                 {
@@ -144,6 +148,9 @@ pub fn write_rdf<'a>(
         _ => {
             let mut s = RdfSerializer::from_format(format.oxrdfio());
             for (name, iri) in prefixes {
+                if !crate::format::is_turtle_prefix_name(name) {
+                    continue;
+                }
                 if let Ok(with) = s.clone().with_prefix(name.clone(), iri.clone()) {
                     s = with;
                 }
