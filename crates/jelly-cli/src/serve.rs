@@ -60,13 +60,10 @@ pub struct ServeArgs {
     /// Publish the recorded weather stream into the topic `weather`.
     #[arg(long)]
     pub demo: bool,
-    /// Folder of the demo dataset (an .nt file and frames.txt).
-    #[arg(
-        long = "demo-data",
-        value_name = "DIR",
-        default_value = "../shared/datasets/iot-assist-weather"
-    )]
-    pub demo_data: PathBuf,
+    /// Folder of a demo dataset to replay instead of the built-in one (an .nt file and
+    /// frames.txt, e.g. ../shared/datasets/iot-assist-weather for all 395 items).
+    #[arg(long = "demo-data", value_name = "DIR", requires = "demo")]
+    pub demo_data: Option<PathBuf>,
     /// Demo items per second.
     #[arg(long = "demo-rate", value_name = "N", default_value_t = 4.0)]
     pub demo_rate: f64,
@@ -180,10 +177,13 @@ pub fn run(a: &ServeArgs, quiet: bool) -> CliResult {
         .with_writer(std::io::stderr)
         .with_target(false)
         .try_init();
-    let demo = if a.demo {
-        Some(demo_data(&a.demo_data)?)
-    } else {
-        None
+    let demo = match (&a.demo_data, a.demo) {
+        (Some(dir), true) => Some(demo_data(dir)?),
+        (None, true) => Some(
+            jelly_server::demo::DemoData::embedded()
+                .map_err(|e| CliError::io("the built-in demo data", &e))?,
+        ),
+        (_, false) => None,
     };
     let rt =
         jelly_server::runtime::build(&config).map_err(|e| CliError::io("tokio runtime", &e))?;

@@ -21,11 +21,35 @@ pub struct DemoData {
     pub items: Vec<String>,
 }
 
+/// The embedded demo stream (see `demo/README.md`): zstd-compressed N-Triples, and
+/// the triples per item.
+const EMBEDDED_NT: &[u8] = include_bytes!("../demo/weather.nt.zst");
+const EMBEDDED_FRAMES: &str = include_str!("../demo/weather-frames.txt");
+
 impl DemoData {
     /// Reads `data.nt` and splits it by the counts in `frames.txt` (comment lines start with `#`).
     pub fn load(nt: &Path, frames: &Path) -> std::io::Result<DemoData> {
         let text = std::fs::read_to_string(nt)?;
         let counts = std::fs::read_to_string(frames)?;
+        Self::split(&text, &counts, &frames.display().to_string())
+    }
+
+    /// The demo stream built into the binary: the first 100 items (25,300 triples) of
+    /// the weather dataset, so that `--demo` needs no files.
+    ///
+    /// ```
+    /// let d = jelly_server::demo::DemoData::embedded().unwrap();
+    /// assert_eq!(d.items.len(), 100);
+    /// ```
+    pub fn embedded() -> std::io::Result<DemoData> {
+        let text = zstd::decode_all(EMBEDDED_NT)?;
+        let text = String::from_utf8(text)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        Self::split(&text, EMBEDDED_FRAMES, "embedded weather-frames.txt")
+    }
+
+    /// Splits N-Triples `text` into items of the sizes listed in `counts`.
+    fn split(text: &str, counts: &str, counts_name: &str) -> std::io::Result<DemoData> {
         let mut lines = text.lines();
         let mut items = Vec::new();
         for c in counts.lines() {
@@ -36,7 +60,7 @@ impl DemoData {
             let n: usize = c.parse().map_err(|_| {
                 std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
-                    format!("{}: `{c}` is not a count", frames.display()),
+                    format!("{counts_name}: `{c}` is not a count"),
                 )
             })?;
             let mut item = String::new();
