@@ -202,6 +202,8 @@ enum Ended {
     BodyEnd,
     /// The connection broke.
     Broken(String),
+    /// The topic does not exist (yet); the server's message.
+    NoTopic(String),
 }
 
 struct State {
@@ -238,12 +240,17 @@ async fn connection(
     let status = resp.status();
     if !status.is_success() {
         let text = resp.text().await.unwrap_or_default();
-        let msg = serde_json::from_str::<serde_json::Value>(&text)
-            .ok()
+        let json = serde_json::from_str::<serde_json::Value>(&text).ok();
+        // A topic is created by its first publish: a follower started first waits.
+        let names_topic = json.as_ref().is_some_and(|v| v["topic"].is_string());
+        let msg = json
             .and_then(|v| v["error"].as_str().map(str::to_string))
             .unwrap_or(text);
         if status.is_server_error() {
             return Ok(Ended::Broken(format!("server error {status}: {msg}")));
+        }
+        if status == reqwest::StatusCode::NOT_FOUND && names_topic && !a.no_follow {
+            return Ok(Ended::NoTopic(msg));
         }
         return Err(CliError::invalid(format!("{status}: {msg}")));
     }
@@ -316,6 +323,7 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
     let result = rt.block_on(async {
         let mut last_ok = Instant::now();
         let mut backoff = Duration::from_millis(250);
+        let mut waiting_for_topic = false;
         loop {
             if a.max_items == Some(0) {
                 return Ok(());
@@ -327,6 +335,17 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
                     if !quiet {
                         eprintln!("jelly subscribe: the server closed the stream; reconnecting");
                     }
+                }
+                Ended::NoTopic(why) => {
+                    if !quiet && !waiting_for_topic {
+                        eprintln!(
+                            "jelly subscribe: {why}; waiting for its first publish (Ctrl-C to stop)"
+                        );
+                    }
+                    waiting_for_topic = true;
+                    last_ok = Instant::now();
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
                 }
                 Ended::Broken(why) => {
                     if last_ok.elapsed() > Duration::from_secs(a.retry_secs) {

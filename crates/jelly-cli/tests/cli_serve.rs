@@ -149,7 +149,29 @@ fn serve_publish_subscribe_round_trip() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"live\""));
 
-    // A retained offset that does not exist yet / an unknown topic: exit 1.
+    // A follower of a topic that does not exist yet waits for its first publish.
+    let follower = spawn_jelly(&[
+        "subscribe",
+        "later",
+        "--server",
+        s,
+        "--from",
+        "earliest",
+        "--max-items",
+        "1",
+    ]);
+    std::thread::sleep(Duration::from_millis(1500));
+    ok(
+        &["publish", "later", "-", "--server", s, "-q"],
+        Some(b"<http://ex.org/x> <http://ex.org/p> \"first\" .\n"),
+    );
+    let out = follower.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("waiting for its first publish"), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"first\""));
+
+    // With --no-follow, an unknown topic is an error: exit 1.
     let r = jelly(&["subscribe", "nope", "--server", s, "--no-follow"], None);
     assert_eq!(r.code, 1, "{}", r.stderr);
 
@@ -551,32 +573,9 @@ fn subscribe_resumes_by_itself_across_a_server_restart() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `jelly serve --demo` replays the weather dataset as a live topic: items in the
-/// order and sizes of the recorded stream, with the demo's source id, and a bounded
-/// log.
-#[test]
-fn serve_demo_publishes_the_weather_stream() {
-    let dataset = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/datasets/iot-assist-weather");
-    let counts: Vec<usize> = std::fs::read_to_string(dataset.join("frames.txt"))
-        .expect("shared/datasets beside the checkout")
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .take(3)
-        .map(|l| l.parse().unwrap())
-        .collect();
-    let dir = temp_dir("demo");
-    let srv = ServeProc::start_with(
-        &dir.join("data"),
-        &[
-            "--demo",
-            "--demo-data",
-            dataset.to_str().unwrap(),
-            "--demo-rate",
-            "50",
-        ],
-    );
+/// The statement counts of the first three items of the demo topic, each checked to
+/// carry the demo's source id.
+fn demo_item_sizes(srv: &ServeProc, dir: &std::path::Path) -> Vec<usize> {
     let out = dir.join("demo.jelly");
     ok(
         &[
@@ -611,7 +610,41 @@ fn serve_demo_publishes_the_weather_stream() {
         }
         sizes.push(n);
     }
-    assert_eq!(sizes, counts);
+    sizes
+}
+
+/// `jelly serve --demo` replays the weather dataset as a live topic: items in the
+/// order and sizes of the recorded stream, with the demo's source id, and a bounded
+/// log.
+#[test]
+fn serve_demo_publishes_the_weather_stream() {
+    let dataset = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/datasets/iot-assist-weather");
+    let counts: Vec<usize> = std::fs::read_to_string(dataset.join("frames.txt"))
+        .expect("shared/datasets beside the checkout")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .take(3)
+        .map(|l| l.parse().unwrap())
+        .collect();
+    // The built-in demo data (no --demo-data, from any folder) starts as the dataset does.
+    let builtin = temp_dir("demo-builtin");
+    let srv = ServeProc::start_with(&builtin.join("data"), &["--demo", "--demo-rate", "50"]);
+    assert_eq!(demo_item_sizes(&srv, &builtin), counts);
+    drop(srv);
+    let dir = temp_dir("demo");
+    let srv = ServeProc::start_with(
+        &dir.join("data"),
+        &[
+            "--demo",
+            "--demo-data",
+            dataset.to_str().unwrap(),
+            "--demo-rate",
+            "50",
+        ],
+    );
+    assert_eq!(demo_item_sizes(&srv, &dir), counts);
     // The demo topic is a triples topic whose log is bounded.
     let r = ok(
         &[

@@ -71,8 +71,12 @@ impl From<TopicError> for ApiError {
                 StatusCode::SERVICE_UNAVAILABLE
             }
         };
+        // Named for clients that act on it (`jelly subscribe` waits for a topic that
+        // does not exist yet, rather than for an unknown endpoint).
         let topic = match &e {
-            TopicError::Unavailable { topic, .. } => Some(topic.clone()),
+            TopicError::Unavailable { topic, .. } | TopicError::NotFound(topic) => {
+                Some(topic.clone())
+            }
             _ => None,
         };
         let err = ApiError::new(status, e.to_string());
