@@ -530,7 +530,13 @@ impl Follow {
             let mut out = Vec::new();
             let mut ends = Vec::with_capacity(items.len());
             self.offsets.clear();
+            let costly = self.filter.as_ref().is_some_and(|f| f.is_costly());
             for it in &items {
+                if costly {
+                    // Between ask evaluations: other tasks run, and a subscription
+                    // whose client has gone is dropped here rather than after the batch.
+                    tokio::task::yield_now().await;
+                }
                 if !self.accepts(it) {
                     self.next = it.offset + 1;
                     continue;

@@ -99,6 +99,8 @@ pub enum FilterError {
     #[error("ask: SPARQL syntax error: {message}")]
     AskSyntax { message: String },
     /// `ask` is valid SPARQL but not an ASK query.
+    #[error("ask: SERVICE is not available in filters (items are matched on their own)")]
+    Service,
     #[error("ask: only ASK queries are allowed, this is a {form} query")]
     NotAsk { form: &'static str },
     /// A gRPC metadata value that is not usable text.
@@ -114,7 +116,9 @@ impl FilterError {
     pub fn parameter(&self) -> Option<&'static str> {
         match self {
             FilterError::TooLong { param, .. } | FilterError::Invalid { param, .. } => Some(param),
-            FilterError::AskSyntax { .. } | FilterError::NotAsk { .. } => Some("ask"),
+            FilterError::AskSyntax { .. } | FilterError::NotAsk { .. } | FilterError::Service => {
+                Some("ask")
+            }
             FilterError::Metadata { .. } | FilterError::Item { .. } => None,
         }
     }
@@ -289,6 +293,9 @@ fn parse_ask(text: &str) -> Result<Query, FilterError> {
         .map_err(|e| FilterError::AskSyntax {
             message: e.to_string(),
         })?;
+    if calls_service(&query.to_string()) {
+        return Err(FilterError::Service);
+    }
     let form = match &query {
         Query::Ask { .. } => return Ok(query),
         Query::Select { .. } => "SELECT",
@@ -296,6 +303,36 @@ fn parse_ask(text: &str) -> Result<Query, FilterError> {
         Query::Describe { .. } => "DESCRIBE",
     };
     Err(FilterError::NotAsk { form })
+}
+
+/// Whether the SPARQL text `q` (the parsed query written out again, so keywords are
+/// upper case) has a `SERVICE` pattern: the keyword outside IRIs, strings and comments.
+fn calls_service(q: &str) -> bool {
+    let b = q.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'<' => i += q[i..].find('>').unwrap_or(q.len() - i),
+            quote @ (b'"' | b'\'') => {
+                i += 1;
+                while i < b.len() && b[i] != quote {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'#' => i += q[i..].find('\n').unwrap_or(q.len() - i),
+            _ if q[i..].starts_with("SERVICE")
+                && (i == 0 || !b[i - 1].is_ascii_alphanumeric())
+                && !b
+                    .get(i + 7)
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_') =>
+            {
+                return true;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    false
 }
 
 /// A compiled filter. Cheap to share between subscriptions (`Arc`).
@@ -315,6 +352,13 @@ impl ItemFilter {
     /// have equal keys.
     pub fn key(&self) -> &str {
         &self.key
+    }
+
+    /// True if checking an item may take long (an `ask` query, which runs up to its
+    /// work budget on every item): callers then let other tasks run, and a dropped
+    /// request stop, between items.
+    pub fn is_costly(&self) -> bool {
+        self.ask.is_some()
     }
 
     /// Whether the item passes every part of the filter. Cheap parts are checked
@@ -478,6 +522,13 @@ impl StatementPattern {
                 let b = oxrdf::BlankNode::from_str(tok).map_err(|e| bad(e.to_string()))?;
                 PatternTerm::Blank(slot(&mut names, true, b.as_str()))
             } else {
+                if tok.starts_with("<<(") && has_wildcard_inside(tok) {
+                    return Err(bad(
+                        "a quoted triple in a pattern is matched exactly: give its three \
+                         terms, not `*` or `?name`"
+                            .into(),
+                    ));
+                }
                 let t = oxrdf::Term::from_str(tok).map_err(|e| bad(e.to_string()))?;
                 if i == 3 && !matches!(t, oxrdf::Term::NamedNode(_)) {
                     return Err(bad(
@@ -603,6 +654,32 @@ fn split_terms(text: &str) -> Result<Vec<(usize, &str)>, FilterError> {
                 "more than 4 terms (subject predicate object [graph])",
             ));
         }
+    }
+}
+
+/// True if the quoted triple `tok` (as split by [`term_len`]) holds a `*` or a
+/// variable as one of its terms, at any depth.
+fn has_wildcard_inside(tok: &str) -> bool {
+    let inner = tok
+        .strip_prefix("<<(")
+        .and_then(|t| t.strip_suffix(")>>"))
+        .unwrap_or(tok);
+    let mut rest = inner;
+    loop {
+        let t = rest.trim_start();
+        if t.is_empty() {
+            return false;
+        }
+        if t.starts_with('*') || t.starts_with('?') || t.starts_with('$') {
+            return true;
+        }
+        let Ok(n) = term_len(t, 0) else {
+            return false;
+        };
+        if t.starts_with("<<(") && has_wildcard_inside(&t[..n]) {
+            return true;
+        }
+        rest = &t[n..];
     }
 }
 
@@ -1036,6 +1113,37 @@ mod tests {
         assert!(ask(
             "PREFIX s: <http://schema.org/> ASK { ?x s:name ?n FILTER(lang(?n) = 'en') }"
         ));
+    }
+
+    #[test]
+    fn service_and_quoted_wildcards_are_refused_up_front() {
+        let e =
+            filter(|f| f.ask = Some("ASK { SERVICE <http://ex.org/sparql> { ?s ?p ?o } }".into()))
+                .unwrap_err();
+        assert!(matches!(e, FilterError::Service), "{e:?}");
+        assert_eq!(e.parameter(), Some("ask"));
+        // The word inside a string or an IRI is not the keyword.
+        for q in [
+            "ASK { ?s ?p \"SERVICE <x>\" }",
+            "ASK { ?s <http://ex.org/SERVICE> ?o }",
+        ] {
+            assert!(filter(|f| f.ask = Some(q.into())).is_ok(), "{q}");
+        }
+        let e = filter(|f| f.pattern = Some("<<( * * * )>> * *".into())).unwrap_err();
+        assert!(e.to_string().contains("matched exactly"), "{e}");
+        let e = filter(|f| {
+            f.pattern = Some(
+                "<<( <http://a/s> <http://a/p> <<( ?x <http://a/q> <http://a/o> )>> )>> * *".into(),
+            )
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("matched exactly"), "{e}");
+        assert!(
+            filter(
+                |f| f.pattern = Some("<<( <http://a/s> <http://a/p> <http://a/o> )>> * *".into())
+            )
+            .is_ok()
+        );
     }
 
     #[test]

@@ -191,6 +191,24 @@ pub(super) fn pick_encoding(headers: &HeaderMap) -> Encoding {
     )
 }
 
+/// A numeric query parameter checked against its documented range: outside it the
+/// request is refused (400 naming the parameter) rather than quietly clamped, so that
+/// a client learns its value was not used.
+fn in_range<T: PartialOrd + std::fmt::Display + Copy>(
+    name: &'static str,
+    value: T,
+    lo: T,
+    hi: T,
+) -> Result<T, ApiError> {
+    if value < lo || value > hi {
+        return Err(ApiError::bad_request(format!(
+            "{name}={value} is out of range ({lo} to {hi})"
+        ))
+        .with("parameter", name));
+    }
+    Ok(value)
+}
+
 /// The `window` parameter, checked.
 pub(super) fn pick_window(window: Option<u64>) -> Result<u64, ApiError> {
     match window {
@@ -472,10 +490,16 @@ pub async fn poll(
     let filter = pick_filter(fq)?;
     let from = resolve_from(&t, q.from.as_deref(), "earliest").await?;
     let limits = ReadLimits {
-        max_items: q.max_items.unwrap_or(100).clamp(1, MAX_POLL_ITEMS),
-        max_bytes: q.max_bytes.unwrap_or(1 << 20).clamp(1, MAX_POLL_BYTES),
+        max_items: in_range("max_items", q.max_items.unwrap_or(100), 1, MAX_POLL_ITEMS)?,
+        max_bytes: in_range(
+            "max_bytes",
+            q.max_bytes.unwrap_or(1 << 20),
+            1,
+            MAX_POLL_BYTES,
+        )?,
     };
-    let wait = Duration::from_millis(q.wait_ms.unwrap_or(0).min(MAX_WAIT_MS));
+    let wait_ms = in_range("wait_ms", q.wait_ms.unwrap_or(0), 0, MAX_WAIT_MS)?;
+    let wait = Duration::from_millis(wait_ms);
     let read = |from| {
         let t = t.clone();
         async move {
@@ -505,13 +529,22 @@ pub async fn poll(
         };
         let Some(f) = &filter else { break items };
         let last = last.offset;
-        items.retain(|it| match f.accepts(it) {
-            Ok(yes) => yes,
-            Err(e) => {
-                tracing::debug!(topic = %t.name, error = %e, "filter cannot check item; skipped");
-                false
+        let mut kept = Vec::with_capacity(items.len());
+        for it in items {
+            match f.accepts(&it) {
+                Ok(true) => kept.push(it),
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::debug!(topic = %t.name, error = %e, "filter cannot check item; skipped");
+                }
             }
-        });
+            // A client that has gone drops this future at the next await: an ask
+            // query over a page of items must not run on for it.
+            if f.is_costly() {
+                tokio::task::yield_now().await;
+            }
+        }
+        let items = kept;
         next = last + 1;
         // A page with items that pass, or out of time: answer. Else read on.
         if !items.is_empty() || wait.is_zero() || tokio::time::Instant::now() >= deadline {
