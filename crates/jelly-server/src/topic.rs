@@ -32,6 +32,21 @@ impl Physical {
     }
 }
 
+/// A logical type given as a name (`"graphs"`), a number in a string (`"3"`) or a JSON
+/// number (`3`), kept as text (`logical_type` reads both).
+fn name_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum NameOrNumber {
+        Name(String),
+        Number(u64),
+    }
+    Ok(Option::<NameOrNumber>::deserialize(d)?.map(|v| match v {
+        NameOrNumber::Name(s) => s,
+        NameOrNumber::Number(n) => n.to_string(),
+    }))
+}
+
 /// Options of a topic, fixed when it is created.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -40,6 +55,8 @@ pub struct TopicOptions {
     pub physical: Physical,
     /// Logical stream type name (`graphs`, `datasets`, `named-graphs`, `flat-quads`, …).
     /// Default: `graphs` for triples topics, `datasets` for quads topics (one item is one frame).
+    /// Given as a name or as the RDF-STaX number (a JSON string or number).
+    #[serde(deserialize_with = "name_or_number")]
     pub logical: Option<String>,
     /// Allow RDF-star quoted triples in items.
     pub rdf_star: bool,

@@ -613,6 +613,26 @@ async fn bad_input_is_refused_and_appends_nothing() {
         assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{v}");
         v
     };
+    // A metadata header given twice: no value is picked silently.
+    for (h, v1, v2) in [
+        ("x-jelly-source", "a", "b"),
+        ("x-jelly-header-dup", "1", "2"),
+    ] {
+        let r = c
+            .post(&url)
+            .header("content-type", JELLY)
+            .header(h, v1)
+            .header(h, v2)
+            .body(good.clone())
+            .send()
+            .await
+            .unwrap();
+        let v = check(StatusCode::BAD_REQUEST, r).await;
+        assert!(
+            v["error"].as_str().unwrap().contains("more than once"),
+            "{v}"
+        );
+    }
     // Two good frames, then a truncated one: nothing of the request is appended.
     let mut bad = jelly_stream(&sample_frames(2, 1), StreamOptions::small());
     bad.extend_from_slice(&[0x20, 0x0a, 0x05]);
@@ -785,6 +805,30 @@ async fn topics_health_and_metrics() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    // The logical type as an RDF-STaX number, in JSON as a number or a string.
+    for (topic, body) in [
+        ("t3", r#"{"physical":"triples","logical":3}"#),
+        ("t4", r#"{"physical":"triples","logical":"3"}"#),
+    ] {
+        let r = c
+            .put(format!("{base}/topics/{topic}"))
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::CREATED, "{body}");
+    }
+    let r = c
+        .put(format!("{base}/topics/t5"))
+        .body(r#"{"physical":"triples","logical":4}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::BAD_REQUEST,
+        "datasets in a triples topic"
+    );
     let r = c
         .put(format!("{base}/topics/t2"))
         .body(r#"{"colour":"blue"}"#)
@@ -810,7 +854,7 @@ async fn topics_health_and_metrics() {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(names, ["t0", "t1"]);
+    assert_eq!(names, ["t0", "t1", "t3", "t4"]);
     let d = describe(&c, &base, "t0").await;
     assert_eq!(d["first_offset"], 0);
     assert_eq!(d["next_offset"], 2);
@@ -1334,10 +1378,28 @@ async fn long_poll_pages_stream_in_every_format_and_coding() {
     assert_eq!(offsets(r).await.len(), 1000);
     let page = |c: &reqwest::Client, format: &str| {
         c.get(format!(
-            "{base}/topics/big/poll?from=0&max_items=10000&max_bytes=99999999999&format={format}"
+            "{base}/topics/big/poll?from=0&max_items=10000&max_bytes=8388608&format={format}"
         ))
         .send()
     };
+    // Past the documented ranges: refused, naming the parameter, not quietly clamped.
+    for q in [
+        "max_bytes=99999999999",
+        "max_bytes=0",
+        "max_items=0",
+        "max_items=10001",
+        "wait_ms=60001",
+    ] {
+        let r = plain
+            .get(format!("{base}/topics/big/poll?from=0&{q}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{q}");
+        let v: serde_json::Value = r.json().await.unwrap();
+        let name = q.split('=').next().unwrap();
+        assert_eq!(v["parameter"], name, "{q}: {v}");
+    }
     for format in ["nquads", "trig"] {
         let r = page(&plain, format).await.unwrap();
         assert_eq!(r.status(), StatusCode::OK, "{format}");

@@ -75,7 +75,7 @@ pub fn first_frame_options(frame: &[u8]) -> Result<StreamOptions, String> {
 
 /// Refuses publisher options the topic cannot take, before any statement is read.
 /// (Table sizes, the version and the physical type's validity are checked by the
-/// decoder.)
+/// decoder; RDF-star and generalized statements when one is used.)
 pub fn check_publisher_options(
     topic_name: &str,
     p: &StreamOptions,
@@ -90,17 +90,10 @@ pub fn check_publisher_options(
             p.physical_type.name().to_ascii_uppercase()
         ));
     }
-    if p.rdf_star && !topic.rdf_star {
-        return Err(format!(
-            "the stream sets rdf_star, but topic `{topic_name}` does not allow RDF-star"
-        ));
-    }
-    if p.generalized_statements && !topic.generalized {
-        return Err(format!(
-            "the stream sets generalized_statements, but topic `{topic_name}` does not allow \
-             generalized statements"
-        ));
-    }
+    // A stream that declares `rdf_star` or `generalized_statements` is taken as over
+    // HTTP and WebSocket: many writers set the flags without using them (the recorded
+    // weather stream does), so what is refused is a statement that uses the feature,
+    // by the shared path, item by item.
     Ok(())
 }
 

@@ -143,6 +143,11 @@ async fn subscribe(s: AppState, req: Request) -> Result<Response, Status> {
     s.topics
         .check_available(&msg.topic)
         .map_err(|e| Status::unavailable(e.to_string()))?;
+    if !crate::topic::valid_name(&msg.topic) {
+        return Err(Status::invalid_argument(
+            crate::topic::TopicError::BadName(msg.topic.clone()).to_string(),
+        ));
+    }
     let t = s
         .topics
         .get(&msg.topic)

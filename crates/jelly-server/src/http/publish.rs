@@ -39,15 +39,24 @@ pub(super) fn meta_from(headers: &HeaderMap, q: &PublishQuery) -> Result<Publish
             .map(str::to_string)
             .map_err(|_| ApiError::bad_request(format!("header {name} is not visible ASCII")))
     };
-    let source = match headers.get("x-jelly-source") {
-        Some(v) => text("X-Jelly-Source", v)?,
-        None => String::new(),
+    // A metadata header given twice has no one value to store: refused, rather than
+    // keeping the first or the last without saying so.
+    let twice =
+        |name: &str| ApiError::bad_request(format!("header {name} is given more than once"));
+    let mut sources = headers.get_all("x-jelly-source").iter();
+    let source = match (sources.next(), sources.next()) {
+        (Some(_), Some(_)) => return Err(twice("X-Jelly-Source")),
+        (Some(v), None) => text("X-Jelly-Source", v)?,
+        (None, _) => String::new(),
     };
-    let mut hs = Vec::new();
+    let mut hs: Vec<(String, String)> = Vec::new();
     for (k, v) in headers {
         if let Some(name) = k.as_str().strip_prefix(HEADER_PREFIX)
             && !name.is_empty()
         {
+            if hs.iter().any(|(n, _)| n == name) {
+                return Err(twice(k.as_str()));
+            }
             hs.push((name.to_string(), text(k.as_str(), v)?));
         }
     }
