@@ -122,7 +122,8 @@ Input from stdin (no INPUT or `-`) is read as N-Quads unless --in-format says ot
 gzip and zstd input is detected by its magic bytes; output is compressed when --to ends
 in .gz or .zst. The physical type defaults to QUADS for dataset formats (N-Quads, TriG,
 JSON-LD) and TRIPLES otherwise. --frame-per sets the logical type when not given:
-graph -> GRAPHS (triples) or NAMED_GRAPHS, dataset -> DATASETS, input -> GRAPHS or DATASETS.
+graph -> GRAPHS (triples) or NAMED_GRAPHS, dataset -> DATASETS (GRAPHS for triples),
+input -> GRAPHS or DATASETS.
 
 Exit codes: 0 success, 1 invalid input, 2 usage or I/O error.";
 
@@ -136,7 +137,8 @@ Examples:
 
 --take-frames takes 0-based frame indices: `3` (frame 3 only), `1..5` (1 to 4),
 `1..=5`, `..10` (0 to 9) or `2..` (2 to the end).
-Namespace declarations in the stream become prefixes in Turtle and TriG output.
+Namespace declarations before the first statement become prefixes in Turtle and TriG
+output (the prefixes are written at the start, so later declarations are not used).
 
 Exit codes: 0 success, 1 invalid input or statement not representable, 2 usage or I/O error.";
 

@@ -226,9 +226,11 @@ impl<W: Write> GroupingWriter<W> {
     pub fn err(&self, e: WriteError, at: &str) -> CliError {
         match e {
             WriteError::Io(io) => CliError::io(&self.out_name, &io),
-            WriteError::SecondFrameNonDelimited => {
-                CliError::usage(format!("{at}: {}", WriteError::SecondFrameNonDelimited))
-            }
+            WriteError::SecondFrameNonDelimited => CliError::usage(format!(
+                "{}: {at}: {} (to write the input as one frame, add --frame-per input)",
+                self.out_name,
+                WriteError::SecondFrameNonDelimited
+            )),
             WriteError::Encode(e) => CliError::invalid(format!("{at}: {e}")),
         }
     }

@@ -72,6 +72,10 @@ pub fn decode_error(file: &str, e: &jelly::DecodeError) -> CliError {
     }
     s.push_str(": ");
     s.push_str(&e.kind.to_string());
+    let (stem, _) = crate::io::strip_compression(file);
+    if e.frame == 0 && stem.to_ascii_lowercase().ends_with(".jellyp") {
+        s.push_str(" (a .jellyp file is Jelly-Patch: use `jelly patch …`)");
+    }
     if let jelly::DecodeErrorKind::Io(io) = &e.kind {
         // Decompression failures and unreadable input are I/O errors, but they mean the
         // input is not a valid stream.

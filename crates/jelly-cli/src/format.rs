@@ -26,7 +26,7 @@ pub enum Format {
     /// JSON-LD (`.jsonld`)
     #[value(alias = "json-ld")]
     Jsonld,
-    /// Notation3 (`.n3`, input only)
+    /// Notation3 (`.n3`; written as Turtle, which is N3)
     N3,
 }
 

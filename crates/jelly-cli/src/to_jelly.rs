@@ -111,8 +111,13 @@ pub fn run(args: &ToJellyArgs, quiet: bool) -> CliResult {
             &mut w,
             p,
         );
-        if let Err(e) = r {
+        if let Err(mut e) = r {
             p.finish();
+            if path == "-" && args.in_format.is_none() && e.code == crate::error::EXIT_INVALID {
+                // The format was not chosen but assumed: say so, in case it is the cause.
+                e.message
+                    .push_str("; stdin is read as N-Quads unless --in-format names its syntax");
+            }
             return Err(e);
         }
         w.end_input()?;
@@ -147,6 +152,15 @@ fn rdf_err(name: &str, e: RdfParseError) -> CliError {
     }
 }
 
+/// Skips a UTF-8 byte-order mark at the start of a text input: editors on some
+/// systems write one, and the RDF syntaxes do not allow it where a statement begins.
+fn skip_bom(r: &mut Box<dyn io::BufRead>) -> io::Result<()> {
+    if r.fill_buf()?.starts_with(b"\xEF\xBB\xBF") {
+        r.consume(3);
+    }
+    Ok(())
+}
+
 fn convert_one<W: io::Write>(
     input: Input,
     format: Format,
@@ -156,6 +170,8 @@ fn convert_one<W: io::Write>(
     progress: &mut Progress,
 ) -> CliResult {
     let name = input.name.clone();
+    let mut input = input;
+    skip_bom(&mut input.reader).map_err(|e| crate::common::input_io_err(&name, e))?;
     let mut n: u64 = 0;
     match format {
         Format::Nt | Format::Nq if own_parser => {

@@ -419,3 +419,46 @@ fn reader_limits_are_flags() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("100"), "{}", r.stderr);
 }
+
+/// A UTF-8 byte-order mark at the start of a text file is skipped; Turtle on stdin
+/// without --in-format gets a hint that stdin is read as N-Quads; a Jelly-Patch file
+/// given to an RDF verb (and the other way round) is named as such.
+#[test]
+fn misread_inputs_are_explained() {
+    let d = tmp("misread");
+    let bom = d.join("bom.nt");
+    std::fs::write(&bom, b"\xEF\xBB\xBF<http://a/s> <http://a/p> \"x\" .\n").unwrap();
+    let j = ok(&["rdf", "to-jelly", s(&bom)], None);
+    let back = ok(&["rdf", "from-jelly"], Some(&j.stdout));
+    assert_eq!(back.out(), "<http://a/s> <http://a/p> \"x\" .\n");
+    let ttl = d.join("bom.ttl");
+    std::fs::write(
+        &ttl,
+        b"\xEF\xBB\xBF@prefix a: <http://a/> .\na:s a:p \"x\" .\n",
+    )
+    .unwrap();
+    let j = ok(&["rdf", "to-jelly", s(&ttl)], None);
+    let back = ok(&["rdf", "from-jelly"], Some(&j.stdout));
+    assert_eq!(back.out(), "<http://a/s> <http://a/p> \"x\" .\n");
+
+    let r = jelly(
+        &["rdf", "to-jelly"],
+        Some(b"@prefix a: <http://a/> .\na:s a:p \"x\" .\n"),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("--in-format"), "{}", r.stderr);
+
+    let nq = head(NANOPUBS, 20, &d, "np.nq");
+    let rdfp = d.join("p.rdfp");
+    std::fs::write(&rdfp, "TX .\nA <http://a/s> <http://a/p> \"x\" .\nTC .\n").unwrap();
+    let patch = d.join("p.jellyp");
+    ok(&["patch", "to-jelly", s(&rdfp), "-o", s(&patch)], None);
+    let r = jelly(&["rdf", "from-jelly", s(&patch)], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("jelly patch"), "{}", r.stderr);
+    let rdf = d.join("np.jelly");
+    ok(&["rdf", "to-jelly", s(&nq), "-o", s(&rdf)], None);
+    let r = jelly(&["patch", "inspect", s(&rdf)], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("jelly rdf"), "{}", r.stderr);
+}

@@ -212,7 +212,8 @@ pub fn run(args: &PatchApplyArgs, quiet: bool) -> CliResult {
             extra.push_str(&format!(", {} aborted transactions", state.aborted));
         }
         if state.no_ops > 0 {
-            extra.push_str(&format!(", {} rows changed nothing", state.no_ops));
+            let rows = if state.no_ops == 1 { "row" } else { "rows" };
+            extra.push_str(&format!(", {} {rows} changed nothing", state.no_ops));
         }
         eprintln!(
             "{out_name}: {n} statements ({} added, {} deleted{extra})",

@@ -117,6 +117,7 @@ fn routes(state: AppState) -> Router {
             crate::auth::guard,
         ))
         .fallback(fallback)
+        .layer(axum::middleware::map_response(json_method_not_allowed))
         // Bodies are read with our own limit (and a JSON error), not axum's default 2 MB.
         .layer(DefaultBodyLimit::disable())
         .with_state(state)
@@ -129,6 +130,21 @@ async fn fallback(req: axum::extract::Request) -> axum::response::Response {
     } else {
         ApiError::not_found("no such endpoint").into_response()
     }
+}
+
+/// axum answers a known path with the wrong method with an empty 405: made a JSON
+/// error like every other (axum adds the `Allow` header after this layer).
+async fn json_method_not_allowed(res: axum::response::Response) -> axum::response::Response {
+    if res.status() != axum::http::StatusCode::METHOD_NOT_ALLOWED
+        || res.headers().contains_key(header::CONTENT_TYPE)
+    {
+        return res;
+    }
+    ApiError::new(
+        axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        "method not allowed on this path (the Allow header lists those it takes)",
+    )
+    .into_response()
 }
 
 /// Completes when the server begins to shut down.
