@@ -253,11 +253,20 @@ pub struct StreamOptionArgs {
     pub stream_name: Option<String>,
 }
 
+/// A count of at least 1 (`--rows-per-frame 0` would make no frames).
+pub(crate) fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// Framing flags of the writers.
 #[derive(Debug, Clone, Args, Default)]
 pub struct FramingArgs {
     /// Rows per frame (default 256).
-    #[arg(long = "rows-per-frame", value_name = "N")]
+    #[arg(long = "rows-per-frame", value_name = "N", value_parser = at_least_one)]
     pub rows_per_frame: Option<usize>,
     /// Group frames by graph, dataset or input file instead of by row count.
     #[arg(long = "frame-per", value_enum, value_name = "UNIT")]
@@ -355,17 +364,27 @@ pub struct ValidateArgs {
     /// Input Jelly file (`-` or none for stdin).
     #[arg(value_name = "INPUT")]
     pub input: Option<String>,
-    /// Compare the stream's statements with this RDF file.
+    /// Compare the stream's statements with this RDF file (or another Jelly file). Both
+    /// sides are held in memory for the comparison.
     #[arg(long = "compare-to-rdf-file", value_name = "FILE")]
     pub compare_to_rdf_file: Option<String>,
     /// Format of the RDF file (default: from its extension).
-    #[arg(long = "compare-to-format", value_enum, value_name = "FORMAT")]
+    #[arg(
+        long = "compare-to-format",
+        value_enum,
+        value_name = "FORMAT",
+        requires = "compare_to_rdf_file"
+    )]
     pub compare_to_format: Option<Format>,
     /// true: statements must appear in the same order; false: compare as datasets (isomorphism).
     #[arg(long = "compare-ordered", action = ArgAction::Set, default_value = "false", value_name = "BOOL")]
     pub compare_ordered: bool,
     /// Only compare these frames (0-based range, as in from-jelly --take-frames).
-    #[arg(long = "compare-frame-indices", value_name = "RANGE")]
+    #[arg(
+        long = "compare-frame-indices",
+        value_name = "RANGE",
+        requires = "compare_to_rdf_file"
+    )]
     pub compare_frame_indices: Option<String>,
     /// Require these exact stream options (taken from a Jelly file).
     #[arg(long = "options-file", value_name = "FILE.jelly")]

@@ -148,12 +148,17 @@ impl FrameRange {
             } else {
                 Some(num(b)?)
             };
+            if end.is_some_and(|e| e <= start) {
+                return Err(CliError::usage(format!(
+                    "frame range `{s}` is empty (its end is not after its start)"
+                )));
+            }
             Ok(FrameRange { start, end })
         } else {
             let i = num(s2)?;
             Ok(FrameRange {
                 start: i,
-                end: Some(i + 1),
+                end: Some(i.checked_add(1).ok_or_else(bad)?),
             })
         }
     }

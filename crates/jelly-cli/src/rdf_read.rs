@@ -10,9 +10,29 @@ use crate::error::{CliError, CliResult};
 use crate::format::Format;
 use crate::io::open_input;
 
-/// Reads `path` (format from `format` or the extension) into owned statements.
+/// The statements of a Jelly file, in order (a stream written by another tool, to
+/// compare with).
+fn read_jelly_file(path: &str) -> CliResult<Vec<Statement>> {
+    let input = open_input(path)?;
+    let name = input.name.clone();
+    let mut reader = jelly::JellyReader::with_options(
+        input.reader,
+        crate::limits::decoder_options(),
+        jelly::Delimiting::Auto,
+    );
+    let frames = reader
+        .read_all_frames()
+        .map_err(|e| crate::error::decode_error(&name, &e))?;
+    Ok(frames.into_iter().flatten().collect())
+}
+
+/// Reads `path` (format from `format` or the extension; a `.jelly` file as a Jelly
+/// stream) into owned statements.
 /// N-Triples and N-Quads use Jelly's tolerant parser (RDF-star, generalized statements).
 pub fn read_rdf_file(path: &str, format: Option<Format>) -> CliResult<Vec<Statement>> {
+    if format.is_none() && crate::format::is_jelly_path(path) {
+        return read_jelly_file(path);
+    }
     let format = match format.or_else(|| Format::from_path(path)) {
         Some(f) => f,
         None => {

@@ -32,6 +32,21 @@ with its metadata (offset, ts, source, h:*).
 Exit codes: 0 done, 1 the offset is no longer retained or the server refused the
 request, 2 usage or I/O error, or the server could not be reached.";
 
+/// Checks a `--from` value's syntax here, so that a typo is a usage error (exit 2)
+/// rather than the server's 400 after connecting.
+fn start_position(s: &str) -> Result<String, String> {
+    let number = |n: &str| n.parse::<u64>().is_ok();
+    let ok = matches!(s, "earliest" | "latest")
+        || s.strip_prefix("ts:").is_some_and(number)
+        || s.strip_prefix("last:").is_some_and(number)
+        || number(s);
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err("expected earliest, latest, an offset, ts:<milliseconds> or last:<n>".into())
+    }
+}
+
 /// Output formats of `jelly subscribe`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SubFormat {
@@ -66,7 +81,7 @@ pub struct SubscribeArgs {
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<std::path::PathBuf>,
     /// Where to start: earliest, latest, an offset, ts:<ms> or last:<n>.
-    #[arg(long, default_value = "earliest", value_name = "FROM")]
+    #[arg(long, default_value = "earliest", value_name = "FROM", value_parser = start_position)]
     pub from: String,
     /// Output format.
     #[arg(long, value_enum, default_value = "nq", value_name = "FORMAT")]

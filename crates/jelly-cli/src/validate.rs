@@ -42,21 +42,41 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
     };
     let mut progress = Progress::new(quiet, input.bytes_read.clone());
     let mut reader = JellyReader::with_options(input.reader, cfg, delimiting);
+    // A required framing that the input does not have fails in its first frame, in
+    // wire terms: say what was required.
+    let framing_hint = |mut e: CliError, frame: u64| {
+        if frame == 0 {
+            match args.delimited {
+                DelimitedArg::True => e
+                    .message
+                    .push_str(" (read as delimited, as --delimited true requires: is it?)"),
+                DelimitedArg::False => e.message.push_str(
+                    " (read as one non-delimited frame, as --delimited false requires: is it?)",
+                ),
+                DelimitedArg::Either => {}
+            }
+        }
+        e
+    };
     let mut got: Vec<Statement> = Vec::new();
     let mut statements = 0u64;
     let mut frames = 0u64;
     let result = (|| -> CliResult {
-        while let Some(mut frame) = reader
-            .next_frame()
-            .map_err(|e| not_jelly_hint(decode_error(&name, &e), in_path, e.frame))?
-        {
+        while let Some(mut frame) = reader.next_frame().map_err(|e| {
+            framing_hint(
+                not_jelly_hint(decode_error(&name, &e), in_path, e.frame),
+                e.frame,
+            )
+        })? {
             let i = frame.index();
             frames += 1;
             let keep = expected.is_some() && range.contains(i);
-            while let Some(ev) = frame
-                .next_event()
-                .map_err(|e| not_jelly_hint(decode_error(&name, &e), in_path, e.frame))?
-            {
+            while let Some(ev) = frame.next_event().map_err(|e| {
+                framing_hint(
+                    not_jelly_hint(decode_error(&name, &e), in_path, e.frame),
+                    e.frame,
+                )
+            })? {
                 if let Event::Statement(s) = ev {
                     statements += 1;
                     progress.statement();

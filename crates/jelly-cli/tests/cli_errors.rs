@@ -462,3 +462,73 @@ fn misread_inputs_are_explained() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("jelly rdf"), "{}", r.stderr);
 }
+
+/// Flags that would silently do nothing are refused, and validate compares with a
+/// Jelly file as well as with RDF text.
+#[test]
+fn flags_that_would_do_nothing_are_refused() {
+    let d = tmp("no-op-flags");
+    let j = small_jelly(&d);
+    usage_error(
+        &["rdf", "from-jelly", s(&j), "--take-frames", "5..2"],
+        "empty",
+    );
+    usage_error(
+        &["rdf", "from-jelly", s(&j), "--take-frames", "3..3"],
+        "empty",
+    );
+    let src = head(NANOPUBS, 10, &d, "ten.nq");
+    usage_error(
+        &["rdf", "to-jelly", s(&src), "--rows-per-frame", "0"],
+        "at least 1",
+    );
+    usage_error(
+        &["rdf", "validate", s(&j), "--compare-frame-indices", "0"],
+        "--compare-to-rdf-file",
+    );
+    usage_error(
+        &["rdf", "validate", s(&j), "--compare-to-format", "nq"],
+        "--compare-to-rdf-file",
+    );
+    // Against another Jelly file: the same statements pass, others fail.
+    let copy = d.join("copy.jelly");
+    ok(
+        &[
+            "rdf",
+            "transcode",
+            s(&j),
+            "--preset",
+            "small",
+            "-o",
+            s(&copy),
+        ],
+        None,
+    );
+    ok(
+        &["rdf", "validate", s(&j), "--compare-to-rdf-file", s(&copy)],
+        None,
+    );
+    ok(
+        &[
+            "rdf",
+            "validate",
+            s(&j),
+            "--compare-to-rdf-file",
+            s(&copy),
+            "--compare-ordered",
+            "true",
+        ],
+        None,
+    );
+    let other = d.join("other.jelly");
+    ok(&["rdf", "to-jelly", s(&src), "-o", s(&other)], None);
+    let r = jelly(
+        &["rdf", "validate", s(&j), "--compare-to-rdf-file", s(&other)],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    // A required framing the input does not have is named in the error.
+    let r = jelly(&["rdf", "validate", s(&j), "--delimited", "false"], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("--delimited false"), "{}", r.stderr);
+}

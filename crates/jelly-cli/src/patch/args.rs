@@ -211,7 +211,7 @@ pub struct PatchOptionArgs {
     #[arg(long = "opt.generalized-statements", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     pub generalized_statements: Option<bool>,
     /// Rows per frame for FLAT and PUNCTUATED streams (default 256).
-    #[arg(long = "rows-per-frame", value_name = "N")]
+    #[arg(long = "rows-per-frame", value_name = "N", value_parser = crate::cli::at_least_one)]
     pub rows_per_frame: Option<usize>,
     /// Write delimited frames (default true; false writes exactly one frame).
     #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
