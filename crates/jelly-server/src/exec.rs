@@ -47,7 +47,7 @@ const POLLING: u8 = 1;
 const WOKEN: u8 = 2;
 
 /// A future that is polled again at once when it wakes itself during its poll (up to
-/// [`MAX_POLLS`] times), instead of being rescheduled by the runtime. Wake-ups that
+/// `MAX_POLLS` times), instead of being rescheduled by the runtime. Wake-ups that
 /// come while it is not being polled go to the runtime as usual.
 pub struct Repoll<F> {
     fut: Pin<Box<F>>,

@@ -1,6 +1,6 @@
 //! Routing: `RdfStreamService`'s methods as axum routes, so gRPC shares the HTTP
 //! listener. Requests on the service's paths go to tonic; any other request with
-//! `content-type: application/grpc…` gets `UNIMPLEMENTED` (see [`unimplemented`]).
+//! `content-type: application/grpc…` gets `UNIMPLEMENTED` (see `unimplemented`).
 
 use axum::Router;
 use axum::body::Body;
