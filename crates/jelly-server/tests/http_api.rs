@@ -9,7 +9,7 @@ use serde_json::Value;
 
 mod support;
 
-use support::{DecodedFrame as Frame, iri, jelly_stream, triple};
+use support::{DecodedFrame as Frame, iri, jelly_stream, split_delimited, triple};
 
 const JELLY: &str = "application/x-jelly-rdf";
 const NQ: &str = "application/n-quads";
@@ -1028,28 +1028,6 @@ async fn file_log_topics_survive_a_restart() {
     }
     srv.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// A delimited stream split into its frames (each with its length prefix), so a
-/// test can send them one at a time.
-fn split_delimited(stream: &[u8]) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < stream.len() {
-        let (mut len, mut shift, mut j) = (0usize, 0, i);
-        loop {
-            let b = stream[j];
-            len |= ((b & 0x7f) as usize) << shift;
-            j += 1;
-            if b < 0x80 {
-                break;
-            }
-            shift += 7;
-        }
-        out.push(stream[i..j + len].to_vec());
-        i = j + len;
-    }
-    out
 }
 
 /// A request body fed by the test, chunk by chunk, while the request runs.

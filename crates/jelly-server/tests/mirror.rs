@@ -4,8 +4,8 @@ mod support;
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::http::uri::PathAndQuery;
@@ -20,6 +20,7 @@ use jelly_server::log::ReadLimits;
 use jelly_server::{Server, ServerConfig};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use support::TempDir;
 
 /// A test HTTP client (reqwest's TLS needs the process's crypto provider, which
 /// `Server::start` installs, and these tests may build a client first).
@@ -30,30 +31,6 @@ fn client() -> reqwest::Client {
 
 /// Guard against a hung test (never asserted on).
 const LIMIT: Duration = Duration::from_secs(20);
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "jelly-mirror-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        TempDir(p)
-    }
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn mirror_of(upstream: &Server, topic: &str, local: &str) -> MirrorConfig {
     MirrorConfig::from_topic_url(&format!("{}/topics/{topic}={local}", upstream.url())).unwrap()

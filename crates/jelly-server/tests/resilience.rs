@@ -5,8 +5,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use jelly::{Statement, StreamOptions};
@@ -14,34 +13,12 @@ use jelly_server::config::LogKind;
 use jelly_server::{Server, ServerConfig};
 use reqwest::StatusCode;
 use serde_json::Value;
-use support::{jelly_stream, triple};
+use support::{TempDir, jelly_stream, split_delimited, triple};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
 const JELLY: &str = "application/x-jelly-rdf";
 const NQ: &str = "application/n-quads";
-
-/// A fresh temporary directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "jelly-resilience-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
@@ -339,27 +316,6 @@ async fn a_slow_but_steady_publish_body_is_accepted() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(json(r).await["offsets"], serde_json::json!([0]));
-}
-
-/// A delimited stream split into its frames (each with its length prefix).
-fn split_delimited(stream: &[u8]) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < stream.len() {
-        let (mut len, mut shift, mut j) = (0usize, 0, i);
-        loop {
-            let b = stream[j];
-            len |= ((b & 0x7f) as usize) << shift;
-            j += 1;
-            if b < 0x80 {
-                break;
-            }
-            shift += 7;
-        }
-        out.push(stream[i..j + len].to_vec());
-        i = j + len;
-    }
-    out
 }
 
 #[tokio::test]

@@ -2,6 +2,8 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use jelly_server::Server;
@@ -146,6 +148,54 @@ pub fn frames_with_metadata(bytes: &[u8]) -> Vec<HashMap<String, String>> {
                 .map(|(k, v)| (k.to_string(), String::from_utf8(v.to_vec()).unwrap()))
                 .collect(),
         );
+    }
+    out
+}
+
+/// A fresh temporary directory (`jelly-{tag}-{pid}-{n}` in the system's), removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "jelly-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        TempDir(p)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A delimited stream split into its frames (each with its length prefix), so a
+/// test can send them one at a time.
+pub fn split_delimited(stream: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < stream.len() {
+        let (mut len, mut shift, mut j) = (0usize, 0, i);
+        loop {
+            let b = stream[j];
+            len |= ((b & 0x7f) as usize) << shift;
+            j += 1;
+            if b < 0x80 {
+                break;
+            }
+            shift += 7;
+        }
+        out.push(stream[i..j + len].to_vec());
+        i = j + len;
     }
     out
 }
