@@ -13,7 +13,7 @@ use jelly_server::config::LogKind;
 use jelly_server::{Server, ServerConfig};
 use reqwest::StatusCode;
 use serde_json::Value;
-use support::{TempDir, jelly_stream, split_delimited, triple};
+use support::{TempDir, jelly_stream, metrics_text, split_delimited, triple};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
@@ -128,14 +128,7 @@ async fn a_corrupt_topic_fails_alone_and_nothing_is_truncated() {
             "{e}"
         );
     }
-    let m = c
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let m = metrics_text(&c, &base).await;
     assert!(
         m.lines()
             .any(|l| l == "jelly_topic_unavailable{topic=\"r\"} 1"),
@@ -213,14 +206,7 @@ async fn partial_request_heads_are_disconnected() {
         );
     }
     // The server still answers, and counted them.
-    let m = client()
-        .get(format!("{}/metrics", srv.url()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let m = metrics_text(&client(), &srv.url()).await;
     let timed_out: u64 = m
         .lines()
         .find_map(|l| l.strip_prefix("jelly_connections_timed_out_total "))
