@@ -245,15 +245,20 @@ fn open(path: Option<&str>, replace_at_end: bool) -> CliResult<Output> {
             (Some(m), _) if !m.is_file() => None,
             _ if !replace_at_end => None,
             (_, None) => None,
-            (existing, Some(dest)) => {
-                let (f, tmp) = temp_beside(&dest).map_err(|e| CliError::io(&name, &e))?;
-                if let Some(m) = &existing {
-                    // Best effort: the replaced file's permissions carry over.
-                    let _ = fs::set_permissions(&tmp, m.permissions());
+            (existing, Some(dest)) => match temp_beside(&dest) {
+                Ok((f, tmp)) => {
+                    if let Some(m) = &existing {
+                        // Best effort: the replaced file's permissions carry over.
+                        let _ = fs::set_permissions(&tmp, m.permissions());
+                    }
+                    pending = Some(PendingFile { tmp, dest });
+                    Some(f)
                 }
-                pending = Some(PendingFile { tmp, dest });
-                Some(f)
-            }
+                // A folder we may not create files in, holding a file we may write:
+                // written in place, as before.
+                Err(e) if e.kind() == io::ErrorKind::PermissionDenied && existing.is_some() => None,
+                Err(e) => return Err(CliError::io(&name, &e)),
+            },
         };
         let f = match f {
             Some(f) => f,
