@@ -155,8 +155,18 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
         url.push('=');
         url.push_str(&percent_encode(v));
     }
-    for path in &inputs {
-        let ct = content_type(path, a)?;
+    for (done, path) in inputs.iter().enumerate() {
+        // When a later file fails, the earlier ones are already in the topic: say so.
+        let state = |mut e: CliError| {
+            if inputs.len() > 1 {
+                e.message.push_str(&format!(
+                    " ({done} earlier file(s) published; {} not published)",
+                    inputs.len() - done
+                ));
+            }
+            e
+        };
+        let ct = content_type(path, a).map_err(state)?;
         let (name, body) = if a.stream {
             if ct != "application/x-jelly-rdf" {
                 return Err(CliError::usage(format!(
@@ -204,11 +214,11 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
                 .and_then(|v| v["error"].as_str().map(str::to_string))
                 .unwrap_or(text);
             let err = format!("{name}: the server refused it ({status}): {msg}");
-            return Err(if status.is_client_error() {
+            return Err(state(if status.is_client_error() {
                 CliError::invalid(err)
             } else {
                 CliError::usage(err)
-            });
+            }));
         }
         println!("{}", text.trim());
         if !quiet {

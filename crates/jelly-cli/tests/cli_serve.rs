@@ -61,6 +61,20 @@ fn serve_publish_subscribe_round_trip() {
     );
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("400"), "{}", r.stderr);
+    // Several files, one refused: the error says which were published before it.
+    let good = dir.join("good.nt");
+    std::fs::write(&good, "<http://ex.org/x> <http://ex.org/p> \"ok\" .\n").unwrap();
+    let bad = dir.join("bad.nt");
+    std::fs::write(&bad, "<http://ex.org/x> <http://ex.org/p> .\n").unwrap();
+    let (good, bad) = (good.to_str().unwrap(), bad.to_str().unwrap());
+    let r = jelly(&["publish", "other", good, bad, good, "--server", s], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("1 earlier file(s) published; 2 not published"),
+        "{}",
+        r.stderr
+    );
 
     // Everything so far, as N-Quads.
     let r = ok(

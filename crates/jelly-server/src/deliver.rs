@@ -542,7 +542,9 @@ impl Follow {
                     continue;
                 }
                 if let Err(e) = self.write(it, &mut out) {
-                    tracing::error!(topic = %self.topic.name, error = %e, "cannot deliver item");
+                    // Usually the subscriber's own choice (for example a datatype table of 0 asked
+                    // over gRPC) that an item does not fit: not a server fault.
+                    tracing::warn!(topic = %self.topic.name, error = %e, "cannot deliver item");
                     if ends.is_empty() {
                         self.ended = Some(FollowEnd::Failed);
                         return Batch::End(EndReason::DeliverFailed(e));

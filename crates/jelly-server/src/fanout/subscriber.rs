@@ -328,7 +328,9 @@ impl Subscription {
             self.guard.advance(self.next);
             return match failed {
                 Some(e) => {
-                    tracing::error!(topic = %self.topic.name, error = %e, "cannot deliver item");
+                    // Usually the subscriber's own choice (for example a datatype table of 0 asked
+                    // over gRPC) that an item does not fit: not a server fault.
+                    tracing::warn!(topic = %self.topic.name, error = %e, "cannot deliver item");
                     Err(EndReason::DeliverFailed(e))
                 }
                 None => Ok(None),
