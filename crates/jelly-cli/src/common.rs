@@ -4,8 +4,8 @@
 use std::io::{self, BufRead, Write};
 
 use jelly::{
-    Event, FramePolicy, JellyReader, JellyWriter, JellyWriterBuilder, LogicalType, PhysicalType,
-    StatementRef, StreamOptions, Term, TermRef, WriteError,
+    Event, FramePolicy, JellyWriter, JellyWriterBuilder, LogicalType, PhysicalType, StatementRef,
+    StreamOptions, Term, TermRef, WriteError,
 };
 
 use crate::cli::{FramePer, FramingArgs, PhysicalArg, Preset, StreamOptionArgs};
@@ -15,11 +15,7 @@ use crate::io::open_input;
 /// Reads the stream options of an existing Jelly file (its first options row).
 pub fn options_from_file(path: &str) -> CliResult<StreamOptions> {
     let input = open_input(path)?;
-    let mut r = JellyReader::with_options(
-        input.reader,
-        crate::limits::decoder_options(),
-        jelly::Delimiting::Auto,
-    );
+    let mut r = crate::limits::jelly_reader(input.reader);
     let frame = r.next_frame().map_err(|e| decode_error(&input.name, &e))?;
     if let Some(mut f) = frame
         && let Some(Event::Options(o)) =

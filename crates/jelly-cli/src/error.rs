@@ -72,10 +72,6 @@ pub fn decode_error(file: &str, e: &jelly::DecodeError) -> CliError {
     }
     s.push_str(": ");
     s.push_str(&e.kind.to_string());
-    let (stem, _) = crate::io::strip_compression(file);
-    if e.frame == 0 && stem.to_ascii_lowercase().ends_with(".jellyp") {
-        s.push_str(" (a .jellyp file is Jelly-Patch: use `jelly patch …`)");
-    }
     if let jelly::DecodeErrorKind::Io(io) = &e.kind {
         // Decompression failures and unreadable input are I/O errors, but they mean the
         // input is not a valid stream.
@@ -86,15 +82,22 @@ pub fn decode_error(file: &str, e: &jelly::DecodeError) -> CliError {
     CliError::invalid(s)
 }
 
-/// Adds a hint to a decoding error of the first frame when the file name says it is RDF text.
+/// Adds a hint to a decoding error of the first frame of a Jelly-RDF verb when the file
+/// name says it is RDF text, or Jelly-Patch.
 pub fn not_jelly_hint(mut e: CliError, path: &str, frame: u64) -> CliError {
-    if frame == 0
-        && let Some(f) = crate::format::Format::from_path(path)
-    {
+    if frame != 0 {
+        return e;
+    }
+    if let Some(f) = crate::format::Format::from_path(path) {
         e.message.push_str(&format!(
             " (the file name says {}: is this a Jelly file?)",
             f.name()
         ));
+    } else if crate::patch::common::format_from_path(path)
+        == Some(crate::patch::args::PatchFormat::Jellyp)
+    {
+        e.message
+            .push_str(" (a .jellyp file is Jelly-Patch: use `jelly patch …`)");
     }
     e
 }

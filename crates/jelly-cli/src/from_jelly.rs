@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 
 use jelly::nquads::NQuadsWriter;
-use jelly::{Event, JellyReader, StatementRef, TermRef};
+use jelly::{Event, StatementRef, TermRef};
 use oxrdfio::{RdfSerializer, WriterQuadSerializer};
 
 use crate::cli::FromJellyArgs;
@@ -153,11 +153,7 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
     let input = open_input(in_path)?;
     let name = input.name.clone();
     let mut progress = Progress::new(quiet, input.bytes_read.clone());
-    let mut reader = JellyReader::with_options(
-        input.reader,
-        crate::limits::decoder_options(),
-        jelly::Delimiting::Auto,
-    );
+    let mut reader = crate::limits::jelly_reader(input.reader);
     let mut prefixes: Vec<(String, String)> = Vec::new();
     let combined_name = display_name(args.to.as_deref().unwrap_or("-"), false);
     let mut combined = match &args.split_frames {

@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use jelly::{DecoderOptions, StreamOptions};
+use jelly::{DecoderOptions, Delimiting, JellyReader, StreamOptions};
 
 use crate::cli::ReaderLimitArgs;
 
@@ -31,6 +31,11 @@ pub fn set(a: &ReaderLimitArgs) {
 /// ```
 pub fn decoder_options() -> DecoderOptions {
     LIMITS.get().cloned().unwrap_or_default()
+}
+
+/// A Jelly-RDF reader over `input` with this run's limits, delimiting autodetected.
+pub fn jelly_reader<R: std::io::Read>(input: R) -> JellyReader<R> {
+    JellyReader::with_options(input, decoder_options(), Delimiting::Auto)
 }
 
 /// A note for the user when `o` asks for tables larger than readers accept by default

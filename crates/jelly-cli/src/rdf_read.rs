@@ -15,11 +15,7 @@ use crate::io::open_input;
 fn read_jelly_file(path: &str) -> CliResult<Vec<Statement>> {
     let input = open_input(path)?;
     let name = input.name.clone();
-    let mut reader = jelly::JellyReader::with_options(
-        input.reader,
-        crate::limits::decoder_options(),
-        jelly::Delimiting::Auto,
-    );
+    let mut reader = crate::limits::jelly_reader(input.reader);
     let frames = reader
         .read_all_frames()
         .map_err(|e| crate::error::decode_error(&name, &e))?;

@@ -1,11 +1,11 @@
 //! `jelly rdf transcode`: decode Jelly streams and re-encode them (merge, re-frame,
 //! change options). The encoder assigns its own lookup ids.
 
-use jelly::{Event, JellyReader};
+use jelly::Event;
 
 use crate::cli::{FramePer, TranscodeArgs};
 use crate::common::{GroupingWriter, apply_option_flags, logical_for_frame_per, options_from_file};
-use crate::error::{CliError, CliResult, decode_error};
+use crate::error::{CliError, CliResult, decode_error, not_jelly_hint};
 use crate::io::{Output, Progress, display_name, open_input, open_output};
 
 /// Runs the command.
@@ -40,15 +40,13 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
                 None => progress = Some(Progress::new(quiet, input.bytes_read.clone())),
                 Some(p) => p.set_bytes(input.bytes_read.clone()),
             }
-            let mut reader = JellyReader::with_options(
-                input.reader,
-                crate::limits::decoder_options(),
-                jelly::Delimiting::Auto,
-            );
+            let mut reader = crate::limits::jelly_reader(input.reader);
             if let Some(w) = writer.as_mut() {
                 w.start_input(n + 1, inputs.len());
             }
-            while let Some(mut frame) = reader.next_frame().map_err(|e| decode_error(&name, &e))? {
+            let bad =
+                |e: jelly::DecodeError| not_jelly_hint(decode_error(&name, &e), path, e.frame);
+            while let Some(mut frame) = reader.next_frame().map_err(bad)? {
                 let i = frame.index();
                 // Kept frame by frame, so the metadata stays with its frame; re-framed
                 // output has no frame to carry it.
@@ -61,7 +59,7 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
                     Vec::new()
                 };
                 let at = || format!("{name}:frame {i}");
-                while let Some(ev) = frame.next_event().map_err(|e| decode_error(&name, &e))? {
+                while let Some(ev) = frame.next_event().map_err(bad)? {
                     match ev {
                         Event::Options(o) => {
                             if writer.is_some() {

@@ -248,8 +248,7 @@ pub fn read_binary(
             err.message
                 .push_str(" (is this a Jelly-Patch file? RDF Patch text needs --in-format rdfp)");
         }
-        let (stem, _) = crate::io::strip_compression(name);
-        if e.frame == 0 && stem.to_ascii_lowercase().ends_with(".jelly") {
+        if e.frame == 0 && crate::format::is_jelly_path(name) {
             err.message
                 .push_str(" (a .jelly file is Jelly-RDF: use `jelly rdf …`)");
         }

@@ -4,7 +4,7 @@ use std::io;
 
 use jelly::nquads::NQuadsWriter;
 use jelly::oxrdf_adapter::from_ox_quad;
-use jelly::{Event, JellyReader, Statement};
+use jelly::{Event, Statement};
 use oxrdfio::{RdfParseError, RdfParser, RdfSerializer};
 
 use super::common::{Dataset, normalize};
@@ -67,11 +67,7 @@ pub fn load_rdf(path: &str, format: Option<Format>, quiet: bool) -> CliResult<Lo
     let r = (|| -> CliResult {
         match format {
             None => {
-                let mut reader = JellyReader::with_options(
-                    input.reader,
-                    crate::limits::decoder_options(),
-                    jelly::Delimiting::Auto,
-                );
+                let mut reader = crate::limits::jelly_reader(input.reader);
                 while let Some(mut frame) =
                     reader.next_frame().map_err(|e| decode_error(&name, &e))?
                 {
