@@ -1372,20 +1372,22 @@ async fn long_poll_pages_stream_in_every_format_and_coding() {
     };
     // Past the documented ranges: refused, naming the parameter, not quietly clamped.
     for q in [
-        "max_bytes=99999999999",
-        "max_bytes=0",
-        "max_items=0",
-        "max_items=10001",
-        "wait_ms=60001",
+        "poll?max_bytes=99999999999",
+        "poll?max_bytes=0",
+        "poll?max_items=0",
+        "poll?max_items=10001",
+        "poll?wait_ms=60001",
+        "items?window=60001",
+        "sse?window=60001",
     ] {
         let r = plain
-            .get(format!("{base}/topics/big/poll?from=0&{q}"))
+            .get(format!("{base}/topics/big/{q}&from=0"))
             .send()
             .await
             .unwrap();
         assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{q}");
         let v: serde_json::Value = r.json().await.unwrap();
-        let name = q.split('=').next().unwrap();
+        let name = q.split(['?', '=']).nth(1).unwrap();
         assert_eq!(v["parameter"], name, "{q}: {v}");
     }
     for format in ["nquads", "trig"] {

@@ -211,13 +211,7 @@ fn in_range<T: PartialOrd + std::fmt::Display + Copy>(
 
 /// The `window` parameter, checked.
 pub(super) fn pick_window(window: Option<u64>) -> Result<u64, ApiError> {
-    match window {
-        None => Ok(0),
-        Some(w) if w <= MAX_WINDOW_MS => Ok(w),
-        Some(w) => Err(ApiError::bad_request(format!(
-            "window={w} is too long (at most {MAX_WINDOW_MS} ms)"
-        ))),
-    }
+    in_range("window", window.unwrap_or(0), 0, MAX_WINDOW_MS)
 }
 
 /// A long-poll page being sent: its items are converted and compressed
