@@ -351,6 +351,16 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
                         eprintln!("jelly subscribe: the server closed the stream; reconnecting");
                     }
                 }
+                Ended::NoTopic(why) if st.next.is_some() => {
+                    // It delivered items and is gone: it was deleted. Resuming at our
+                    // offset in a topic created again under its name, whose offsets
+                    // start over at 0, would skip or mix items.
+                    return Err(CliError::invalid(format!(
+                        "topic `{}` was deleted after its item {}; not resuming ({why})",
+                        a.topic,
+                        st.next.unwrap_or(0).saturating_sub(1)
+                    )));
+                }
                 Ended::NoTopic(why) => {
                     if !quiet && !waiting_for_topic {
                         eprintln!(

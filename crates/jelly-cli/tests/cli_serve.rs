@@ -693,3 +693,45 @@ fn serve_demo_publishes_the_weather_stream() {
     assert_eq!(srv.stop(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn subscribe_stops_with_an_error_when_its_topic_is_deleted() {
+    // Resuming at its offset in a topic created again under the same name (whose
+    // offsets start over at 0) would skip or mix items, so the follower stops.
+    let dir = temp_dir("deleted");
+    let srv = ServeProc::start(&dir.join("data"));
+    let url = srv.url.clone();
+    let line = "<http://ex.org/s> <http://ex.org/p> \"0\" .\n<http://ex.org/s> <http://ex.org/p> \"1\" .\n";
+    ok(
+        &["publish", "d", "-", "--server", &url, "-q"],
+        Some(line.as_bytes()),
+    );
+    let follower = spawn_jelly(&[
+        "subscribe",
+        "d",
+        "--server",
+        &url,
+        "--from",
+        "earliest",
+        "--max-items",
+        "10",
+    ]);
+    std::thread::sleep(Duration::from_millis(700));
+    let out = Command::new("curl")
+        .args(["-sS", "-X", "DELETE", &format!("{url}/topics/d")])
+        .output()
+        .expect("curl is needed by this test: install it (apt-get install curl)");
+    let body = String::from_utf8_lossy(&out.stdout);
+    assert!(body.contains("\"deleted\":true"), "{body}");
+    let out = follower.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("topic `d` was deleted after its item 0; not resuming"),
+        "{stderr}"
+    );
+    // What it had is written.
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 2);
+    assert_eq!(srv.stop(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

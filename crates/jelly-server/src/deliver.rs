@@ -403,6 +403,34 @@ pub enum EndReason {
     DeliverFailed(DeliverError),
     /// The log was closed.
     Closed,
+    /// The topic was deleted (its log closed under the subscription).
+    Deleted,
+}
+
+impl EndReason {
+    /// The summary of the reason, for front-ends that only tell a few apart.
+    pub fn summary(&self) -> FollowEnd {
+        match self {
+            EndReason::Shutdown => FollowEnd::Shutdown,
+            EndReason::Reached => FollowEnd::Reached,
+            EndReason::Truncated { first, .. } => FollowEnd::FellBehind { first: *first },
+            EndReason::Deleted => FollowEnd::Deleted,
+            EndReason::ReadFailed(_) | EndReason::DeliverFailed(_) | EndReason::Closed => {
+                FollowEnd::Failed
+            }
+        }
+    }
+
+    /// The reason as the subscriber should hear it: a closed log, or a read that
+    /// failed because of it, is a deletion when the topic was deleted.
+    pub fn of_topic(self, topic: &Topic) -> EndReason {
+        match self {
+            EndReason::Closed | EndReason::ReadFailed(_) if topic.is_deleted() => {
+                EndReason::Deleted
+            }
+            r => r,
+        }
+    }
 }
 
 /// Everything a live subscription needs.
@@ -441,6 +469,8 @@ pub enum FollowEnd {
     FellBehind { first: u64 },
     /// A log read or an encoding failed.
     Failed,
+    /// The topic was deleted.
+    Deleted,
 }
 
 /// One step of a [`Follow`].
@@ -621,14 +651,8 @@ impl Follow {
 
     /// Ends the subscription: records why (for [`Follow::end_reason`]).
     fn end_with(&mut self, reason: EndReason) -> Step {
-        self.ended = Some(match &reason {
-            EndReason::Shutdown => FollowEnd::Shutdown,
-            EndReason::Reached => FollowEnd::Reached,
-            EndReason::Truncated { first, .. } => FollowEnd::FellBehind { first: *first },
-            EndReason::ReadFailed(_) | EndReason::DeliverFailed(_) | EndReason::Closed => {
-                FollowEnd::Failed
-            }
-        });
+        let reason = reason.of_topic(&self.topic);
+        self.ended = Some(reason.summary());
         Step::End(reason)
     }
 
@@ -657,6 +681,7 @@ impl Follow {
                     );
                     return self.end_with(EndReason::Truncated { requested, first });
                 }
+                Err(LogError::Closed) => return self.end_with(EndReason::Closed),
                 Err(e) => {
                     tracing::error!(topic = %self.topic.name, error = %e, "log read failed");
                     return self.end_with(EndReason::ReadFailed(e.to_string()));

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use jelly::{LogicalType, PhysicalType, StreamOptions};
@@ -168,6 +168,9 @@ impl TopicLog {
     pub fn watch(&self) -> watch::Receiver<u64> {
         dispatch!(self, l => l.watch())
     }
+    pub fn close(&self) {
+        dispatch!(self, l => l.close())
+    }
 }
 
 /// Counters of one topic (since the server started).
@@ -201,6 +204,9 @@ pub struct SubscriberInfo {
 pub trait AppendListener: Send + Sync {
     /// Items were appended. Must not block: it runs on the publisher's task.
     fn appended(&self);
+
+    /// The topic was deleted and its log closed: nothing more will be appended.
+    fn closed(&self) {}
 }
 
 /// A topic.
@@ -216,6 +222,9 @@ pub struct Topic {
     next_sub: AtomicU64,
     /// Told after each append; dropped listeners are pruned then.
     listeners: Mutex<Vec<Weak<dyn AppendListener>>>,
+    /// Set when the topic is deleted ([`Registry::delete`]), before its log closes:
+    /// whoever still holds it can tell a deletion from a failure.
+    deleted: AtomicBool,
 }
 
 /// Where the logs live and how they are opened.
@@ -228,6 +237,10 @@ struct Storage {
 
 /// The file with a topic's options, next to its `log/` directory.
 const TOPIC_FILE: &str = "topic.json";
+
+/// Name prefix of a deleted topic's directory until its files are removed. It starts
+/// with `.`, which no topic name does.
+const TRASH_PREFIX: &str = ".deleted.";
 
 impl Storage {
     fn topic_dir(&self, name: &str) -> PathBuf {
@@ -272,6 +285,43 @@ impl Storage {
         Ok((options, log))
     }
 
+    /// Takes a deleted topic's directory out of the data directory (file log): it is
+    /// renamed to a hidden name, which startup never opens as a topic, and the data
+    /// directory is synced, so the deletion holds after a crash. Returns the hidden
+    /// directory, for [`Storage::purge`]; `None` when there is nothing on disk.
+    fn remove(&self, name: &str) -> Result<Option<PathBuf>, TopicError> {
+        if self.kind != LogKind::File {
+            return Ok(None);
+        }
+        let dir = self.topic_dir(name);
+        if !dir.exists() {
+            return Ok(None);
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let trash = self.data.join(format!("{TRASH_PREFIX}{name}.{nanos}"));
+        let err = |e: std::io::Error| TopicError::Storage(format!("{}: {e}", dir.display()));
+        std::fs::rename(&dir, &trash).map_err(err)?;
+        std::fs::File::open(&self.data)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| TopicError::Storage(format!("{}: {e}", self.data.display())))?;
+        Ok(Some(trash))
+    }
+
+    /// Deletes a directory [`Storage::remove`] hid (or startup found). A failure is
+    /// logged: the next start tries again.
+    fn purge(trash: &std::path::Path) {
+        match std::fs::remove_dir_all(trash) {
+            Ok(()) => tracing::debug!(path = %trash.display(), "deleted topic's files removed"),
+            Err(e) => tracing::warn!(
+                path = %trash.display(),
+                error = %e,
+                "cannot remove a deleted topic's files; the next start tries again"
+            ),
+        }
+    }
+
     /// Writes the topic's options (file log), atomically.
     fn save(&self, name: &str, options: &TopicOptions) -> Result<(), TopicError> {
         if self.kind != LogKind::File {
@@ -304,7 +354,14 @@ impl Topic {
             subs: Mutex::new(HashMap::new()),
             next_sub: AtomicU64::new(1),
             listeners: Mutex::new(Vec::new()),
+            deleted: AtomicBool::new(false),
         }
+    }
+
+    /// Whether the topic was deleted. Its log is closed then: appends and reads fail
+    /// with [`LogError::Closed`], and a topic of the same name, if any, is a new one.
+    pub fn is_deleted(&self) -> bool {
+        self.deleted.load(Ordering::Acquire)
     }
 
     fn subs(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<SubscriberInfo>>> {
@@ -371,6 +428,17 @@ impl Topic {
         }
     }
 
+    /// Tells the live listeners that the topic was deleted.
+    fn tell_closed(&self) {
+        let live: Vec<Arc<dyn AppendListener>> = {
+            let l = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
+            l.iter().filter_map(Weak::upgrade).collect()
+        };
+        for listener in live {
+            listener.closed();
+        }
+    }
+
     /// Appends a batch and counts it (topic and server counters).
     pub async fn append(
         &self,
@@ -429,6 +497,17 @@ impl Appended {
     }
 }
 
+/// What [`Registry::delete`] deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeletedTopic {
+    /// The first offset the topic still held.
+    pub first_offset: u64,
+    /// The offset its next item would have had.
+    pub next_offset: u64,
+    /// The topic could not be opened at startup (its files were deleted unread).
+    pub was_unavailable: bool,
+}
+
 /// Keeps a subscription registered while it lives.
 pub struct SubscriberGuard {
     pub topic: Arc<Topic>,
@@ -461,6 +540,9 @@ pub enum TopicError {
     Conflict(String),
     #[error("topic `{0}` does not exist")]
     NotFound(String),
+    /// The topic was deleted while a request used it.
+    #[error("topic `{0}` was deleted")]
+    Deleted(String),
     #[error("topic storage: {0}")]
     Storage(String),
     #[error(
@@ -495,8 +577,8 @@ pub struct Registry {
     /// Topics found at startup that could not be opened, with the reason. Fixed once
     /// open: such a topic is neither served nor re-created (that would overwrite its
     /// options and append after the damage) until it is repaired and the server
-    /// restarted.
-    unavailable: BTreeMap<String, String>,
+    /// restarted, or deleted ([`Registry::delete`]).
+    unavailable: RwLock<BTreeMap<String, String>>,
 }
 
 impl Registry {
@@ -538,6 +620,11 @@ impl Registry {
                 let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
                     continue;
                 };
+                if name.starts_with(TRASH_PREFIX) && path.is_dir() {
+                    // A topic deleted before a crash (or whose removal failed).
+                    Storage::purge(&path);
+                    continue;
+                }
                 if !valid_name(name) || !file.is_file() {
                     continue;
                 }
@@ -573,13 +660,18 @@ impl Registry {
             defaults: config.topic_defaults.clone(),
             auto_create: config.auto_create_topics,
             mirrors,
-            unavailable,
+            unavailable: RwLock::new(unavailable),
         })
     }
 
     /// [`TopicError::Unavailable`] for a topic that could not be opened at startup.
     pub fn check_available(&self, name: &str) -> Result<(), TopicError> {
-        match self.unavailable.get(name) {
+        match self
+            .unavailable
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+        {
             Some(reason) => Err(TopicError::Unavailable {
                 topic: name.to_string(),
                 reason: reason.clone(),
@@ -589,8 +681,11 @@ impl Registry {
     }
 
     /// The topics that could not be opened at startup, with the reason, by name.
-    pub fn unavailable(&self) -> &BTreeMap<String, String> {
-        &self.unavailable
+    pub fn unavailable(&self) -> BTreeMap<String, String> {
+        self.unavailable
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The mirror of a topic name, if it is mirrored (the topic may not exist yet).
@@ -687,6 +782,85 @@ impl Registry {
         g.insert(name.to_string(), t.clone());
         tracing::info!(topic = name, "topic created");
         Ok((t, true))
+    }
+
+    /// Deletes a topic: it leaves the registry, its log closes (an append in progress
+    /// completes first; later ones fail), its subscribers' streams end, and its files
+    /// leave the data directory before this returns (removed on a blocking call:
+    /// run it off the async threads). A topic of the same name created afterwards is
+    /// a new one, whose offsets start at 0.
+    ///
+    /// A mirrored topic is refused ([`TopicError::Mirrored`]: its mirror would create
+    /// it again); an unavailable one (see [`Registry::check_available`]) is deleted
+    /// too, which is one way to recover from a damaged log.
+    ///
+    /// ```
+    /// let r = jelly_server::topic::Registry::open(&jelly_server::ServerConfig::ephemeral()).unwrap();
+    /// r.create("t", None).unwrap();
+    /// let gone = r.delete("t").unwrap();
+    /// assert_eq!(gone.next_offset, 0);
+    /// assert!(r.get("t").is_none());
+    /// assert!(r.delete("t").is_err());
+    /// ```
+    pub fn delete(&self, name: &str) -> Result<DeletedTopic, TopicError> {
+        if !valid_name(name) {
+            return Err(TopicError::BadName(name.to_string()));
+        }
+        if let Some(m) = self.mirrors.get(name) {
+            return Err(TopicError::Mirrored {
+                topic: name.to_string(),
+                upstream: m.upstream_topic_url(),
+            });
+        }
+        // Under the write lock, so that no create of the same name can open the old
+        // files between taking the topic out and moving its directory away.
+        let mut g = self.topics.write().unwrap_or_else(|e| e.into_inner());
+        let (deleted, trash) = match g.remove(name) {
+            Some(t) => {
+                t.deleted.store(true, Ordering::Release);
+                t.log.close();
+                t.tell_closed();
+                // After the close: no append can move them any more.
+                let deleted = DeletedTopic {
+                    first_offset: t.log.first_offset(),
+                    next_offset: t.log.next_offset(),
+                    was_unavailable: false,
+                };
+                match self.storage.remove(name) {
+                    Ok(trash) => (deleted, trash),
+                    Err(e) => {
+                        // The topic is gone from the registry and its log closed,
+                        // but its files stay: a restart would bring it back.
+                        tracing::error!(topic = name, error = %e, "deleted topic's files could not be moved away");
+                        return Err(e);
+                    }
+                }
+            }
+            None => {
+                let mut unavailable = self.unavailable.write().unwrap_or_else(|e| e.into_inner());
+                if !unavailable.contains_key(name) {
+                    return Err(TopicError::NotFound(name.to_string()));
+                }
+                let trash = self.storage.remove(name)?;
+                unavailable.remove(name);
+                let deleted = DeletedTopic {
+                    first_offset: 0,
+                    next_offset: 0,
+                    was_unavailable: true,
+                };
+                (deleted, trash)
+            }
+        };
+        drop(g);
+        if let Some(trash) = trash {
+            Storage::purge(&trash);
+        }
+        tracing::info!(
+            topic = name,
+            next_offset = deleted.next_offset,
+            "topic deleted"
+        );
+        Ok(deleted)
     }
 
     /// The topic for a publish: created with the default options on first use when

@@ -989,6 +989,27 @@ async fn listings_rights_anonymous_and_query_tokens() {
     assert_eq!(ack["offset"], before, "{ack}");
     assert_eq!(next_offset(&srv, "t"), before + 1);
     let _ = publ.close(None).await;
+
+    // Deleting a topic needs admin: a publisher or subscriber of it is refused (403),
+    // a caller without a token is asked for one (401), and the topic stays.
+    for (token, status) in [
+        (Some(PUB), StatusCode::FORBIDDEN),
+        (Some(SUB), StatusCode::FORBIDDEN),
+        (None, StatusCode::UNAUTHORIZED),
+        (Some(ADMIN), StatusCode::OK),
+    ] {
+        let mut r = http.delete(format!("{base}/topics/t"));
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        let r = r.send().await.unwrap();
+        assert_eq!(r.status(), status, "{token:?}");
+        assert_eq!(
+            srv.state().topics.get("t").is_some(),
+            status != StatusCode::OK,
+            "{token:?}"
+        );
+    }
     srv.shutdown().await.unwrap();
 }
 
@@ -1227,7 +1248,7 @@ fn every_route_has_a_right() {
     assert!(routes.len() >= 13, "parsed too few routes: {routes:?}");
     for (method, path) in routes {
         let need = need_of(&method.parse().unwrap(), &path);
-        let admin_only = method == "PUT" && path == "/topics/{name}";
+        let admin_only = (method == "PUT" || method == "DELETE") && path == "/topics/{name}";
         assert_eq!(
             need == Need::Admin,
             admin_only,

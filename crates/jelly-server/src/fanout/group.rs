@@ -32,6 +32,9 @@ pub struct Group {
     /// An SSE keep-alive comment, compressed once ([`super::key::Framing::Sse`]).
     pub(super) keepalive: Block,
     map: Weak<GroupMap>,
+    /// The topic it follows: a topic deleted and created again under the same name
+    /// is another topic, whose subscribers must not join this group.
+    topic: Weak<Topic>,
     metrics: Arc<Metrics>,
     /// Window 0: the appenders' way into the group (also held by its task).
     _pump: Option<Arc<Pump>>,
@@ -91,7 +94,9 @@ impl Group {
         metrics: &Arc<Metrics>,
     ) -> Arc<Group> {
         let mut m = map.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(g) = m.get(&key).and_then(Weak::upgrade) {
+        if let Some(g) = m.get(&key).and_then(Weak::upgrade)
+            && std::ptr::eq(g.topic.as_ptr(), Arc::as_ptr(topic))
+        {
             return g;
         }
         let start = topic.log.next_offset();
@@ -121,6 +126,7 @@ impl Group {
             ring,
             keepalive,
             map: Arc::downgrade(map),
+            topic: Arc::downgrade(topic),
             metrics: metrics.clone(),
             _pump: match &writer {
                 Writer::Inline(pump) => Some(pump.clone()),
@@ -137,6 +143,11 @@ impl Group {
             Writer::Inline(pump) => {
                 let listener: Arc<dyn AppendListener> = pump.clone();
                 topic.listen(Arc::downgrade(&listener));
+                // Deleted before the listener was in place (checked after it: one of
+                // the two sees the other), it will not be told.
+                if topic.is_deleted() {
+                    listener.closed();
+                }
                 // Whatever was appended before the listener was in place.
                 pump.run();
                 tokio::spawn(pump.serve(stop, shutdown));
@@ -358,6 +369,11 @@ impl Producer {
                 self.ring.restart_at(first);
                 Some(first)
             }
+            LogError::Closed => {
+                // The topic was deleted: its subscribers hear so from their topic.
+                self.ring.end(GroupEnd::Closed);
+                None
+            }
             e => {
                 tracing::error!(topic = %self.topic.name, error = %e, "fan-out group: log read failed");
                 self.ring.end(GroupEnd::ReadFailed(e.to_string()));
@@ -454,6 +470,12 @@ impl Pump {
 impl AppendListener for Pump {
     fn appended(&self) {
         self.run();
+    }
+
+    /// Ends the group: its subscribers hear of the deletion from their topic.
+    fn closed(&self) {
+        *self.lock() = None;
+        self.producer.ring.end(GroupEnd::Closed);
     }
 }
 

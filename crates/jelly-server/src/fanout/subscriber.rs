@@ -146,7 +146,8 @@ impl Subscription {
         }
         match self.step().await {
             Step::End(reason) => {
-                self.ended = Some(follow_end(&reason));
+                let reason = reason.of_topic(&self.topic);
+                self.ended = Some(reason.summary());
                 let trailer = if self.stream_framing() {
                     self.stitcher.trailer()
                 } else {
@@ -296,6 +297,7 @@ impl Subscription {
                 );
                 return Err(EndReason::Truncated { requested, first });
             }
+            Err(LogError::Closed) => return Err(EndReason::Closed),
             Err(e) => {
                 tracing::error!(topic = %self.topic.name, error = %e, "log read failed");
                 return Err(EndReason::ReadFailed(e.to_string()));
@@ -426,18 +428,6 @@ fn end_reason(e: GroupEnd) -> EndReason {
         GroupEnd::ReadFailed(m) => EndReason::ReadFailed(m),
         GroupEnd::DeliverFailed { offset, message } => {
             EndReason::DeliverFailed(DeliverError { offset, message })
-        }
-    }
-}
-
-/// The summary of an end reason.
-fn follow_end(r: &EndReason) -> FollowEnd {
-    match r {
-        EndReason::Shutdown => FollowEnd::Shutdown,
-        EndReason::Reached => FollowEnd::Reached,
-        EndReason::Truncated { first, .. } => FollowEnd::FellBehind { first: *first },
-        EndReason::ReadFailed(_) | EndReason::DeliverFailed(_) | EndReason::Closed => {
-            FollowEnd::Failed
         }
     }
 }

@@ -287,6 +287,7 @@ fn end_status(reason: EndReason, next: u64, compact: bool) -> Status {
         )),
         EndReason::DeliverFailed(e) => Status::internal(e.to_string()),
         EndReason::ReadFailed(m) => Status::unavailable(format!("log read failed: {m}; {resume}")),
+        EndReason::Deleted => Status::not_found("the topic was deleted"),
         EndReason::Closed | EndReason::Reached => {
             Status::unavailable(format!("the topic's log was closed; {resume}"))
         }

@@ -66,7 +66,7 @@ impl From<TopicError> for ApiError {
         let status = match e {
             TopicError::BadName(_) | TopicError::BadOptions(_) => StatusCode::BAD_REQUEST,
             TopicError::Conflict(_) | TopicError::Mirrored { .. } => StatusCode::CONFLICT,
-            TopicError::NotFound(_) => StatusCode::NOT_FOUND,
+            TopicError::NotFound(_) | TopicError::Deleted(_) => StatusCode::NOT_FOUND,
             TopicError::Storage(_) | TopicError::Unavailable { .. } => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -74,9 +74,9 @@ impl From<TopicError> for ApiError {
         // Named for clients that act on it (`jelly subscribe` waits for a topic that
         // does not exist yet, rather than for an unknown endpoint).
         let topic = match &e {
-            TopicError::Unavailable { topic, .. } | TopicError::NotFound(topic) => {
-                Some(topic.clone())
-            }
+            TopicError::Unavailable { topic, .. }
+            | TopicError::NotFound(topic)
+            | TopicError::Deleted(topic) => Some(topic.clone()),
             _ => None,
         };
         let err = ApiError::new(status, e.to_string());

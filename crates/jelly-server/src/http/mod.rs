@@ -100,7 +100,12 @@ fn routes(state: AppState) -> Router {
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .route("/topics", get(topics::list))
-        .route("/topics/{name}", get(topics::describe).put(topics::create))
+        .route(
+            "/topics/{name}",
+            get(topics::describe)
+                .put(topics::create)
+                .delete(topics::delete),
+        )
         .route(
             "/topics/{name}/items",
             get(subscribe::stream).post(publish::publish),

@@ -15,6 +15,7 @@ use crate::ingest::{
     ACCEPTED_CONTENT_TYPES, IngestError, InputFormat, PublishMeta, ingest_with_paths,
 };
 use crate::log::LogError;
+use crate::topic::TopicError;
 use crate::topic::valid_name;
 
 #[derive(Debug, Deserialize, Default)]
@@ -284,6 +285,7 @@ async fn publish_inner(
         LogError::ItemTooLarge { .. } => {
             ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, e.to_string())
         }
+        LogError::Closed if topic.is_deleted() => TopicError::Deleted(name.to_string()).into(),
         e => ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("append failed: {e}"),

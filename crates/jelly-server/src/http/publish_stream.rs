@@ -245,6 +245,10 @@ impl StreamPublisher {
                     status: StatusCode::PAYLOAD_TOO_LARGE,
                     message: e.to_string(),
                 },
+                LogError::Closed if topic.is_deleted() => FrameError {
+                    status: StatusCode::NOT_FOUND,
+                    message: TopicError::Deleted(self.name.clone()).to_string(),
+                },
                 e => FrameError {
                     status: StatusCode::SERVICE_UNAVAILABLE,
                     message: format!("append failed: {e}"),

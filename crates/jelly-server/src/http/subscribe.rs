@@ -499,6 +499,9 @@ pub async fn poll(
         async move {
             t.log.read(from, limits).await.map_err(|e| match e {
                 LogError::Truncated { requested, first } => ApiError::gone(requested, first),
+                LogError::Closed if t.is_deleted() => {
+                    crate::topic::TopicError::Deleted(t.name.clone()).into()
+                }
                 e => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
             })
         }

@@ -92,6 +92,28 @@ pub async fn describe(
     Ok(Json(describe_json(&t)))
 }
 
+/// Deletes a topic with its log (see [`crate::topic::Registry::delete`]): 200 with
+/// the offsets it held, 404 when there is no such topic, 409 for a mirrored topic.
+/// Its subscribers' streams end; a later publish of the same name starts a new topic
+/// at offset 0.
+pub async fn delete(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let topic = name.clone();
+    // Closing the log waits for an append in progress, and the files are removed.
+    let gone = tokio::task::spawn_blocking(move || s.topics.delete(&topic))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
+    Ok(Json(serde_json::json!({
+        "topic": name,
+        "deleted": true,
+        "first_offset": gone.first_offset,
+        "next_offset": gone.next_offset,
+        "was_unavailable": gone.was_unavailable,
+    })))
+}
+
 /// Creates a topic. The body is optional JSON options; an empty body takes the
 /// server's defaults. 201 when created, 200 when it exists with the same options,
 /// 409 when it exists with other options.

@@ -48,6 +48,8 @@ pub mod close_code {
     /// The subscriber fell behind retention (like HTTP 410); reconnect from the
     /// first retained offset.
     pub const GONE: u16 = 4410;
+    /// The topic was deleted (like HTTP 404).
+    pub const DELETED: u16 = 4404;
 }
 
 /// Most bytes a subscriber's socket reads at a time. Subscribers send little (pings,
@@ -206,6 +208,9 @@ async fn run_subscriber(
                             close_code::GONE,
                             format!("fell behind retention; the first retained offset is {first}"),
                         ),
+                        Some(FollowEnd::Deleted) => {
+                            (close_code::DELETED, "the topic was deleted".to_string())
+                        }
                         Some(FollowEnd::Failed) | None => {
                             (close_code::ERROR, "cannot read the topic".to_string())
                         }

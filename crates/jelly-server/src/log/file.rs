@@ -44,6 +44,7 @@ use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::thread::JoinHandle;
@@ -54,7 +55,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot, watch};
 
 use super::record::{self, HEADER_LEN};
 use super::segment::{self, After, IndexEntry, RecordReader, ScanError, Segment};
-use super::{Log, LogError, ReadLimits, check_consecutive, now_ms};
+use super::{Log, LogError, OffsetWatch, ReadLimits, check_consecutive, now_ms};
 use crate::item::{Item, NewItem};
 
 /// When an append counts as done.
@@ -197,7 +198,9 @@ pub struct FileLog {
 struct Shared {
     dir: PathBuf,
     state: RwLock<State>,
-    watch: watch::Sender<u64>,
+    watch: OffsetWatch,
+    /// Set by [`Log::close`]; reads check it, the writer has its own flag.
+    closed: AtomicBool,
 }
 
 struct State {
@@ -280,7 +283,7 @@ impl FileLog {
         fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
         let segments = recover(&dir, options.index_interval_bytes)?;
         let next = segments.last().map_or(0, |s| s.next);
-        let (watch, _) = watch::channel(next);
+        let watch = OffsetWatch::new(next);
         let shared = Arc::new(Shared {
             dir,
             state: RwLock::new(State {
@@ -290,6 +293,7 @@ impl FileLog {
                 tail_bytes: 0,
             }),
             watch,
+            closed: AtomicBool::new(false),
         });
         let max_item_bytes = options.max_item_bytes.min(u32::MAX as usize);
         let max_inflight = options.max_inflight_bytes.clamp(1, u32::MAX as usize >> 1) as u32;
@@ -311,6 +315,14 @@ impl FileLog {
             max_inflight,
             max_item_bytes,
         })
+    }
+
+    /// [`LogError::Closed`] once the log is closed.
+    fn check_open(&self) -> Result<(), LogError> {
+        if self.shared.closed.load(Ordering::Acquire) {
+            return Err(LogError::Closed);
+        }
+        Ok(())
     }
 
     /// The topic's directory.
@@ -429,6 +441,7 @@ impl Log for FileLog {
     }
 
     async fn read(&self, from: u64, limits: ReadLimits) -> Result<Vec<Item>, LogError> {
+        self.check_open()?;
         if let Some(r) = self.read_now(from, limits) {
             return r;
         }
@@ -440,6 +453,9 @@ impl Log for FileLog {
     }
 
     fn read_now(&self, from: u64, limits: ReadLimits) -> Option<Result<Vec<Item>, LogError>> {
+        if let Err(e) = self.check_open() {
+            return Some(Err(e));
+        }
         let st = self.shared.read_state();
         let first = st.first();
         if from < first {
@@ -463,6 +479,7 @@ impl Log for FileLog {
     }
 
     async fn offset_for_timestamp(&self, timestamp_ms: u64) -> Result<u64, LogError> {
+        self.check_open()?;
         let shared = self.shared.clone();
         let dir = self.shared.dir.clone();
         tokio::task::spawn_blocking(move || offset_for_timestamp_blocking(&shared, timestamp_ms))
@@ -472,6 +489,14 @@ impl Log for FileLog {
 
     fn watch(&self) -> watch::Receiver<u64> {
         self.shared.watch.subscribe()
+    }
+
+    fn close(&self) {
+        // Under the writer's lock: an inline commit in progress completes first, and
+        // the writer thread writes nothing after (it checks the flag under the lock).
+        lock(&self.writer).closed = true;
+        self.shared.closed.store(true, Ordering::Release);
+        self.shared.watch.close();
     }
 }
 
@@ -794,6 +819,9 @@ struct Writer {
     last_retention: Instant,
     /// Set after a failed write or fsync; every later append fails with it.
     failed: Option<(std::io::ErrorKind, String)>,
+    /// Set by [`Log::close`]: appends fail with [`LogError::Closed`], and neither
+    /// fsyncs nor retention touch the files any more (they are being deleted).
+    closed: bool,
     buf: Vec<u8>,
 }
 
@@ -845,6 +873,7 @@ impl Writer {
             last_sync: now,
             last_retention: now,
             failed: None,
+            closed: false,
             buf: Vec::new(),
         })
     }
@@ -897,7 +926,7 @@ impl Writer {
     }
 
     fn sync_quietly(&mut self) {
-        if self.failed.is_some() {
+        if self.failed.is_some() || self.closed {
             return;
         }
         if let Err(e) = self.active.sync_data() {
@@ -912,10 +941,16 @@ impl Writer {
     /// Writes a group of appends, makes it durable per the policy, publishes it, applies
     /// retention and answers the appenders.
     fn commit(&mut self, group: Vec<Request>) {
+        if self.closed {
+            for req in group {
+                let _ = req.reply.send(Err(LogError::Closed));
+            }
+            return;
+        }
         let mut replies = Vec::with_capacity(group.len());
         let result = self.write_group(group, &mut replies);
         let next = self.shared.read_state().next;
-        self.shared.watch.send_replace(next);
+        self.shared.watch.publish(next);
         // Before answering, so that an appender sees the retention its append caused.
         self.retain();
         match result {
@@ -1232,7 +1267,8 @@ impl Writer {
     /// [`Writer::roll_if_expired`] first replaces when all of it is too old).
     fn retain(&mut self) {
         self.last_retention = Instant::now();
-        if self.opts.retention_bytes.is_none() && self.opts.retention_age.is_none() {
+        if self.closed || (self.opts.retention_bytes.is_none() && self.opts.retention_age.is_none())
+        {
             return;
         }
         let now = self.opts.clock.now_ms();

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use tokio::sync::watch;
 
-use super::{Log, LogError, ReadLimits, check_consecutive, now_ms};
+use super::{Log, LogError, OffsetWatch, ReadLimits, check_consecutive, now_ms};
 use crate::item::{Item, NewItem};
 
 /// An in-memory [`Log`] that keeps at most `capacity` items (older ones are dropped).
@@ -23,31 +23,36 @@ use crate::item::{Item, NewItem};
 pub struct MemoryLog {
     inner: Mutex<Inner>,
     capacity: usize,
-    tx: watch::Sender<u64>,
+    tx: OffsetWatch,
 }
 
 struct Inner {
     items: VecDeque<Item>,
     next: u64,
+    /// Set by [`Log::close`].
+    closed: bool,
 }
 
 impl MemoryLog {
     /// A log retaining at most `capacity` items.
     pub fn new(capacity: usize) -> Self {
-        let (tx, _) = watch::channel(0);
         MemoryLog {
             inner: Mutex::new(Inner {
                 items: VecDeque::new(),
                 next: 0,
+                closed: false,
             }),
             capacity: capacity.max(1),
-            tx,
+            tx: OffsetWatch::new(0),
         }
     }
 
     /// Items from `from`, bounded by `limits` (everything is in memory).
     fn read_in_memory(&self, from: u64, limits: ReadLimits) -> Result<Vec<Item>, LogError> {
         let g = self.lock();
+        if g.closed {
+            return Err(LogError::Closed);
+        }
         let first = g.items.front().map_or(g.next, |i| i.offset);
         if from < first {
             return Err(LogError::Truncated {
@@ -78,6 +83,9 @@ impl MemoryLog {
 impl Log for MemoryLog {
     async fn append(&self, items: Vec<NewItem>) -> Result<Vec<u64>, LogError> {
         let mut g = self.lock();
+        if g.closed {
+            return Err(LogError::Closed);
+        }
         let ts = now_ms();
         let mut offsets = Vec::with_capacity(items.len());
         for it in items {
@@ -98,7 +106,7 @@ impl Log for MemoryLog {
         }
         let next = g.next;
         drop(g);
-        self.tx.send_replace(next);
+        self.tx.publish(next);
         Ok(offsets)
     }
 
@@ -108,6 +116,9 @@ impl Log for MemoryLog {
         };
         check_consecutive(&items)?;
         let mut g = self.lock();
+        if g.closed {
+            return Err(LogError::Closed);
+        }
         if first != g.next {
             if first < g.next || !(restart || g.items.is_empty()) {
                 return Err(LogError::OffsetMismatch {
@@ -124,7 +135,7 @@ impl Log for MemoryLog {
         }
         let next = g.next;
         drop(g);
-        self.tx.send_replace(next);
+        self.tx.publish(next);
         Ok(())
     }
 
@@ -147,6 +158,9 @@ impl Log for MemoryLog {
 
     async fn offset_for_timestamp(&self, timestamp_ms: u64) -> Result<u64, LogError> {
         let g = self.lock();
+        if g.closed {
+            return Err(LogError::Closed);
+        }
         Ok(g.items
             .iter()
             .find(|i| i.timestamp_ms >= timestamp_ms)
@@ -155,5 +169,10 @@ impl Log for MemoryLog {
 
     fn watch(&self) -> watch::Receiver<u64> {
         self.tx.subscribe()
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.tx.close();
     }
 }

@@ -113,8 +113,48 @@ pub trait Log: Send + Sync + 'static {
         timestamp_ms: u64,
     ) -> impl Future<Output = Result<u64, LogError>> + Send;
 
-    /// Watches `next_offset`: subscribers wait on it for new items.
+    /// Watches `next_offset`: subscribers wait on it for new items. Once the log is
+    /// closed, the receivers' waits end with an error (the sender is gone).
     fn watch(&self) -> watch::Receiver<u64>;
+
+    /// Closes the log for good (its topic is being deleted): an append in progress
+    /// completes first, every later append and read is [`LogError::Closed`], and
+    /// every watch ends, so that waiting subscribers stop. Nothing more is written
+    /// to the log's files after it returns. Closing twice does nothing.
+    fn close(&self);
+}
+
+/// The sender of a log's [`Log::watch`] channel, which [`Log::close`] drops.
+pub(crate) struct OffsetWatch(std::sync::Mutex<Option<watch::Sender<u64>>>);
+
+impl OffsetWatch {
+    pub(crate) fn new(next: u64) -> Self {
+        OffsetWatch(std::sync::Mutex::new(Some(watch::channel(next).0)))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<watch::Sender<u64>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Tells the receivers of a new `next_offset` (nothing once closed).
+    pub(crate) fn publish(&self, next: u64) {
+        if let Some(tx) = &*self.lock() {
+            tx.send_replace(next);
+        }
+    }
+
+    /// A receiver; after [`OffsetWatch::close`], one whose sender is already gone.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+        match &*self.lock() {
+            Some(tx) => tx.subscribe(),
+            None => watch::channel(0).1,
+        }
+    }
+
+    /// Drops the sender: every receiver's wait ends with an error.
+    pub(crate) fn close(&self) {
+        drop(self.lock().take());
+    }
 }
 
 /// Checks that the offsets of an [`Log::append_at`] batch are consecutive.

@@ -1,0 +1,366 @@
+//! `DELETE /topics/{name}` on real loopback sockets: the topic's subscribers over
+//! every front-end hear that it was deleted, its files leave the data directory, a
+//! publish of the same name starts a new topic at offset 0, and the deletion holds
+//! across a restart.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use axum::http::uri::PathAndQuery;
+use futures_util::StreamExt as _;
+use jelly::{Statement, StreamOptions};
+use jelly_server::config::LogKind;
+use jelly_server::grpc::SUBSCRIBE_PATH;
+use jelly_server::grpc::codec::JellyCodec;
+use jelly_server::grpc::messages::{Frame, Subscribe};
+use jelly_server::{Server, ServerConfig};
+use reqwest::StatusCode;
+use serde_json::Value;
+use support::{TempDir, frames_with_metadata, jelly_stream, triple};
+use tokio_tungstenite::connect_async;
+use tokio_tungstenite::tungstenite::Message;
+use tonic::client::Grpc;
+use tonic::transport::Channel;
+use tonic::{Code, Request};
+
+const JELLY: &str = "application/x-jelly-rdf";
+const WAIT: Duration = Duration::from_secs(10);
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap()
+}
+
+async fn start_file(data: &Path) -> Server {
+    let c = ServerConfig {
+        log: LogKind::File,
+        data: data.to_path_buf(),
+        ..ServerConfig::ephemeral()
+    };
+    Server::start(c).await.unwrap()
+}
+
+/// `n` one-statement frames, numbered from `start`.
+fn items(n: usize, start: usize) -> Vec<u8> {
+    let frames: Vec<Vec<Statement>> = (start..start + n)
+        .map(|i| {
+            vec![triple(
+                &format!("http://example.org/s{i}"),
+                "http://example.org/p",
+                "http://example.org/o",
+            )]
+        })
+        .collect();
+    jelly_stream(&frames, StreamOptions::small())
+}
+
+async fn publish(c: &reqwest::Client, base: &str, topic: &str, body: Vec<u8>) -> Value {
+    let r = c
+        .post(format!("{base}/topics/{topic}/items"))
+        .header("content-type", JELLY)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    r.json().await.unwrap()
+}
+
+async fn delete(c: &reqwest::Client, base: &str, topic: &str) -> (StatusCode, Value) {
+    let r = c
+        .delete(format!("{base}/topics/{topic}"))
+        .send()
+        .await
+        .unwrap();
+    (r.status(), r.json().await.unwrap())
+}
+
+/// Every entry of the data directory, by name.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[tokio::test]
+async fn deleting_a_topic_ends_every_subscription_and_removes_its_files() {
+    let dir = TempDir::new("delete");
+    let srv = start_file(&dir.0).await;
+    let c = client();
+    let base = srv.url();
+    publish(&c, &base, "t", items(5, 0)).await;
+    publish(&c, &base, "other", items(2, 0)).await;
+
+    // Subscribers of every kind, caught up and waiting for more.
+    let chunked = c
+        .get(format!("{base}/topics/t/items?from=earliest&format=jelly"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(chunked.status(), StatusCode::OK);
+    let shared = c
+        .get(format!("{base}/topics/t/items?from=latest&format=jelly"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(shared.status(), StatusCode::OK);
+    let sse = c
+        .get(format!("{base}/topics/t/sse?from=earliest&format=nquads"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sse.status(), StatusCode::OK);
+    let ws_url = format!("{}/topics/t/ws?from=earliest", base.replace("http", "ws"));
+    let (mut ws, _) = connect_async(ws_url).await.unwrap();
+    let ch = Channel::from_shared(base.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut g = Grpc::new(ch.clone());
+    g.ready().await.unwrap();
+    let mut req = Request::new(Subscribe {
+        topic: "t".into(),
+        requested_options: None,
+    });
+    req.metadata_mut()
+        .insert("x-jelly-from", "earliest".parse().unwrap());
+    let mut grpc = g
+        .server_streaming(
+            req,
+            PathAndQuery::from_static(SUBSCRIBE_PATH),
+            JellyCodec::<Subscribe, Frame>::new(),
+        )
+        .await
+        .unwrap()
+        .into_inner();
+    let poll = tokio::spawn({
+        let c = c.clone();
+        let base = base.clone();
+        async move {
+            let r = c
+                .get(format!("{base}/topics/t/poll?from=5&wait_ms=8000"))
+                .send()
+                .await
+                .unwrap();
+            (r.status(), r.json::<Value>().await.unwrap())
+        }
+    });
+    // The gRPC and WebSocket subscribers have their five items before the delete.
+    for _ in 0..5 {
+        tokio::time::timeout(WAIT, grpc.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+    }
+    let mut ws_items = 0;
+    while ws_items < 5 {
+        match tokio::time::timeout(WAIT, ws.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+        {
+            Message::Binary(_) => ws_items += 1,
+            Message::Ping(_) | Message::Pong(_) => {}
+            m => panic!("unexpected {m:?}"),
+        }
+    }
+    support::wait_delivered(&srv, "t", 5).await;
+
+    let (status, v) = delete(&c, &base, "t").await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["deleted"], true);
+    assert_eq!(v["next_offset"], 5);
+    assert_eq!(v["first_offset"], 0);
+
+    // Chunked streams end after what they had; the earliest one got all five.
+    let body = tokio::time::timeout(WAIT, chunked.bytes())
+        .await
+        .expect("the chunked stream ends")
+        .unwrap();
+    let offsets: Vec<String> = frames_with_metadata(&body)
+        .into_iter()
+        .map(|m| m["offset"].clone())
+        .collect();
+    assert_eq!(offsets, ["0", "1", "2", "3", "4"]);
+    tokio::time::timeout(WAIT, shared.bytes())
+        .await
+        .expect("the shared-group stream ends")
+        .unwrap();
+    let events = tokio::time::timeout(WAIT, sse.text())
+        .await
+        .expect("the SSE stream ends")
+        .unwrap();
+    assert_eq!(events.matches("event: item").count(), 5, "{events}");
+    // WebSocket: a close frame with the deletion's code; gRPC: NOT_FOUND.
+    let close = loop {
+        match tokio::time::timeout(WAIT, ws.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+        {
+            Message::Close(f) => break f.expect("a close code"),
+            Message::Ping(_) | Message::Pong(_) => {}
+            m => panic!("unexpected {m:?}"),
+        }
+    };
+    assert_eq!(u16::from(close.code), 4404);
+    assert!(close.reason.contains("deleted"), "{}", close.reason);
+    let st = tokio::time::timeout(WAIT, grpc.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(st.code(), Code::NotFound, "{st:?}");
+    assert!(st.message().contains("deleted"), "{}", st.message());
+    // The long-poll that was waiting answers 404, naming the deletion.
+    let (status, v) = tokio::time::timeout(WAIT, poll).await.unwrap().unwrap();
+    assert_eq!(status, StatusCode::NOT_FOUND, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("was deleted"), "{v}");
+
+    // Gone from the API and from the disk; the other topic is untouched.
+    let r = c.get(format!("{base}/topics/t")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    let list: Value = c
+        .get(format!("{base}/topics"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = list["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["other"]);
+    assert_eq!(entries(&dir.0), ["other"]);
+    let (status, _) = delete(&c, &base, "t").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // A publish of the same name is a new topic, at offset 0, and a new subscriber
+    // (of a new fan-out group, not the old topic's) follows it.
+    let v = publish(&c, &base, "t", items(1, 100)).await;
+    assert_eq!(v["offsets"], serde_json::json!([0]));
+    let fresh = c
+        .get(format!("{base}/topics/t/items?from=latest&format=jelly"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fresh.status(), StatusCode::OK);
+    support::wait_delivered(&srv, "t", 1).await;
+    let v = publish(&c, &base, "t", items(1, 101)).await;
+    assert_eq!(v["offsets"], serde_json::json!([1]));
+    let mut fresh = fresh.bytes_stream();
+    let chunk = tokio::time::timeout(WAIT, fresh.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(
+        chunk.windows(4).any(|w| w == b"s101"),
+        "the new topic's item reaches its subscriber"
+    );
+    drop(fresh);
+    srv.shutdown().await.unwrap();
+
+    // After a restart: the new topic, not the old one.
+    let srv = start_file(&dir.0).await;
+    let v: Value = c
+        .get(format!("{}/topics/t", srv.url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["next_offset"], 2, "{v}");
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn delete_answers_unknown_and_bad_names_and_a_publish_after_it_is_told() {
+    let srv = Server::start(ServerConfig::ephemeral()).await.unwrap();
+    let c = client();
+    let base = srv.url();
+    let (status, v) = delete(&c, &base, "nope").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(v["topic"], "nope");
+    let (status, _) = delete(&c, &base, ".hidden").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    // In-memory topics delete the same way.
+    publish(&c, &base, "m", items(3, 0)).await;
+    let (status, v) = delete(&c, &base, "m").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(v["next_offset"], 3);
+    let v = publish(&c, &base, "m", items(1, 0)).await;
+    assert_eq!(v["offsets"], serde_json::json!([0]));
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_unavailable_topic_can_be_deleted_and_published_again() {
+    let dir = TempDir::new("delete-corrupt");
+    let srv = start_file(&dir.0).await;
+    let c = client();
+    publish(&c, &srv.url(), "r", items(20, 0)).await;
+    srv.shutdown().await.unwrap();
+    let seg = dir.0.join("r/log/00000000000000000000.seg");
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let at = bytes.len() / 3;
+    bytes[at] ^= 0x20;
+    std::fs::write(&seg, &bytes).unwrap();
+
+    let srv = start_file(&dir.0).await;
+    let base = srv.url();
+    let r = c.get(format!("{base}/topics/r")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let (status, v) = delete(&c, &base, "r").await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["was_unavailable"], true);
+    assert!(entries(&dir.0).is_empty(), "{:?}", entries(&dir.0));
+    let v = publish(&c, &base, "r", items(1, 0)).await;
+    assert_eq!(v["offsets"], serde_json::json!([0]));
+    let metrics = support::metrics_text(&c, &base).await;
+    assert!(
+        !metrics.contains("jelly_topic_unavailable{topic=\"r\"} 1"),
+        "{metrics}"
+    );
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn files_of_a_deletion_cut_short_are_removed_at_startup() {
+    // A crash after the rename that takes a deleted topic's directory away, before
+    // its files were removed, leaves a hidden directory: the next start removes it
+    // and does not serve it.
+    let dir = TempDir::new("delete-leftover");
+    let srv = start_file(&dir.0).await;
+    let c = client();
+    publish(&c, &srv.url(), "t", items(3, 0)).await;
+    srv.shutdown().await.unwrap();
+    std::fs::rename(dir.0.join("t"), dir.0.join(".deleted.t.12345")).unwrap();
+
+    let srv = start_file(&dir.0).await;
+    assert!(entries(&dir.0).is_empty(), "{:?}", entries(&dir.0));
+    let r = c
+        .get(format!("{}/topics/t", srv.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    srv.shutdown().await.unwrap();
+}
