@@ -41,6 +41,9 @@ pub enum Command {
     /// Follow a topic of a running server; resumes after a disconnect.
     #[command(after_help = crate::subscribe::SUBSCRIBE_HELP)]
     Subscribe(crate::subscribe::SubscribeArgs),
+    /// List, describe, create and delete the topics of a running server.
+    #[command(after_help = crate::topics::TOPICS_HELP)]
+    Topics(crate::topics::TopicsArgs),
     /// Run the official Jelly-RDF conformance suite and write an EARL report.
     #[command(after_help = CONFORMANCE_HELP)]
     Conformance(ConformanceArgs),

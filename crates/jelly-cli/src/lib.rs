@@ -19,6 +19,7 @@ pub mod serve;
 pub mod server_client;
 pub mod subscribe;
 pub mod to_jelly;
+pub mod topics;
 pub mod transcode;
 pub mod validate;
 
@@ -41,6 +42,7 @@ pub fn run(cli: &Cli) -> CliResult {
         Command::Serve(a) => serve::run(a, q),
         Command::Publish(a) => publish::run(a, q),
         Command::Subscribe(a) => subscribe::run(a, q),
+        Command::Topics(a) => topics::run(a, q),
         Command::Conformance(a) => conformance_cmd::run(a, q),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();

@@ -735,3 +735,105 @@ fn subscribe_stops_with_an_error_when_its_topic_is_deleted() {
     assert_eq!(srv.stop(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn topics_lists_describes_creates_and_deletes() {
+    let dir = temp_dir("topics");
+    let srv = ServeProc::start(&dir.join("data"));
+    let url = srv.url.clone();
+    let topics = |args: &[&str]| {
+        let mut v = vec!["topics"];
+        v.extend_from_slice(args);
+        v.extend_from_slice(&["--server", &url]);
+        jelly(&v, None)
+    };
+    // Nothing yet: the header alone.
+    let r = topics(&["list"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.out().trim(), "TOPIC  FIRST  NEXT  ITEMS  SUBSCRIBERS");
+
+    let opts = r#"{"physical":"triples"}"#;
+    let r = topics(&["create", "r", "--options", opts]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["name"], "r");
+    assert_eq!(v["options"]["physical"], "triples");
+    assert!(r.stderr.contains("`r` created"), "{}", r.stderr);
+    let r = topics(&["create", "r", "--options", opts]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("exists with these options"),
+        "{}",
+        r.stderr
+    );
+    // Other options: refused by the server (exit 1), with its reason.
+    let r = topics(&["create", "r", "--options", r#"{"physical":"quads"}"#]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("409") && r.stderr.contains("other options"),
+        "{}",
+        r.stderr
+    );
+    usage_error(
+        &[
+            "topics",
+            "create",
+            "x",
+            "--options",
+            "{nope",
+            "--server",
+            &url,
+        ],
+        "--options is not JSON",
+    );
+    usage_error(
+        &["topics", "describe", "a/b", "--server", &url],
+        "invalid topic name `a/b`",
+    );
+
+    ok(
+        &["publish", "r", "-", "--server", &url, "-q"],
+        Some(b"<http://ex.org/s> <http://ex.org/p> \"0\" .\n"),
+    );
+    let r = topics(&["list"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines: Vec<String> = r.out().lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let cols: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(cols, ["r", "0", "1", "1", "0"]);
+    let r = topics(&["list", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["topics"][0]["next_offset"], 1);
+    let r = topics(&["describe", "r"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["items"], 1);
+
+    let r = topics(&["delete", "r"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["deleted"], true);
+    assert_eq!(v["next_offset"], 1);
+    assert!(
+        r.stderr.contains("`r` deleted (it held offsets 0 to 0)"),
+        "{}",
+        r.stderr
+    );
+    let r = topics(&["delete", "r"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("topic `r` does not exist"),
+        "{}",
+        r.stderr
+    );
+    let r = topics(&["describe", "r"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(!dir.join("data/r").exists());
+    assert_eq!(srv.stop(), 0);
+
+    // A server that is not there: exit 2, naming it.
+    let r = topics(&["list"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("cannot reach"), "{}", r.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,286 @@
+//! `jelly topics`: list, describe, create and delete the topics of a running server.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use serde_json::Value;
+
+use crate::error::{CliError, CliResult};
+
+pub const TOPICS_HELP: &str = "\
+Examples:
+  jelly topics list
+  jelly topics describe weather
+  jelly topics create readings --options '{\"physical\":\"triples\",\"retention_ms\":86400000}'
+  jelly topics delete readings
+
+`list` prints one line per topic (name, retained offsets, items, subscribers); add
+--json for the server's JSON. `describe` and `create` print the topic's description as
+JSON. `delete` removes the topic and its log; its subscribers' streams end, and a
+later publish of the same name starts a new topic at offset 0. Creating and deleting
+need the admin right on a server with tokens.
+
+Exit codes: 0 done, 1 refused by the server (unknown topic, conflicting options, no
+right), 2 usage error or the server cannot be reached.";
+
+#[derive(Debug, Args)]
+pub struct TopicsArgs {
+    #[command(subcommand)]
+    pub command: TopicsCommand,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+/// Where the server is and how to reach it.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Server URL.
+    #[arg(
+        long,
+        global = true,
+        default_value = "http://127.0.0.1:8686",
+        value_name = "URL"
+    )]
+    pub server: String,
+    /// Bearer token for a server with `[auth]` (default: the JELLY_TOKEN environment
+    /// variable).
+    #[arg(long, global = true, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// PEM file of the certificate authorities to trust for an `https://` server, in
+    /// addition to the system's.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TopicsCommand {
+    /// List the topics (those the caller may subscribe to).
+    List {
+        /// Print the server's JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Describe a topic: options, offsets, counters, subscribers (JSON).
+    Describe {
+        /// The topic.
+        topic: String,
+    },
+    /// Create a topic (admin); succeeds if it exists with the same options.
+    Create {
+        /// The topic.
+        topic: String,
+        /// Its options as JSON, e.g. `{"physical":"triples","retention_bytes":1000000}`
+        /// (default: the server's `[topic_defaults]`).
+        #[arg(long, value_name = "JSON")]
+        options: Option<String>,
+    },
+    /// Delete a topic and its log (admin).
+    Delete {
+        /// The topic.
+        topic: String,
+    },
+}
+
+/// One request to the server: the status and the body as JSON (or the text).
+fn call(
+    a: &ServerArgs,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<String>,
+) -> CliResult<(reqwest::StatusCode, Value)> {
+    let client = crate::server_client::client(
+        crate::server_client::token(a.token.as_deref()).as_deref(),
+        a.cacert.as_deref(),
+    )?;
+    let url = format!("{}{path}", a.server.trim_end_matches('/'));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::io("tokio runtime", &e))?;
+    rt.block_on(async {
+        let mut req = client.request(method, &url);
+        if let Some(b) = body {
+            req = req.header("content-type", "application/json").body(b);
+        }
+        let failed = |what: &str, e: reqwest::Error| {
+            let why = crate::server_client::describe(&e);
+            CliError::usage(format!("{what}{}: {why}", a.server))
+        };
+        let resp = req.send().await.map_err(|e| failed("cannot reach ", e))?;
+        let status = resp.status();
+        let text = resp.text().await.map_err(|e| failed("", e))?;
+        let json = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        Ok((status, json))
+    })
+}
+
+/// The body of a successful answer, or the server's refusal as an error.
+fn expect_success(what: &str, (status, body): (reqwest::StatusCode, Value)) -> CliResult<Value> {
+    if status.is_success() {
+        return Ok(body);
+    }
+    let msg = match &body {
+        Value::String(s) => s.clone(),
+        v => v["error"]
+            .as_str()
+            .map_or_else(|| v.to_string(), str::to_string),
+    };
+    let err = format!("{what}: the server refused it ({status}): {msg}");
+    Err(if status.is_client_error() {
+        CliError::invalid(err)
+    } else {
+        CliError::usage(err)
+    })
+}
+
+/// The path of a topic, with its name checked first: a name with `/` or `?` would
+/// reach another endpoint.
+fn topic_path(topic: &str) -> CliResult<String> {
+    if topic.is_empty()
+        || !topic
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    {
+        return Err(CliError::usage(format!(
+            "invalid topic name `{topic}`: use A-Z, a-z, 0-9, `.`, `_` and `-`"
+        )));
+    }
+    Ok(format!("/topics/{topic}"))
+}
+
+/// A line on stdout; a closed pipe (`| head`) is reported, not a panic.
+fn print_line(text: &str) -> CliResult {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::io("stdout", &e))
+}
+
+fn print_json(v: &Value) -> CliResult {
+    let text = serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());
+    print_line(&text)
+}
+
+/// `list` as a table: name, first and next offset, items, subscribers.
+fn table(v: &Value) -> String {
+    let topics = v["topics"].as_array().cloned().unwrap_or_default();
+    let rows: Vec<[String; 5]> = topics
+        .iter()
+        .map(|t| {
+            let n = |k: &str| t[k].as_u64().map_or_else(|| "-".into(), |x| x.to_string());
+            let subs = t["subscribers"].as_array().map_or(0, Vec::len);
+            [
+                t["name"].as_str().unwrap_or("?").to_string(),
+                n("first_offset"),
+                n("next_offset"),
+                n("items"),
+                subs.to_string(),
+            ]
+        })
+        .collect();
+    let head = ["TOPIC", "FIRST", "NEXT", "ITEMS", "SUBSCRIBERS"].map(String::from);
+    let mut width = head.clone().map(|h| h.len());
+    for r in &rows {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let mut out = String::new();
+    for r in std::iter::once(&head).chain(&rows) {
+        let line: Vec<String> = r
+            .iter()
+            .zip(width)
+            .enumerate()
+            .map(|(i, (c, w))| {
+                if i == 0 {
+                    format!("{c:<w$}")
+                } else {
+                    format!("{c:>w$}")
+                }
+            })
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+pub fn run(a: &TopicsArgs, quiet: bool) -> CliResult {
+    let s = &a.server;
+    match &a.command {
+        TopicsCommand::List { json } => {
+            let v = expect_success("list", call(s, reqwest::Method::GET, "/topics", None)?)?;
+            if *json {
+                print_json(&v)
+            } else {
+                print_line(table(&v).trim_end())
+            }
+        }
+        TopicsCommand::Describe { topic } => {
+            let path = topic_path(topic)?;
+            let v = expect_success(topic, call(s, reqwest::Method::GET, &path, None)?)?;
+            print_json(&v)
+        }
+        TopicsCommand::Create { topic, options } => {
+            let path = topic_path(topic)?;
+            if let Some(o) = options {
+                serde_json::from_str::<Value>(o)
+                    .map_err(|e| CliError::usage(format!("--options is not JSON: {e}")))?;
+            }
+            let (status, body) = call(s, reqwest::Method::PUT, &path, options.clone())?;
+            let created = status == reqwest::StatusCode::CREATED;
+            let v = expect_success(topic, (status, body))?;
+            print_json(&v)?;
+            if !quiet {
+                let what = if created {
+                    "created"
+                } else {
+                    "exists with these options"
+                };
+                eprintln!("jelly topics: `{topic}` {what}");
+            }
+            Ok(())
+        }
+        TopicsCommand::Delete { topic } => {
+            let path = topic_path(topic)?;
+            let v = expect_success(topic, call(s, reqwest::Method::DELETE, &path, None)?)?;
+            print_json(&v)?;
+            if !quiet {
+                eprintln!(
+                    "jelly topics: `{topic}` deleted (it held offsets {} to {})",
+                    v["first_offset"],
+                    v["next_offset"].as_u64().map_or(0, |n| n.saturating_sub(1))
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_aligns_columns() {
+        let v = serde_json::json!({"topics": [
+            {"name": "weather", "first_offset": 0, "next_offset": 1234, "items": 1234, "subscribers": [{}, {}]},
+            {"name": "t", "first_offset": 5, "next_offset": 7, "items": 2, "subscribers": []},
+        ]});
+        assert_eq!(
+            table(&v),
+            "TOPIC    FIRST  NEXT  ITEMS  SUBSCRIBERS\n\
+             weather      0  1234   1234            2\n\
+             t            5     7      2            0\n"
+        );
+    }
+
+    #[test]
+    fn topic_names_cannot_reach_other_endpoints() {
+        assert_eq!(topic_path("a.b_c-1").unwrap(), "/topics/a.b_c-1");
+        for bad in ["", "a/b", "a?x=1", "../x", "a b"] {
+            assert!(topic_path(bad).is_err(), "{bad}");
+        }
+    }
+}
