@@ -6,7 +6,9 @@
 //! [`Timeouts::header_read`], and on HTTP/1 every later one too (hyper's header read
 //! timeout, which also bounds an idle keep-alive connection); otherwise it is closed
 //! without an answer. HTTP/2 connections are pinged when quiet
-//! ([`Timeouts::http2_keepalive`]) and closed when the peer does not answer. Bodies
+//! ([`Timeouts::http2_keepalive`]) and closed when the peer does not answer; every
+//! connection also gets TCP keepalive probes ([`Timeouts::tcp_keepalive`]), which
+//! drop a peer that vanished without closing even on a quiet HTTP/1 stream. Bodies
 //! are the handlers' business (`http::publish` bounds pauses in an atomic publish).
 //!
 //! Shutdown: when the stop signal turns true, the listener closes, every connection
@@ -98,6 +100,19 @@ pub struct Timeouts {
     pub header_read: Option<Duration>,
     /// HTTP/2: PING a connection quiet for this long.
     pub http2_keepalive: Option<Duration>,
+    /// TCP keepalive probes on a connection quiet for this long (every protocol).
+    pub tcp_keepalive: Option<Duration>,
+}
+
+/// Turns on TCP keepalive: probes after `idle` of quiet, 4 of them `idle / 4` apart
+/// (at least 1 s), so a vanished peer is dropped after about twice `idle`.
+fn set_tcp_keepalive(tcp: &TcpStream, idle: Duration) -> io::Result<()> {
+    let interval = (idle / 4).max(Duration::from_secs(1));
+    let ka = socket2::TcpKeepalive::new()
+        .with_time(idle)
+        .with_interval(interval)
+        .with_retries(4);
+    socket2::SockRef::from(tcp).set_tcp_keepalive(&ka)
 }
 
 /// Accepts and serves connections until `stop` turns true, then waits for the open
@@ -140,6 +155,11 @@ pub async fn serve(
         // at once, not wait for the peer's delayed ACK.
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+        if let Some(idle) = acceptor.timeouts.tcp_keepalive
+            && let Err(e) = set_tcp_keepalive(&tcp, idle)
+        {
+            tracing::debug!(error = %e, "cannot set TCP keepalive");
         }
         let conn = Connection {
             acceptor: acceptor.clone(),

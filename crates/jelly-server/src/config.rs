@@ -15,6 +15,7 @@
 //! header_read_timeout_ms = 30000  # a request head (and a connection's first request); 0: none
 //! body_read_timeout_ms = 60000    # longest pause in an atomic publish's body (then 408); 0: none
 //! http2_keepalive_ms = 60000      # HTTP/2: PING a quiet connection (dropped without an answer)
+//! tcp_keepalive_ms = 60000        # TCP keepalive probes on a quiet connection; 0: off
 //!
 //! [topic_defaults]
 //! physical = "quads"        # triples | quads
@@ -129,6 +130,13 @@ pub struct ServerConfig {
     /// sent a PING, and closed if the answer takes over 20 s, so that dead peers
     /// (long-lived subscriptions and publishes included) are dropped. 0: off.
     pub http2_keepalive_ms: u64,
+    /// TCP keepalive: a connection that has carried nothing for this many
+    /// milliseconds is probed by the kernel (4 probes, a quarter of this apart, at
+    /// least 1 s) and closed when the peer does not answer, so a peer that vanished
+    /// without closing (a host that lost power or network) does not hold a connection,
+    /// a subscription or a streaming publish for ever. Covers HTTP/1, where nothing
+    /// else checks a quiet connection. 0: off.
+    pub tcp_keepalive_ms: u64,
 }
 
 /// What a mirror does when the upstream no longer retains the next item it needs
@@ -277,6 +285,7 @@ impl Default for ServerConfig {
             header_read_timeout_ms: 30_000,
             body_read_timeout_ms: 60_000,
             http2_keepalive_ms: 60_000,
+            tcp_keepalive_ms: 60_000,
         }
     }
 }
@@ -364,6 +373,11 @@ impl ServerConfig {
         millis(self.http2_keepalive_ms)
     }
 
+    /// [`ServerConfig::tcp_keepalive_ms`], `None` when off.
+    pub fn tcp_keepalive(&self) -> Option<std::time::Duration> {
+        millis(self.tcp_keepalive_ms)
+    }
+
     /// The file log's durability policy.
     pub fn durability(&self) -> Result<crate::log::Durability, String> {
         self.durability.parse()
@@ -397,14 +411,16 @@ mod tests {
         assert_eq!(d.header_read_timeout(), Some(Duration::from_secs(30)));
         assert_eq!(d.body_read_timeout(), Some(Duration::from_secs(60)));
         assert_eq!(d.http2_keepalive(), Some(Duration::from_secs(60)));
+        assert_eq!(d.tcp_keepalive(), Some(Duration::from_secs(60)));
         let c = ServerConfig::from_toml(
-            "header_read_timeout_ms = 300\nbody_read_timeout_ms = 0\nhttp2_keepalive_ms = 0\n",
+            "header_read_timeout_ms = 300\nbody_read_timeout_ms = 0\nhttp2_keepalive_ms = 0\ntcp_keepalive_ms = 0\n",
             "x.toml",
         )
         .unwrap();
         assert_eq!(c.header_read_timeout(), Some(Duration::from_millis(300)));
         assert_eq!(c.body_read_timeout(), None);
         assert_eq!(c.http2_keepalive(), None);
+        assert_eq!(c.tcp_keepalive(), None);
     }
 
     #[test]

@@ -97,6 +97,7 @@ impl Server {
             timeouts: accept::Timeouts {
                 header_read: state.config.header_read_timeout(),
                 http2_keepalive: state.config.http2_keepalive(),
+                tcp_keepalive: state.config.tcp_keepalive(),
             },
         };
         let tls = acceptor.tls.is_some();

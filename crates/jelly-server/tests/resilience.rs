@@ -383,3 +383,44 @@ async fn long_lived_responses_outlast_the_header_timeout() {
         "{got}"
     );
 }
+
+/// The kernel's timer state (`tr` of `/proc/net/tcp`) of the server's end of the
+/// connection from `client`: 2 is a pending keepalive timer, 0 none.
+fn server_side_timer(server: std::net::SocketAddr, client: std::net::SocketAddr) -> Option<u32> {
+    let text = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    let local = format!(":{:04X}", server.port());
+    let remote = format!(":{:04X}", client.port());
+    text.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 5 && f[1].ends_with(&local) && f[2].ends_with(&remote))
+            .then(|| f[5].split(':').next()?.parse().ok())
+            .flatten()
+    })
+}
+
+#[tokio::test]
+async fn accepted_connections_get_tcp_keepalive_unless_it_is_off() {
+    // A peer that vanishes without closing (power or network lost) is only noticed by
+    // keepalive probes while the connection is quiet: an HTTP/1 subscription of a
+    // quiet topic, or a streaming publisher between frames.
+    for (keepalive_ms, want) in [(5_000, 2), (0, 0)] {
+        let c = ServerConfig {
+            tcp_keepalive_ms: keepalive_ms,
+            ..ServerConfig::ephemeral()
+        };
+        let srv = Server::start(c).await.unwrap();
+        let tcp = TcpStream::connect(srv.local_addr()).await.unwrap();
+        let me = tcp.local_addr().unwrap();
+        let mut timer = None;
+        for _ in 0..200 {
+            timer = server_side_timer(srv.local_addr(), me);
+            if timer == Some(want) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(timer, Some(want), "tcp_keepalive_ms = {keepalive_ms}");
+        drop(tcp);
+        srv.shutdown().await.unwrap();
+    }
+}
