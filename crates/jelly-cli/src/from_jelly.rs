@@ -108,7 +108,15 @@ impl Sink {
 
     fn finish(self, prefixes: &[(String, String)], out_name: &str) -> CliResult {
         let io = |e: std::io::Error| CliError::io(out_name, &e);
-        let out = match self {
+        // JSON-LD and RDF/XML documents end without a newline; text files should not.
+        let newline = matches!(
+            &self,
+            Sink::Ox {
+                format: Format::Jsonld | Format::Rdfxml,
+                ..
+            }
+        );
+        let mut out = match self {
             Sink::NQuads { w, .. } => w.finish().map_err(io)?,
             Sink::Ox {
                 format,
@@ -132,6 +140,9 @@ impl Sink {
             }
             Sink::Ox { ser: Some(s), .. } => s.finish().map_err(io)?,
         };
+        if newline {
+            std::io::Write::write_all(&mut out, b"\n").map_err(io)?;
+        }
         out.finish().map_err(io)
     }
 }

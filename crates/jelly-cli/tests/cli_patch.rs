@@ -648,6 +648,20 @@ fn change_log_round_trip_and_diff_apply() {
             |v: &[jelly::Statement]| v.iter().cloned().collect::<std::collections::HashSet<_>>();
         assert_eq!(set(&got), set(&want_new), "{}", s(p));
     }
+    // JSON-LD output: the same dataset, in a file that ends with a newline.
+    let out = d.join("result.jsonld");
+    ok(&["patch", "apply", s(&old), s(&patch), "-o", s(&out)], None);
+    let bytes = std::fs::read(&out).expect("read");
+    assert!(
+        bytes.ends_with(b"}\n") || bytes.ends_with(b"]\n"),
+        "JSON-LD ends with a newline"
+    );
+    ok(
+        &["rdf", "to-jelly", s(&out), "-o", s(&d.join("r.jelly"))],
+        None,
+    );
+    let back = ok(&["rdf", "from-jelly", s(&d.join("r.jelly"))], None);
+    assert_iso(&parse(&back.stdout), &want_new, "apply to JSON-LD");
     // The patch from stdin, and gzip output.
     let out = d.join("result.nq.gz");
     ok(

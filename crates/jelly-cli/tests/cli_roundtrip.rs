@@ -34,6 +34,9 @@ fn every_graph_format_round_trips() {
         // Jelly -> format (chosen by the extension) -> Jelly -> N-Triples.
         let text = d.join(format!("db-out.{ext}"));
         ok(&["rdf", "from-jelly", s(&jf), "--to", s(&text)], None);
+        // A text file ends with a newline, whatever the format's serializer ends with.
+        let bytes = std::fs::read(&text).unwrap();
+        assert!(bytes.ends_with(b"\n") && !bytes.ends_with(b"\n\n"), "{ext}");
         let again = d.join(format!("db-{ext}.jelly"));
         ok(&["rdf", "to-jelly", s(&text), "--to", s(&again)], None);
         let nt = ok(
@@ -65,6 +68,8 @@ fn every_dataset_format_round_trips() {
             ],
             None,
         );
+        let bytes = std::fs::read(&text).unwrap();
+        assert!(bytes.ends_with(b"\n") && !bytes.ends_with(b"\n\n"), "{fmt}");
         let again = d.join(format!("np-{fmt}.jelly"));
         ok(&["rdf", "to-jelly", s(&text), "-o", s(&again)], None);
         // Dataset formats default to the QUADS physical type.

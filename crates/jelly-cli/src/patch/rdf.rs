@@ -173,7 +173,12 @@ pub fn write_rdf<'a>(
                     }
                 })?;
             }
-            ser.finish().map_err(io)?.finish().map_err(io)
+            let mut out = ser.finish().map_err(io)?;
+            // JSON-LD and RDF/XML documents end without a newline; text files should not.
+            if matches!(format, Format::Jsonld | Format::Rdfxml) {
+                io::Write::write_all(&mut out, b"\n").map_err(io)?;
+            }
+            out.finish().map_err(io)
         }
     }
 }
