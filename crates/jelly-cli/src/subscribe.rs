@@ -224,6 +224,10 @@ enum Ended {
 struct State {
     next: Option<u64>,
     written: u64,
+    /// The id of the topic the items came from (`X-Jelly-Topic-Id`): sent back when
+    /// resuming, so that a topic deleted and created again under the same name (whose
+    /// offsets started over) is refused by the server instead of read from `next`.
+    topic_id: Option<String>,
 }
 
 async fn connection(
@@ -241,6 +245,10 @@ async fn connection(
     );
     if a.no_follow {
         url.push_str("&follow=false");
+    }
+    if let (Some(_), Some(id)) = (st.next, &st.topic_id) {
+        url.push_str("&topic_id=");
+        url.push_str(&percent_encode(id));
     }
     let mut resp = match client.get(&url).send().await {
         Ok(r) => r,
@@ -270,6 +278,13 @@ async fn connection(
         return Err(CliError::invalid(format!("{status}: {msg}")));
     }
     *connected = Instant::now();
+    if let Some(id) = resp
+        .headers()
+        .get("x-jelly-topic-id")
+        .and_then(|v| v.to_str().ok())
+    {
+        st.topic_id = Some(id.to_string());
+    }
     let mut dec = Decoder::default();
     let mut buf = Vec::new();
     loop {
@@ -334,6 +349,7 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
     let mut st = State {
         next: None,
         written: 0,
+        topic_id: None,
     };
     let result = rt.block_on(async {
         let mut last_ok = Instant::now();
@@ -356,7 +372,7 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
                     // offset in a topic created again under its name, whose offsets
                     // start over at 0, would skip or mix items.
                     return Err(CliError::invalid(format!(
-                        "topic `{}` was deleted after its item {}; not resuming ({why})",
+                        "topic `{}` was deleted after its item {}; not resuming (the server says: {why})",
                         a.topic,
                         st.next.unwrap_or(0).saturating_sub(1)
                     )));

@@ -9,6 +9,25 @@ use cli_support::serve::{ServeProc, temp_dir};
 use cli_support::{jelly, ok, usage_error};
 use jelly::{Event, JellyReader};
 
+/// The output of `child` once it exits; kills it and fails the test if it runs longer
+/// than `limit` (a follower that went on reading instead of stopping).
+fn wait_at_most(mut child: std::process::Child, limit: Duration) -> std::process::Output {
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "still running after {limit:?}; stdout: {}; stderr: {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
 /// `jelly ARGS` as a child process with its output piped (a live follower).
 fn spawn_jelly(args: &[&str]) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_jelly"))
@@ -723,15 +742,26 @@ fn subscribe_stops_with_an_error_when_its_topic_is_deleted() {
         .expect("curl is needed by this test: install it (apt-get install curl)");
     let body = String::from_utf8_lossy(&out.stdout);
     assert!(body.contains("\"deleted\":true"), "{body}");
-    let out = follower.wait_with_output().unwrap();
+    // Published again at once, before the follower reconnects: a new topic of the same
+    // name, whose offsets start over. The follower must not read on in it.
+    for i in 0..3 {
+        let line = format!("<http://ex.org/s> <http://ex.org/p> \"new{i}\" .\n");
+        ok(
+            &["publish", "d", "-", "--server", &url, "-q"],
+            Some(line.as_bytes()),
+        );
+    }
+    let out = wait_at_most(follower, Duration::from_secs(30));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(
         stderr.contains("topic `d` was deleted after its item 0; not resuming"),
         "{stderr}"
     );
-    // What it had is written.
-    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 2);
+    // What it had is written, and nothing of the new topic.
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(!text.contains("new"), "{text}");
     assert_eq!(srv.stop(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -212,6 +212,11 @@ pub trait AppendListener: Send + Sync {
 /// A topic.
 pub struct Topic {
     pub name: String,
+    /// Which topic of this name it is: a topic deleted and created again under the
+    /// same name gets a new id (its offsets start over), so a client resuming by
+    /// offset can tell (`topic_id` on the subscribe endpoints). Kept in the topic's
+    /// `id` file, so it survives restarts.
+    pub id: String,
     pub options: TopicOptions,
     pub log: TopicLog,
     pub created_ms: u64,
@@ -241,6 +246,23 @@ const TOPIC_FILE: &str = "topic.json";
 /// Name prefix of a deleted topic's directory until its files are removed. It starts
 /// with `.`, which no topic name does.
 const TRASH_PREFIX: &str = ".deleted.";
+
+/// The file with a topic's id ([`Topic::id`]), next to `topic.json`.
+const ID_FILE: &str = "id";
+
+/// A new topic id: the creation time in nanoseconds and a counter, in hex. Unique
+/// among the topics one data directory ever holds, unless the clock goes back.
+fn new_topic_id() -> String {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed) & 0xffff;
+    format!("{nanos:x}{seq:04x}")
+}
+
+/// The reason an [`Registry::unavailable`] name gives while its deletion runs.
+const BEING_DELETED: &str = "it is being deleted";
 
 impl Storage {
     fn topic_dir(&self, name: &str) -> PathBuf {
@@ -274,7 +296,7 @@ impl Storage {
         &self,
         name: &str,
         file: &std::path::Path,
-    ) -> Result<(TopicOptions, TopicLog), String> {
+    ) -> Result<(TopicOptions, TopicLog, String), String> {
         let text = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
         let options: TopicOptions =
             serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", file.display()))?;
@@ -282,7 +304,19 @@ impl Storage {
             TopicError::Storage(m) => m,
             e => e.to_string(),
         })?;
-        Ok((options, log))
+        // A topic from before ids were kept gets one now.
+        let id_file = file.with_file_name(ID_FILE);
+        let id = match std::fs::read_to_string(&id_file) {
+            Ok(id) if !id.trim().is_empty() => id.trim().to_string(),
+            _ => {
+                let id = new_topic_id();
+                if let Err(e) = std::fs::write(&id_file, &id) {
+                    tracing::warn!(path = %id_file.display(), error = %e, "cannot keep the topic's id; it changes at the next start");
+                }
+                id
+            }
+        };
+        Ok((options, log, id))
     }
 
     /// Takes a deleted topic's directory out of the data directory (file log): it is
@@ -303,9 +337,11 @@ impl Storage {
         let trash = self.data.join(format!("{TRASH_PREFIX}{name}.{nanos}"));
         let err = |e: std::io::Error| TopicError::Storage(format!("{}: {e}", dir.display()));
         std::fs::rename(&dir, &trash).map_err(err)?;
-        std::fs::File::open(&self.data)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| TopicError::Storage(format!("{}: {e}", self.data.display())))?;
+        if let Err(e) = std::fs::File::open(&self.data).and_then(|d| d.sync_all()) {
+            // The rename is done; only its durability across a power loss is in doubt
+            // (the topic could come back after one), which is no reason to fail.
+            tracing::warn!(path = %self.data.display(), error = %e, "cannot sync the data directory after a deletion");
+        }
         Ok(Some(trash))
     }
 
@@ -322,14 +358,17 @@ impl Storage {
         }
     }
 
-    /// Writes the topic's options (file log), atomically.
-    fn save(&self, name: &str, options: &TopicOptions) -> Result<(), TopicError> {
+    /// Writes the topic's options and id (file log), each atomically.
+    fn save(&self, name: &str, options: &TopicOptions, id: &str) -> Result<(), TopicError> {
         if self.kind != LogKind::File {
             return Ok(());
         }
         let dir = self.topic_dir(name);
         let err = |e: std::io::Error| TopicError::Storage(format!("{}: {e}", dir.display()));
         std::fs::create_dir_all(&dir).map_err(err)?;
+        let tmp = dir.join(format!("{ID_FILE}.tmp"));
+        std::fs::write(&tmp, id).map_err(err)?;
+        std::fs::rename(&tmp, dir.join(ID_FILE)).map_err(err)?;
         let tmp = dir.join(format!("{TOPIC_FILE}.tmp"));
         let json = serde_json::to_vec_pretty(options).expect("options serialize");
         std::fs::write(&tmp, json).map_err(err)?;
@@ -346,6 +385,7 @@ impl Topic {
     ) -> Topic {
         Topic {
             name,
+            id: new_topic_id(),
             options,
             log,
             created_ms: now_ms(),
@@ -355,6 +395,25 @@ impl Topic {
             next_sub: AtomicU64::new(1),
             listeners: Mutex::new(Vec::new()),
             deleted: AtomicBool::new(false),
+        }
+    }
+
+    /// The topic with the id it was given when it was created (see [`Topic::id`]).
+    pub(crate) fn with_id(mut self, id: String) -> Topic {
+        self.id = id;
+        self
+    }
+
+    /// [`TopicError::Replaced`] when a client's `expected` id is not this topic's: the
+    /// topic it read from was deleted and this is another one of the same name.
+    pub fn check_id(&self, expected: Option<&str>) -> Result<(), TopicError> {
+        match expected {
+            Some(id) if id != self.id => Err(TopicError::Replaced {
+                topic: self.name.clone(),
+                expected: id.to_string(),
+                actual: self.id.clone(),
+            }),
+            _ => Ok(()),
         }
     }
 
@@ -543,6 +602,16 @@ pub enum TopicError {
     /// The topic was deleted while a request used it.
     #[error("topic `{0}` was deleted")]
     Deleted(String),
+    /// The request names a topic id (`topic_id`) that is not the topic's: the topic it
+    /// was reading was deleted, and this is another one of the same name.
+    #[error(
+        "topic `{topic}` with id {expected} was deleted; the topic of that name now is another one (id {actual}), whose offsets started over"
+    )]
+    Replaced {
+        topic: String,
+        expected: String,
+        actual: String,
+    },
     #[error("topic storage: {0}")]
     Storage(String),
     #[error(
@@ -628,7 +697,7 @@ impl Registry {
                 if !valid_name(name) || !file.is_file() {
                     continue;
                 }
-                let (options, log) = match storage.open_existing(name, &file) {
+                let (options, log, id) = match storage.open_existing(name, &file) {
                     Ok(opened) => opened,
                     Err(reason) => {
                         tracing::error!(
@@ -650,7 +719,7 @@ impl Registry {
                 let mirror = mirrors.get(name).cloned();
                 topics.insert(
                     name.to_string(),
-                    Arc::new(Topic::new(name.to_string(), options, log, mirror)),
+                    Arc::new(Topic::new(name.to_string(), options, log, mirror).with_id(id)),
                 );
             }
         }
@@ -764,10 +833,11 @@ impl Registry {
         if !valid_name(name) {
             return Err(TopicError::BadName(name.to_string()));
         }
-        self.check_available(name)?;
         let options = options.unwrap_or_else(|| self.defaults.clone());
         options.validate().map_err(TopicError::BadOptions)?;
         let mut g = self.topics.write().unwrap_or_else(|e| e.into_inner());
+        // Under the lock: a deletion takes the name out of service under it too.
+        self.check_available(name)?;
         if let Some(t) = g.get(name) {
             return if t.options == options {
                 Ok((t.clone(), false))
@@ -775,10 +845,11 @@ impl Registry {
                 Err(TopicError::Conflict(name.to_string()))
             };
         }
-        self.storage.save(name, &options)?;
+        let id = new_topic_id();
+        self.storage.save(name, &options, &id)?;
         let log = self.storage.open(name, &options)?;
         let mirror = self.mirrors.get(name).cloned();
-        let t = Arc::new(Topic::new(name.to_string(), options, log, mirror));
+        let t = Arc::new(Topic::new(name.to_string(), options, log, mirror).with_id(id));
         g.insert(name.to_string(), t.clone());
         tracing::info!(topic = name, "topic created");
         Ok((t, true))
@@ -812,55 +883,78 @@ impl Registry {
                 upstream: m.upstream_topic_url(),
             });
         }
-        // Under the write lock, so that no create of the same name can open the old
-        // files between taking the topic out and moving its directory away.
-        let mut g = self.topics.write().unwrap_or_else(|e| e.into_inner());
-        let (deleted, trash) = match g.remove(name) {
+        // Under the write lock the name goes out of service: the topic leaves the
+        // registry and the name becomes unavailable, so that a create of the same name
+        // (which checks under the same lock) cannot open the old files. The slow part
+        // (waiting for an append in progress, the rename, the sync) runs after it.
+        let topic = {
+            let mut g = self.topics.write().unwrap_or_else(|e| e.into_inner());
+            let mut unavailable = self.unavailable.write().unwrap_or_else(|e| e.into_inner());
+            let topic = match g.remove(name) {
+                Some(t) => Some(t),
+                None => match unavailable.get(name).map(String::as_str) {
+                    None => return Err(TopicError::NotFound(name.to_string())),
+                    Some(BEING_DELETED) => {
+                        return Err(TopicError::Unavailable {
+                            topic: name.to_string(),
+                            reason: BEING_DELETED.to_string(),
+                        });
+                    }
+                    Some(_) => None,
+                },
+            };
+            unavailable.insert(name.to_string(), BEING_DELETED.to_string());
+            topic
+        };
+        let deleted = match &topic {
             Some(t) => {
                 t.deleted.store(true, Ordering::Release);
                 t.log.close();
                 t.tell_closed();
                 // After the close: no append can move them any more.
-                let deleted = DeletedTopic {
+                DeletedTopic {
                     first_offset: t.log.first_offset(),
                     next_offset: t.log.next_offset(),
                     was_unavailable: false,
-                };
-                match self.storage.remove(name) {
-                    Ok(trash) => (deleted, trash),
-                    Err(e) => {
-                        // The topic is gone from the registry and its log closed,
-                        // but its files stay: a restart would bring it back.
-                        tracing::error!(topic = name, error = %e, "deleted topic's files could not be moved away");
-                        return Err(e);
-                    }
                 }
             }
-            None => {
-                let mut unavailable = self.unavailable.write().unwrap_or_else(|e| e.into_inner());
-                if !unavailable.contains_key(name) {
-                    return Err(TopicError::NotFound(name.to_string()));
-                }
-                let trash = self.storage.remove(name)?;
-                unavailable.remove(name);
-                let deleted = DeletedTopic {
-                    first_offset: 0,
-                    next_offset: 0,
-                    was_unavailable: true,
-                };
-                (deleted, trash)
-            }
+            None => DeletedTopic {
+                first_offset: 0,
+                next_offset: 0,
+                was_unavailable: true,
+            },
         };
-        drop(g);
-        if let Some(trash) = trash {
-            Storage::purge(&trash);
+        let moved = self.storage.remove(name);
+        let mut unavailable = self.unavailable.write().unwrap_or_else(|e| e.into_inner());
+        match moved {
+            Ok(trash) => {
+                unavailable.remove(name);
+                drop(unavailable);
+                if let Some(trash) = trash {
+                    Storage::purge(&trash);
+                }
+                tracing::info!(
+                    topic = name,
+                    next_offset = deleted.next_offset,
+                    "topic deleted"
+                );
+                Ok(deleted)
+            }
+            Err(e) => {
+                // Its files are still in place: the name stays unavailable (neither
+                // served nor created again over them) until a DELETE succeeds, or an
+                // operator removes them and restarts.
+                tracing::error!(topic = name, error = %e, "deleted topic's files could not be moved away");
+                unavailable.insert(
+                    name.to_string(),
+                    format!(
+                        "its deletion failed ({e}); its files are still in place: retry the \
+                         DELETE, or remove them and restart"
+                    ),
+                );
+                Err(e)
+            }
         }
-        tracing::info!(
-            topic = name,
-            next_offset = deleted.next_offset,
-            "topic deleted"
-        );
-        Ok(deleted)
     }
 
     /// The topic for a publish: created with the default options on first use when

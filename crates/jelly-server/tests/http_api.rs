@@ -1643,6 +1643,21 @@ async fn cors_is_off_by_default_and_answers_configured_origins() {
         .unwrap()
         .to_ascii_lowercase();
     assert!(allowed.contains("authorization"), "{allowed}");
+    assert!(exposed.contains("x-jelly-topic-id"), "{exposed}");
+    // An admin page may delete a topic.
+    let r = c
+        .request(reqwest::Method::OPTIONS, format!("{base}/topics/c"))
+        .header("origin", "https://app.example.org")
+        .header("access-control-request-method", "DELETE")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let methods = r.headers()["access-control-allow-methods"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(methods.contains("DELETE"), "{methods}");
     srv.shutdown().await.unwrap();
 }
 

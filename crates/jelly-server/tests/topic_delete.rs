@@ -364,3 +364,198 @@ async fn files_of_a_deletion_cut_short_are_removed_at_startup() {
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     srv.shutdown().await.unwrap();
 }
+
+/// Frames of one continuous Jelly stream (options row in the first), one statement each.
+fn stream_frames(n: usize) -> Vec<Vec<u8>> {
+    let mut enc = jelly::Encoder::new(StreamOptions::small()).unwrap();
+    (0..n)
+        .map(|i| {
+            let st = triple(
+                &format!("http://example.org/ws{i}"),
+                "http://example.org/p",
+                "http://example.org/o",
+            );
+            enc.add(st.as_ref()).unwrap();
+            enc.finish_frame()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_topic_id_tells_a_re_created_topic_from_the_deleted_one() {
+    let dir = TempDir::new("delete-id");
+    let srv = start_file(&dir.0).await;
+    let c = client();
+    let base = srv.url();
+    publish(&c, &base, "t", items(3, 0)).await;
+    let r = c
+        .get(format!("{base}/topics/t/items?follow=false"))
+        .send()
+        .await
+        .unwrap();
+    let old_id = r.headers()["x-jelly-topic-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let d: Value = c
+        .get(format!("{base}/topics/t"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(d["id"], old_id.as_str());
+    // Resuming with the id works while it is the same topic, across a restart too.
+    srv.shutdown().await.unwrap();
+    let srv = start_file(&dir.0).await;
+    let base = srv.url();
+    for (path, extra) in [
+        ("items", "follow=false&"),
+        ("poll", ""),
+        ("sse", "follow=false&"),
+    ] {
+        let r = c
+            .get(format!(
+                "{base}/topics/t/{path}?{extra}from=1&topic_id={old_id}"
+            ))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{path}");
+        assert_eq!(r.headers()["x-jelly-topic-id"], old_id.as_str(), "{path}");
+    }
+
+    // Deleted and published again at once (auto-created): a client resuming with the
+    // old id is told, on every subscribe path, instead of reading the new items.
+    let (status, _) = delete(&c, &base, "t").await;
+    assert_eq!(status, StatusCode::OK);
+    publish(&c, &base, "t", items(5, 10)).await;
+    for path in ["items", "poll", "sse"] {
+        let r = c
+            .get(format!("{base}/topics/t/{path}?from=3&topic_id={old_id}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::NOT_FOUND, "{path}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["topic"], "t");
+        let e = v["error"].as_str().unwrap();
+        assert!(
+            e.contains("was deleted") && e.contains(&old_id),
+            "{path}: {e}"
+        );
+    }
+    let ws_url = format!(
+        "{}/topics/t/ws?from=3&topic_id={old_id}",
+        base.replace("http", "ws")
+    );
+    match connect_async(ws_url).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(r)) => {
+            assert_eq!(r.status(), StatusCode::NOT_FOUND)
+        }
+        other => panic!("expected a 404 upgrade refusal, got {other:?}"),
+    }
+    let ch = Channel::from_shared(base.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut g = Grpc::new(ch);
+    g.ready().await.unwrap();
+    let mut req = Request::new(Subscribe {
+        topic: "t".into(),
+        requested_options: None,
+    });
+    req.metadata_mut()
+        .insert("x-jelly-from", "3".parse().unwrap());
+    req.metadata_mut()
+        .insert("x-jelly-topic-id", old_id.parse().unwrap());
+    let st = g
+        .server_streaming(
+            req,
+            PathAndQuery::from_static(SUBSCRIBE_PATH),
+            JellyCodec::<Subscribe, Frame>::new(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(st.code(), Code::NotFound, "{st:?}");
+    // The new topic's id is another one, and works.
+    let r = c
+        .get(format!("{base}/topics/t/poll?from=0"))
+        .send()
+        .await
+        .unwrap();
+    let new_id = r.headers()["x-jelly-topic-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(new_id, old_id);
+    let r = c
+        .get(format!("{base}/topics/t/poll?from=3&topic_id={new_id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_websocket_publisher_is_told_which_frames_the_deletion_refused() {
+    let srv = Server::start(ServerConfig::ephemeral()).await.unwrap();
+    let c = client();
+    let base = srv.url();
+    let url = format!("{}/topics/w/ws/publish", base.replace("http", "ws"));
+    let (mut publ, _) = connect_async(url).await.unwrap();
+    let frames = stream_frames(3);
+    let next_text = |m: Message| match m {
+        Message::Text(t) => serde_json::from_str::<Value>(&t).unwrap(),
+        m => panic!("expected text, got {m:?}"),
+    };
+    use futures_util::SinkExt as _;
+    publ.send(Message::Binary(frames[0].clone().into()))
+        .await
+        .unwrap();
+    let ack = next_text(
+        tokio::time::timeout(WAIT, publ.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap(),
+    );
+    assert_eq!(ack["offset"], 0, "{ack}");
+    let (status, _) = delete(&c, &base, "w").await;
+    assert_eq!(status, StatusCode::OK);
+    publ.send(Message::Binary(frames[1].clone().into()))
+        .await
+        .unwrap();
+    // No acknowledgement for frame 1: an error that names it, then close code 4404.
+    let mut texts = Vec::new();
+    let close = loop {
+        match tokio::time::timeout(WAIT, publ.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+        {
+            Message::Text(t) => texts.push(serde_json::from_str::<Value>(&t).unwrap()),
+            Message::Close(f) => break f.expect("a close code"),
+            Message::Ping(_) | Message::Pong(_) => {}
+            m => panic!("unexpected {m:?}"),
+        }
+    };
+    assert_eq!(texts.len(), 1, "{texts:?}");
+    let e = &texts[0];
+    assert_eq!(e["frame"], 1, "{e}");
+    assert_eq!(e["status"], 404, "{e}");
+    assert_eq!(e["items_accepted"], 1, "{e}");
+    assert!(
+        e["error"]
+            .as_str()
+            .unwrap()
+            .contains("topic `w` was deleted"),
+        "{e}"
+    );
+    assert_eq!(u16::from(close.code), 4404);
+    srv.shutdown().await.unwrap();
+}

@@ -36,6 +36,10 @@ pub const SOURCE_METADATA: &str = "x-jelly-source";
 pub const FROM_METADATA: &str = "x-jelly-from";
 /// Request metadata with a `SubscribeRdf` buffer window in milliseconds (default 0).
 pub const WINDOW_METADATA: &str = "x-jelly-window-ms";
+/// `SubscribeRdf`: in the request, the id of the topic read before (a different one,
+/// after the topic was deleted and created again, is `NOT_FOUND`); in the response,
+/// the topic's id.
+pub const TOPIC_ID_METADATA: &str = "x-jelly-topic-id";
 
 /// An ASCII metadata value, if present.
 pub(crate) fn ascii_metadata(md: &MetadataMap, key: &str) -> Result<Option<String>, Status> {

@@ -258,6 +258,11 @@ impl Publish {
         };
         let kept = match self.p.accepted {
             0 => "nothing was appended".to_string(),
+            n if st.code() == tonic::Code::NotFound => {
+                format!(
+                    "{n} item(s) from earlier frames were appended before the topic was deleted"
+                )
+            }
             n => format!("{n} item(s) from earlier frames were appended and stay"),
         };
         let mut out = Status::new(st.code(), format!("{at}{}; {kept}", st.message()));

@@ -22,7 +22,7 @@ use tonic::metadata::{MetadataMap, MetadataValue};
 
 use super::messages::Subscribe;
 use super::negotiate::negotiate;
-use super::{FROM_METADATA, WINDOW_METADATA, ascii_metadata};
+use super::{FROM_METADATA, TOPIC_ID_METADATA, WINDOW_METADATA, ascii_metadata};
 use crate::compress::Encoding;
 use crate::deliver::{Batch, Delivery, EndReason, Follow, JellyMode, OutFormat, Wrapping};
 use crate::fanout::encode::grpc_message;
@@ -128,6 +128,7 @@ async fn subscribe(s: AppState, req: Request) -> Result<Response, Status> {
     let (parts, body) = req.into_parts();
     let md = MetadataMap::from_headers(parts.headers.clone());
     let from = ascii_metadata(&md, FROM_METADATA)?;
+    let topic_id = ascii_metadata(&md, TOPIC_ID_METADATA)?;
     let window = window(&md)?;
     let filter = FilterParams::from_grpc_metadata(&md)
         .and_then(|p| p.build())
@@ -152,6 +153,9 @@ async fn subscribe(s: AppState, req: Request) -> Result<Response, Status> {
         .topics
         .get(&msg.topic)
         .ok_or_else(|| Status::not_found(format!("topic `{}` does not exist", msg.topic)))?;
+    t.check_id(topic_id.as_deref())
+        .map_err(|e| Status::not_found(e.to_string()))?;
+    let id = HeaderValue::from_str(&t.id).unwrap_or_else(|_| HeaderValue::from_static(""));
     let topic_options = t.options.stream_options();
     let n = negotiate(&t.name, &topic_options, msg.requested_options.as_ref())
         .map_err(Status::invalid_argument)?;
@@ -206,6 +210,7 @@ async fn subscribe(s: AppState, req: Request) -> Result<Response, Status> {
         HeaderValue::from_static("gzip,zstd"),
     );
     h.insert("x-jelly-start-offset", HeaderValue::from(start));
+    h.insert(TOPIC_ID_METADATA, id);
     Ok(r)
 }
 

@@ -66,7 +66,9 @@ impl From<TopicError> for ApiError {
         let status = match e {
             TopicError::BadName(_) | TopicError::BadOptions(_) => StatusCode::BAD_REQUEST,
             TopicError::Conflict(_) | TopicError::Mirrored { .. } => StatusCode::CONFLICT,
-            TopicError::NotFound(_) | TopicError::Deleted(_) => StatusCode::NOT_FOUND,
+            TopicError::NotFound(_) | TopicError::Deleted(_) | TopicError::Replaced { .. } => {
+                StatusCode::NOT_FOUND
+            }
             TopicError::Storage(_) | TopicError::Unavailable { .. } => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -76,7 +78,8 @@ impl From<TopicError> for ApiError {
         let topic = match &e {
             TopicError::Unavailable { topic, .. }
             | TopicError::NotFound(topic)
-            | TopicError::Deleted(topic) => Some(topic.clone()),
+            | TopicError::Deleted(topic)
+            | TopicError::Replaced { topic, .. } => Some(topic.clone()),
             _ => None,
         };
         let err = ApiError::new(status, e.to_string());

@@ -77,12 +77,13 @@ fn cors_layer(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
         "x-jelly-first-offset",
         "x-jelly-start-offset",
         "x-jelly-items",
+        "x-jelly-topic-id",
     ]
     .map(HeaderName::from_static);
     Some(
         CorsLayer::new()
             .allow_origin(allow)
-            .allow_methods([Method::GET, Method::POST, Method::PUT])
+            .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
             .allow_headers([
                 header::AUTHORIZATION,
                 header::CONTENT_TYPE,

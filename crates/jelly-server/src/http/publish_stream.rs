@@ -367,8 +367,16 @@ fn stream_error(p: &StreamPublisher, pos: &Position, e: FrameError) -> ApiError 
     let mut a = ApiError::new(
         e.status,
         format!(
-            "frame {} (byte {}): {}; {} earlier item(s) were appended and stay",
-            pos.frame, pos.offset, e.message, p.accepted
+            "frame {} (byte {}): {}; {} earlier item(s) were appended{}",
+            pos.frame,
+            pos.offset,
+            e.message,
+            p.accepted,
+            if e.status == StatusCode::NOT_FOUND {
+                " before the topic was deleted"
+            } else {
+                " and stay"
+            }
         ),
     )
     .with("frame", pos.frame)

@@ -34,6 +34,9 @@ pub struct SubscribeQuery {
     /// Buffer window in milliseconds: items are gathered this long before they are
     /// written (0, the default: as soon as they are read).
     pub(super) window: Option<u64>,
+    /// The id of the topic the client read from before (`X-Jelly-Topic-Id`): when
+    /// the topic of that name now is another one, the answer is 404.
+    pub(super) topic_id: Option<String>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -44,6 +47,8 @@ pub struct PollQuery {
     max_bytes: Option<usize>,
     wait_ms: Option<u64>,
     mode: Option<String>,
+    /// As [`SubscribeQuery::topic_id`].
+    topic_id: Option<String>,
 }
 
 /// Longest wait of one long-poll request.
@@ -57,11 +62,24 @@ pub const MAX_POLL_BYTES: usize = 8 << 20;
 /// Raw output converted and compressed at a time while a poll page is sent.
 const POLL_CHUNK: usize = 64 << 10;
 
-pub(super) fn topic(s: &AppState, name: &str) -> Result<Arc<Topic>, ApiError> {
+/// The topic of a subscription; with `expected_id`, only if it is still that topic.
+pub(super) fn topic(
+    s: &AppState,
+    name: &str,
+    expected_id: Option<&str>,
+) -> Result<Arc<Topic>, ApiError> {
     s.topics.check_available(name)?;
-    s.topics
+    let t = s
+        .topics
         .get(name)
-        .ok_or_else(|| ApiError::unknown_topic(name))
+        .ok_or_else(|| ApiError::unknown_topic(name))?;
+    t.check_id(expected_id)?;
+    Ok(t)
+}
+
+/// The `X-Jelly-Topic-Id` header of a subscription's response.
+pub(super) fn topic_id_header(t: &Topic) -> HeaderValue {
+    HeaderValue::from_str(&t.id).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
 /// Resolves a `from` value to an offset, checking retention.
@@ -166,6 +184,7 @@ pub(super) fn offset_header(v: u64) -> HeaderValue {
 fn streaming_response(
     content_type: &'static str,
     start: u64,
+    topic_id: HeaderValue,
     encoding: Encoding,
     body: Body,
 ) -> Response {
@@ -178,6 +197,7 @@ fn streaming_response(
         h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(ce));
     }
     h.insert("x-jelly-start-offset", offset_header(start));
+    h.insert("x-jelly-topic-id", topic_id);
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     r
 }
@@ -381,7 +401,7 @@ pub async fn stream(
     JsonQuery(fq): JsonQuery<FilterParams>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let t = topic(&s, &name)?;
+    let t = topic(&s, &name, q.topic_id.as_deref())?;
     let format = pick_format(&t, q.format.as_deref(), &headers, OutFormat::Jelly)?;
     let mode = pick_mode(q.mode.as_deref())?;
     let window = pick_window(q.window)?;
@@ -389,6 +409,7 @@ pub async fn stream(
     let encoding = pick_encoding(&headers);
     let start = resolve_from(&t, q.from.as_deref(), "earliest").await?;
     let d = delivery(&t, format, mode, Framing::Stream);
+    let id = topic_id_header(&t);
     let body = Shape {
         kind: "stream",
         framing: Framing::Stream,
@@ -401,6 +422,7 @@ pub async fn stream(
     Ok(streaming_response(
         format.content_type(),
         start,
+        id,
         encoding,
         body,
     ))
@@ -415,7 +437,7 @@ pub async fn sse(
     JsonQuery(fq): JsonQuery<FilterParams>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let t = topic(&s, &name)?;
+    let t = topic(&s, &name, q.topic_id.as_deref())?;
     let filter = pick_filter(fq)?;
     let format = match q.format.as_deref() {
         Some(f) => OutFormat::parse(f).ok_or_else(|| {
@@ -447,6 +469,7 @@ pub async fn sse(
     };
     // Each Jelly event keeps its options row, so a browser can decode events one by one.
     let d = delivery(&t, format, mode, Framing::Sse).options_in_every_item();
+    let id = topic_id_header(&t);
     let body = Shape {
         kind: "sse",
         framing: Framing::Sse,
@@ -459,6 +482,7 @@ pub async fn sse(
     Ok(streaming_response(
         "text/event-stream",
         start,
+        id,
         encoding,
         body,
     ))
@@ -478,7 +502,7 @@ pub async fn poll(
     JsonQuery(fq): JsonQuery<FilterParams>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let t = topic(&s, &name)?;
+    let t = topic(&s, &name, q.topic_id.as_deref())?;
     let format = pick_format(&t, q.format.as_deref(), &headers, OutFormat::Jelly)?;
     let mode = pick_mode(q.mode.as_deref())?;
     let filter = pick_filter(fq)?;
@@ -598,6 +622,7 @@ pub async fn poll(
     }
     h.insert("x-jelly-next-offset", offset_header(next));
     h.insert("x-jelly-first-offset", offset_header(t.log.first_offset()));
+    h.insert("x-jelly-topic-id", topic_id_header(&t));
     h.insert("x-jelly-items", offset_header(n));
     Ok(r)
 }

@@ -39,6 +39,7 @@ pub fn describe_json(t: &Topic) -> Value {
         .collect();
     let mut v = json!({
         "name": t.name,
+        "id": t.id,
         "options": options,
         "first_offset": first,
         "next_offset": next,

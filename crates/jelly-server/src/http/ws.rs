@@ -24,7 +24,7 @@ use super::publish::{PublishQuery, meta_from};
 use super::publish_stream::{FrameError, StreamPublisher};
 use super::subscribe::{
     SubscribeQuery, delivery, follow, offset_header, pick_filter, pick_format, pick_mode,
-    pick_window, resolve_from, topic,
+    pick_window, resolve_from, topic, topic_id_header,
 };
 use super::{ApiError, AppState, JsonQuery, wait_shutdown};
 use crate::deliver::{Follow, FollowEnd, JellyMode, OutFormat, Wrapping};
@@ -120,13 +120,14 @@ pub async fn subscribe(
     headers: HeaderMap,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
-    let t = topic(&s, &name)?;
+    let t = topic(&s, &name, q.topic_id.as_deref())?;
     let format = pick_format(&t, q.format.as_deref(), &headers, OutFormat::Jelly)?;
     let mode = pick_mode(q.mode.as_deref())?;
     let window = pick_window(q.window)?;
     let filter = pick_filter(fq)?;
     let start = resolve_from(&t, q.from.as_deref(), "earliest").await?;
     let ws = ws.map_err(upgrade_required)?;
+    let id = topic_id_header(&t);
     let source =
         if q.follow == Some(false) || (format == OutFormat::Jelly && mode == JellyMode::Compact) {
             let end = (q.follow == Some(false)).then(|| t.log.next_offset());
@@ -150,6 +151,7 @@ pub async fn subscribe(
         .on_upgrade(move |socket| run_subscriber(socket, source, format, ping));
     r.headers_mut()
         .insert("x-jelly-start-offset", offset_header(start));
+    r.headers_mut().insert("x-jelly-topic-id", id);
     Ok(r)
 }
 
@@ -295,6 +297,8 @@ fn code_for(status: StatusCode) -> u16 {
         400 => close_code::INVALID,
         413 => close_code::TOO_BIG,
         409 | 415 | 422 => close_code::POLICY,
+        // The topic was deleted under the publisher.
+        404 => close_code::DELETED,
         503 => close_code::GOING_AWAY,
         _ => close_code::ERROR,
     }
@@ -320,11 +324,20 @@ struct PublishSession {
 impl PublishSession {
     /// Appends the pending items and acknowledges every pending message, in order:
     /// `{"frame": i, "offset": N}` (`"offset": null` for a frame without statements).
-    async fn flush(&mut self) -> Result<(), FrameError> {
+    /// When the append fails, none of the pending messages was appended: the error
+    /// comes with the first one's index, and they are not acknowledged.
+    async fn flush(&mut self) -> Result<(), (u64, FrameError)> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let offsets = self.p.flush().await?;
+        let offsets = match self.p.flush().await {
+            Ok(offsets) => offsets,
+            Err(e) => {
+                let first = self.pending.first().map_or(0, |m| m.index);
+                self.pending.clear();
+                return Err((first, e));
+            }
+        };
         let mut offsets = offsets.into_iter();
         for m in std::mem::take(&mut self.pending) {
             let offset = if m.item { offsets.next() } else { None };
@@ -344,9 +357,9 @@ impl PublishSession {
             .metrics
             .publish_rejected
             .fetch_add(1, Ordering::Relaxed);
-        let e = match self.flush().await {
-            Ok(()) => e,
-            Err(fe) => fe,
+        let (index, e) = match self.flush().await {
+            Ok(()) => (index, e),
+            Err(failed) => failed,
         };
         let mut body = json!({
             "error": format!("frame {index}: {}", e.message),
@@ -387,8 +400,8 @@ async fn run_publisher(socket: WebSocket, p: StreamPublisher, s: AppState) {
         let msg = match sess.socket.recv().now_or_never() {
             Some(m) => m,
             None => {
-                if let Err(e) = sess.flush().await {
-                    sess.fail(index, e).await;
+                if let Err((at, e)) = sess.flush().await {
+                    sess.fail(at, e).await;
                     return;
                 }
                 tokio::select! {
@@ -453,9 +466,9 @@ async fn run_publisher(socket: WebSocket, p: StreamPublisher, s: AppState) {
         }
         index += 1;
         if (sess.pending.len() >= super::publish_stream::FLUSH_ITEMS || sess.p.should_flush())
-            && let Err(e) = sess.flush().await
+            && let Err((at, e)) = sess.flush().await
         {
-            sess.fail(index, e).await;
+            sess.fail(at, e).await;
             return;
         }
     }
