@@ -26,11 +26,13 @@ Examples:
 --from takes earliest, latest, an offset, ts:<ms since the epoch> or last:<n>.
 Without --no-follow the subscription follows new items until interrupted; when the
 connection breaks it reconnects from the offset after the last item written (giving
-up after --retry-secs without success). Jelly output keeps each item as one frame
-with its metadata (offset, ts, source, h:*).
+up after --retry-secs without success). A topic that does not exist yet is waited
+for; one that is deleted while followed ends the command with an error (exit 1), even
+when a new topic of the same name appears, whose offsets start over. Jelly output
+keeps each item as one frame with its metadata (offset, ts, source, h:*).
 
-Exit codes: 0 done, 1 the offset is no longer retained or the server refused the
-request, 2 usage or I/O error, or the server could not be reached.";
+Exit codes: 0 done, 1 the offset is no longer retained, the topic was deleted or the
+server refused the request, 2 usage or I/O error, or the server could not be reached.";
 
 /// Checks a `--from` value's syntax here, so that a typo is a usage error (exit 2)
 /// rather than the server's 400 after connecting.
@@ -372,7 +374,7 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
                     // offset in a topic created again under its name, whose offsets
                     // start over at 0, would skip or mix items.
                     return Err(CliError::invalid(format!(
-                        "topic `{}` was deleted after its item {}; not resuming (the server says: {why})",
+                        "topic `{}` is gone after its item {} (deleted, or lost in a restart of a server with an in-memory log); not resuming (the server says: {why})",
                         a.topic,
                         st.next.unwrap_or(0).saturating_sub(1)
                     )));

@@ -755,7 +755,9 @@ fn subscribe_stops_with_an_error_when_its_topic_is_deleted() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(
-        stderr.contains("topic `d` was deleted after its item 0; not resuming"),
+        stderr.contains("topic `d` is gone after its item 0 (deleted")
+            && stderr.contains("not resuming")
+            && stderr.contains("was deleted"),
         "{stderr}"
     );
     // What it had is written, and nothing of the new topic.
