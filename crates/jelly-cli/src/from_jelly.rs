@@ -227,7 +227,18 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
         Ok(())
     })();
     progress.finish();
-    result?;
+    if let Err(e) = result {
+        // On stdout, what was written stays: end it after its last complete statement
+        // (Turtle leaves a block open, JSON-LD and RDF/XML a document), so that the
+        // text a pipe got is well-formed. A file is left as it was instead (it is only
+        // replaced on success).
+        if args.to.as_deref().is_none_or(|t| t == "-")
+            && let Some(s) = combined
+        {
+            let _ = s.finish(&prefixes, &combined_name);
+        }
+        return Err(e);
+    }
     if let Some(s) = combined {
         s.finish(&prefixes, &combined_name)?;
     }

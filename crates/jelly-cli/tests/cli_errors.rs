@@ -532,3 +532,38 @@ fn flags_that_would_do_nothing_are_refused() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("--delimited false"), "{}", r.stderr);
 }
+
+#[test]
+fn a_stream_broken_midway_leaves_well_formed_text_on_stdout() {
+    // What a pipe got before the error ends after a complete statement, so that the
+    // reader of the pipe can parse it (Turtle keeps a subject's block open until the
+    // next subject; JSON-LD needs its closing brackets).
+    let d = tmp("broken-midway");
+    let src = head(
+        "iot-assist-weather/iot-assist-weather.nt",
+        30_000,
+        &d,
+        "w.nt",
+    );
+    let jf = d.join("w.jelly");
+    ok(&["rdf", "to-jelly", s(&src), "-o", s(&jf)], None);
+    let mut bytes = std::fs::read(&jf).unwrap();
+    let at = bytes.len() * 7 / 10;
+    bytes[at] ^= 0xff;
+    bytes[at + 1] ^= 0xff;
+    let bad = d.join("bad.jelly");
+    std::fs::write(&bad, &bytes).unwrap();
+    for (fmt, ext) in [("ttl", "ttl"), ("jsonld", "jsonld"), ("trig", "trig")] {
+        let r = jelly(&["rdf", "from-jelly", s(&bad), "--out-format", fmt], None);
+        assert_eq!(r.code, 1, "{fmt}: {}", r.stderr);
+        assert!(r.stderr.contains("frame"), "{fmt}: {}", r.stderr);
+        assert!(r.stdout.ends_with(b"\n"), "{fmt}");
+        let text = d.join(format!("partial.{ext}"));
+        std::fs::write(&text, &r.stdout).unwrap();
+        let again = d.join(format!("partial-{ext}.jelly"));
+        ok(&["rdf", "to-jelly", s(&text), "-o", s(&again)], None);
+        let back = ok(&["rdf", "from-jelly", s(&again)], None);
+        let n = parse(&back.stdout).len();
+        assert!(n > 10_000 && n < 30_000, "{fmt}: {n} statements");
+    }
+}
