@@ -10,6 +10,7 @@
 //! max_body_bytes = 67108864
 //! max_item_bytes = 16777216
 //! max_connections_per_ip = 0  # 0: unlimited; over it new connections are closed at once
+//! max_topics = 10000          # more topics are refused (507) until one is deleted; 0: unlimited
 //! reuse_port = false          # SO_REUSEPORT: several servers may share the port
 //! cors_origins = []           # browser pages allowed to read the API from other origins; "*": any
 //! header_read_timeout_ms = 30000  # a request head (and a connection's first request); 0: none
@@ -81,6 +82,11 @@ pub struct ServerConfig {
     pub max_item_bytes: usize,
     /// Create a topic on its first publish (otherwise `PUT /topics/{name}` first).
     pub auto_create_topics: bool,
+    /// Most topics the server holds (unavailable ones included). Each topic has a
+    /// directory, open files and, with the file log, a writer thread: without a bound,
+    /// publishes to ever new names (auto-creation) would use them up. Creating one
+    /// more is refused (507) until a topic is deleted. 0: no limit.
+    pub max_topics: usize,
     /// Options of topics created without explicit options.
     pub topic_defaults: TopicOptions,
     /// Items per read while delivering (bounds the memory of one subscription step).
@@ -269,6 +275,7 @@ impl Default for ServerConfig {
             max_body_bytes: 64 << 20,
             max_item_bytes: 16 << 20,
             auto_create_topics: true,
+            max_topics: 10_000,
             topic_defaults: TopicOptions::default(),
             delivery_batch_items: 256,
             sse_keepalive_secs: 15,

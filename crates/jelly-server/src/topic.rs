@@ -599,6 +599,11 @@ pub enum TopicError {
     Conflict(String),
     #[error("topic `{0}` does not exist")]
     NotFound(String),
+    /// Creating it would exceed [`ServerConfig::max_topics`].
+    #[error(
+        "cannot create topic `{topic}`: the server holds its maximum of {max} topics (max_topics); delete one or raise the limit"
+    )]
+    TooMany { topic: String, max: usize },
     /// The topic was deleted while a request used it.
     #[error("topic `{0}` was deleted")]
     Deleted(String),
@@ -641,6 +646,8 @@ pub struct Registry {
     storage: Storage,
     defaults: TopicOptions,
     auto_create: bool,
+    /// [`ServerConfig::max_topics`] (0: no limit).
+    max_topics: usize,
     /// The mirrored topics (whether they exist yet or not), by local name.
     mirrors: BTreeMap<String, Arc<MirrorStatus>>,
     /// Topics found at startup that could not be opened, with the reason. Fixed once
@@ -728,6 +735,7 @@ impl Registry {
             storage,
             defaults: config.topic_defaults.clone(),
             auto_create: config.auto_create_topics,
+            max_topics: config.max_topics,
             mirrors,
             unavailable: RwLock::new(unavailable),
         })
@@ -844,6 +852,18 @@ impl Registry {
             } else {
                 Err(TopicError::Conflict(name.to_string()))
             };
+        }
+        let held = g.len()
+            + self
+                .unavailable
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .len();
+        if self.max_topics > 0 && held >= self.max_topics {
+            return Err(TopicError::TooMany {
+                topic: name.to_string(),
+                max: self.max_topics,
+            });
         }
         let id = new_topic_id();
         self.storage.save(name, &options, &id)?;

@@ -112,7 +112,7 @@ fn code_of(status: StatusCode) -> Code {
     match status {
         StatusCode::NOT_FOUND => Code::NotFound,
         StatusCode::CONFLICT => Code::Aborted,
-        StatusCode::PAYLOAD_TOO_LARGE => Code::ResourceExhausted,
+        StatusCode::PAYLOAD_TOO_LARGE | StatusCode::INSUFFICIENT_STORAGE => Code::ResourceExhausted,
         s if s.is_server_error() => Code::Unavailable,
         _ => Code::InvalidArgument,
     }

@@ -72,6 +72,7 @@ impl From<TopicError> for ApiError {
             TopicError::Storage(_) | TopicError::Unavailable { .. } => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
+            TopicError::TooMany { .. } => StatusCode::INSUFFICIENT_STORAGE,
         };
         // Named for clients that act on it (`jelly subscribe` waits for a topic that
         // does not exist yet, rather than for an unknown endpoint).

@@ -296,7 +296,7 @@ fn code_for(status: StatusCode) -> u16 {
     match status.as_u16() {
         400 => close_code::INVALID,
         413 => close_code::TOO_BIG,
-        409 | 415 | 422 => close_code::POLICY,
+        409 | 415 | 422 | 507 => close_code::POLICY,
         // The topic was deleted under the publisher.
         404 => close_code::DELETED,
         503 => close_code::GOING_AWAY,

@@ -1,7 +1,8 @@
-//! `DELETE /topics/{name}` on real loopback sockets: the topic's subscribers over
-//! every front-end hear that it was deleted, its files leave the data directory, a
-//! publish of the same name starts a new topic at offset 0, and the deletion holds
-//! across a restart.
+//! A topic's life on real loopback sockets: `DELETE /topics/{name}` ends every
+//! subscription as deleted, takes its files out of the data directory and holds across
+//! a restart; a publish of the same name starts a new topic (new id, offsets from 0)
+//! that clients resuming with the old id are told about; `max_topics` bounds how many
+//! topics publishes to new names can create.
 
 mod support;
 
@@ -557,5 +558,68 @@ async fn a_websocket_publisher_is_told_which_frames_the_deletion_refused() {
         "{e}"
     );
     assert_eq!(u16::from(close.code), 4404);
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn max_topics_bounds_what_publishes_to_new_names_can_create() {
+    // Each topic holds a directory, files and a writer thread: publishes to ever new
+    // names must not be able to use them up.
+    let dir = TempDir::new("max-topics");
+    let c = ServerConfig {
+        log: LogKind::File,
+        data: dir.0.clone(),
+        max_topics: 2,
+        ..ServerConfig::ephemeral()
+    };
+    let srv = Server::start(c).await.unwrap();
+    let c = client();
+    let base = srv.url();
+    publish(&c, &base, "a", items(1, 0)).await;
+    publish(&c, &base, "b", items(1, 0)).await;
+    // A third name: refused on every way of creating it, nothing created.
+    let r = c
+        .post(format!("{base}/topics/c/items"))
+        .header("content-type", JELLY)
+        .body(items(1, 0))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::INSUFFICIENT_STORAGE);
+    let v: Value = r.json().await.unwrap();
+    assert!(
+        v["error"].as_str().unwrap().contains("maximum of 2 topics"),
+        "{v}"
+    );
+    let r = c.put(format!("{base}/topics/c")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::INSUFFICIENT_STORAGE);
+    let ch = Channel::from_shared(base.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut g = Grpc::new(ch);
+    g.ready().await.unwrap();
+    let mut req = Request::new(futures_util::stream::iter(
+        stream_frames(1).into_iter().map(|f| Frame(f.into())),
+    ));
+    req.metadata_mut()
+        .insert("x-jelly-topic", "c".parse().unwrap());
+    let st = g
+        .client_streaming(
+            req,
+            PathAndQuery::from_static(jelly_server::grpc::PUBLISH_PATH),
+            JellyCodec::<Frame, jelly_server::grpc::messages::Received>::new(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(st.code(), Code::ResourceExhausted, "{st:?}");
+    assert_eq!(entries(&dir.0), ["a", "b"]);
+    // Publishing to the existing ones goes on; after a delete there is room again.
+    publish(&c, &base, "a", items(1, 1)).await;
+    let (status, _) = delete(&c, &base, "b").await;
+    assert_eq!(status, StatusCode::OK);
+    publish(&c, &base, "c", items(1, 0)).await;
+    assert_eq!(entries(&dir.0), ["a", "c"]);
     srv.shutdown().await.unwrap();
 }
