@@ -741,7 +741,8 @@ impl Registry {
         })
     }
 
-    /// [`TopicError::Unavailable`] for a topic that could not be opened at startup.
+    /// [`TopicError::Unavailable`] for a topic that could not be opened at startup, one
+    /// being deleted, or one whose deletion failed with its files still in place.
     pub fn check_available(&self, name: &str) -> Result<(), TopicError> {
         match self
             .unavailable
@@ -757,7 +758,8 @@ impl Registry {
         }
     }
 
-    /// The topics that could not be opened at startup, with the reason, by name.
+    /// The unavailable topic names (see [`Registry::check_available`]), with the
+    /// reason, by name.
     pub fn unavailable(&self) -> BTreeMap<String, String> {
         self.unavailable
             .read()
