@@ -5,36 +5,18 @@
 
 mod support;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use jelly::{Statement, StreamOptions};
-use jelly_server::config::LogKind;
 use jelly_server::{Server, ServerConfig};
 use reqwest::StatusCode;
 use serde_json::Value;
-use support::{TempDir, jelly_stream, metrics_text, split_delimited, triple};
+use support::{TempDir, client, jelly_stream, metrics_text, split_delimited, start_file, triple};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
 const JELLY: &str = "application/x-jelly-rdf";
 const NQ: &str = "application/n-quads";
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(20))
-        .build()
-        .unwrap()
-}
-
-async fn start_file(data: &Path) -> Server {
-    let c = ServerConfig {
-        log: LogKind::File,
-        data: data.to_path_buf(),
-        ..ServerConfig::ephemeral()
-    };
-    Server::start(c).await.unwrap()
-}
 
 /// `n` frames of `per` statements each, numbered from `start`.
 fn frames(n: usize, per: usize, start: usize) -> Vec<Vec<Statement>> {

@@ -19,7 +19,7 @@ use jelly_server::grpc::messages::{Frame, Subscribe};
 use jelly_server::{Server, ServerConfig};
 use reqwest::StatusCode;
 use serde_json::Value;
-use support::{TempDir, frames_with_metadata, jelly_stream, triple};
+use support::{TempDir, client, frames_with_metadata, get, jelly_stream, start_file, triple};
 use tokio_tungstenite::connect_async;
 use tokio_tungstenite::tungstenite::Message;
 use tonic::client::Grpc;
@@ -28,22 +28,6 @@ use tonic::{Code, Request};
 
 const JELLY: &str = "application/x-jelly-rdf";
 const WAIT: Duration = Duration::from_secs(10);
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(20))
-        .build()
-        .unwrap()
-}
-
-async fn start_file(data: &Path) -> Server {
-    let c = ServerConfig {
-        log: LogKind::File,
-        data: data.to_path_buf(),
-        ..ServerConfig::ephemeral()
-    };
-    Server::start(c).await.unwrap()
-}
 
 /// `n` one-statement frames, numbered from `start`.
 fn items(n: usize, start: usize) -> Vec<u8> {
@@ -90,6 +74,35 @@ fn entries(dir: &Path) -> Vec<String> {
     v
 }
 
+/// A `SubscribeRdf` call on `topic` with the given request metadata.
+async fn grpc_subscribe(
+    base: &str,
+    topic: &str,
+    metadata: &[(&'static str, &str)],
+) -> Result<tonic::Streaming<Frame>, tonic::Status> {
+    let ch = Channel::from_shared(base.to_string())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut g = Grpc::new(ch);
+    g.ready().await.unwrap();
+    let mut req = Request::new(Subscribe {
+        topic: topic.into(),
+        requested_options: None,
+    });
+    for (k, v) in metadata {
+        req.metadata_mut().insert(*k, v.parse().unwrap());
+    }
+    g.server_streaming(
+        req,
+        PathAndQuery::from_static(SUBSCRIBE_PATH),
+        JellyCodec::<Subscribe, Frame>::new(),
+    )
+    .await
+    .map(tonic::Response::into_inner)
+}
+
 #[tokio::test]
 async fn deleting_a_topic_ends_every_subscription_and_removes_its_files() {
     let dir = TempDir::new("delete");
@@ -100,57 +113,34 @@ async fn deleting_a_topic_ends_every_subscription_and_removes_its_files() {
     publish(&c, &base, "other", items(2, 0)).await;
 
     // Subscribers of every kind, caught up and waiting for more.
-    let chunked = c
-        .get(format!("{base}/topics/t/items?from=earliest&format=jelly"))
-        .send()
-        .await
-        .unwrap();
+    let chunked = get(
+        &c,
+        &format!("{base}/topics/t/items?from=earliest&format=jelly"),
+    )
+    .await;
     assert_eq!(chunked.status(), StatusCode::OK);
-    let shared = c
-        .get(format!("{base}/topics/t/items?from=latest&format=jelly"))
-        .send()
-        .await
-        .unwrap();
+    let shared = get(
+        &c,
+        &format!("{base}/topics/t/items?from=latest&format=jelly"),
+    )
+    .await;
     assert_eq!(shared.status(), StatusCode::OK);
-    let sse = c
-        .get(format!("{base}/topics/t/sse?from=earliest&format=nquads"))
-        .send()
-        .await
-        .unwrap();
+    let sse = get(
+        &c,
+        &format!("{base}/topics/t/sse?from=earliest&format=nquads"),
+    )
+    .await;
     assert_eq!(sse.status(), StatusCode::OK);
     let ws_url = format!("{}/topics/t/ws?from=earliest", base.replace("http", "ws"));
     let (mut ws, _) = connect_async(ws_url).await.unwrap();
-    let ch = Channel::from_shared(base.clone())
-        .unwrap()
-        .connect()
+    let mut grpc = grpc_subscribe(&base, "t", &[("x-jelly-from", "earliest")])
         .await
         .unwrap();
-    let mut g = Grpc::new(ch.clone());
-    g.ready().await.unwrap();
-    let mut req = Request::new(Subscribe {
-        topic: "t".into(),
-        requested_options: None,
-    });
-    req.metadata_mut()
-        .insert("x-jelly-from", "earliest".parse().unwrap());
-    let mut grpc = g
-        .server_streaming(
-            req,
-            PathAndQuery::from_static(SUBSCRIBE_PATH),
-            JellyCodec::<Subscribe, Frame>::new(),
-        )
-        .await
-        .unwrap()
-        .into_inner();
     let poll = tokio::spawn({
         let c = c.clone();
         let base = base.clone();
         async move {
-            let r = c
-                .get(format!("{base}/topics/t/poll?from=5&wait_ms=8000"))
-                .send()
-                .await
-                .unwrap();
+            let r = get(&c, &format!("{base}/topics/t/poll?from=5&wait_ms=8000")).await;
             (r.status(), r.json::<Value>().await.unwrap())
         }
     });
@@ -232,11 +222,8 @@ async fn deleting_a_topic_ends_every_subscription_and_removes_its_files() {
     // Gone from the API and from the disk; the other topic is untouched.
     let r = c.get(format!("{base}/topics/t")).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
-    let list: Value = c
-        .get(format!("{base}/topics"))
-        .send()
+    let list: Value = get(&c, &format!("{base}/topics"))
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -255,11 +242,11 @@ async fn deleting_a_topic_ends_every_subscription_and_removes_its_files() {
     // (of a new fan-out group, not the old topic's) follows it.
     let v = publish(&c, &base, "t", items(1, 100)).await;
     assert_eq!(v["offsets"], serde_json::json!([0]));
-    let fresh = c
-        .get(format!("{base}/topics/t/items?from=latest&format=jelly"))
-        .send()
-        .await
-        .unwrap();
+    let fresh = get(
+        &c,
+        &format!("{base}/topics/t/items?from=latest&format=jelly"),
+    )
+    .await;
     assert_eq!(fresh.status(), StatusCode::OK);
     support::wait_delivered(&srv, "t", 1).await;
     let v = publish(&c, &base, "t", items(1, 101)).await;
@@ -279,11 +266,8 @@ async fn deleting_a_topic_ends_every_subscription_and_removes_its_files() {
 
     // After a restart: the new topic, not the old one.
     let srv = start_file(&dir.0).await;
-    let v: Value = c
-        .get(format!("{}/topics/t", srv.url()))
-        .send()
+    let v: Value = get(&c, &format!("{}/topics/t", srv.url()))
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -357,11 +341,7 @@ async fn files_of_a_deletion_cut_short_are_removed_at_startup() {
 
     let srv = start_file(&dir.0).await;
     assert!(entries(&dir.0).is_empty(), "{:?}", entries(&dir.0));
-    let r = c
-        .get(format!("{}/topics/t", srv.url()))
-        .send()
-        .await
-        .unwrap();
+    let r = get(&c, &format!("{}/topics/t", srv.url())).await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     srv.shutdown().await.unwrap();
 }
@@ -389,20 +369,13 @@ async fn a_topic_id_tells_a_re_created_topic_from_the_deleted_one() {
     let c = client();
     let base = srv.url();
     publish(&c, &base, "t", items(3, 0)).await;
-    let r = c
-        .get(format!("{base}/topics/t/items?follow=false"))
-        .send()
-        .await
-        .unwrap();
+    let r = get(&c, &format!("{base}/topics/t/items?follow=false")).await;
     let old_id = r.headers()["x-jelly-topic-id"]
         .to_str()
         .unwrap()
         .to_string();
-    let d: Value = c
-        .get(format!("{base}/topics/t"))
-        .send()
+    let d: Value = get(&c, &format!("{base}/topics/t"))
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -416,13 +389,11 @@ async fn a_topic_id_tells_a_re_created_topic_from_the_deleted_one() {
         ("poll", ""),
         ("sse", "follow=false&"),
     ] {
-        let r = c
-            .get(format!(
-                "{base}/topics/t/{path}?{extra}from=1&topic_id={old_id}"
-            ))
-            .send()
-            .await
-            .unwrap();
+        let r = get(
+            &c,
+            &format!("{base}/topics/t/{path}?{extra}from=1&topic_id={old_id}"),
+        )
+        .await;
         assert_eq!(r.status(), StatusCode::OK, "{path}");
         assert_eq!(r.headers()["x-jelly-topic-id"], old_id.as_str(), "{path}");
     }
@@ -433,11 +404,11 @@ async fn a_topic_id_tells_a_re_created_topic_from_the_deleted_one() {
     assert_eq!(status, StatusCode::OK);
     publish(&c, &base, "t", items(5, 10)).await;
     for path in ["items", "poll", "sse"] {
-        let r = c
-            .get(format!("{base}/topics/t/{path}?from=3&topic_id={old_id}"))
-            .send()
-            .await
-            .unwrap();
+        let r = get(
+            &c,
+            &format!("{base}/topics/t/{path}?from=3&topic_id={old_id}"),
+        )
+        .await;
         assert_eq!(r.status(), StatusCode::NOT_FOUND, "{path}");
         let v: Value = r.json().await.unwrap();
         assert_eq!(v["topic"], "t");
@@ -457,46 +428,26 @@ async fn a_topic_id_tells_a_re_created_topic_from_the_deleted_one() {
         }
         other => panic!("expected a 404 upgrade refusal, got {other:?}"),
     }
-    let ch = Channel::from_shared(base.clone())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut g = Grpc::new(ch);
-    g.ready().await.unwrap();
-    let mut req = Request::new(Subscribe {
-        topic: "t".into(),
-        requested_options: None,
-    });
-    req.metadata_mut()
-        .insert("x-jelly-from", "3".parse().unwrap());
-    req.metadata_mut()
-        .insert("x-jelly-topic-id", old_id.parse().unwrap());
-    let st = g
-        .server_streaming(
-            req,
-            PathAndQuery::from_static(SUBSCRIBE_PATH),
-            JellyCodec::<Subscribe, Frame>::new(),
-        )
-        .await
-        .unwrap_err();
+    let st = grpc_subscribe(
+        &base,
+        "t",
+        &[("x-jelly-from", "3"), ("x-jelly-topic-id", &old_id)],
+    )
+    .await
+    .unwrap_err();
     assert_eq!(st.code(), Code::NotFound, "{st:?}");
     // The new topic's id is another one, and works.
-    let r = c
-        .get(format!("{base}/topics/t/poll?from=0"))
-        .send()
-        .await
-        .unwrap();
+    let r = get(&c, &format!("{base}/topics/t/poll?from=0")).await;
     let new_id = r.headers()["x-jelly-topic-id"]
         .to_str()
         .unwrap()
         .to_string();
     assert_ne!(new_id, old_id);
-    let r = c
-        .get(format!("{base}/topics/t/poll?from=3&topic_id={new_id}"))
-        .send()
-        .await
-        .unwrap();
+    let r = get(
+        &c,
+        &format!("{base}/topics/t/poll?from=3&topic_id={new_id}"),
+    )
+    .await;
     assert_eq!(r.status(), StatusCode::OK);
     srv.shutdown().await.unwrap();
 }

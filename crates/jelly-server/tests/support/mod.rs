@@ -94,6 +94,29 @@ pub fn frames(bytes: &[u8]) -> Vec<(u64, Vec<Statement>)> {
     out
 }
 
+/// A client with a timeout, so that a test that goes wrong fails instead of hanging.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap()
+}
+
+/// A server with the durable file log in `data`, on an ephemeral port.
+pub async fn start_file(data: &Path) -> Server {
+    let c = jelly_server::ServerConfig {
+        log: jelly_server::config::LogKind::File,
+        data: data.to_path_buf(),
+        ..jelly_server::ServerConfig::ephemeral()
+    };
+    Server::start(c).await.unwrap()
+}
+
+/// The answer of a GET.
+pub async fn get(c: &reqwest::Client, url: &str) -> reqwest::Response {
+    c.get(url).send().await.unwrap()
+}
+
 /// The JSON answer of a GET (describe a topic, list topics, …).
 pub async fn get_json(c: &reqwest::Client, url: &str) -> serde_json::Value {
     c.get(url).send().await.unwrap().json().await.unwrap()
