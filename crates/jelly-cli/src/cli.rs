@@ -32,7 +32,7 @@ pub enum Command {
     /// Commands on RDF Patch text and Jelly-Patch streams.
     #[command(subcommand)]
     Patch(crate::patch::args::PatchCommand),
-    /// Run the stream server: topics over HTTP (publish, subscribe, long-poll, SSE).
+    /// Run the stream server: topics published and followed over HTTP, SSE, WebSocket and gRPC.
     #[command(after_help = crate::serve::SERVE_HELP)]
     Serve(crate::serve::ServeArgs),
     /// Publish RDF files or Jelly streams to a topic of a running server.
