@@ -43,6 +43,36 @@ pub fn split_iri(iri: &str) -> (&str, &str) {
     }
 }
 
+/// The name of the last IRI split at a `/` at or after byte 8 (see
+/// [`TermEncoder::split_at_recent_name`]): its id and generation in the name table,
+/// and its length.
+#[derive(Debug, Clone, Copy)]
+struct RecentName {
+    nid: u32,
+    ngen: u32,
+    len: usize,
+}
+
+impl RecentName {
+    /// None (id 0 is no name's).
+    const NONE: RecentName = RecentName {
+        nid: 0,
+        ngen: 0,
+        len: 0,
+    };
+}
+
+/// What [`TermEncoder::iri_ids_slow`] knows of the name of the IRI it splits.
+#[derive(Debug, Clone, Copy)]
+enum NameHint {
+    /// The recent name, under this id.
+    Known(u32),
+    /// To be recorded as the recent name once looked up.
+    Record,
+    /// Neither.
+    None,
+}
+
 /// What the first pass over a statement decided for one position. Small enough to
 /// stay in registers; the second pass takes the other terms' text from the term.
 #[derive(Debug, Clone, Copy)]
@@ -192,6 +222,10 @@ pub(crate) struct TermEncoder {
     /// Id and generation of the datatypes looked up last, most recent first (id 0:
     /// none): most typed literals have one of a few datatypes.
     recent_datatypes: [(u32, u32); 4],
+    /// The name of the last IRI split at a `/` at or after byte 8. IRIs of one resource family often share it (a timestamp or
+    /// serial number under several paths), and when a new IRI ends with it after a
+    /// `/`, its split is known without scanning and its name without a lookup.
+    recent_name: RecentName,
     /// Statement counter; entries used by the current statement are never evicted.
     pub(crate) stamp: u32,
     /// Rows of the current frame, already framed as `rows` (field 1) elements.
@@ -227,6 +261,7 @@ impl TermEncoder {
             last_name_id: 0,
             prev: Default::default(),
             recent_datatypes: [(0, u32::MAX); 4],
+            recent_name: RecentName::NONE,
             last: [Last::None; 4],
             stamp: 0,
             buf: Vec::with_capacity(64 * 1024),
@@ -252,6 +287,7 @@ impl TermEncoder {
         self.last_prefix_id = 0;
         self.last_name_id = 0;
         self.recent_datatypes = [(0, u32::MAX); 4];
+        self.recent_name = RecentName::NONE;
         self.last = [Last::None; 4];
         self.buf.truncate(keep);
         self.rows = 0;
@@ -747,29 +783,88 @@ impl TermEncoder {
     /// Splits the IRI and looks both parts up, emitting entries for new ones.
     fn iri_ids_slow(&mut self, iri: &str) -> Result<(u32, u32), EncodeError> {
         let stamp = self.stamp;
-        let (pid, name) = match &mut self.prefixes {
-            p if p.size() == 0 => (0, iri),
-            prefixes => {
+        if self.prefixes.size() == 0 {
+            let nid = self.name_id(iri, stamp)?;
+            return Ok((0, nid));
+        }
+        // The split `split_iri` makes, and what is known of the name.
+        let (prefix, name, hint) = match self.split_at_recent_name(iri) {
+            Some((cut, nid)) => (&iri[..cut], &iri[cut..], NameHint::Known(nid)),
+            None => {
                 let (prefix, name) = split_iri(iri);
-                let pid = match prefixes.get_or_insert(prefix, stamp) {
-                    Some(Lookup::Hit(id)) => id,
-                    Some(Lookup::New { id, wire_id }) => {
-                        Self::push_entry(
-                            &mut self.buf,
-                            &mut self.rows,
-                            self.entry_fields.prefix,
-                            wire_id,
-                            prefix,
-                        );
-                        id
-                    }
-                    None => return Err(Self::table_full_error(Table::Prefix, prefixes.size())),
-                };
-                (pid, name)
+                // Cut at a `/` at byte 7 or later: the name, from byte 8 on, has
+                // neither `/` nor `#` (else the cut would be there).
+                if prefix.len() >= 8 && prefix.ends_with('/') {
+                    (prefix, name, NameHint::Record)
+                } else {
+                    (prefix, name, NameHint::None)
+                }
             }
         };
-        let nid = match self.names.get_or_insert(name, stamp) {
+        let pid = match self.prefixes.get_or_insert(prefix, stamp) {
             Some(Lookup::Hit(id)) => id,
+            Some(Lookup::New { id, wire_id }) => {
+                Self::push_entry(
+                    &mut self.buf,
+                    &mut self.rows,
+                    self.entry_fields.prefix,
+                    wire_id,
+                    prefix,
+                );
+                id
+            }
+            None => {
+                return Err(Self::table_full_error(Table::Prefix, self.prefixes.size()));
+            }
+        };
+        let nid = if let NameHint::Known(nid) = hint {
+            // What `get_or_insert` does on a hit: the name is in the table under this id.
+            self.names.touch(nid, stamp);
+            nid
+        } else {
+            let nid = self.name_id(name, stamp)?;
+            if let NameHint::Record = hint {
+                self.recent_name = RecentName {
+                    nid,
+                    ngen: self.names.generation(nid),
+                    len: name.len(),
+                };
+            }
+            nid
+        };
+        Ok((pid, nid))
+    }
+
+    /// When `iri` ends with the recent name ([`TermEncoder::recent_name`]), still in the
+    /// name table, after a `/` and with no `#` from byte 8 on before it: where
+    /// [`split_iri`] cuts it (as the name has neither `/` nor `#`, it is that `/`),
+    /// and the name's id.
+    #[inline]
+    fn split_at_recent_name(&self, iri: &str) -> Option<(usize, u32)> {
+        let RecentName { nid, ngen, len } = self.recent_name;
+        let b = iri.as_bytes();
+        // The name holds neither `/` nor `#`, so with a `/` before it at byte 7 or
+        // later and no `#` from byte 8 up to it, that `/` is where `split_iri` cuts.
+        // The cheap tests first: most IRIs that miss fail on the `/`.
+        let cut = b.len().checked_sub(len).filter(|&c| c >= 8)?;
+        if b[cut - 1] != b'/' || nid == 0 {
+            return None;
+        }
+        let (g, name) = self.names.entry(nid)?;
+        if g != ngen || !bytes_eq(&b[cut..], name.as_bytes()) {
+            return None;
+        }
+        if memchr::memchr(b'#', &b[8..cut]).is_some() {
+            return None;
+        }
+        Some((cut, nid))
+    }
+
+    /// The id of name `name`, emitting an entry when it is new.
+    #[inline]
+    fn name_id(&mut self, name: &str, stamp: u32) -> Result<u32, EncodeError> {
+        match self.names.get_or_insert(name, stamp) {
+            Some(Lookup::Hit(id)) => Ok(id),
             Some(Lookup::New { id, wire_id }) => {
                 Self::push_entry(
                     &mut self.buf,
@@ -778,11 +873,10 @@ impl TermEncoder {
                     wire_id,
                     name,
                 );
-                id
+                Ok(id)
             }
-            None => return Err(Self::table_full_error(Table::Name, self.max_name)),
-        };
-        Ok((pid, nid))
+            None => Err(Self::table_full_error(Table::Name, self.max_name)),
+        }
     }
 
     /// Writes an `RdfIri` message as field `field`.
@@ -1173,6 +1267,59 @@ mod tests {
                         "field {field}, id {id}, value of {len} bytes"
                     );
                 }
+            }
+        }
+    }
+
+    /// Every IRI resolves to the prefix and name `split_iri` gives, whether or not
+    /// its name is the recent one: IRIs ending with the recent name after a `/`, after
+    /// a `#`, with a `#` earlier on, short ones, and ones whose name was evicted.
+    #[test]
+    fn iris_split_as_split_iri_with_the_recent_name() {
+        let iris = [
+            "http://ex.org/a/T1",
+            "http://ex.org/b/T1",
+            "http://ex.org/c#d/T1",
+            "http://ex.org/c/d#T1",
+            "http://ex.org/T1",
+            "http://ex.org/a/xT1",
+            "http://ex.org/a/T1#x",
+            "http:/T1",
+            "ab/T1",
+            "ab/cdefT1",
+            "abcdefg/T1",
+            "abcdef#/T1",
+            "abcdefg#/T1",
+            "http://ex.org/a/",
+            "http://ex.org/b/",
+            "http://ex.org/b#/",
+            "urn:x",
+            "http://ex.org/e/T1",
+            "http://ex.org/a/T2",
+            "http://ex.org/b/T2",
+            "http://ex.org/f/T3",
+            "http://ex.org/g/T4",
+            "http://ex.org/h/T2",
+            "http://ex.org/i/T1",
+        ];
+        let fields = super::EntryFields {
+            name: 9,
+            prefix: 10,
+            datatype: 11,
+        };
+        // A name table of 3 entries, so names are evicted and come back.
+        let mut enc = super::TermEncoder::new(3, 16, 0, false, false, fields);
+        for _ in 0..3 {
+            for iri in iris {
+                enc.stamp = enc.stamp.wrapping_add(1);
+                let hash = enc.iri_cache.hash(iri);
+                let c = enc.resolve_iri(iri, hash).expect("resolves");
+                let (prefix, name) = split_iri(iri);
+                assert_eq!(enc.prefixes.value(c.pid), prefix, "{iri}");
+                assert_eq!(enc.names.value(c.nid), name, "{iri}");
+                // Again, from the split alone (the IRI cache is bypassed).
+                let (pid, nid) = enc.iri_ids_slow(iri).expect("resolves");
+                assert_eq!((pid, nid), (c.pid, c.nid), "{iri}");
             }
         }
     }
