@@ -8,6 +8,11 @@ use jelly::{
 /// Where [`write_all`] puts statements: a writer, or a shared-input session of one.
 pub trait StatementSink<'s> {
     fn add(&mut self, st: StatementRef<'s>) -> Result<(), WriteError>;
+    /// [`StatementSink::add`] of a statement read in place.
+    #[inline(always)]
+    fn add_ref(&mut self, st: &StatementRef<'s>) -> Result<(), WriteError> {
+        self.add(*st)
+    }
     fn flush(&mut self) -> Result<(), WriteError>;
 }
 
@@ -25,6 +30,10 @@ impl<'s, T: FrameSink> StatementSink<'s> for SharedWriter<'_, 's, T> {
     #[inline(always)]
     fn add(&mut self, st: StatementRef<'s>) -> Result<(), WriteError> {
         SharedWriter::add(self, st)
+    }
+    #[inline(always)]
+    fn add_ref(&mut self, st: &StatementRef<'s>) -> Result<(), WriteError> {
+        SharedWriter::add_ref(self, st)
     }
     fn flush(&mut self) -> Result<(), WriteError> {
         self.flush_frame()
@@ -48,6 +57,27 @@ pub fn write_all<'s>(
             prev_graph = g;
         }
         sink.add(st)?;
+    }
+    Ok(())
+}
+
+/// [`write_all`] for statements read in place (a slice of them).
+#[inline(always)]
+pub fn write_all_refs<'a, 's: 'a>(
+    statements: &'a [StatementRef<'s>],
+    grouped: bool,
+    sink: &mut impl StatementSink<'s>,
+) -> Result<(), WriteError> {
+    let mut prev_graph: Option<TermRef<'_>> = None;
+    for st in statements {
+        if grouped {
+            let g = st.graph;
+            if prev_graph.is_some() && !same_graph(prev_graph, g) {
+                sink.flush()?;
+            }
+            prev_graph = g;
+        }
+        sink.add_ref(st)?;
     }
     Ok(())
 }

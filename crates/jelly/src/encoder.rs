@@ -258,11 +258,11 @@ impl Encoder {
     /// [`Encoder::shared`]).
     pub(crate) fn add_shared(
         &mut self,
-        s: StatementRef<'_>,
+        s: &StatementRef<'_>,
         session: u64,
     ) -> Result<(), EncodeError> {
         self.terms.enter_session(session);
-        self.add_row(s, &SharedRow(s))
+        self.add_row(*s, &SharedRow(*s))
     }
 
     /// The id of a new shared-input session.
@@ -572,7 +572,7 @@ impl<'s> SharedEncoder<'_, 's> {
     /// Adds a statement, as [`Encoder::add`] does.
     #[inline]
     pub fn add(&mut self, s: StatementRef<'s>) -> Result<(), EncodeError> {
-        self.enc.add_shared(s, self.session)
+        self.enc.add_shared(&s, self.session)
     }
 
     /// The encoder, for everything else (frames, graphs, metadata). Statements added

@@ -769,6 +769,32 @@ impl<'w, 's, T: FrameSink> SharedWriter<'w, 's, T> {
     /// Adds a statement, ending the frame when the writer's policy says so.
     #[inline]
     pub fn add(&mut self, s: StatementRef<'s>) -> Result<(), WriteError> {
+        self.add_ref(&s)
+    }
+
+    /// [`SharedWriter::add`] of a statement read in place: no copy of it is made
+    /// on the way to the row writer (a `StatementRef` is 152 bytes), which counts for
+    /// statements held in a slice or a graph.
+    ///
+    /// ```
+    /// use jelly::{JellyWriterBuilder, StatementRef, StreamOptions, TermRef};
+    /// let iris = ["http://ex.org/a".to_string(), "http://ex.org/p".to_string()];
+    /// let statements = vec![StatementRef::triple(
+    ///     TermRef::Iri(&iris[0]),
+    ///     TermRef::Iri(&iris[1]),
+    ///     TermRef::Iri(&iris[0]),
+    /// )];
+    /// let mut out = Vec::new();
+    /// let mut w = JellyWriterBuilder::new(StreamOptions::small()).build_vec(&mut out).unwrap();
+    /// let mut session = w.shared();
+    /// for st in &statements {
+    ///     session.add_ref(st).unwrap();
+    /// }
+    /// w.finish().unwrap();
+    /// assert!(!out.is_empty());
+    /// ```
+    #[inline]
+    pub fn add_ref(&mut self, s: &StatementRef<'s>) -> Result<(), WriteError> {
         self.writer.encoder().add_shared(s, self.session)?;
         self.writer.flush_if_full()
     }
