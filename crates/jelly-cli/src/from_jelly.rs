@@ -106,6 +106,14 @@ impl Sink {
         }
     }
 
+    /// Whether a statement went out (a text serializer starts at the first one).
+    fn has_written(&self) -> bool {
+        match self {
+            Sink::NQuads { .. } => true,
+            Sink::Ox { ser, .. } => ser.is_some(),
+        }
+    }
+
     fn finish(self, prefixes: &[(String, String)], out_name: &str) -> CliResult {
         let io = |e: std::io::Error| CliError::io(out_name, &e);
         // JSON-LD and RDF/XML documents end without a newline; text files should not.
@@ -232,8 +240,11 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
         // (Turtle leaves a block open, JSON-LD and RDF/XML a document), so that the
         // text a pipe got is well-formed. A file is left as it was instead (it is only
         // replaced on success).
+        // Only once something was written: an empty document beside the error would
+        // read as an empty dataset.
         if args.to.as_deref().is_none_or(|t| t == "-")
             && let Some(s) = combined
+            && s.has_written()
         {
             let _ = s.finish(&prefixes, &combined_name);
         }

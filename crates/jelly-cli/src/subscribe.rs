@@ -248,7 +248,7 @@ async fn connection(
     if a.no_follow {
         url.push_str("&follow=false");
     }
-    if let (Some(_), Some(id)) = (st.next, &st.topic_id) {
+    if let Some(id) = &st.topic_id {
         url.push_str("&topic_id=");
         url.push_str(&percent_encode(id));
     }
@@ -369,14 +369,17 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
                         eprintln!("jelly subscribe: the server closed the stream; reconnecting");
                     }
                 }
-                Ended::NoTopic(why) if st.next.is_some() => {
-                    // It delivered items and is gone: it was deleted. Resuming at our
-                    // offset in a topic created again under its name, whose offsets
-                    // start over at 0, would skip or mix items.
+                Ended::NoTopic(why) if st.topic_id.is_some() => {
+                    // It was there and is gone: it was deleted. Resuming in a topic
+                    // created again under its name, whose offsets start over at 0,
+                    // would skip or mix items.
+                    let when = match st.next {
+                        Some(n) => format!("after its item {}", n.saturating_sub(1)),
+                        None => "before any item arrived".to_string(),
+                    };
                     return Err(CliError::invalid(format!(
-                        "topic `{}` is gone after its item {} (deleted, or lost in a restart of a server with an in-memory log); not resuming (the server says: {why})",
-                        a.topic,
-                        st.next.unwrap_or(0).saturating_sub(1)
+                        "topic `{}` is gone {when} (deleted, or lost in a restart of a server with an in-memory log); not resuming (the server says: {why})",
+                        a.topic
                     )));
                 }
                 Ended::NoTopic(why) => {

@@ -125,24 +125,19 @@ fn expect_success(what: &str, (status, body): (reqwest::StatusCode, Value)) -> C
             .as_str()
             .map_or_else(|| v.to_string(), str::to_string),
     };
-    let err = format!("{what}: the server refused it ({status}): {msg}");
-    Err(if status.is_client_error() {
-        CliError::invalid(err)
-    } else {
-        CliError::usage(err)
-    })
+    // Whatever the server answered is its refusal (exit 1): exit 2 is for usage errors
+    // and a server that cannot be reached.
+    Err(CliError::invalid(format!(
+        "{what}: the server refused it ({status}): {msg}"
+    )))
 }
 
 /// The path of a topic, with its name checked first: a name with `/` or `?` would
 /// reach another endpoint.
 fn topic_path(topic: &str) -> CliResult<String> {
-    if topic.is_empty()
-        || !topic
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-    {
+    if !jelly_server::topic::valid_name(topic) {
         return Err(CliError::usage(format!(
-            "invalid topic name `{topic}`: use A-Z, a-z, 0-9, `.`, `_` and `-`"
+            "invalid topic name `{topic}`: use 1 to 200 characters of A-Z, a-z, 0-9, `.`, `_` and `-`, not starting with `.`"
         )));
     }
     Ok(format!("/topics/{topic}"))
@@ -279,7 +274,7 @@ mod tests {
     #[test]
     fn topic_names_cannot_reach_other_endpoints() {
         assert_eq!(topic_path("a.b_c-1").unwrap(), "/topics/a.b_c-1");
-        for bad in ["", "a/b", "a?x=1", "../x", "a b"] {
+        for bad in ["", "a/b", "a?x=1", "../x", "a b", ".", "..", ".hidden"] {
             assert!(topic_path(bad).is_err(), "{bad}");
         }
     }

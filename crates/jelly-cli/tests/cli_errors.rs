@@ -566,4 +566,11 @@ fn a_stream_broken_midway_leaves_well_formed_text_on_stdout() {
         let n = parse(&back.stdout).len();
         assert!(n > 10_000 && n < 30_000, "{fmt}: {n} statements");
     }
+    // Nothing decoded: nothing on stdout (an empty document would read as an empty
+    // dataset).
+    for fmt in ["jsonld", "rdfxml", "ttl"] {
+        let r = jelly(&["rdf", "from-jelly", s(&src), "--out-format", fmt], None);
+        assert_eq!(r.code, 1, "{fmt}: {}", r.stderr);
+        assert!(r.stdout.is_empty(), "{fmt}: {}", r.out());
+    }
 }

@@ -735,6 +735,17 @@ fn subscribe_stops_with_an_error_when_its_topic_is_deleted() {
         "--max-items",
         "10",
     ]);
+    // One that has received nothing yet (it waits for new items) must stop too.
+    let waiting = spawn_jelly(&[
+        "subscribe",
+        "d",
+        "--server",
+        &url,
+        "--from",
+        "latest",
+        "--max-items",
+        "10",
+    ]);
     std::thread::sleep(Duration::from_millis(700));
     let out = Command::new("curl")
         .args(["-sS", "-X", "DELETE", &format!("{url}/topics/d")])
@@ -764,6 +775,18 @@ fn subscribe_stops_with_an_error_when_its_topic_is_deleted() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.lines().count(), 2, "{text}");
     assert!(!text.contains("new"), "{text}");
+    let out = wait_at_most(waiting, Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("topic `d` is gone before any item arrived"),
+        "{stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert_eq!(srv.stop(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -408,7 +408,7 @@ impl Topic {
     /// topic it read from was deleted and this is another one of the same name.
     pub fn check_id(&self, expected: Option<&str>) -> Result<(), TopicError> {
         match expected {
-            Some(id) if id != self.id => Err(TopicError::Replaced {
+            Some(id) if !id.is_empty() && id != self.id => Err(TopicError::Replaced {
                 topic: self.name.clone(),
                 expected: id.to_string(),
                 actual: self.id.clone(),
