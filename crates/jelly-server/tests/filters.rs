@@ -5,20 +5,15 @@ mod support;
 
 use std::time::Duration;
 
-use axum::http::uri::PathAndQuery;
 use futures_util::StreamExt as _;
 use jelly::Decoder;
-use jelly_server::grpc::SUBSCRIBE_PATH;
-use jelly_server::grpc::codec::JellyCodec;
-use jelly_server::grpc::messages::{Frame, Subscribe};
+use jelly_server::grpc::messages::Frame;
 use jelly_server::{Server, ServerConfig};
 use reqwest::StatusCode;
 use serde_json::Value;
-use support::DecodedFrame;
+use support::{DecodedFrame, grpc_subscribe};
 use tokio_tungstenite::tungstenite::Message;
-use tonic::client::Grpc;
-use tonic::transport::Channel;
-use tonic::{Code, Request, Status, Streaming};
+use tonic::{Code, Streaming};
 
 /// Guard against a hung test (never asserted on).
 const LIMIT: Duration = Duration::from_secs(30);
@@ -472,38 +467,6 @@ fn urlencode(s: &str) -> String {
         .collect()
 }
 
-async fn grpc_subscribe(
-    srv: &Server,
-    md: &[(&'static str, &str)],
-    bin: &[(&'static str, &str)],
-) -> Result<Streaming<Frame>, Status> {
-    let ch = Channel::from_shared(srv.url())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut g = Grpc::new(ch);
-    g.ready().await.unwrap();
-    let mut r = Request::new(Subscribe {
-        topic: "f".to_string(),
-        requested_options: None,
-    });
-    for (k, v) in md {
-        r.metadata_mut().insert(*k, v.parse().unwrap());
-    }
-    for (k, v) in bin {
-        r.metadata_mut()
-            .insert_bin(*k, tonic::metadata::MetadataValue::from_bytes(v.as_bytes()));
-    }
-    g.server_streaming(
-        r,
-        PathAndQuery::from_static(SUBSCRIBE_PATH),
-        JellyCodec::<Subscribe, Frame>::new(),
-    )
-    .await
-    .map(tonic::Response::into_inner)
-}
-
 async fn grpc_take(s: &mut Streaming<Frame>, dec: &mut Decoder, n: usize) -> Vec<u64> {
     let mut out = Vec::new();
     for _ in 0..n {
@@ -523,7 +486,8 @@ async fn grpc_subscribe_with_filter_metadata() {
     // Source and pattern (ASCII metadata): the stream skips what does not pass,
     // then goes on with new items.
     let mut s = grpc_subscribe(
-        &srv,
+        &srv.url(),
+        "f",
         &[
             ("x-jelly-source", "alice,bob"),
             ("x-jelly-pattern", "* <http://ex.org/age> *"),
@@ -554,7 +518,8 @@ async fn grpc_subscribe_with_filter_metadata() {
 
     // ASK in binary metadata (UTF-8), and a prefix.
     let mut s = grpc_subscribe(
-        &srv,
+        &srv.url(),
+        "f",
         &[("x-jelly-prefix", "http://schema.org/")],
         &[(
             "x-jelly-ask-bin",
@@ -567,7 +532,7 @@ async fn grpc_subscribe_with_filter_metadata() {
     assert_eq!(grpc_take(&mut s, &mut dec, 1).await, [2]);
 
     // A malformed query: INVALID_ARGUMENT before any frame.
-    let st = grpc_subscribe(&srv, &[("x-jelly-ask", "ASK { ?s ?p")], &[])
+    let st = grpc_subscribe(&srv.url(), "f", &[("x-jelly-ask", "ASK { ?s ?p")], &[])
         .await
         .unwrap_err();
     assert_eq!(st.code(), Code::InvalidArgument, "{st:?}");
@@ -577,9 +542,14 @@ async fn grpc_subscribe_with_filter_metadata() {
         "{}",
         st.message()
     );
-    let st = grpc_subscribe(&srv, &[("x-jelly-ask", "DESCRIBE <http://x>")], &[])
-        .await
-        .unwrap_err();
+    let st = grpc_subscribe(
+        &srv.url(),
+        "f",
+        &[("x-jelly-ask", "DESCRIBE <http://x>")],
+        &[],
+    )
+    .await
+    .unwrap_err();
     assert_eq!(st.code(), Code::InvalidArgument);
     assert!(st.message().contains("DESCRIBE"), "{}", st.message());
     srv.shutdown().await.unwrap();

@@ -13,13 +13,14 @@ use axum::http::uri::PathAndQuery;
 use futures_util::StreamExt as _;
 use jelly::{Statement, StreamOptions};
 use jelly_server::config::LogKind;
-use jelly_server::grpc::SUBSCRIBE_PATH;
 use jelly_server::grpc::codec::JellyCodec;
-use jelly_server::grpc::messages::{Frame, Subscribe};
+use jelly_server::grpc::messages::Frame;
 use jelly_server::{Server, ServerConfig};
 use reqwest::StatusCode;
 use serde_json::Value;
-use support::{TempDir, client, frames_with_metadata, get, jelly_stream, start_file, triple};
+use support::{
+    TempDir, client, frames_with_metadata, get, grpc_subscribe, jelly_stream, start_file, triple,
+};
 use tokio_tungstenite::connect_async;
 use tokio_tungstenite::tungstenite::Message;
 use tonic::client::Grpc;
@@ -74,35 +75,6 @@ fn entries(dir: &Path) -> Vec<String> {
     v
 }
 
-/// A `SubscribeRdf` call on `topic` with the given request metadata.
-async fn grpc_subscribe(
-    base: &str,
-    topic: &str,
-    metadata: &[(&'static str, &str)],
-) -> Result<tonic::Streaming<Frame>, tonic::Status> {
-    let ch = Channel::from_shared(base.to_string())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut g = Grpc::new(ch);
-    g.ready().await.unwrap();
-    let mut req = Request::new(Subscribe {
-        topic: topic.into(),
-        requested_options: None,
-    });
-    for (k, v) in metadata {
-        req.metadata_mut().insert(*k, v.parse().unwrap());
-    }
-    g.server_streaming(
-        req,
-        PathAndQuery::from_static(SUBSCRIBE_PATH),
-        JellyCodec::<Subscribe, Frame>::new(),
-    )
-    .await
-    .map(tonic::Response::into_inner)
-}
-
 #[tokio::test]
 async fn deleting_a_topic_ends_every_subscription_and_removes_its_files() {
     let dir = TempDir::new("delete");
@@ -133,7 +105,7 @@ async fn deleting_a_topic_ends_every_subscription_and_removes_its_files() {
     assert_eq!(sse.status(), StatusCode::OK);
     let ws_url = format!("{}/topics/t/ws?from=earliest", base.replace("http", "ws"));
     let (mut ws, _) = connect_async(ws_url).await.unwrap();
-    let mut grpc = grpc_subscribe(&base, "t", &[("x-jelly-from", "earliest")])
+    let mut grpc = grpc_subscribe(&base, "t", &[("x-jelly-from", "earliest")], &[])
         .await
         .unwrap();
     let poll = tokio::spawn({
@@ -432,6 +404,7 @@ async fn a_topic_id_tells_a_re_created_topic_from_the_deleted_one() {
         &base,
         "t",
         &[("x-jelly-from", "3"), ("x-jelly-topic-id", &old_id)],
+        &[],
     )
     .await
     .unwrap_err();

@@ -222,3 +222,40 @@ pub fn split_delimited(stream: &[u8]) -> Vec<Vec<u8>> {
     }
     out
 }
+
+/// A `SubscribeRdf` call on `topic` of the server at `base`, with ASCII request
+/// metadata `md` and binary metadata `bin` (`…-bin` keys).
+pub async fn grpc_subscribe(
+    base: &str,
+    topic: &str,
+    md: &[(&'static str, &str)],
+    bin: &[(&'static str, &str)],
+) -> Result<tonic::Streaming<jelly_server::grpc::messages::Frame>, tonic::Status> {
+    use jelly_server::grpc::codec::JellyCodec;
+    use jelly_server::grpc::messages::{Frame, Subscribe};
+    let ch = tonic::transport::Channel::from_shared(base.to_string())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut g = tonic::client::Grpc::new(ch);
+    g.ready().await.unwrap();
+    let mut r = tonic::Request::new(Subscribe {
+        topic: topic.to_string(),
+        requested_options: None,
+    });
+    for (k, v) in md {
+        r.metadata_mut().insert(*k, v.parse().unwrap());
+    }
+    for (k, v) in bin {
+        r.metadata_mut()
+            .insert_bin(*k, tonic::metadata::MetadataValue::from_bytes(v.as_bytes()));
+    }
+    g.server_streaming(
+        r,
+        axum::http::uri::PathAndQuery::from_static(jelly_server::grpc::SUBSCRIBE_PATH),
+        JellyCodec::<Subscribe, Frame>::new(),
+    )
+    .await
+    .map(tonic::Response::into_inner)
+}
