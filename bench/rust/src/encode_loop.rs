@@ -7,19 +7,16 @@ use jelly::{
 
 /// Where [`write_all`] puts statements: a writer, or a shared-input session of one.
 pub trait StatementSink<'s> {
-    fn add(&mut self, st: StatementRef<'s>) -> Result<(), WriteError>;
-    /// [`StatementSink::add`] of a statement read in place.
-    #[inline(always)]
-    fn add_ref(&mut self, st: &StatementRef<'s>) -> Result<(), WriteError> {
-        self.add(*st)
-    }
+    /// Adds the statement at `st`: a writer takes a copy (its `add` takes statements
+    /// by value), a shared-input session reads it in place.
+    fn add_ref(&mut self, st: &StatementRef<'s>) -> Result<(), WriteError>;
     fn flush(&mut self) -> Result<(), WriteError>;
 }
 
 impl<'s> StatementSink<'s> for JellyVecWriter<'_> {
     #[inline(always)]
-    fn add(&mut self, st: StatementRef<'s>) -> Result<(), WriteError> {
-        JellyVecWriter::add(self, st)
+    fn add_ref(&mut self, st: &StatementRef<'s>) -> Result<(), WriteError> {
+        JellyVecWriter::add(self, *st)
     }
     fn flush(&mut self) -> Result<(), WriteError> {
         self.flush_frame()
@@ -27,10 +24,6 @@ impl<'s> StatementSink<'s> for JellyVecWriter<'_> {
 }
 
 impl<'s, T: FrameSink> StatementSink<'s> for SharedWriter<'_, 's, T> {
-    #[inline(always)]
-    fn add(&mut self, st: StatementRef<'s>) -> Result<(), WriteError> {
-        SharedWriter::add(self, st)
-    }
     #[inline(always)]
     fn add_ref(&mut self, st: &StatementRef<'s>) -> Result<(), WriteError> {
         SharedWriter::add_ref(self, st)
@@ -40,30 +33,10 @@ impl<'s, T: FrameSink> StatementSink<'s> for SharedWriter<'_, 's, T> {
     }
 }
 
-/// Adds every statement; grouped, ends the frame when the graph changes.
+/// Adds every statement, each read where it sits in the slice ([`StatementSink::add_ref`]);
+/// grouped, ends the frame when the graph changes.
 #[inline(always)]
-pub fn write_all<'s>(
-    statements: impl Iterator<Item = StatementRef<'s>>,
-    grouped: bool,
-    sink: &mut impl StatementSink<'s>,
-) -> Result<(), WriteError> {
-    let mut prev_graph: Option<TermRef<'_>> = None;
-    for st in statements {
-        if grouped {
-            let g = st.graph;
-            if prev_graph.is_some() && !same_graph(prev_graph, g) {
-                sink.flush()?;
-            }
-            prev_graph = g;
-        }
-        sink.add(st)?;
-    }
-    Ok(())
-}
-
-/// [`write_all`] for statements read in place (a slice of them).
-#[inline(always)]
-pub fn write_all_refs<'a, 's: 'a>(
+pub fn write_all<'a, 's: 'a>(
     statements: &'a [StatementRef<'s>],
     grouped: bool,
     sink: &mut impl StatementSink<'s>,

@@ -24,7 +24,7 @@ use jelly::{
     Event, FramePolicy, JellyReader, JellyWriterBuilder, LogicalType, PhysicalType, Statement,
     StreamOptions,
 };
-use jelly_bench::encode_loop::{write_all, write_all_refs, write_owned};
+use jelly_bench::encode_loop::{write_all, write_owned};
 use jelly_bench::input::{is_quads, load_statements, read_input};
 
 struct Args {
@@ -133,12 +133,10 @@ fn encode_refs(
         // Each statement read where it sits (`add_ref`), as Jena's writer gets a
         // reference to each `Triple`; by value it would be copied (152 bytes) first.
         encode_with(quads, a, out, |w| {
-            write_all_refs(refs, a.grouped, &mut w.shared())
+            write_all(refs, a.grouped, &mut w.shared())
         })
     } else {
-        encode_with(quads, a, out, |w| {
-            write_all(refs.iter().copied(), a.grouped, w)
-        })
+        encode_with(quads, a, out, |w| write_all(refs, a.grouped, w))
     }
 }
 

@@ -27,7 +27,7 @@ use jelly::{
     Encoder, EncoderConfig, Event, FramePolicy, JellyReader, JellyWriterBuilder, LogicalType,
     PhysicalType, Statement, StreamOptions,
 };
-use jelly_bench::encode_loop::{write_all, write_all_refs, write_owned};
+use jelly_bench::encode_loop::{write_all, write_owned};
 use jelly_bench::input;
 
 /// Rebases and decodes every frame of one stream, as the server's ingest does; returns
@@ -91,9 +91,9 @@ fn encode_refs_into(
 ) {
     let mut w = writer(quads, grouped, out);
     if shared {
-        write_all_refs(refs, grouped, &mut w.shared()).expect("encode");
+        write_all(refs, grouped, &mut w.shared()).expect("encode");
     } else {
-        write_all(refs.iter().copied(), grouped, &mut w).expect("encode");
+        write_all(refs, grouped, &mut w).expect("encode");
     }
     w.finish().expect("finish");
 }
