@@ -366,13 +366,15 @@ impl Storage {
         let dir = self.topic_dir(name);
         let err = |e: std::io::Error| TopicError::Storage(format!("{}: {e}", dir.display()));
         std::fs::create_dir_all(&dir).map_err(err)?;
-        let tmp = dir.join(format!("{ID_FILE}.tmp"));
-        std::fs::write(&tmp, id).map_err(err)?;
-        std::fs::rename(&tmp, dir.join(ID_FILE)).map_err(err)?;
-        let tmp = dir.join(format!("{TOPIC_FILE}.tmp"));
+        // Each file through a temporary one and a rename, so that it is whole or absent.
+        let write = |file: &str, bytes: &[u8]| {
+            let tmp = dir.join(format!("{file}.tmp"));
+            std::fs::write(&tmp, bytes)?;
+            std::fs::rename(&tmp, dir.join(file))
+        };
+        write(ID_FILE, id.as_bytes()).map_err(err)?;
         let json = serde_json::to_vec_pretty(options).expect("options serialize");
-        std::fs::write(&tmp, json).map_err(err)?;
-        std::fs::rename(&tmp, dir.join(TOPIC_FILE)).map_err(err)
+        write(TOPIC_FILE, &json).map_err(err)
     }
 }
 
