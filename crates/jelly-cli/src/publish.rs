@@ -198,21 +198,9 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
         for (k, v) in &headers {
             req = req.header(k, v);
         }
-        let failed = |what: &str, e: reqwest::Error| {
-            let why = crate::server_client::describe(&e);
-            CliError::usage(format!("{what}{}: {why}", a.server))
-        };
-        let (status, text) = rt.block_on(async {
-            let resp = req.send().await.map_err(|e| failed("cannot reach ", e))?;
-            let status = resp.status();
-            let text = resp.text().await.map_err(|e| failed("", e))?;
-            Ok::<_, CliError>((status, text))
-        })?;
+        let (status, text) = rt.block_on(crate::server_client::send(req, &a.server))?;
         if !status.is_success() {
-            let msg = serde_json::from_str::<serde_json::Value>(&text)
-                .ok()
-                .and_then(|v| v["error"].as_str().map(str::to_string))
-                .unwrap_or(text);
+            let msg = crate::server_client::refusal_message(&text);
             let err = format!("{name}: the server refused it ({status}): {msg}");
             return Err(state(if status.is_client_error() {
                 CliError::invalid(err)

@@ -56,6 +56,36 @@ pub fn client(token: Option<&str>, cacert: Option<&Path>) -> CliResult<reqwest::
         .map_err(|e| CliError::usage(format!("HTTP client: {e}")))
 }
 
+/// Sends `req` to `server` and reads the whole answer: its status and body text. A
+/// server that cannot be reached, or whose answer breaks off, is a usage error (exit 2).
+pub async fn send(
+    req: reqwest::RequestBuilder,
+    server: &str,
+) -> CliResult<(reqwest::StatusCode, String)> {
+    let failed = |what: &str, e: reqwest::Error| {
+        CliError::usage(format!("{what}{server}: {}", describe(&e)))
+    };
+    let resp = req.send().await.map_err(|e| failed("cannot reach ", e))?;
+    let status = resp.status();
+    let text = resp.text().await.map_err(|e| failed("", e))?;
+    Ok((status, text))
+}
+
+/// The reason in a server's refusal: the `error` of its JSON answer, or the text as
+/// it came.
+///
+/// ```
+/// use jelly_cli::server_client::refusal_message;
+/// assert_eq!(refusal_message(r#"{"error": "no such topic"}"#), "no such topic");
+/// assert_eq!(refusal_message("Bad Gateway"), "Bad Gateway");
+/// ```
+pub fn refusal_message(text: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| v["error"].as_str().map(str::to_string))
+        .unwrap_or_else(|| text.to_string())
+}
+
 /// An HTTP error with its causes (see [`jelly_server::mirror::describe`]).
 pub fn describe(e: &reqwest::Error) -> String {
     jelly_server::mirror::describe(e)

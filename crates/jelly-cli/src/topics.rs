@@ -87,7 +87,7 @@ fn call(
     method: reqwest::Method,
     path: &str,
     body: Option<String>,
-) -> CliResult<(reqwest::StatusCode, Value)> {
+) -> CliResult<(reqwest::StatusCode, String)> {
     let client = crate::server_client::client(
         crate::server_client::token(a.token.as_deref()).as_deref(),
         a.cacert.as_deref(),
@@ -97,34 +97,19 @@ fn call(
         .enable_all()
         .build()
         .map_err(|e| CliError::io("tokio runtime", &e))?;
-    rt.block_on(async {
-        let mut req = client.request(method, &url);
-        if let Some(b) = body {
-            req = req.header("content-type", "application/json").body(b);
-        }
-        let failed = |what: &str, e: reqwest::Error| {
-            let why = crate::server_client::describe(&e);
-            CliError::usage(format!("{what}{}: {why}", a.server))
-        };
-        let resp = req.send().await.map_err(|e| failed("cannot reach ", e))?;
-        let status = resp.status();
-        let text = resp.text().await.map_err(|e| failed("", e))?;
-        let json = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        Ok((status, json))
-    })
+    let mut req = client.request(method, &url);
+    if let Some(b) = body {
+        req = req.header("content-type", "application/json").body(b);
+    }
+    rt.block_on(crate::server_client::send(req, &a.server))
 }
 
-/// The body of a successful answer, or the server's refusal as an error.
-fn expect_success(what: &str, (status, body): (reqwest::StatusCode, Value)) -> CliResult<Value> {
+/// The body of a successful answer as JSON, or the server's refusal as an error.
+fn expect_success(what: &str, (status, text): (reqwest::StatusCode, String)) -> CliResult<Value> {
     if status.is_success() {
-        return Ok(body);
+        return Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)));
     }
-    let msg = match &body {
-        Value::String(s) => s.clone(),
-        v => v["error"]
-            .as_str()
-            .map_or_else(|| v.to_string(), str::to_string),
-    };
+    let msg = crate::server_client::refusal_message(&text);
     // Whatever the server answered is its refusal (exit 1): exit 2 is for usage errors
     // and a server that cannot be reached.
     Err(CliError::invalid(format!(
