@@ -1,4 +1,5 @@
-//! `jelly topics`: list, describe, create and delete the topics of a running server.
+//! `jelly topics`: list, describe, create, alter and delete the topics of a running
+//! server.
 
 use std::path::PathBuf;
 
@@ -12,13 +13,16 @@ Examples:
   jelly topics list
   jelly topics describe weather
   jelly topics create readings --options '{\"physical\":\"triples\",\"retention_ms\":86400000}'
+  jelly topics alter readings --retention-ms 3600000 --retention-bytes 0
   jelly topics delete readings
 
 `list` prints one line per topic (name, retained offsets, items, subscribers); add
 --json for the server's JSON. `describe` and `create` print the topic's description as
-JSON. `delete` removes the topic and its log; its subscribers' streams end, and a
-later publish of the same name starts a new topic at offset 0. Creating and deleting
-need the admin right on a server with tokens.
+JSON. `alter` changes a topic's retention (0 bytes or ms: no limit); items beyond the
+new limits are gone when it returns, and the change holds across restarts. The other
+options are fixed when a topic is created. `delete` removes the topic and its log; its
+subscribers' streams end, and a later publish of the same name starts a new topic at
+offset 0. Creating, altering and deleting need the admin right on a server with tokens.
 
 Exit codes: 0 done, 1 refused by the server (unknown topic, conflicting options, no
 right), 2 usage error or the server cannot be reached.";
@@ -73,6 +77,20 @@ pub enum TopicsCommand {
         /// (default: the server's `[topic_defaults]`).
         #[arg(long, value_name = "JSON")]
         options: Option<String>,
+    },
+    /// Change a topic's retention (admin); prints its new description (JSON).
+    Alter {
+        /// The topic.
+        topic: String,
+        /// Keep at most this many items (memory log).
+        #[arg(long, value_name = "N")]
+        retention_items: Option<u64>,
+        /// Keep at most about this many bytes (file log; 0: no limit).
+        #[arg(long, value_name = "BYTES")]
+        retention_bytes: Option<u64>,
+        /// Drop items older than this many milliseconds (file log; 0: no limit).
+        #[arg(long, value_name = "MS")]
+        retention_ms: Option<u64>,
     },
     /// Delete a topic and its log (admin).
     Delete {
@@ -186,6 +204,16 @@ fn table(v: &Value) -> String {
     out
 }
 
+/// The offsets a topic holds, from an answer with `first_offset` and `next_offset`.
+fn held(v: &Value) -> String {
+    match (v["first_offset"].as_u64(), v["next_offset"].as_u64()) {
+        (Some(first), Some(next)) if next > first => {
+            format!("offsets {first} to {}", next - 1)
+        }
+        _ => "no items".into(),
+    }
+}
+
 pub fn run(a: &TopicsArgs, quiet: bool) -> CliResult {
     let s = &a.server;
     match &a.command {
@@ -222,16 +250,42 @@ pub fn run(a: &TopicsArgs, quiet: bool) -> CliResult {
             }
             Ok(())
         }
+        TopicsCommand::Alter {
+            topic,
+            retention_items,
+            retention_bytes,
+            retention_ms,
+        } => {
+            let path = topic_path(topic)?;
+            let mut change = serde_json::Map::new();
+            for (key, value) in [
+                ("retention_items", retention_items),
+                ("retention_bytes", retention_bytes),
+                ("retention_ms", retention_ms),
+            ] {
+                if let Some(v) = value {
+                    change.insert(key.into(), (*v).into());
+                }
+            }
+            if change.is_empty() {
+                return Err(CliError::usage(
+                    "nothing to change: give --retention-items, --retention-bytes or --retention-ms",
+                ));
+            }
+            let body = Value::Object(change).to_string();
+            let v = expect_success(topic, call(s, reqwest::Method::PATCH, &path, Some(body))?)?;
+            print_json(&v)?;
+            if !quiet {
+                eprintln!("jelly topics: `{topic}` changed; it holds {}", held(&v));
+            }
+            Ok(())
+        }
         TopicsCommand::Delete { topic } => {
             let path = topic_path(topic)?;
             let v = expect_success(topic, call(s, reqwest::Method::DELETE, &path, None)?)?;
             print_json(&v)?;
             if !quiet {
-                eprintln!(
-                    "jelly topics: `{topic}` deleted (it held offsets {} to {})",
-                    v["first_offset"],
-                    v["next_offset"].as_u64().map_or(0, |n| n.saturating_sub(1))
-                );
+                eprintln!("jelly topics: `{topic}` deleted (it held {})", held(&v));
             }
             Ok(())
         }

@@ -792,7 +792,7 @@ fn subscribe_stops_with_an_error_when_its_topic_is_deleted() {
 }
 
 #[test]
-fn topics_lists_describes_creates_and_deletes() {
+fn topics_lists_describes_creates_alters_and_deletes() {
     let dir = temp_dir("topics");
     let srv = ServeProc::start(&dir.join("data"));
     let url = srv.url.clone();
@@ -863,6 +863,39 @@ fn topics_lists_describes_creates_and_deletes() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     assert_eq!(v["items"], 1);
+
+    // Retention changes in place; the other options stay.
+    let r = topics(&[
+        "alter",
+        "r",
+        "--retention-ms",
+        "3600000",
+        "--retention-bytes",
+        "0",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["options"]["retention_ms"], 3_600_000);
+    assert_eq!(v["options"]["physical"], "triples");
+    assert!(
+        r.stderr.contains("`r` changed; it holds offsets 0 to 0"),
+        "{}",
+        r.stderr
+    );
+    let r = topics(&["describe", "r"]);
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["options"]["retention_ms"], 3_600_000);
+    let r = topics(&["alter", "r", "--retention-items", "0"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("400") && r.stderr.contains("retention_items must be at least 1"),
+        "{}",
+        r.stderr
+    );
+    usage_error(
+        &["topics", "alter", "r", "--server", &url],
+        "nothing to change",
+    );
 
     let r = topics(&["delete", "r"]);
     assert_eq!(r.code, 0, "{}", r.stderr);

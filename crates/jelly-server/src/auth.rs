@@ -620,7 +620,11 @@ pub fn need_of(method: &Method, path: &str) -> Need {
         "/metrics" if read => Need::Metrics,
         "/topics" if read => Need::Listing,
         "/topics/{name}" if read => topic(Right::Subscribe, false),
-        "/topics/{name}" if *method == Method::PUT || *method == Method::DELETE => Need::Admin,
+        "/topics/{name}"
+            if *method == Method::PUT || *method == Method::PATCH || *method == Method::DELETE =>
+        {
+            Need::Admin
+        }
         "/topics/{name}/items" if read => topic(Right::Subscribe, false),
         "/topics/{name}/items" if *method == Method::POST => topic(Right::Publish, false),
         "/topics/{name}/poll" if read => topic(Right::Subscribe, false),

@@ -130,7 +130,7 @@ pub async fn run(
             let items = match ingest(
                 text.as_bytes(),
                 InputFormat::NTriples,
-                &t.options,
+                &t.options(),
                 &m,
                 state.config.max_item_bytes,
             ) {

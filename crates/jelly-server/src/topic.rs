@@ -127,6 +127,98 @@ impl TopicOptions {
     }
 }
 
+impl TopicOptions {
+    /// These options with the retention limits `change` gives (the others unchanged).
+    pub fn with_retention(&self, change: &RetentionChange) -> TopicOptions {
+        let mut o = self.clone();
+        if let Some(v) = change.retention_items {
+            o.retention_items = v;
+        }
+        if let Some(v) = change.retention_bytes {
+            o.retention_bytes = v;
+        }
+        if let Some(v) = change.retention_ms {
+            o.retention_ms = v;
+        }
+        o
+    }
+
+    /// Whether `other` describes the same topic: the same items and the same retention.
+    /// A logical type given by name or number, or left to its default, counts as the
+    /// same type, so that options read back from a description match.
+    pub fn same_as(&self, other: &TopicOptions) -> bool {
+        self.stream_options() == other.stream_options()
+            && self.logical_type().is_ok() == other.logical_type().is_ok()
+            && self.retention_items == other.retention_items
+            && self.retention_bytes == other.retention_bytes
+            && self.retention_ms == other.retention_ms
+    }
+
+    /// Items a memory log keeps.
+    fn memory_capacity(&self) -> usize {
+        self.retention_items.min(usize::MAX as u64) as usize
+    }
+
+    /// The size limit of a file log, if there is one.
+    fn retention_bytes_limit(&self) -> Option<u64> {
+        (self.retention_bytes > 0).then_some(self.retention_bytes)
+    }
+
+    /// The age limit of a file log, if there is one.
+    fn retention_age(&self) -> Option<std::time::Duration> {
+        (self.retention_ms > 0).then(|| std::time::Duration::from_millis(self.retention_ms))
+    }
+}
+
+/// A change of a live topic's options ([`Registry::alter`]). Only retention can
+/// change: the other options shape the topic's items and its subscribers' streams, so
+/// they are fixed when it is created. An absent field stays as it is.
+///
+/// ```
+/// use jelly_server::topic::{RetentionChange, TopicOptions};
+/// let change = RetentionChange::from_json(br#"{"retention_ms": 60000}"#).unwrap();
+/// let options = TopicOptions::default().with_retention(&change);
+/// assert_eq!(options.retention_ms, 60_000);
+/// let refused = RetentionChange::from_json(br#"{"physical": "triples"}"#).unwrap_err();
+/// assert!(refused.contains("`physical` is fixed"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionChange {
+    pub retention_items: Option<u64>,
+    pub retention_bytes: Option<u64>,
+    pub retention_ms: Option<u64>,
+}
+
+impl RetentionChange {
+    /// Reads a change from a JSON object; the error says what is wrong with it.
+    pub fn from_json(body: &[u8]) -> Result<RetentionChange, String> {
+        let value: serde_json::Value =
+            serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
+        let Some(fields) = value.as_object() else {
+            return Err("expected a JSON object of retention options".into());
+        };
+        if let Some(fixed) = fields.keys().find(|k| {
+            matches!(
+                k.as_str(),
+                "physical" | "logical" | "rdf_star" | "generalized"
+            )
+        }) {
+            return Err(format!(
+                "`{fixed}` is fixed when a topic is created; only retention_items, \
+                 retention_bytes and retention_ms can change"
+            ));
+        }
+        let change: RetentionChange = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        if change == RetentionChange::default() {
+            return Err(
+                "nothing to change: give retention_items, retention_bytes or retention_ms".into(),
+            );
+        }
+        Ok(change)
+    }
+}
+
 /// The log behind a topic. An enum rather than `dyn Log`, since the trait's async
 /// methods are not object safe.
 pub enum TopicLog {
@@ -170,6 +262,16 @@ impl TopicLog {
     }
     pub fn close(&self) {
         dispatch!(self, l => l.close())
+    }
+    /// Applies the retention limits of `options` to the live log. Items beyond the new
+    /// limits go at once, so it may delete files: call it off the async threads.
+    pub fn set_retention(&self, options: &TopicOptions) {
+        match self {
+            TopicLog::Memory(l) => l.set_capacity(options.memory_capacity()),
+            TopicLog::File(l) => {
+                l.set_retention(options.retention_bytes_limit(), options.retention_age())
+            }
+        }
     }
 }
 
@@ -217,7 +319,11 @@ pub struct Topic {
     /// offset can tell (`topic_id` on the subscribe endpoints). Kept in the topic's
     /// `id` file, so it survives restarts.
     pub id: String,
-    pub options: TopicOptions,
+    /// Its options: fixed when it is created, except retention ([`Registry::alter`]).
+    options: RwLock<Arc<TopicOptions>>,
+    /// Held while its options are changed, and by its deletion before the files move,
+    /// so that a change never writes into a directory being deleted.
+    altering: Mutex<()>,
     pub log: TopicLog,
     pub created_ms: u64,
     pub stats: TopicStats,
@@ -272,15 +378,11 @@ impl Storage {
     /// Opens (or creates) the log of a topic.
     fn open(&self, name: &str, options: &TopicOptions) -> Result<TopicLog, TopicError> {
         match self.kind {
-            LogKind::Memory => Ok(TopicLog::Memory(MemoryLog::new(
-                options.retention_items.min(usize::MAX as u64) as usize,
-            ))),
+            LogKind::Memory => Ok(TopicLog::Memory(MemoryLog::new(options.memory_capacity()))),
             LogKind::File => {
                 let mut fo = self.file.clone();
-                fo.retention_bytes =
-                    (options.retention_bytes > 0).then_some(options.retention_bytes);
-                fo.retention_age = (options.retention_ms > 0)
-                    .then(|| std::time::Duration::from_millis(options.retention_ms));
+                fo.retention_bytes = options.retention_bytes_limit();
+                fo.retention_age = options.retention_age();
                 let dir = self.topic_dir(name);
                 FileLog::open(dir.join("log"), fo)
                     .map(TopicLog::File)
@@ -358,23 +460,41 @@ impl Storage {
         }
     }
 
-    /// Writes the topic's options and id (file log), each atomically.
+    /// Writes a new topic's id and options (file log), each atomically and durably.
     fn save(&self, name: &str, options: &TopicOptions, id: &str) -> Result<(), TopicError> {
         if self.kind != LogKind::File {
             return Ok(());
         }
         let dir = self.topic_dir(name);
-        let err = |e: std::io::Error| TopicError::Storage(format!("{}: {e}", dir.display()));
-        std::fs::create_dir_all(&dir).map_err(err)?;
-        // Each file through a temporary one and a rename, so that it is whole or absent.
-        let write = |file: &str, bytes: &[u8]| {
-            let tmp = dir.join(format!("{file}.tmp"));
-            std::fs::write(&tmp, bytes)?;
-            std::fs::rename(&tmp, dir.join(file))
-        };
-        write(ID_FILE, id.as_bytes()).map_err(err)?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| TopicError::Storage(format!("{}: {e}", dir.display())))?;
+        self.write_file(name, ID_FILE, id.as_bytes())?;
+        self.save_options(name, options)
+    }
+
+    /// Writes a topic's options (file log) over the old ones, atomically and durably.
+    fn save_options(&self, name: &str, options: &TopicOptions) -> Result<(), TopicError> {
+        if self.kind != LogKind::File {
+            return Ok(());
+        }
         let json = serde_json::to_vec_pretty(options).expect("options serialize");
-        write(TOPIC_FILE, &json).map_err(err)
+        self.write_file(name, TOPIC_FILE, &json)
+    }
+
+    /// Writes `file` of a topic's directory through a temporary file and a rename, so
+    /// that it is whole or absent, and syncs both before it returns: a change that was
+    /// answered holds after a crash.
+    fn write_file(&self, name: &str, file: &str, bytes: &[u8]) -> Result<(), TopicError> {
+        let dir = self.topic_dir(name);
+        let write = || -> std::io::Result<()> {
+            let tmp = dir.join(format!("{file}.tmp"));
+            let mut f = std::fs::File::create(&tmp)?;
+            std::io::Write::write_all(&mut f, bytes)?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, dir.join(file))?;
+            std::fs::File::open(&dir)?.sync_all()
+        };
+        write().map_err(|e| TopicError::Storage(format!("{}: {e}", dir.join(file).display())))
     }
 }
 
@@ -388,7 +508,8 @@ impl Topic {
         Topic {
             name,
             id: new_topic_id(),
-            options,
+            options: RwLock::new(Arc::new(options)),
+            altering: Mutex::new(()),
             log,
             created_ms: now_ms(),
             stats: TopicStats::default(),
@@ -398,6 +519,14 @@ impl Topic {
             listeners: Mutex::new(Vec::new()),
             deleted: AtomicBool::new(false),
         }
+    }
+
+    /// Its current options (retention may change while it lives: [`Registry::alter`]).
+    pub fn options(&self) -> Arc<TopicOptions> {
+        self.options
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The topic with the id it was given when it was created (see [`Topic::id`]).
@@ -851,7 +980,7 @@ impl Registry {
         // Under the lock: a deletion takes the name out of service under it too.
         self.check_available(name)?;
         if let Some(t) = g.get(name) {
-            return if t.options == options {
+            return if t.options().same_as(&options) {
                 Ok((t.clone(), false))
             } else {
                 Err(TopicError::Conflict(name.to_string()))
@@ -933,6 +1062,9 @@ impl Registry {
         let deleted = match &topic {
             Some(t) => {
                 t.deleted.store(true, Ordering::Release);
+                // Waits for a change of its options in progress, which writes into its
+                // directory; a later one sees the flag and stops.
+                drop(t.altering.lock().unwrap_or_else(|e| e.into_inner()));
                 t.log.close();
                 t.tell_closed();
                 // After the close: no append can move them any more.
@@ -979,6 +1111,54 @@ impl Registry {
                 Err(e)
             }
         }
+    }
+
+    /// Changes a topic's retention: saved to its `topic.json` first, so that it holds
+    /// after a restart, then applied to its log at once (items beyond the new limits
+    /// go now). Blocks on file I/O. A mirrored topic is refused: it keeps its
+    /// upstream's options.
+    ///
+    /// ```
+    /// use jelly_server::topic::{Registry, RetentionChange};
+    /// let topics = Registry::open(&jelly_server::ServerConfig::ephemeral()).unwrap();
+    /// topics.create("t", None).unwrap();
+    /// let change = RetentionChange { retention_items: Some(5), ..Default::default() };
+    /// assert_eq!(topics.alter("t", &change).unwrap().options().retention_items, 5);
+    /// assert!(topics.alter("nope", &change).is_err());
+    /// ```
+    pub fn alter(&self, name: &str, change: &RetentionChange) -> Result<Arc<Topic>, TopicError> {
+        if !valid_name(name) {
+            return Err(TopicError::BadName(name.to_string()));
+        }
+        if let Some(m) = self.mirrors.get(name) {
+            return Err(TopicError::Mirrored {
+                topic: name.to_string(),
+                upstream: m.upstream_topic_url(),
+            });
+        }
+        self.check_available(name)?;
+        let topic = self
+            .get(name)
+            .ok_or_else(|| TopicError::NotFound(name.to_string()))?;
+        // One change at a time, each saved and applied whole; a deletion waits for it.
+        let altering = topic.altering.lock().unwrap_or_else(|e| e.into_inner());
+        if topic.is_deleted() {
+            return Err(TopicError::Deleted(name.to_string()));
+        }
+        let options = topic.options().with_retention(change);
+        options.validate().map_err(TopicError::BadOptions)?;
+        self.storage.save_options(name, &options)?;
+        topic.log.set_retention(&options);
+        tracing::info!(
+            topic = name,
+            retention_items = options.retention_items,
+            retention_bytes = options.retention_bytes,
+            retention_ms = options.retention_ms,
+            "topic retention changed"
+        );
+        *topic.options.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(options);
+        drop(altering);
+        Ok(topic)
     }
 
     /// The topic for a publish: created with the default options on first use when
@@ -1040,6 +1220,27 @@ mod tests {
         };
         assert!(matches!(
             r.create("t", Some(other)),
+            Err(TopicError::Conflict(_))
+        ));
+        // The default logical type by name or by its RDF-STaX number is the same topic.
+        for logical in ["datasets", "4"] {
+            let named = TopicOptions {
+                logical: Some(logical.into()),
+                ..Default::default()
+            };
+            assert!(!r.create("t", Some(named)).unwrap().1, "{logical}");
+        }
+        let graphs = TopicOptions {
+            logical: Some("graphs".into()),
+            ..Default::default()
+        };
+        assert!(graphs.validate().is_err(), "graphs do not fit quads");
+        let flat = TopicOptions {
+            logical: Some("flat-quads".into()),
+            ..Default::default()
+        };
+        assert!(matches!(
+            r.create("t", Some(flat)),
             Err(TopicError::Conflict(_))
         ));
     }

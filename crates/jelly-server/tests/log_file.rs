@@ -707,6 +707,50 @@ async fn retention_by_size() {
     assert_eq!((log.first_offset(), log.next_offset()), (first, 100));
 }
 
+/// Limits set on a live log apply at once, without waiting for an append or the
+/// periodic check (whose interval here is far longer than the test).
+#[tokio::test]
+async fn retention_set_on_a_live_log_applies_at_once() {
+    let dir = TempDir::new("ret-set");
+    let now = Arc::new(AtomicU64::new(1_000_000));
+    let clock = {
+        let now = now.clone();
+        Clock::from_fn(move || now.load(Ordering::SeqCst))
+    };
+    let rec = 8 + 30 + 1 + fixed_item(0).frame.len() as u64;
+    let opts = FileLogOptions {
+        retention_check_interval: Duration::from_secs(3600),
+        clock,
+        ..small(2 * rec)
+    };
+    let log = open(dir.path(), opts);
+    for i in 0..10 {
+        log.append(vec![fixed_item(i)]).await.unwrap();
+        now.fetch_add(1000, Ordering::SeqCst);
+    }
+    assert_eq!((log.first_offset(), log.segment_count()), (0, 5));
+
+    // By size: about three segments' worth stays.
+    log.set_retention(Some(6 * rec), None);
+    assert_eq!((log.first_offset(), log.segment_count()), (4, 3));
+    assert!(!seg_path(dir.path(), 2).exists());
+
+    // By age, the size limit lifted: now is 1_010_000, and the newest items of the
+    // segments [4, 6) and [6, 8) are 5 s and 3 s old, past 2.5 s; the active one's
+    // newest is 1 s old.
+    log.set_retention(None, Some(Duration::from_millis(2500)));
+    assert_eq!((log.first_offset(), log.segment_count()), (8, 1));
+
+    // No limits: nothing more goes, and the log goes on.
+    log.set_retention(None, None);
+    for i in 10..14 {
+        log.append(vec![fixed_item(i)]).await.unwrap();
+    }
+    assert_eq!((log.first_offset(), log.next_offset()), (8, 14));
+    let offsets: Vec<u64> = read_all(&log).await.iter().map(|i| i.offset).collect();
+    assert_eq!(offsets, (8..14).collect::<Vec<_>>());
+}
+
 #[tokio::test]
 async fn retention_by_age_with_injected_clock() {
     let dir = TempDir::new("ret-age");

@@ -125,8 +125,8 @@ async fn assert_mirrored(a: &Server, b: &Server, topic_a: &str, topic_b: &str) {
     let tb = b.state().topics.get(topic_b).unwrap();
     assert_eq!(tb.log.first_offset(), ta.log.first_offset());
     assert_eq!(
-        tb.options.stream_options(),
-        ta.options.stream_options(),
+        tb.options().stream_options(),
+        ta.options().stream_options(),
         "same options"
     );
 }
@@ -224,7 +224,21 @@ async fn mirror_starts_at_the_upstreams_first_retained_offset() {
     assert_mirrored(&a, &b, "short", "short").await;
     let t = b.state().topics.get("short").unwrap();
     assert_eq!((t.log.first_offset(), t.log.next_offset()), (7, 12));
-    assert_eq!(t.options.retention_items, 5, "the upstream's options");
+    assert_eq!(t.options().retention_items, 5, "the upstream's options");
+    // Which it keeps: a change of its retention is refused.
+    let r = c
+        .patch(format!("{}/topics/short", b.url()))
+        .json(&json!({ "retention_items": 50 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    let err: serde_json::Value = r.json().await.unwrap();
+    assert!(
+        err["error"].as_str().unwrap().contains("is a mirror of"),
+        "{err}"
+    );
+    assert_eq!(t.options().retention_items, 5);
     b.shutdown().await.unwrap();
     a.shutdown().await.unwrap();
 }

@@ -990,6 +990,31 @@ async fn listings_rights_anonymous_and_query_tokens() {
     assert_eq!(next_offset(&srv, "t"), before + 1);
     let _ = publ.close(None).await;
 
+    // Changing a topic's retention needs admin too; refused changes change nothing.
+    for (token, status) in [
+        (Some(PUB), StatusCode::FORBIDDEN),
+        (Some(SUB), StatusCode::FORBIDDEN),
+        (None, StatusCode::UNAUTHORIZED),
+        (Some(ADMIN), StatusCode::OK),
+    ] {
+        let mut r = http
+            .patch(format!("{base}/topics/t"))
+            .body(r#"{"retention_items": 77}"#);
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        let r = r.send().await.unwrap();
+        assert_eq!(r.status(), status, "{token:?}");
+        let items = srv
+            .state()
+            .topics
+            .get("t")
+            .unwrap()
+            .options()
+            .retention_items;
+        assert_eq!(items == 77, status == StatusCode::OK, "{token:?}");
+    }
+
     // Deleting a topic needs admin: a publisher or subscriber of it is refused (403),
     // a caller without a token is asked for one (401), and the topic stays.
     for (token, status) in [
@@ -1248,7 +1273,8 @@ fn every_route_has_a_right() {
     assert!(routes.len() >= 13, "parsed too few routes: {routes:?}");
     for (method, path) in routes {
         let need = need_of(&method.parse().unwrap(), &path);
-        let admin_only = (method == "PUT" || method == "DELETE") && path == "/topics/{name}";
+        let admin_only =
+            matches!(method.as_str(), "PUT" | "PATCH" | "DELETE") && path == "/topics/{name}";
         assert_eq!(
             need == Need::Admin,
             admin_only,

@@ -547,3 +547,159 @@ async fn max_topics_bounds_what_publishes_to_new_names_can_create() {
     assert_eq!(entries(&dir.0), ["a", "c"]);
     srv.shutdown().await.unwrap();
 }
+
+async fn patch(c: &reqwest::Client, base: &str, topic: &str, body: &str) -> (StatusCode, Value) {
+    let r = c
+        .patch(format!("{base}/topics/{topic}"))
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    (r.status(), r.json().await.unwrap())
+}
+
+/// A file-log server in `data` whose every publish starts a segment of its own, so
+/// that retention (which deletes whole segments) can drop items one publish at a time.
+async fn start_small_segments(data: &Path) -> Server {
+    let mut c = ServerConfig {
+        log: LogKind::File,
+        data: data.to_path_buf(),
+        ..ServerConfig::ephemeral()
+    };
+    c.segment_bytes = 1;
+    Server::start(c).await.unwrap()
+}
+
+#[tokio::test]
+async fn changing_retention_applies_at_once_and_holds_across_a_restart() {
+    let dir = TempDir::new("alter");
+    let srv = start_small_segments(&dir.0).await;
+    let c = client();
+    let base = srv.url();
+    for i in 0..10 {
+        publish(&c, &base, "t", items(1, i)).await;
+    }
+    let before = support::get_json(&c, &format!("{base}/topics/t")).await;
+    assert_eq!(before["first_offset"], 0, "{before}");
+
+    // Refused changes change nothing.
+    for (body, why) in [
+        (r#"{"physical": "triples"}"#, "`physical` is fixed"),
+        (r#"{"rdf_star": true}"#, "`rdf_star` is fixed"),
+        (
+            r#"{"retention_items": 0}"#,
+            "retention_items must be at least 1",
+        ),
+        (r#"{"retention_days": 3}"#, "unknown field `retention_days`"),
+        ("{}", "nothing to change"),
+        ("[1]", "expected a JSON object"),
+        ("retention", "not JSON"),
+    ] {
+        let (status, err) = patch(&c, &base, "t", body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {err}");
+        assert!(
+            err["error"].as_str().unwrap().contains(why),
+            "{body}: {err}"
+        );
+    }
+    let (status, err) = patch(&c, &base, "nope", r#"{"retention_ms": 1}"#).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{err}");
+    assert_eq!(
+        support::get_json(&c, &format!("{base}/topics/t")).await,
+        before,
+        "a refused change leaves the topic as it was"
+    );
+
+    // Keep about 1 byte: every segment but the active one (the last item) goes now.
+    let (status, after) = patch(&c, &base, "t", r#"{"retention_bytes": 1}"#).await;
+    assert_eq!(status, StatusCode::OK, "{after}");
+    assert_eq!(after["options"]["retention_bytes"], 1, "{after}");
+    assert_eq!(after["options"]["physical"], before["options"]["physical"]);
+    assert_eq!(after["first_offset"], 9, "{after}");
+    assert_eq!(after["next_offset"], 10, "{after}");
+    assert_eq!(after["id"], before["id"], "the same topic");
+    let old = get(&c, &format!("{base}/topics/t/poll?from=0")).await;
+    assert_eq!(old.status(), StatusCode::GONE);
+    let log_dir = dir.0.join("t").join("log");
+    let segments = || {
+        entries(&log_dir)
+            .iter()
+            .filter(|n| n.ends_with(".seg"))
+            .count()
+    };
+    assert_eq!(segments(), 1, "{:?}", entries(&log_dir));
+
+    // Creating it again with its new options is idempotent; with the old ones, a conflict.
+    let mut options = after["options"].clone();
+    let r = c
+        .put(format!("{base}/topics/t"))
+        .body(options.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    options["retention_bytes"] = 0.into();
+    let r = c
+        .put(format!("{base}/topics/t"))
+        .body(options.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+
+    // The change holds after a restart, and so does its effect on new items.
+    srv.shutdown().await.unwrap();
+    let srv = start_small_segments(&dir.0).await;
+    let base = srv.url();
+    let t = support::get_json(&c, &format!("{base}/topics/t")).await;
+    assert_eq!(t["options"]["retention_bytes"], 1, "{t}");
+    assert_eq!(
+        (t["first_offset"].as_u64(), t["next_offset"].as_u64()),
+        (Some(9), Some(10))
+    );
+    publish(&c, &base, "t", items(1, 10)).await;
+    let t = support::get_json(&c, &format!("{base}/topics/t")).await;
+    assert_eq!(t["first_offset"], 10, "{t}");
+
+    // Lifting the limit keeps what is left and every later item.
+    let (status, t) = patch(&c, &base, "t", r#"{"retention_bytes": 0}"#).await;
+    assert_eq!(status, StatusCode::OK, "{t}");
+    for i in 11..14 {
+        publish(&c, &base, "t", items(1, i)).await;
+    }
+    let t = support::get_json(&c, &format!("{base}/topics/t")).await;
+    assert_eq!(
+        (t["first_offset"].as_u64(), t["next_offset"].as_u64()),
+        (Some(10), Some(14))
+    );
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn changing_the_retention_of_a_memory_topic_drops_its_oldest_items() {
+    let srv = Server::start(ServerConfig::ephemeral()).await.unwrap();
+    let c = client();
+    let base = srv.url();
+    publish(&c, &base, "m", items(10, 0)).await;
+    let (status, t) = patch(&c, &base, "m", r#"{"retention_items": 3}"#).await;
+    assert_eq!(status, StatusCode::OK, "{t}");
+    assert_eq!(
+        (t["first_offset"].as_u64(), t["next_offset"].as_u64()),
+        (Some(7), Some(10))
+    );
+    assert_eq!(t["options"]["retention_items"], 3);
+    publish(&c, &base, "m", items(2, 10)).await;
+    // What is left is the newest three, in order.
+    let body = get(
+        &c,
+        &format!("{base}/topics/m/poll?from=earliest&format=jelly"),
+    )
+    .await;
+    assert_eq!(body.status(), StatusCode::OK);
+    let offsets: Vec<u64> = support::frames(&body.bytes().await.unwrap())
+        .iter()
+        .map(|(o, _)| *o)
+        .collect();
+    assert_eq!(offsets, vec![9, 10, 11]);
+    srv.shutdown().await.unwrap();
+}

@@ -533,7 +533,7 @@ mod tests {
                     let items = ingest(
                         body.as_bytes(),
                         InputFormat::NQuads,
-                        &topic.options,
+                        &topic.options(),
                         &PublishMeta::default(),
                         1 << 20,
                     )

@@ -156,7 +156,7 @@ async fn subscribe(s: AppState, req: Request) -> Result<Response, Status> {
     t.check_id(topic_id.as_deref())
         .map_err(|e| Status::not_found(e.to_string()))?;
     let id = HeaderValue::from_str(&t.id).unwrap_or_else(|_| HeaderValue::from_static(""));
-    let topic_options = t.options.stream_options();
+    let topic_options = t.options().stream_options();
     let n = negotiate(&t.name, &topic_options, msg.requested_options.as_ref())
         .map_err(Status::invalid_argument)?;
     let start = resolve_from(&t, from.as_deref(), "earliest")

@@ -83,7 +83,13 @@ fn cors_layer(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
     Some(
         CorsLayer::new()
             .allow_origin(allow)
-            .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
+            .allow_methods([
+                Method::GET,
+                Method::POST,
+                Method::PUT,
+                Method::PATCH,
+                Method::DELETE,
+            ])
             .allow_headers([
                 header::AUTHORIZATION,
                 header::CONTENT_TYPE,
@@ -105,6 +111,7 @@ fn routes(state: AppState) -> Router {
             "/topics/{name}",
             get(topics::describe)
                 .put(topics::create)
+                .patch(topics::alter)
                 .delete(topics::delete),
         )
         .route(

@@ -15,8 +15,8 @@ use crate::ingest::{
     ACCEPTED_CONTENT_TYPES, IngestError, InputFormat, PublishMeta, ingest_with_paths,
 };
 use crate::log::LogError;
-use crate::topic::TopicError;
 use crate::topic::valid_name;
+use crate::topic::{TopicError, TopicOptions};
 
 #[derive(Debug, Deserialize, Default)]
 pub struct PublishQuery {
@@ -250,7 +250,7 @@ async fn publish_inner(
     // Check the body against the topic's options (or the defaults for a new topic)
     // before the topic is created, so a refused body creates nothing.
     let mut options = match s.topics.get(name) {
-        Some(t) => t.options.clone(),
+        Some(t) => TopicOptions::clone(&t.options()),
         None => s.config.topic_defaults.clone(),
     };
     let max_item = s.config.max_item_bytes;
@@ -273,12 +273,12 @@ async fn publish_inner(
         }
         .map_err(ingest_error)?;
         let topic = s.topics.for_publish(name)?;
-        if topic.options == options {
+        if topic.options().stream_options() == options.stream_options() {
             s.metrics.count_ingest(paths);
             break (topic, items);
         }
         // Created concurrently with other options: check again against those.
-        options = topic.options.clone();
+        options = TopicOptions::clone(&topic.options());
     };
     let (topic, items) = items;
     let offsets = topic.append(items, &s.metrics).await.map_err(|e| match e {

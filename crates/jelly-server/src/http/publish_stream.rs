@@ -95,7 +95,7 @@ impl StreamPublisher {
             .with("topic", name));
         }
         let options = match &topic {
-            Some(t) => t.options.clone(),
+            Some(t) => TopicOptions::clone(&t.options()),
             None => s.config.topic_defaults.clone(),
         };
         let ingest = JellyIngest::new(&options, meta.clone(), s.config.max_item_bytes);
@@ -221,7 +221,7 @@ impl StreamPublisher {
                     .topics
                     .for_publish(&self.name)
                     .map_err(ApiError::from)?;
-                if t.options != self.options {
+                if t.options().stream_options() != self.options.stream_options() {
                     // Created concurrently with other options; nothing was appended yet.
                     return Err(FrameError {
                         status: StatusCode::CONFLICT,

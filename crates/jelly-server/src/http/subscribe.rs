@@ -125,7 +125,7 @@ pub(super) fn pick_format(
             })?
         }
     };
-    if !f.fits(&t.options) {
+    if !f.fits(&t.options()) {
         return Err(ApiError::new(
             StatusCode::NOT_ACCEPTABLE,
             format!(
@@ -164,7 +164,7 @@ pub(super) fn delivery(
 ) -> Delivery {
     let delimited = framing.delimited();
     let d = if format == OutFormat::Jelly {
-        Delivery::jelly(mode, t.options.stream_options(), delimited)
+        Delivery::jelly(mode, t.options().stream_options(), delimited)
     } else {
         Delivery::new(format, delimited)
     };
@@ -447,7 +447,7 @@ pub async fn sse(
         })?,
         None => OutFormat::NQuads,
     };
-    if !format.fits(&t.options) {
+    if !format.fits(&t.options()) {
         return Err(pick_format(&t, Some(format.name()), &headers, format).unwrap_err());
     }
     let mode = pick_mode(q.mode.as_deref())?;

@@ -1,4 +1,4 @@
-//! `PUT /topics/{name}`, `GET /topics`, `GET /topics/{name}`.
+//! `GET /topics`, and `GET`, `PUT`, `PATCH` and `DELETE /topics/{name}`.
 
 use std::sync::atomic::Ordering;
 
@@ -11,15 +11,15 @@ use serde_json::{Value, json};
 
 use super::{ApiError, AppState};
 use crate::auth::{Caller, Right};
-use crate::topic::{Topic, TopicOptions};
+use crate::topic::{RetentionChange, Topic, TopicOptions};
 
 /// The description of a topic, as JSON.
 pub fn describe_json(t: &Topic) -> Value {
     let first = t.log.first_offset();
     let next = t.log.next_offset();
-    let mut options = serde_json::to_value(&t.options).unwrap_or(Value::Null);
+    let mut options = serde_json::to_value(&*t.options()).unwrap_or(Value::Null);
     if let Value::Object(m) = &mut options {
-        let lt = t.options.logical_type().unwrap_or_default();
+        let lt = t.options().logical_type().unwrap_or_default();
         m.insert("logical".into(), json!(lt.name()));
     }
     let subscribers: Vec<Value> = t
@@ -140,4 +140,25 @@ pub async fn create(
         StatusCode::OK
     };
     Ok((status, Json(describe_json(&t))))
+}
+
+/// Changes a topic's retention (see [`crate::topic::Registry::alter`]): the body is a
+/// JSON object of `retention_items`, `retention_bytes` and `retention_ms`. 200 with the
+/// topic's description once the change is saved and applied (items beyond the new
+/// limits are gone by then); 400 for any other option, which is fixed at creation.
+pub async fn alter(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    body: Body,
+) -> Result<Json<Value>, ApiError> {
+    let body = axum::body::to_bytes(body, 64 << 10)
+        .await
+        .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "topic options over 64 KiB"))?;
+    let change = RetentionChange::from_json(&body)
+        .map_err(|e| ApiError::bad_request(format!("bad topic options change: {e}")))?;
+    // The options file is synced, and retention may delete segments.
+    let t = tokio::task::spawn_blocking(move || s.topics.alter(&name, &change))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
+    Ok(Json(describe_json(&t)))
 }

@@ -340,6 +340,16 @@ impl FileLog {
             .sum()
     }
 
+    /// Applies new retention limits from now on; segments beyond them are deleted
+    /// before it returns (so it blocks on file I/O). Under an age limit an active
+    /// segment whose items are all too old is first closed, as on every check.
+    pub fn set_retention(&self, bytes: Option<u64>, age: Option<Duration>) {
+        let mut w = lock(&self.writer);
+        w.opts.retention_bytes = bytes;
+        w.opts.retention_age = age;
+        w.retain();
+    }
+
     /// Number of retained segments (the active one included).
     pub fn segment_count(&self) -> usize {
         self.shared.read_state().segments.len()

@@ -22,12 +22,13 @@ use crate::item::{Item, NewItem};
 /// ```
 pub struct MemoryLog {
     inner: Mutex<Inner>,
-    capacity: usize,
     tx: OffsetWatch,
 }
 
 struct Inner {
     items: VecDeque<Item>,
+    /// Most items kept.
+    capacity: usize,
     next: u64,
     /// Set by [`Log::close`].
     closed: bool,
@@ -39,12 +40,30 @@ impl MemoryLog {
         MemoryLog {
             inner: Mutex::new(Inner {
                 items: VecDeque::new(),
+                capacity: capacity.max(1),
                 next: 0,
                 closed: false,
             }),
-            capacity: capacity.max(1),
             tx: OffsetWatch::new(0),
         }
+    }
+
+    /// Keeps at most `capacity` items from now on; older ones beyond it go at once.
+    ///
+    /// ```
+    /// # use jelly_server::log::{Log, MemoryLog};
+    /// # let item = jelly_server::item::NewItem { frame: bytes::Bytes::from_static(b"\x00"), statements: 0, source: "s".into(), headers: vec![] };
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let log = MemoryLog::new(10);
+    /// log.append(vec![item.clone(), item.clone(), item]).await.unwrap();
+    /// log.set_capacity(1);
+    /// assert_eq!((log.first_offset(), log.next_offset()), (2, 3));
+    /// # });
+    /// ```
+    pub fn set_capacity(&self, capacity: usize) {
+        let mut g = self.lock();
+        g.capacity = capacity.max(1);
+        g.trim();
     }
 
     /// Items from `from`, bounded by `limits` (everything is in memory).
@@ -80,6 +99,15 @@ impl MemoryLog {
     }
 }
 
+impl Inner {
+    /// Drops the oldest items beyond the capacity.
+    fn trim(&mut self) {
+        while self.items.len() > self.capacity {
+            self.items.pop_front();
+        }
+    }
+}
+
 impl Log for MemoryLog {
     async fn append(&self, items: Vec<NewItem>) -> Result<Vec<u64>, LogError> {
         let mut g = self.lock();
@@ -101,9 +129,7 @@ impl Log for MemoryLog {
             });
             offsets.push(offset);
         }
-        while g.items.len() > self.capacity {
-            g.items.pop_front();
-        }
+        g.trim();
         let next = g.next;
         drop(g);
         self.tx.publish(next);
@@ -130,9 +156,7 @@ impl Log for MemoryLog {
         }
         g.next = first + items.len() as u64;
         g.items.extend(items);
-        while g.items.len() > self.capacity {
-            g.items.pop_front();
-        }
+        g.trim();
         let next = g.next;
         drop(g);
         self.tx.publish(next);
