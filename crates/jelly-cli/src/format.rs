@@ -4,6 +4,7 @@ use clap::ValueEnum;
 use jelly::{LiteralKind, StatementRef, TermRef};
 use oxrdfio::{JsonLdProfileSet, RdfFormat};
 
+use crate::error::{CliError, CliResult};
 use crate::io::strip_compression;
 
 /// An RDF syntax.
@@ -30,6 +31,36 @@ pub enum Format {
     N3,
 }
 
+/// Whether a file name ends in `.jelly` (before `.gz` / `.zst`).
+pub fn is_jelly_name(path: &str) -> bool {
+    let (base, _) = strip_compression(path);
+    base.rsplit_once('.')
+        .is_some_and(|(_, ext)| ext.eq_ignore_ascii_case("jelly"))
+}
+
+/// Refuses a Jelly output (`to-jelly`, `transcode`) to a file whose name says it holds
+/// RDF text (`out.ttl`): binary Jelly there is almost surely a mistake.
+///
+/// ```
+/// use jelly_cli::format::check_jelly_output;
+/// assert!(check_jelly_output("to-jelly", Some("out.jelly")).is_ok());
+/// assert!(check_jelly_output("to-jelly", Some("out.bin")).is_ok());
+/// assert!(check_jelly_output("to-jelly", None).is_ok());
+/// assert!(check_jelly_output("transcode", Some("out.nt.gz")).is_err());
+/// ```
+pub fn check_jelly_output(verb: &str, to: Option<&str>) -> CliResult {
+    match to.and_then(Format::from_path) {
+        Some(f) => Err(CliError::usage(format!(
+            "`{}` names a {} file, but {verb} writes Jelly: name it `.jelly`, or use `jelly \
+             rdf from-jelly` to write {}",
+            to.unwrap_or_default(),
+            f.name(),
+            f.name()
+        ))),
+        None => Ok(()),
+    }
+}
+
 impl Format {
     /// Guesses the format from a file name (after stripping `.gz` / `.zst`).
     pub fn from_path(path: &str) -> Option<Format> {
@@ -45,6 +76,33 @@ impl Format {
             "n3" => Format::N3,
             _ => return None,
         })
+    }
+
+    /// The text format of a `from-jelly` output: `--out-format`, else the one the
+    /// output file's name says, else N-Quads. A name ending in `.jelly` is refused
+    /// unless `--out-format` is given: text written there is almost surely a mistake.
+    ///
+    /// ```
+    /// use jelly_cli::format::Format;
+    /// assert_eq!(Format::for_text_output(None, Some("out.ttl")).unwrap(), Format::Ttl);
+    /// assert_eq!(Format::for_text_output(None, None).unwrap(), Format::Nq);
+    /// assert!(Format::for_text_output(None, Some("out.jelly.gz")).is_err());
+    /// assert_eq!(Format::for_text_output(Some(Format::Nt), Some("x.jelly")).unwrap(), Format::Nt);
+    /// ```
+    pub fn for_text_output(given: Option<Format>, to: Option<&str>) -> CliResult<Format> {
+        if let Some(f) = given {
+            return Ok(f);
+        }
+        let Some(path) = to else {
+            return Ok(Format::Nq);
+        };
+        if is_jelly_name(path) {
+            return Err(CliError::usage(format!(
+                "`{path}` names a Jelly file, but from-jelly writes RDF text: use `jelly rdf \
+                 transcode` to write Jelly, or give --out-format to write text there anyway"
+            )));
+        }
+        Ok(Format::from_path(path).unwrap_or(Format::Nq))
     }
 
     /// True if the format holds datasets (named graphs).

@@ -158,10 +158,7 @@ impl Sink {
 /// Runs the command.
 pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
     let in_path = args.input.as_deref().unwrap_or("-");
-    let format = args
-        .out_format
-        .or_else(|| args.to.as_deref().and_then(Format::from_path))
-        .unwrap_or(Format::Nq);
+    let format = Format::for_text_output(args.out_format, args.to.as_deref())?;
     let range = match &args.take_frames {
         Some(r) => FrameRange::parse(r)?,
         None => FrameRange::ALL,

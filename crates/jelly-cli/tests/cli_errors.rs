@@ -574,3 +574,62 @@ fn a_stream_broken_midway_leaves_well_formed_text_on_stdout() {
         assert!(r.stdout.is_empty(), "{fmt}: {}", r.out());
     }
 }
+
+/// An output named for the other kind of file (text into `.jelly`, Jelly into `.ttl`)
+/// is refused before anything is written; `--out-format` says text is meant.
+#[test]
+fn outputs_named_for_the_other_kind_of_file_are_refused() {
+    let d = tmp("other-kind");
+    let j = small_jelly(&d);
+    let src = head(NANOPUBS, 10, &d, "ten.nq");
+    let text_in_jelly = d.join("back.jelly");
+    usage_error(
+        &["rdf", "from-jelly", s(&j), "-o", s(&text_in_jelly)],
+        "names a Jelly file, but from-jelly writes RDF text",
+    );
+    usage_error(
+        &[
+            "rdf",
+            "from-jelly",
+            s(&j),
+            "-o",
+            &format!("{}.gz", s(&text_in_jelly)),
+        ],
+        "names a Jelly file",
+    );
+    assert!(!text_in_jelly.exists());
+    let jelly_in_text = d.join("out.ttl");
+    usage_error(
+        &["rdf", "to-jelly", s(&src), "-o", s(&jelly_in_text)],
+        "names a Turtle file, but to-jelly writes Jelly",
+    );
+    usage_error(
+        &["rdf", "transcode", s(&j), "-o", s(&d.join("out.nq.zst"))],
+        "names a N-Quads file, but transcode writes Jelly",
+    );
+    assert!(!jelly_in_text.exists());
+    // Asked for: TriG into a `.jelly` name.
+    ok(
+        &[
+            "rdf",
+            "from-jelly",
+            s(&j),
+            "--out-format",
+            "trig",
+            "-o",
+            s(&text_in_jelly),
+        ],
+        None,
+    );
+    let text = std::fs::read_to_string(&text_in_jelly).unwrap();
+    assert!(text.contains("GRAPH") || text.contains('{'), "{text}");
+    // Names that say nothing keep the defaults: N-Quads, and Jelly.
+    ok(
+        &["rdf", "from-jelly", s(&j), "-o", s(&d.join("out.txt"))],
+        None,
+    );
+    ok(
+        &["rdf", "to-jelly", s(&src), "-o", s(&d.join("out.bin"))],
+        None,
+    );
+}
