@@ -24,8 +24,9 @@ sent as it is read, as one long-lived streaming request: the server appends item
 their frames arrive, and a bad frame ends it with the items before it kept. The offsets the server gave are printed as
 JSON, one line per file. The topic is created on first publish if it does not exist.
 
-Exit codes: 0 published, 1 refused by the server (bad data), 2 usage error, I/O error
-or the server cannot be reached.";
+Exit codes: 0 published, 1 refused by the server (bad data: a 4xx answer), 2 usage
+error, I/O error, the server cannot be reached or cannot take it now (a 5xx answer:
+unavailable, out of topics or storage).";
 
 #[derive(Debug, Args)]
 pub struct PublishArgs {

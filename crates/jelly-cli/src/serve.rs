@@ -12,13 +12,15 @@ Examples:
   jelly serve
   jelly serve --listen 0.0.0.0:8686 --data /var/lib/jelly
   jelly serve --config jelly.toml
+  jelly serve --set durability=none --set max_topics=100
   jelly serve --demo
   jelly serve --listen 127.0.0.1:8687 --data edge --mirror http://127.0.0.1:8686/topics/weather
   jelly serve --tls-cert cert.pem --tls-key key.pem --auth-tokens tokens.toml
   curl -N localhost:8686/topics/weather/items -H 'Accept: application/n-quads'
 
-Settings come from the embedded defaults, then the --config file (TOML), then the
-flags. The API is described in docs/http-api.md. SIGINT or SIGTERM stops the server
+Settings come from the embedded defaults, then the --config file (TOML), then
+--set KEY=VALUE (any key of that file: --set durability=none --set
+topic_defaults.retention_ms=86400000), then the other flags. The API is described in docs/http-api.md. SIGINT or SIGTERM stops the server
 gracefully (live subscriptions are ended, in-flight requests finish).
 
 --mirror makes this server a repeater of a topic of another jellyfish server: it
@@ -104,6 +106,11 @@ pub struct ServeArgs {
     /// lower latency for sparse items, one CPU kept busy at all times.
     #[arg(long = "busy-poll")]
     pub busy_poll: bool,
+    /// Set any key of the config file, over the file: `KEY=VALUE`, the key dotted for a
+    /// table (`topic_defaults.retention_ms=86400000`), the value as in the file (a
+    /// bare word is a string: `durability=none`). Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
     /// Log level: error, warn, info, debug, trace.
     #[arg(long = "log-level", value_name = "LEVEL", default_value = "info")]
     pub log_level: tracing::Level,
@@ -111,9 +118,23 @@ pub struct ServeArgs {
 
 /// The configuration: defaults, then the file, then the flags.
 pub fn config(a: &ServeArgs) -> CliResult<ServerConfig> {
-    let mut c = match &a.config {
-        Some(p) => ServerConfig::from_file(p).map_err(|e| CliError::usage(e.to_string()))?,
-        None => ServerConfig::default(),
+    let mut c = match (&a.config, a.set.is_empty()) {
+        (None, true) => ServerConfig::default(),
+        (Some(p), true) => {
+            ServerConfig::from_file(p).map_err(|e| CliError::usage(e.to_string()))?
+        }
+        (file, false) => {
+            let (text, name) = match file {
+                Some(p) => (
+                    std::fs::read_to_string(p)
+                        .map_err(|e| CliError::io(&p.display().to_string(), &e))?,
+                    p.display().to_string(),
+                ),
+                None => (String::new(), "the defaults".to_string()),
+            };
+            ServerConfig::from_toml_with(&text, &name, &a.set)
+                .map_err(|e| CliError::usage(e.to_string()))?
+        }
     };
     if let Some(l) = a.listen {
         c.listen = l;

@@ -170,6 +170,16 @@ fn usage_and_io_errors_exit_2() {
         assert_eq!(r.code, 2, "{bad}: {}", r.stderr);
         assert!(r.stderr.contains("mirror"), "{}", r.stderr);
     }
+    // A --set of no known key, a bad value, or no `=`: exit 2 naming it.
+    for (set, needle) in [
+        ("max_topic=5", "unknown field `max_topic`"),
+        ("durability=sometimes", "sometimes"),
+        ("max_topics", "expected KEY=VALUE"),
+        ("max_topics.x=1", "expected usize\nin `max_topics`"),
+        ("max_topics=-1", "max_topics"),
+    ] {
+        usage_error(&["serve", "--listen", "127.0.0.1:0", "--set", set], needle);
+    }
     // A --mirror-ca that holds no certificate: exit 2 naming the file.
     usage_error(
         &[

@@ -925,3 +925,32 @@ fn topics_lists_describes_creates_alters_and_deletes() {
     assert!(r.stderr.contains("cannot reach"), "{}", r.stderr);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--set` changes any key of the config file from the command line.
+#[test]
+fn serve_set_overrides_config_keys() {
+    let dir = temp_dir("serve-set");
+    let srv = ServeProc::start_with(
+        &dir.join("data"),
+        &[
+            "--set",
+            "topic_defaults.physical=triples",
+            "--set",
+            "max_topics=1",
+        ],
+    );
+    let url = srv.url.clone();
+    let nt = b"<http://ex.org/s> <http://ex.org/p> \"0\" .\n";
+    ok(&["publish", "a", "-", "--server", &url, "-q"], Some(nt));
+    let r = jelly(&["topics", "describe", "a", "--server", &url], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["options"]["physical"], "triples", "{v}");
+    // One topic at most: a second name is refused (a server-side limit, not bad data:
+    // exit 2, as `jelly publish --help` says).
+    let r = jelly(&["publish", "b", "-", "--server", &url, "-q"], Some(nt));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("max_topics"), "{}", r.stderr);
+    assert_eq!(srv.stop(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -332,6 +332,76 @@ impl ServerConfig {
         Ok(c)
     }
 
+    /// Parses TOML text (as [`ServerConfig::from_toml`]), then applies `sets` over it:
+    /// `KEY=VALUE` settings (`jelly serve --set`), where the key is one of the file's,
+    /// dotted for a key of a table (`topic_defaults.retention_ms`), and the value is
+    /// written as in the file (`128`, `true`, `"none"`). A value that is not TOML is
+    /// taken as a string, so `durability=none` works without quotes.
+    ///
+    /// ```
+    /// use jelly_server::ServerConfig;
+    /// let sets = ["durability=none".to_string(), "topic_defaults.retention_ms=60000".to_string()];
+    /// let c = ServerConfig::from_toml_with("max_topics = 5\n", "x.toml", &sets).unwrap();
+    /// assert_eq!((c.durability.as_str(), c.max_topics), ("none", 5));
+    /// assert_eq!(c.topic_defaults.retention_ms, 60_000);
+    /// let e = ServerConfig::from_toml_with("", "x.toml", &["max_topic=5".into()]).unwrap_err();
+    /// assert!(e.to_string().contains("max_topic"));
+    /// ```
+    pub fn from_toml_with(text: &str, path: &str, sets: &[String]) -> Result<Self, ConfigError> {
+        // The file alone first, so that its errors name their line.
+        let from_file = Self::from_toml(text, path)?;
+        if sets.is_empty() {
+            return Ok(from_file);
+        }
+        let mut table: toml::Table = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_string(),
+            message: e.to_string(),
+        })?;
+        for set in sets {
+            let err = |message: String| ConfigError::Parse {
+                path: format!("--set {set}"),
+                message,
+            };
+            let (key, value) = set
+                .split_once('=')
+                .ok_or_else(|| err("expected KEY=VALUE".into()))?;
+            let key = key.trim();
+            let value = value.trim();
+            let value = toml::from_str::<toml::Table>(&format!("v = {value}"))
+                .ok()
+                .and_then(|mut t| t.remove("v"))
+                .unwrap_or_else(|| toml::Value::String(value.to_string()));
+            let mut parts = key.split('.').collect::<Vec<_>>();
+            let last = parts.pop().filter(|k| !k.is_empty());
+            let Some(last) = last else {
+                return Err(err("empty key".into()));
+            };
+            let mut at = &mut table;
+            for part in parts {
+                let entry = at
+                    .entry(part.to_string())
+                    .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                at = match entry {
+                    toml::Value::Table(t) => t,
+                    _ => return Err(err(format!("`{part}` is not a table"))),
+                };
+            }
+            at.insert(last.to_string(), value);
+        }
+        let c: ServerConfig =
+            toml::Value::Table(table)
+                .try_into()
+                .map_err(|e| ConfigError::Parse {
+                    path: format!("{path} with --set {}", sets.join(" --set ")),
+                    message: e.to_string(),
+                })?;
+        c.check().map_err(|m| ConfigError::Parse {
+            path: format!("{path} with --set {}", sets.join(" --set ")),
+            message: m,
+        })?;
+        Ok(c)
+    }
+
     /// Checks what serde cannot: the durability policy, the runtime and the mirrors.
     pub fn check(&self) -> Result<(), String> {
         self.durability()?;
