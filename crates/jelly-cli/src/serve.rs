@@ -44,7 +44,9 @@ several servers share the port.
 --busy-poll runs the server on one worker thread that never sleeps: it polls for
 I/O continuously, so items that arrive after a quiet spell are handled without
 waiting for an idle CPU to wake up (docs/server-design.md, \"Busy polling\"). It keeps
-one CPU busy at all times and bounds throughput to one thread.
+one CPU busy while items flow and bounds throughput to one thread. After a second
+without an append or a new connection it sleeps until the next one (--set
+busy_poll_idle_ms=N changes that second; 0 polls at all times).
 
 Exit codes: 0 stopped by a signal, 2 usage error, bad config, or the address is taken.";
 
@@ -103,7 +105,7 @@ pub struct ServeArgs {
     #[arg(long = "worker-threads", value_name = "N")]
     pub worker_threads: Option<usize>,
     /// Run on one worker thread that polls for I/O instead of sleeping when idle:
-    /// lower latency for sparse items, one CPU kept busy at all times.
+    /// lower latency for sparse items, one CPU kept busy while items flow.
     #[arg(long = "busy-poll")]
     pub busy_poll: bool,
     /// Set any key of the config file, over the file: `KEY=VALUE`, the key dotted for a
@@ -224,7 +226,9 @@ pub fn run(a: &ServeArgs, quiet: bool) -> CliResult {
         if !quiet {
             eprintln!("jelly serve: listening on {}", server.url());
             if busy_poll {
-                eprintln!("jelly serve: busy polling: one worker thread, one CPU kept busy");
+                eprintln!(
+                    "jelly serve: busy polling: one worker thread, one CPU kept busy while items flow"
+                );
             }
         }
         if let Some(d) = demo {

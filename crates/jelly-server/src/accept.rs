@@ -131,7 +131,10 @@ pub async fn serve(
             _ = stop.wait_for(|s| *s) => break,
         };
         let (tcp, peer) = match accepted {
-            Ok(a) => a,
+            Ok(a) => {
+                crate::runtime::note_activity();
+                a
+            }
             Err(e) if is_connection_error(&e) => continue,
             Err(e) => {
                 // Out of file descriptors, most likely: wait for some to be freed

@@ -105,9 +105,14 @@ pub struct ServerConfig {
     /// Runtime worker threads (0: one per CPU). See [`crate::runtime`].
     pub worker_threads: usize,
     /// Run on one worker thread that polls for I/O instead of sleeping when idle:
-    /// lower latency for sparse items, at the cost of one CPU kept busy. See
+    /// lower latency for sparse items, at the cost of one CPU kept busy while items
+    /// flow (`busy_poll_idle_ms`). See
     /// [`crate::runtime`].
     pub busy_poll: bool,
+    /// With `busy_poll`: stop polling after this many milliseconds without an append
+    /// or a new connection, until the next one (0: poll at all times). See
+    /// [`crate::runtime`].
+    pub busy_poll_idle_ms: u64,
     /// Bearer tokens and rights; `None`: everything is open.
     pub auth: Option<AuthConfig>,
     /// TLS on the listener; `None`: plain TCP.
@@ -284,6 +289,7 @@ impl Default for ServerConfig {
             reuse_port: false,
             worker_threads: 0,
             busy_poll: false,
+            busy_poll_idle_ms: 1000,
             auth: None,
             tls: None,
             fanout_ring_blocks: 256,
@@ -471,6 +477,13 @@ impl ServerConfig {
     }
 }
 
+impl ServerConfig {
+    /// How long busy polling goes on without activity (`None`: for ever).
+    pub fn busy_poll_idle(&self) -> Option<std::time::Duration> {
+        millis(self.busy_poll_idle_ms)
+    }
+}
+
 /// A duration in milliseconds where 0 means none.
 fn millis(ms: u64) -> Option<std::time::Duration> {
     (ms > 0).then(|| std::time::Duration::from_millis(ms))
@@ -551,6 +564,11 @@ mod tests {
             e.contains("busy_poll") && e.contains("worker_threads = 4"),
             "{e}"
         );
+        // It stops after a second idle by default; 0 polls for ever.
+        let second = Some(std::time::Duration::from_secs(1));
+        assert_eq!(ServerConfig::default().busy_poll_idle(), second);
+        let c = ServerConfig::from_toml("busy_poll_idle_ms = 0\n", "x.toml").unwrap();
+        assert_eq!(c.busy_poll_idle(), None);
     }
 
     #[test]

@@ -11,16 +11,28 @@
 //! that latency: the server runs on a single worker thread that never sleeps. A task
 //! on it yields in a loop, and each time it yields the worker polls its I/O driver
 //! with a zero timeout before running it again, so a request that arrives is seen at
-//! once by a thread that is already running. The thread uses a whole CPU at all
-//! times, even with no traffic; throughput is bounded by one worker thread. Blocking
+//! once by a thread that is already running. The thread uses a whole CPU while it
+//! polls (below: while items flow); throughput is bounded by one worker thread. Blocking
 //! work (file system calls under `fsync`) still runs on tokio's blocking pool. What it
 //! gains and costs on the benchmark VM: `docs/server-design.md`, "Busy polling".
 //!
 //! It is one thread because tokio lets only one worker at a time poll the I/O
 //! driver: with several workers, an idle one would hold the driver in a sleeping
 //! `epoll_wait` and take the wake-ups away from the polling one.
+//!
+//! The polling stops while the server is idle: after `busy_poll_idle_ms` (default
+//! 1 s) without an append or a new connection ([`note_activity`]) the worker sleeps
+//! like any other until the next one, and polls again from then on. A stream of items
+//! less than that apart keeps it polling; a server with nothing to do costs no CPU.
+//! The first item after a quiet spell pays the wake-up. `busy_poll_idle_ms = 0` polls
+//! at all times.
 
 use std::io;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
 
 use crate::config::ServerConfig;
 
@@ -43,9 +55,91 @@ pub fn build(config: &ServerConfig) -> io::Result<tokio::runtime::Runtime> {
     }
     let rt = b.enable_all().build()?;
     if config.busy_poll {
-        rt.spawn(poll_without_sleeping());
+        match config.busy_poll_idle() {
+            Some(idle) => rt.spawn(poll_until_idle(idle)),
+            None => rt.spawn(poll_without_sleeping()),
+        };
     }
     Ok(rt)
+}
+
+/// When the server last did something that busy polling should stay awake for, and
+/// whether the poller sleeps. One per process: a process runs one server, and in
+/// tests that run several, one's activity only keeps the others' pollers awake longer.
+struct Activity {
+    /// Nanoseconds since `start` at the latest [`note_activity`].
+    last_ns: AtomicU64,
+    start: Instant,
+    /// Set while [`poll_until_idle`] sleeps, so that [`note_activity`] wakes it.
+    sleeping: AtomicBool,
+    wake: Notify,
+}
+
+fn activity() -> &'static Activity {
+    static ACTIVITY: OnceLock<Activity> = OnceLock::new();
+    ACTIVITY.get_or_init(|| Activity {
+        last_ns: AtomicU64::new(0),
+        start: Instant::now(),
+        sleeping: AtomicBool::new(false),
+        wake: Notify::new(),
+    })
+}
+
+impl Activity {
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+/// Notes that the server did something (an append, a new connection): a busy poller
+/// that went to sleep for lack of activity ([`poll_until_idle`]) polls again. Cheap
+/// (a clock read and two atomic operations); call it from any thread.
+///
+/// ```
+/// jelly_server::runtime::note_activity();
+/// assert!(!jelly_server::runtime::poller_sleeping());
+/// ```
+pub fn note_activity() {
+    let a = activity();
+    a.last_ns.store(a.now_ns(), Ordering::Relaxed);
+    if a.sleeping.load(Ordering::Acquire) {
+        a.wake.notify_one();
+    }
+}
+
+/// Whether a [`poll_until_idle`] loop is asleep for lack of activity (for `/metrics`
+/// and tests).
+pub fn poller_sleeping() -> bool {
+    activity().sleeping.load(Ordering::Acquire)
+}
+
+/// [`poll_without_sleeping`] while there was activity ([`note_activity`]) in the last
+/// `idle`; after that it waits (the worker sleeps in `epoll_wait` like a normal one)
+/// until the next activity, then polls again. Spawn it as [`poll_without_sleeping`].
+///
+/// ```
+/// use std::time::Duration;
+/// let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+/// rt.spawn(jelly_server::runtime::poll_until_idle(Duration::from_millis(20)));
+/// rt.block_on(async { tokio::time::sleep(Duration::from_millis(5)).await });
+/// ```
+pub async fn poll_until_idle(idle: Duration) {
+    let a = activity();
+    let idle_ns = u64::try_from(idle.as_nanos()).unwrap_or(u64::MAX);
+    loop {
+        tokio::task::yield_now().await;
+        std::thread::yield_now();
+        if a.now_ns().saturating_sub(a.last_ns.load(Ordering::Relaxed)) < idle_ns {
+            continue;
+        }
+        // A `note_activity` between the flag and the wait leaves a permit in `wake`,
+        // so it is not lost; a stale permit costs one needless turn.
+        a.sleeping.store(true, Ordering::Release);
+        tracing::trace!("busy polling: idle, sleeping until the next activity");
+        a.wake.notified().await;
+        a.sleeping.store(false, Ordering::Release);
+        tracing::trace!("busy polling: active again");
+    }
 }
 
 /// Keeps the runtime thread it runs on from sleeping, for as long as the runtime

@@ -590,6 +590,8 @@ impl Topic {
     /// After an append: tells the live listeners, then counts it.
     fn appended(&self, count: Appended, metrics: &crate::metrics::Metrics) {
         self.tell_listeners();
+        // Keeps a busy-polling runtime polling while items flow.
+        crate::runtime::note_activity();
         self.stats
             .items_in
             .fetch_add(count.items, Ordering::Relaxed);

@@ -6,6 +6,7 @@
 //!             [--frame 1000] [--jelly target/release/jelly]
 //! serve_bench latency --transport http|ws|grpc [--sizes 5,50,200] [--intervals-us 10000,1000,100]
 //!             [--items 2000] [--jelly target/release/jelly] [--busy-poll]
+//!             [--server-config 'worker_threads = 1']…
 //! ```
 //!
 //! Each measurement prints one JSON line. The server uses a file log with
@@ -25,7 +26,7 @@
 mod transports;
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -50,6 +51,8 @@ struct Args {
     sub_transport: Option<Transport>,
     /// Server and subscriber poll for I/O instead of sleeping.
     busy_poll: bool,
+    /// More lines of the server's config file (`--server-config 'worker_threads = 1'`).
+    server_config: Vec<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -68,6 +71,7 @@ fn parse_args() -> Result<Args, String> {
         log: "file".into(),
         sub_transport: None,
         busy_poll: false,
+        server_config: Vec::new(),
     };
     let list = |v: String| -> Result<Vec<u64>, String> {
         v.split(',')
@@ -93,6 +97,7 @@ fn parse_args() -> Result<Args, String> {
                     Some(Transport::parse(&val()?).ok_or("transport: http, ws or grpc")?)
             }
             "--busy-poll" => a.busy_poll = true,
+            "--server-config" => a.server_config.push(val()?),
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -100,13 +105,18 @@ fn parse_args() -> Result<Args, String> {
 }
 
 /// `jelly serve` with a file log (or `log`) and no fsync on the path.
-fn start_server(jelly: &Path, log: &str, busy_poll: bool) -> Result<ServeProc, String> {
+fn start_server(a: &Args) -> Result<ServeProc, String> {
+    let (jelly, log, busy_poll) = (&a.jelly, &a.log, a.busy_poll);
     let mut toml = format!(
         "listen = \"127.0.0.1:0\"\nlog = \"{log}\"\ndurability = \"none\"\nmax_body_bytes = 1073741824\n"
     );
     // Only when asked, so that `--jelly` can point at a build older than the setting.
     if busy_poll {
         toml.push_str("busy_poll = true\n");
+    }
+    for line in &a.server_config {
+        toml.push_str(line);
+        toml.push('\n');
     }
     ServeProc::start(jelly, "serve", &toml)
 }
@@ -203,7 +213,7 @@ fn throughput(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
         encode_stream(&st, a.frame, physical)
     };
     let bytes: usize = frames.iter().map(Vec::len).sum();
-    let srv = start_server(&a.jelly, &a.log, a.busy_poll)?;
+    let srv = start_server(a)?;
     let topic = "bench";
     let url = srv.url.clone();
     let total = st.len();
@@ -281,7 +291,7 @@ fn latency(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
             } else {
                 encode_stream(&st, size, physical)
             };
-            let srv = start_server(&a.jelly, &a.log, a.busy_poll)?;
+            let srv = start_server(a)?;
             let url = srv.url.clone();
             let topic = "lat";
             let lat = rt.block_on(async {
