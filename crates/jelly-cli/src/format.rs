@@ -38,29 +38,6 @@ pub fn is_jelly_name(path: &str) -> bool {
         .is_some_and(|(_, ext)| ext.eq_ignore_ascii_case("jelly"))
 }
 
-/// Refuses a Jelly output (`to-jelly`, `transcode`) to a file whose name says it holds
-/// RDF text (`out.ttl`): binary Jelly there is almost surely a mistake.
-///
-/// ```
-/// use jelly_cli::format::check_jelly_output;
-/// assert!(check_jelly_output("to-jelly", Some("out.jelly")).is_ok());
-/// assert!(check_jelly_output("to-jelly", Some("out.bin")).is_ok());
-/// assert!(check_jelly_output("to-jelly", None).is_ok());
-/// assert!(check_jelly_output("transcode", Some("out.nt.gz")).is_err());
-/// ```
-pub fn check_jelly_output(verb: &str, to: Option<&str>) -> CliResult {
-    match to.and_then(Format::from_path) {
-        Some(f) => Err(CliError::usage(format!(
-            "`{}` names a {} file, but {verb} writes Jelly: name it `.jelly`, or use `jelly \
-             rdf from-jelly` to write {}",
-            to.unwrap_or_default(),
-            f.name(),
-            f.name()
-        ))),
-        None => Ok(()),
-    }
-}
-
 impl Format {
     /// Guesses the format from a file name (after stripping `.gz` / `.zst`).
     pub fn from_path(path: &str) -> Option<Format> {

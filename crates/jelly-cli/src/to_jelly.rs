@@ -36,7 +36,6 @@ pub fn input_format(input: &str, given: Option<Format>) -> CliResult<Format> {
 
 /// Runs the command.
 pub fn run(args: &ToJellyArgs, quiet: bool) -> CliResult {
-    crate::format::check_jelly_output("to-jelly", args.to.as_deref())?;
     let inputs: Vec<String> = if args.inputs.is_empty() {
         vec!["-".to_string()]
     } else {

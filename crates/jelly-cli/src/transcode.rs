@@ -10,7 +10,6 @@ use crate::io::{Output, Progress, display_name, open_input, open_output};
 
 /// Runs the command.
 pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
-    crate::format::check_jelly_output("transcode", args.to.as_deref())?;
     let inputs: Vec<String> = if args.inputs.is_empty() {
         vec!["-".to_string()]
     } else {

@@ -709,6 +709,52 @@ fn serve_demo_publishes_the_weather_stream() {
         described["options"]["retention_bytes"].as_u64().unwrap() > 0,
         "{described}"
     );
+    // A retention changed while it runs holds, and the demo goes on after a restart.
+    let altered = ok(
+        &[
+            "topics",
+            "alter",
+            "weather",
+            "--retention-bytes",
+            "123456789",
+            "--server",
+            &srv.url,
+        ],
+        None,
+    );
+    let altered: serde_json::Value = serde_json::from_slice(&altered.stdout).unwrap();
+    assert_eq!(srv.stop(), 0);
+    let srv = ServeProc::start_with(
+        &dir.join("data"),
+        &[
+            "--demo",
+            "--demo-data",
+            dataset.to_str().unwrap(),
+            "--demo-rate",
+            "50",
+        ],
+    );
+    let describe = || -> serde_json::Value {
+        serde_json::from_slice(
+            &ok(
+                &["topics", "describe", "weather", "--server", &srv.url],
+                None,
+            )
+            .stdout,
+        )
+        .unwrap()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let before = altered["next_offset"].as_u64().unwrap();
+    while describe()["next_offset"].as_u64().unwrap() <= before + 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the demo did not resume: {}",
+            describe()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(describe()["options"]["retention_bytes"], 123_456_789);
     assert_eq!(srv.stop(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -97,8 +97,17 @@ pub async fn run(
         },
         ..defaults.clone()
     };
-    let t = match state.topics.create(topic, Some(options)) {
-        Ok((t, _)) => t,
+    // A topic of an earlier run whose retention was changed since is still the demo's.
+    let existing = state
+        .topics
+        .get(topic)
+        .filter(|t| t.options().stream_options() == options.stream_options());
+    let created = match existing {
+        Some(t) => Ok(t),
+        None => state.topics.create(topic, Some(options)).map(|(t, _)| t),
+    };
+    let t = match created {
+        Ok(t) => t,
         Err(e) => {
             tracing::error!(topic, error = %e, "demo publisher cannot create its topic");
             return;
