@@ -41,12 +41,12 @@ HTTP/2 and gRPC on one port); --auth-tokens FILE turns bearer tokens on, a TOML 
 --max-connections-per-ip N closes connections over N per address; --reuse-port lets
 several servers share the port.
 
---busy-poll runs the server on one worker thread that never sleeps: it polls for
-I/O continuously, so items that arrive after a quiet spell are handled without
-waiting for an idle CPU to wake up (docs/server-design.md, \"Busy polling\"). It keeps
-one CPU busy while items flow and bounds throughput to one thread. After a second
-without an append or a new connection it sleeps until the next one (--set
-busy_poll_idle_ms=N changes that second; 0 polls at all times).
+--busy-poll runs the server on one worker thread that polls for I/O instead of
+sleeping between items, so an item is handled without waiting for an idle CPU to wake
+up (docs/server-design.md, \"Busy polling\"). It keeps one CPU busy while items flow
+and bounds throughput to one thread. After 10 s without an append or a new
+connection it sleeps until the next one, which pays the wake-up (--set
+busy_poll_idle_ms=N changes the 10 s; 0 polls at all times).
 
 Exit codes: 0 stopped by a signal, 2 usage error, bad config, or the address is taken.";
 
@@ -105,7 +105,7 @@ pub struct ServeArgs {
     #[arg(long = "worker-threads", value_name = "N")]
     pub worker_threads: Option<usize>,
     /// Run on one worker thread that polls for I/O instead of sleeping when idle:
-    /// lower latency for sparse items, one CPU kept busy while items flow.
+    /// lower latency for sparse items, one CPU kept busy while they flow.
     #[arg(long = "busy-poll")]
     pub busy_poll: bool,
     /// Set any key of the config file, over the file: `KEY=VALUE`, the key dotted for a

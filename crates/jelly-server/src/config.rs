@@ -104,9 +104,9 @@ pub struct ServerConfig {
     pub reuse_port: bool,
     /// Runtime worker threads (0: one per CPU). See [`crate::runtime`].
     pub worker_threads: usize,
-    /// Run on one worker thread that polls for I/O instead of sleeping when idle:
-    /// lower latency for sparse items, at the cost of one CPU kept busy while items
-    /// flow (`busy_poll_idle_ms`). See
+    /// Run on one worker thread that polls for I/O instead of sleeping between items:
+    /// lower latency for sparse items (up to `busy_poll_idle_ms` apart), at the cost
+    /// of one CPU kept busy while they flow. See
     /// [`crate::runtime`].
     pub busy_poll: bool,
     /// With `busy_poll`: stop polling after this many milliseconds without an append
@@ -289,7 +289,7 @@ impl Default for ServerConfig {
             reuse_port: false,
             worker_threads: 0,
             busy_poll: false,
-            busy_poll_idle_ms: 1000,
+            busy_poll_idle_ms: 10_000,
             auth: None,
             tls: None,
             fanout_ring_blocks: 256,
@@ -564,9 +564,9 @@ mod tests {
             e.contains("busy_poll") && e.contains("worker_threads = 4"),
             "{e}"
         );
-        // It stops after a second idle by default; 0 polls for ever.
-        let second = Some(std::time::Duration::from_secs(1));
-        assert_eq!(ServerConfig::default().busy_poll_idle(), second);
+        // It stops after 10 s idle by default; 0 polls for ever.
+        let ten = Some(std::time::Duration::from_secs(10));
+        assert_eq!(ServerConfig::default().busy_poll_idle(), ten);
         let c = ServerConfig::from_toml("busy_poll_idle_ms = 0\n", "x.toml").unwrap();
         assert_eq!(c.busy_poll_idle(), None);
     }

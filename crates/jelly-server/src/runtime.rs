@@ -8,11 +8,11 @@
 //! relay that does no work at all, at 10 ms between items, against 45 µs at 1 ms.
 //!
 //! Busy polling (`busy_poll = true`, `jelly serve --busy-poll`) trades one CPU for
-//! that latency: the server runs on a single worker thread that never sleeps. A task
-//! on it yields in a loop, and each time it yields the worker polls its I/O driver
+//! that latency: the server runs on a single worker thread that does not sleep while
+//! items flow (below). A task on it yields in a loop, and each time it yields the worker polls its I/O driver
 //! with a zero timeout before running it again, so a request that arrives is seen at
 //! once by a thread that is already running. The thread uses a whole CPU while it
-//! polls (below: while items flow); throughput is bounded by one worker thread. Blocking
+//! polls; throughput is bounded by one worker thread. Blocking
 //! work (file system calls under `fsync`) still runs on tokio's blocking pool. What it
 //! gains and costs on the benchmark VM: `docs/server-design.md`, "Busy polling".
 //!
@@ -21,15 +21,15 @@
 //! `epoll_wait` and take the wake-ups away from the polling one.
 //!
 //! The polling stops while the server is idle: after `busy_poll_idle_ms` (default
-//! 1 s) without an append or a new connection ([`note_activity`]) the worker sleeps
-//! like any other until the next one, and polls again from then on. A stream of items
-//! less than that apart keeps it polling; a server with nothing to do costs no CPU.
-//! The first item after a quiet spell pays the wake-up. `busy_poll_idle_ms = 0` polls
-//! at all times.
+//! 10 s) without an append or a new connection ([`note_activity`]) the worker sleeps
+//! like any other until the next one, and polls again from then on. So items less
+//! than that apart are all handled by a polling thread, and a server with nothing to
+//! do costs no CPU; but an item that comes after a longer quiet spell pays the
+//! wake-up, as without busy polling. `busy_poll_idle_ms = 0` polls at all times.
 
 use std::io;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
@@ -64,14 +64,16 @@ pub fn build(config: &ServerConfig) -> io::Result<tokio::runtime::Runtime> {
 }
 
 /// When the server last did something that busy polling should stay awake for, and
-/// whether the poller sleeps. One per process: a process runs one server, and in
-/// tests that run several, one's activity only keeps the others' pollers awake longer.
+/// how many pollers sleep. One per process (a process runs one server; where tests run
+/// several, one's activity keeps every poller awake): [`note_activity`] is called deep
+/// in the topics and the accept loop, which do not know the runtime they run on.
 struct Activity {
     /// Nanoseconds since `start` at the latest [`note_activity`].
     last_ns: AtomicU64,
     start: Instant,
-    /// Set while [`poll_until_idle`] sleeps, so that [`note_activity`] wakes it.
-    sleeping: AtomicBool,
+    /// [`poll_until_idle`] loops asleep for lack of activity; [`note_activity`] wakes
+    /// them all.
+    sleeping: AtomicUsize,
     wake: Notify,
 }
 
@@ -80,7 +82,7 @@ fn activity() -> &'static Activity {
     ACTIVITY.get_or_init(|| Activity {
         last_ns: AtomicU64::new(0),
         start: Instant::now(),
-        sleeping: AtomicBool::new(false),
+        sleeping: AtomicUsize::new(0),
         wake: Notify::new(),
     })
 }
@@ -89,10 +91,17 @@ impl Activity {
     fn now_ns(&self) -> u64 {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
+
+    /// Whether there was no activity in the last `idle_ns`.
+    fn idle_for(&self, idle_ns: u64) -> bool {
+        self.now_ns()
+            .saturating_sub(self.last_ns.load(Ordering::SeqCst))
+            >= idle_ns
+    }
 }
 
-/// Notes that the server did something (an append, a new connection): a busy poller
-/// that went to sleep for lack of activity ([`poll_until_idle`]) polls again. Cheap
+/// Notes that the server did something (an append, a new connection): busy pollers
+/// that went to sleep for lack of activity ([`poll_until_idle`]) poll again. Cheap
 /// (a clock read and two atomic operations); call it from any thread.
 ///
 /// ```
@@ -101,16 +110,15 @@ impl Activity {
 /// ```
 pub fn note_activity() {
     let a = activity();
-    a.last_ns.store(a.now_ns(), Ordering::Relaxed);
-    if a.sleeping.load(Ordering::Acquire) {
-        a.wake.notify_one();
+    a.last_ns.store(a.now_ns(), Ordering::SeqCst);
+    if a.sleeping.load(Ordering::SeqCst) > 0 {
+        a.wake.notify_waiters();
     }
 }
 
-/// Whether a [`poll_until_idle`] loop is asleep for lack of activity (for `/metrics`
-/// and tests).
+/// Whether a [`poll_until_idle`] loop is asleep for lack of activity.
 pub fn poller_sleeping() -> bool {
-    activity().sleeping.load(Ordering::Acquire)
+    activity().sleeping.load(Ordering::SeqCst) > 0
 }
 
 /// [`poll_without_sleeping`] while there was activity ([`note_activity`]) in the last
@@ -129,16 +137,22 @@ pub async fn poll_until_idle(idle: Duration) {
     loop {
         tokio::task::yield_now().await;
         std::thread::yield_now();
-        if a.now_ns().saturating_sub(a.last_ns.load(Ordering::Relaxed)) < idle_ns {
+        if !a.idle_for(idle_ns) {
             continue;
         }
-        // A `note_activity` between the flag and the wait leaves a permit in `wake`,
-        // so it is not lost; a stale permit costs one needless turn.
-        a.sleeping.store(true, Ordering::Release);
-        tracing::trace!("busy polling: idle, sleeping until the next activity");
-        a.wake.notified().await;
-        a.sleeping.store(false, Ordering::Release);
-        tracing::trace!("busy polling: active again");
+        // Registered as a waiter, then counted, then idle checked once more: a
+        // `note_activity` in between either is seen by that check or sees the count
+        // and wakes the registered waiter (all its atomics are `SeqCst`).
+        let woken = a.wake.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        a.sleeping.fetch_add(1, Ordering::SeqCst);
+        if a.idle_for(idle_ns) {
+            tracing::trace!("busy polling: idle, sleeping until the next activity");
+            woken.await;
+            tracing::trace!("busy polling: active again");
+        }
+        a.sleeping.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -201,6 +201,10 @@ struct Shared {
     watch: OffsetWatch,
     /// Set by [`Log::close`]; reads check it, the writer has its own flag.
     closed: AtomicBool,
+    /// Held while a retained segment is taken out and its file deleted (and the
+    /// directory synced), so that deletions stay in order; taken after the writer's
+    /// lock, never before.
+    deleting: Mutex<()>,
 }
 
 struct State {
@@ -294,6 +298,7 @@ impl FileLog {
             }),
             watch,
             closed: AtomicBool::new(false),
+            deleting: Mutex::new(()),
         });
         let max_item_bytes = options.max_item_bytes.min(u32::MAX as usize);
         let max_inflight = options.max_inflight_bytes.clamp(1, u32::MAX as usize >> 1) as u32;
@@ -342,12 +347,15 @@ impl FileLog {
 
     /// Applies new retention limits from now on; segments beyond them are deleted
     /// before it returns (so it blocks on file I/O). Under an age limit an active
-    /// segment whose items are all too old is first closed, as on every check.
+    /// segment whose items are all too old is first closed, as on every check. Appends
+    /// go on meanwhile (see `retain_all`).
     pub fn set_retention(&self, bytes: Option<u64>, age: Option<Duration>) {
-        let mut w = lock(&self.writer);
-        w.opts.retention_bytes = bytes;
-        w.opts.retention_age = age;
-        w.retain();
+        {
+            let mut w = lock(&self.writer);
+            w.opts.retention_bytes = bytes;
+            w.opts.retention_age = age;
+        }
+        retain_all(&self.writer);
     }
 
     /// Number of retained segments (the active one included).
@@ -891,7 +899,7 @@ impl Writer {
     /// The writer thread: takes queued appends as one group, and between them runs
     /// timed fsyncs and retention. Ends when the log is dropped.
     fn run(w: &Mutex<Writer>, rx: &mpsc::Receiver<Request>) {
-        lock(w).retain();
+        retain_all(w);
         loop {
             let wait = lock(w).wait_time();
             match rx.recv_timeout(wait) {
@@ -912,8 +920,10 @@ impl Writer {
             {
                 g.sync_quietly();
             }
-            if g.last_retention.elapsed() >= g.opts.retention_check_interval {
-                g.retain();
+            let check = g.last_retention.elapsed() >= g.opts.retention_check_interval;
+            drop(g);
+            if check {
+                retain_all(w);
             }
         }
         let mut g = lock(w);
@@ -962,7 +972,9 @@ impl Writer {
         let next = self.shared.read_state().next;
         self.shared.watch.publish(next);
         // Before answering, so that an appender sees the retention its append caused.
-        self.retain();
+        // A few segments at most: an append makes about one more, and a backlog (new
+        // limits, a clock jump) is for `retain_all`, which lets appends go on meanwhile.
+        self.retain_some(RETAIN_PER_COMMIT);
         match result {
             Ok(()) => {
                 for (reply, answer) in replies {
@@ -1273,42 +1285,92 @@ impl Writer {
         }
     }
 
-    /// Deletes old segments beyond the size or age limit (never the active one, which
-    /// [`Writer::roll_if_expired`] first replaces when all of it is too old).
-    fn retain(&mut self) {
-        self.last_retention = Instant::now();
-        if self.closed || (self.opts.retention_bytes.is_none() && self.opts.retention_age.is_none())
-        {
+    /// Whether any retention limit is set.
+    fn has_limits(&self) -> bool {
+        self.opts.retention_bytes.is_some() || self.opts.retention_age.is_some()
+    }
+
+    /// Deletes up to `most` old segments beyond the size or age limit (never the
+    /// active one, which [`Writer::roll_if_expired`] first replaces when all of it is
+    /// too old).
+    fn retain_some(&mut self, most: usize) {
+        if self.closed || !self.has_limits() {
             return;
         }
         let now = self.opts.clock.now_ms();
         self.roll_if_expired(now);
-        loop {
-            let victim = {
-                let mut st = self.shared.write_state();
-                if st.segments.len() <= 1 {
-                    break;
-                }
-                let total: u64 = st.segments.iter().map(|s| s.len).sum();
-                let oldest = &st.segments[0];
-                let too_big = self.opts.retention_bytes.is_some_and(|max| total > max);
-                let too_old = self
-                    .age_limit_ms()
-                    .is_some_and(|age_ms| now.saturating_sub(oldest.last_ts) > age_ms);
-                if !(too_big || too_old) {
-                    break;
-                }
-                st.segments.remove(0)
+        for _ in 0..most {
+            let _deleting = lock_unit(&self.shared.deleting);
+            let Some(victim) = self.take_expired_segment(now) else {
+                break;
             };
-            tracing::debug!(path = %victim.path.display(), "log: retention deletes segment");
-            if let Err(e) = fs::remove_file(&victim.path) {
-                tracing::warn!(path = %victim.path.display(), error = %e, "log: cannot delete segment");
-            }
-            // Make each deletion durable before the next, so that a crash cannot bring
-            // back an old segment with a gap after it (recovery would call that corrupt).
-            if let Err(e) = sync_dir(&self.shared.dir) {
-                tracing::warn!(error = %e, "log: cannot sync directory after retention");
-            }
+            delete_segment(&self.shared, &victim);
         }
     }
+
+    /// Takes the oldest segment out of the log if it is beyond the size or age limit
+    /// (never the active one). Its file is left for [`delete_segment`].
+    fn take_expired_segment(&self, now: u64) -> Option<Segment> {
+        if self.closed {
+            return None;
+        }
+        let mut st = self.shared.write_state();
+        if st.segments.len() <= 1 {
+            return None;
+        }
+        let total: u64 = st.segments.iter().map(|s| s.len).sum();
+        let oldest = &st.segments[0];
+        let too_big = self.opts.retention_bytes.is_some_and(|max| total > max);
+        let too_old = self
+            .age_limit_ms()
+            .is_some_and(|age_ms| now.saturating_sub(oldest.last_ts) > age_ms);
+        (too_big || too_old).then(|| st.segments.remove(0))
+    }
+}
+
+/// Deletes the file of a segment taken out of the log, and makes that durable before
+/// the next one goes: a crash must not bring back an old segment with a gap after it
+/// (recovery would call that corrupt). Called with `deleting` held.
+fn delete_segment(shared: &Shared, victim: &Segment) {
+    tracing::debug!(path = %victim.path.display(), "log: retention deletes segment");
+    if let Err(e) = fs::remove_file(&victim.path) {
+        tracing::warn!(path = %victim.path.display(), error = %e, "log: cannot delete segment");
+    }
+    if let Err(e) = sync_dir(&shared.dir) {
+        tracing::warn!(error = %e, "log: cannot sync directory after retention");
+    }
+}
+
+/// Segments an append's commit deletes at most ([`Writer::retain_some`]).
+const RETAIN_PER_COMMIT: usize = 4;
+
+/// Deletes every segment beyond the retention limits. The writer's lock is taken for
+/// each segment and released before its file is deleted and the directory synced, so
+/// appends (which commit under that lock without `fsync`) go on while many go.
+fn retain_all(w: &Mutex<Writer>) {
+    let (shared, now) = {
+        let mut g = lock(w);
+        g.last_retention = Instant::now();
+        if g.closed || !g.has_limits() {
+            return;
+        }
+        let now = g.opts.clock.now_ms();
+        g.roll_if_expired(now);
+        (g.shared.clone(), now)
+    };
+    loop {
+        let g = lock(w);
+        let deleting = lock_unit(&shared.deleting);
+        let victim = g.take_expired_segment(now);
+        drop(g);
+        let Some(victim) = victim else {
+            break;
+        };
+        delete_segment(&shared, &victim);
+        drop(deleting);
+    }
+}
+
+fn lock_unit(m: &Mutex<()>) -> std::sync::MutexGuard<'_, ()> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
