@@ -354,58 +354,42 @@ impl ServerConfig {
     /// assert!(e.to_string().contains("max_topic"));
     /// ```
     pub fn from_toml_with(text: &str, path: &str, sets: &[String]) -> Result<Self, ConfigError> {
-        // The file alone first, so that its errors name their line.
-        let from_file = Self::from_toml(text, path)?;
-        if sets.is_empty() {
-            return Ok(from_file);
-        }
-        let mut table: toml::Table = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let file: toml::Table = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_string(),
             message: e.to_string(),
         })?;
-        for set in sets {
-            let err = |message: String| ConfigError::Parse {
-                path: format!("--set {set}"),
-                message,
-            };
-            let (key, value) = set
-                .split_once('=')
-                .ok_or_else(|| err("expected KEY=VALUE".into()))?;
-            let key = key.trim();
-            let value = value.trim();
-            let value = toml::from_str::<toml::Table>(&format!("v = {value}"))
-                .ok()
-                .and_then(|mut t| t.remove("v"))
-                .unwrap_or_else(|| toml::Value::String(value.to_string()));
-            let mut parts = key.split('.').collect::<Vec<_>>();
-            let last = parts.pop().filter(|k| !k.is_empty());
-            let Some(last) = last else {
-                return Err(err("empty key".into()));
-            };
-            let mut at = &mut table;
-            for part in parts {
-                let entry = at
-                    .entry(part.to_string())
-                    .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-                at = match entry {
-                    toml::Value::Table(t) => t,
-                    _ => return Err(err(format!("`{part}` is not a table"))),
-                };
+        let with_sets = |n: usize| -> Result<ServerConfig, (String, String)> {
+            let mut table = file.clone();
+            for set in &sets[..n] {
+                apply_set(&mut table, set).map_err(|m| (set.clone(), m))?;
             }
-            at.insert(last.to_string(), value);
-        }
-        let c: ServerConfig =
-            toml::Value::Table(table)
+            let c: ServerConfig = toml::Value::Table(table)
                 .try_into()
-                .map_err(|e| ConfigError::Parse {
-                    path: format!("{path} with --set {}", sets.join(" --set ")),
-                    message: e.to_string(),
-                })?;
-        c.check().map_err(|m| ConfigError::Parse {
-            path: format!("{path} with --set {}", sets.join(" --set ")),
-            message: m,
-        })?;
-        Ok(c)
+                .map_err(|e: toml::de::Error| (String::new(), e.to_string()))?;
+            c.check().map_err(|m| (String::new(), m))?;
+            Ok(c)
+        };
+        let (bad_set, message) = match with_sets(sets.len()) {
+            Ok(c) => return Ok(c),
+            Err(e) => e,
+        };
+        if !bad_set.is_empty() {
+            return Err(ConfigError::Parse {
+                path: format!("--set {bad_set}"),
+                message,
+            });
+        }
+        // The file alone is wrong and the settings do not mend it: its own error,
+        // which names the line.
+        Self::from_toml(text, path)?;
+        // Otherwise the first setting that makes it wrong.
+        let culprit = (1..=sets.len())
+            .find(|&n| with_sets(n).is_err())
+            .map_or_else(|| sets.join(" --set "), |n| sets[n - 1].clone());
+        Err(ConfigError::Parse {
+            path: format!("--set {culprit}"),
+            message,
+        })
     }
 
     /// Checks what serde cannot: the durability policy, the runtime and the mirrors.
@@ -475,6 +459,44 @@ impl ServerConfig {
         })?;
         Self::from_toml(&text, &p)
     }
+}
+
+/// Sets one `KEY=VALUE` of `--set` in a parsed config file (see
+/// [`ServerConfig::from_toml_with`]).
+fn apply_set(table: &mut toml::Table, set: &str) -> Result<(), String> {
+    let (key, value) = set
+        .split_once('=')
+        .ok_or_else(|| "expected KEY=VALUE".to_string())?;
+    let value = value.trim();
+    let value = match toml::from_str::<toml::Table>(&format!("v = {value}")) {
+        Ok(mut t) if t.len() == 1 => t
+            .remove("v")
+            .ok_or_else(|| "the value must be one TOML value".to_string())?,
+        Ok(_) => return Err("the value must be one TOML value".into()),
+        Err(_) if value.contains('\n') => return Err("the value must be one line".into()),
+        Err(_) => toml::Value::String(value.to_string()),
+    };
+    let parts: Vec<&str> = key
+        .trim()
+        .split('.')
+        .map(|p| p.trim().trim_matches('"'))
+        .collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(format!("bad key `{}`", key.trim()));
+    }
+    let (last, tables) = parts.split_last().ok_or("empty key")?;
+    let mut at = table;
+    for part in tables {
+        let entry = at
+            .entry((*part).to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        at = match entry {
+            toml::Value::Table(t) => t,
+            _ => return Err(format!("`{part}` is not a table")),
+        };
+    }
+    at.insert((*last).to_string(), value);
+    Ok(())
 }
 
 impl ServerConfig {
@@ -548,6 +570,66 @@ mod tests {
                 .to_string();
             assert!(e.contains("is not an origin") && e.contains(bad), "{e}");
         }
+    }
+
+    #[test]
+    fn set_overrides_mend_and_name_what_is_wrong() {
+        let sets = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // A setting may mend the file.
+        let c = ServerConfig::from_toml_with(
+            "durability = \"bogus\"\nbusy_poll = true\nworker_threads = 4\n",
+            "x.toml",
+            &sets(&["durability=none", "worker_threads=1"]),
+        )
+        .unwrap();
+        assert_eq!((c.durability.as_str(), c.worker_threads), ("none", 1));
+        // Quoted keys, strings with spaces, arrays.
+        let c = ServerConfig::from_toml_with(
+            "",
+            "x.toml",
+            &sets(&[
+                "\"max_topics\"=7",
+                "cors_origins=[\"https://a\", \"https://b\"]",
+            ]),
+        )
+        .unwrap();
+        assert_eq!((c.max_topics, c.cors_origins.len()), (7, 2));
+        // The error names the setting that is wrong, not all of them.
+        let e = ServerConfig::from_toml_with(
+            "",
+            "x.toml",
+            &sets(&["max_topics=5", "durability=bogus", "reuse_port=true"]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("--set durability=bogus: "), "{e}");
+        // A value that would set more than one key.
+        let e = ServerConfig::from_toml_with(
+            "",
+            "x.toml",
+            &sets(&["max_topics=5\nlisten=\"0.0.0.0:1\""]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("one TOML value"), "{e}");
+        for bad in ["=5", "a..b=1", "max_topics"] {
+            assert!(
+                ServerConfig::from_toml_with("", "x.toml", &sets(&[bad])).is_err(),
+                "{bad}"
+            );
+        }
+        // A file that is wrong whatever the settings: its own error, with its line.
+        let e = ServerConfig::from_toml_with(
+            "max_topics = 5\nnope = 1\n",
+            "x.toml",
+            &sets(&["max_topics=6"]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("x.toml: ") && e.contains("nope") && e.contains("line 2"),
+            "{e}"
+        );
     }
 
     #[test]
