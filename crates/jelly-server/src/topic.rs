@@ -11,7 +11,9 @@ use tokio::sync::watch;
 
 use crate::config::{LogKind, ServerConfig};
 use crate::item::{Item, NewItem};
-use crate::log::{FileLog, FileLogOptions, Log, LogError, MemoryLog, ReadLimits, now_ms};
+use crate::log::{
+    Durability, FileLog, FileLogOptions, Log, LogError, MemoryLog, ReadLimits, now_ms,
+};
 use crate::mirror::MirrorStatus;
 
 /// Physical stream type of a topic's items.
@@ -47,7 +49,8 @@ fn name_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Strin
     }))
 }
 
-/// Options of a topic, fixed when it is created.
+/// Options of a topic: given when it is created; only retention can change later
+/// ([`Registry::alter`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TopicOptions {
@@ -148,7 +151,6 @@ impl TopicOptions {
     /// same type, so that options read back from a description match.
     pub fn same_as(&self, other: &TopicOptions) -> bool {
         self.stream_options() == other.stream_options()
-            && self.logical_type().is_ok() == other.logical_type().is_ok()
             && self.retention_items == other.retention_items
             && self.retention_bytes == other.retention_bytes
             && self.retention_ms == other.retention_ms
@@ -172,50 +174,107 @@ impl TopicOptions {
 
 /// A change of a live topic's options ([`Registry::alter`]). Only retention can
 /// change: the other options shape the topic's items and its subscribers' streams, so
-/// they are fixed when it is created. An absent field stays as it is.
+/// they are fixed when it is created. They may be given (a description's `options`
+/// sent back) as long as they are the topic's. An absent field stays as it is.
 ///
 /// ```
 /// use jelly_server::topic::{RetentionChange, TopicOptions};
 /// let change = RetentionChange::from_json(br#"{"retention_ms": 60000}"#).unwrap();
 /// let options = TopicOptions::default().with_retention(&change);
 /// assert_eq!(options.retention_ms, 60_000);
-/// let refused = RetentionChange::from_json(br#"{"physical": "triples"}"#).unwrap_err();
-/// assert!(refused.contains("`physical` is fixed"));
+/// let refused = RetentionChange::from_json(br#"{"retention_ms": "1h"}"#).unwrap_err();
+/// assert!(refused.contains("`retention_ms` must be"));
+/// let quads = TopicOptions::default();
+/// let same = RetentionChange::from_json(br#"{"physical": "quads", "retention_ms": 5}"#);
+/// assert!(same.unwrap().check_fixed(&quads).is_ok());
+/// let other = RetentionChange::from_json(br#"{"physical": "triples", "retention_ms": 5}"#);
+/// assert!(other.unwrap().check_fixed(&quads).unwrap_err().contains("`physical` is fixed"));
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RetentionChange {
     pub retention_items: Option<u64>,
     pub retention_bytes: Option<u64>,
     pub retention_ms: Option<u64>,
+    /// Fixed options given with the change, which must be the topic's.
+    pub fixed: Vec<(String, serde_json::Value)>,
 }
 
 impl RetentionChange {
-    /// Reads a change from a JSON object; the error says what is wrong with it.
+    /// Reads a change from a JSON object; the error names the field that is wrong.
     pub fn from_json(body: &[u8]) -> Result<RetentionChange, String> {
         let value: serde_json::Value =
             serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
         let Some(fields) = value.as_object() else {
             return Err("expected a JSON object of retention options".into());
         };
-        if let Some(fixed) = fields.keys().find(|k| {
-            matches!(
-                k.as_str(),
-                "physical" | "logical" | "rdf_star" | "generalized"
-            )
-        }) {
-            return Err(format!(
-                "`{fixed}` is fixed when a topic is created; only retention_items, \
-                 retention_bytes and retention_ms can change"
-            ));
+        let mut change = RetentionChange::default();
+        for (key, v) in fields {
+            let slot = match key.as_str() {
+                "retention_items" => &mut change.retention_items,
+                "retention_bytes" => &mut change.retention_bytes,
+                "retention_ms" => &mut change.retention_ms,
+                "physical" | "logical" | "rdf_star" | "generalized" => {
+                    change.fixed.push((key.clone(), v.clone()));
+                    continue;
+                }
+                _ => {
+                    return Err(format!(
+                        "unknown field `{key}` (retention_items, retention_bytes or retention_ms)"
+                    ));
+                }
+            };
+            *slot =
+                Some(v.as_u64().ok_or_else(|| {
+                    format!("`{key}` must be a whole number of at least 0, not {v}")
+                })?);
         }
-        let change: RetentionChange = serde_json::from_value(value).map_err(|e| e.to_string())?;
-        if change == RetentionChange::default() {
+        if (
+            change.retention_items,
+            change.retention_bytes,
+            change.retention_ms,
+        ) == (None, None, None)
+        {
             return Err(
                 "nothing to change: give retention_items, retention_bytes or retention_ms".into(),
             );
         }
         Ok(change)
+    }
+
+    /// Checks that the fixed options given with the change are those of `current`.
+    pub fn check_fixed(&self, current: &TopicOptions) -> Result<(), String> {
+        for (key, given) in &self.fixed {
+            let same = match key.as_str() {
+                "physical" => serde_json::to_value(current.physical).ok().as_ref() == Some(given),
+                "logical" => {
+                    let name = match given {
+                        serde_json::Value::String(s) => Some(s.clone()),
+                        serde_json::Value::Number(n) => Some(n.to_string()),
+                        _ => None,
+                    };
+                    name.and_then(|n| LogicalType::parse(&n)) == current.logical_type().ok()
+                }
+                "rdf_star" => given.as_bool() == Some(current.rdf_star),
+                "generalized" => given.as_bool() == Some(current.generalized),
+                _ => false,
+            };
+            if !same {
+                let now = match key.as_str() {
+                    "logical" => current
+                        .logical_type()
+                        .map_or_else(|_| "?".into(), |l| l.name().to_string()),
+                    _ => serde_json::to_value(current)
+                        .ok()
+                        .and_then(|v| v.get(key).map(ToString::to_string))
+                        .unwrap_or_default(),
+                };
+                return Err(format!(
+                    "`{key}` is fixed when a topic is created (it is {now}, not {given}); only \
+                     retention_items, retention_bytes and retention_ms can change"
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -439,7 +498,7 @@ impl Storage {
         let trash = self.data.join(format!("{TRASH_PREFIX}{name}.{nanos}"));
         let err = |e: std::io::Error| TopicError::Storage(format!("{}: {e}", dir.display()));
         std::fs::rename(&dir, &trash).map_err(err)?;
-        if let Err(e) = std::fs::File::open(&self.data).and_then(|d| d.sync_all()) {
+        if let Err(e) = sync_dir(&self.data) {
             // The rename is done; only its durability across a power loss is in doubt
             // (the topic could come back after one), which is no reason to fail.
             tracing::warn!(path = %self.data.display(), error = %e, "cannot sync the data directory after a deletion");
@@ -460,19 +519,24 @@ impl Storage {
         }
     }
 
-    /// Writes a new topic's id and options (file log), each atomically and durably.
+    /// Writes a new topic's id and options (file log), each atomically, and durably
+    /// unless the log's durability is `none` (see [`Storage::write_file`]).
     fn save(&self, name: &str, options: &TopicOptions, id: &str) -> Result<(), TopicError> {
         if self.kind != LogKind::File {
             return Ok(());
         }
         let dir = self.topic_dir(name);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| TopicError::Storage(format!("{}: {e}", dir.display())))?;
+        let err = |e: std::io::Error| TopicError::Storage(format!("{}: {e}", dir.display()));
+        std::fs::create_dir_all(&dir).map_err(err)?;
+        if self.syncs() {
+            // The topic's directory entry, so that a crash cannot lose it.
+            sync_dir(&self.data).map_err(err)?;
+        }
         self.write_file(name, ID_FILE, id.as_bytes())?;
         self.save_options(name, options)
     }
 
-    /// Writes a topic's options (file log) over the old ones, atomically and durably.
+    /// Writes a topic's options (file log) over the old ones, as [`Storage::save`].
     fn save_options(&self, name: &str, options: &TopicOptions) -> Result<(), TopicError> {
         if self.kind != LogKind::File {
             return Ok(());
@@ -481,21 +545,37 @@ impl Storage {
         self.write_file(name, TOPIC_FILE, &json)
     }
 
+    /// Whether topic files are synced: as the items are, so with any durability but
+    /// `none`, under which a crash may lose recent items and so recent topics too.
+    fn syncs(&self) -> bool {
+        self.file.durability != Durability::None
+    }
+
     /// Writes `file` of a topic's directory through a temporary file and a rename, so
-    /// that it is whole or absent, and syncs both before it returns: a change that was
-    /// answered holds after a crash.
+    /// that it is whole or absent, and (see [`Storage::syncs`]) syncs both before it
+    /// returns, so that a change that was answered holds after a crash.
     fn write_file(&self, name: &str, file: &str, bytes: &[u8]) -> Result<(), TopicError> {
         let dir = self.topic_dir(name);
         let write = || -> std::io::Result<()> {
             let tmp = dir.join(format!("{file}.tmp"));
             let mut f = std::fs::File::create(&tmp)?;
             std::io::Write::write_all(&mut f, bytes)?;
-            f.sync_all()?;
+            if self.syncs() {
+                f.sync_all()?;
+            }
             std::fs::rename(&tmp, dir.join(file))?;
-            std::fs::File::open(&dir)?.sync_all()
+            if self.syncs() {
+                sync_dir(&dir)?;
+            }
+            Ok(())
         };
         write().map_err(|e| TopicError::Storage(format!("{}: {e}", dir.join(file).display())))
     }
+}
+
+/// Makes the entries of a directory durable.
+fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
 }
 
 impl Topic {
@@ -1147,8 +1227,13 @@ impl Registry {
         if topic.is_deleted() {
             return Err(TopicError::Deleted(name.to_string()));
         }
-        let options = topic.options().with_retention(change);
+        let current = topic.options();
+        change
+            .check_fixed(&current)
+            .map_err(TopicError::BadOptions)?;
+        let options = current.with_retention(change);
         options.validate().map_err(TopicError::BadOptions)?;
+        self.check_has_effect(&current, &options)?;
         self.storage.save_options(name, &options)?;
         topic.log.set_retention(&options);
         tracing::info!(
@@ -1161,6 +1246,35 @@ impl Registry {
         *topic.options.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(options);
         drop(altering);
         Ok(topic)
+    }
+
+    /// Refuses a retention change that this server's log would not act on (a limit of
+    /// the other kind of log), rather than answer that it was made.
+    fn check_has_effect(
+        &self,
+        current: &TopicOptions,
+        new: &TopicOptions,
+    ) -> Result<(), TopicError> {
+        let refuse = |field: &str, kind: &str, use_instead: &str| {
+            Err(TopicError::BadOptions(format!(
+                "{field} does nothing here: this server keeps its topics in {kind} \
+                 (use {use_instead})"
+            )))
+        };
+        match self.storage.kind {
+            LogKind::File if new.retention_items != current.retention_items => refuse(
+                "retention_items",
+                "files",
+                "retention_bytes or retention_ms",
+            ),
+            LogKind::Memory if new.retention_bytes != current.retention_bytes => {
+                refuse("retention_bytes", "memory", "retention_items")
+            }
+            LogKind::Memory if new.retention_ms != current.retention_ms => {
+                refuse("retention_ms", "memory", "retention_items")
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The topic for a publish: created with the default options on first use when

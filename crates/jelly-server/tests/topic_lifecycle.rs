@@ -584,13 +584,36 @@ async fn changing_retention_applies_at_once_and_holds_across_a_restart() {
 
     // Refused changes change nothing.
     for (body, why) in [
-        (r#"{"physical": "triples"}"#, "`physical` is fixed"),
-        (r#"{"rdf_star": true}"#, "`rdf_star` is fixed"),
+        (
+            r#"{"physical": "triples", "retention_bytes": 5}"#,
+            "`physical` is fixed when a topic is created (it is \"quads\", not \"triples\")",
+        ),
+        (
+            r#"{"rdf_star": true, "retention_bytes": 5}"#,
+            "`rdf_star` is fixed",
+        ),
+        (
+            r#"{"logical": "flat-quads", "retention_ms": 5}"#,
+            "`logical` is fixed",
+        ),
         (
             r#"{"retention_items": 0}"#,
             "retention_items must be at least 1",
         ),
+        (
+            r#"{"retention_items": 5}"#,
+            "retention_items does nothing here: this server keeps its topics in files",
+        ),
+        (
+            r#"{"retention_ms": "1h"}"#,
+            "`retention_ms` must be a whole number",
+        ),
+        (
+            r#"{"retention_bytes": -1}"#,
+            "`retention_bytes` must be a whole number",
+        ),
         (r#"{"retention_days": 3}"#, "unknown field `retention_days`"),
+        (r#"{"physical": "quads"}"#, "nothing to change"),
         ("{}", "nothing to change"),
         ("[1]", "expected a JSON object"),
         ("retention", "not JSON"),
@@ -611,7 +634,10 @@ async fn changing_retention_applies_at_once_and_holds_across_a_restart() {
     );
 
     // Keep about 1 byte: every segment but the active one (the last item) goes now.
-    let (status, after) = patch(&c, &base, "t", r#"{"retention_bytes": 1}"#).await;
+    // Sent as a description's options, changed: the fixed ones are the topic's.
+    let mut change = before["options"].clone();
+    change["retention_bytes"] = 1.into();
+    let (status, after) = patch(&c, &base, "t", &change.to_string()).await;
     assert_eq!(status, StatusCode::OK, "{after}");
     assert_eq!(after["options"]["retention_bytes"], 1, "{after}");
     assert_eq!(after["options"]["physical"], before["options"]["physical"]);
@@ -688,6 +714,16 @@ async fn changing_the_retention_of_a_memory_topic_drops_its_oldest_items() {
         (Some(7), Some(10))
     );
     assert_eq!(t["options"]["retention_items"], 3);
+    // Limits of the file log would do nothing here: refused, not answered as made.
+    let (status, err) = patch(&c, &base, "m", r#"{"retention_ms": 1000}"#).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{err}");
+    assert!(
+        err["error"]
+            .as_str()
+            .unwrap()
+            .contains("keeps its topics in memory"),
+        "{err}"
+    );
     publish(&c, &base, "m", items(2, 10)).await;
     // What is left is the newest three, in order.
     let body = get(
