@@ -667,16 +667,19 @@ fn serve_demo_publishes_the_weather_stream() {
     assert_eq!(demo_item_sizes(&srv, &builtin), counts);
     drop(srv);
     let dir = temp_dir("demo");
-    let srv = ServeProc::start_with(
-        &dir.join("data"),
-        &[
-            "--demo",
-            "--demo-data",
-            dataset.to_str().unwrap(),
-            "--demo-rate",
-            "50",
-        ],
-    );
+    let start_demo = || {
+        ServeProc::start_with(
+            &dir.join("data"),
+            &[
+                "--demo",
+                "--demo-data",
+                dataset.to_str().unwrap(),
+                "--demo-rate",
+                "50",
+            ],
+        )
+    };
+    let srv = start_demo();
     assert_eq!(demo_item_sizes(&srv, &dir), counts);
     // The demo topic is a triples topic whose log is bounded.
     let r = ok(
@@ -724,16 +727,7 @@ fn serve_demo_publishes_the_weather_stream() {
     );
     let altered: serde_json::Value = serde_json::from_slice(&altered.stdout).unwrap();
     assert_eq!(srv.stop(), 0);
-    let srv = ServeProc::start_with(
-        &dir.join("data"),
-        &[
-            "--demo",
-            "--demo-data",
-            dataset.to_str().unwrap(),
-            "--demo-rate",
-            "50",
-        ],
-    );
+    let srv = start_demo();
     let describe = || -> serde_json::Value {
         serde_json::from_slice(
             &ok(

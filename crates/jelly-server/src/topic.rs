@@ -1109,15 +1109,7 @@ impl Registry {
     /// assert!(r.delete("t").is_err());
     /// ```
     pub fn delete(&self, name: &str) -> Result<DeletedTopic, TopicError> {
-        if !valid_name(name) {
-            return Err(TopicError::BadName(name.to_string()));
-        }
-        if let Some(m) = self.mirrors.get(name) {
-            return Err(TopicError::Mirrored {
-                topic: name.to_string(),
-                upstream: m.upstream_topic_url(),
-            });
-        }
+        self.check_own_name(name)?;
         // Under the write lock the name goes out of service: the topic leaves the
         // registry and the name becomes unavailable, so that a create of the same name
         // (which checks under the same lock) cannot open the old files. The slow part
@@ -1209,15 +1201,7 @@ impl Registry {
     /// assert!(topics.alter("nope", &change).is_err());
     /// ```
     pub fn alter(&self, name: &str, change: &RetentionChange) -> Result<Arc<Topic>, TopicError> {
-        if !valid_name(name) {
-            return Err(TopicError::BadName(name.to_string()));
-        }
-        if let Some(m) = self.mirrors.get(name) {
-            return Err(TopicError::Mirrored {
-                topic: name.to_string(),
-                upstream: m.upstream_topic_url(),
-            });
-        }
+        self.check_own_name(name)?;
         self.check_available(name)?;
         let topic = self
             .get(name)
@@ -1246,6 +1230,21 @@ impl Registry {
         *topic.options.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(options);
         drop(altering);
         Ok(topic)
+    }
+
+    /// Refuses a name that [`Registry::alter`] and [`Registry::delete`] cannot take: an
+    /// invalid one, or a mirrored topic's (only its mirror writes it).
+    fn check_own_name(&self, name: &str) -> Result<(), TopicError> {
+        if !valid_name(name) {
+            return Err(TopicError::BadName(name.to_string()));
+        }
+        match self.mirrors.get(name) {
+            Some(m) => Err(TopicError::Mirrored {
+                topic: name.to_string(),
+                upstream: m.upstream_topic_url(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Refuses a retention change that this server's log would not act on (a limit of

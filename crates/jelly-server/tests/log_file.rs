@@ -707,16 +707,19 @@ async fn retention_by_size() {
     assert_eq!((log.first_offset(), log.next_offset()), (first, 100));
 }
 
+/// A clock the test sets: the time in ms it reads, and the clock for the log.
+fn injected_clock(start_ms: u64) -> (Arc<AtomicU64>, Clock) {
+    let now = Arc::new(AtomicU64::new(start_ms));
+    let read = now.clone();
+    (now, Clock::from_fn(move || read.load(Ordering::SeqCst)))
+}
+
 /// Limits set on a live log apply at once, without waiting for an append or the
 /// periodic check (whose interval here is far longer than the test).
 #[tokio::test]
 async fn retention_set_on_a_live_log_applies_at_once() {
     let dir = TempDir::new("ret-set");
-    let now = Arc::new(AtomicU64::new(1_000_000));
-    let clock = {
-        let now = now.clone();
-        Clock::from_fn(move || now.load(Ordering::SeqCst))
-    };
+    let (now, clock) = injected_clock(1_000_000);
     let rec = 8 + 30 + 1 + fixed_item(0).frame.len() as u64;
     let opts = FileLogOptions {
         retention_check_interval: Duration::from_secs(3600),
@@ -754,11 +757,7 @@ async fn retention_set_on_a_live_log_applies_at_once() {
 #[tokio::test]
 async fn retention_by_age_with_injected_clock() {
     let dir = TempDir::new("ret-age");
-    let now = Arc::new(AtomicU64::new(1_000_000));
-    let clock = {
-        let now = now.clone();
-        Clock::from_fn(move || now.load(Ordering::SeqCst))
-    };
+    let (now, clock) = injected_clock(1_000_000);
     let rec = 8 + 30 + 1 + fixed_item(0).frame.len() as u64;
     let opts = FileLogOptions {
         retention_age: Some(Duration::from_secs(60)),
@@ -874,11 +873,7 @@ async fn concurrent_appenders(durability: Durability) {
 #[tokio::test]
 async fn offset_for_timestamp_matches_a_linear_scan() {
     let dir = TempDir::new("ts");
-    let now = Arc::new(AtomicU64::new(0));
-    let clock = {
-        let now = now.clone();
-        Clock::from_fn(move || now.load(Ordering::SeqCst))
-    };
+    let (now, clock) = injected_clock(0);
     let opts = FileLogOptions {
         clock,
         ..small(600)
@@ -1157,11 +1152,7 @@ async fn memory_log_append_at_follows_the_same_rules() {
 #[tokio::test]
 async fn age_retention_on_a_slow_topic_rolls_the_active_segment() {
     let dir = TempDir::new("ret-slow");
-    let now = Arc::new(AtomicU64::new(1_000_000));
-    let clock = {
-        let now = now.clone();
-        Clock::from_fn(move || now.load(Ordering::SeqCst))
-    };
+    let (now, clock) = injected_clock(1_000_000);
     let opts = FileLogOptions {
         retention_age: Some(Duration::from_secs(60)),
         retention_check_interval: Duration::from_secs(3600),
