@@ -9,12 +9,13 @@
 //!
 //! Busy polling (`busy_poll = true`, `jelly serve --busy-poll`) trades one CPU for
 //! that latency: the server runs on a single worker thread that does not sleep while
-//! items flow (below). A task on it yields in a loop, and each time it yields the worker polls its I/O driver
-//! with a zero timeout before running it again, so a request that arrives is seen at
-//! once by a thread that is already running. The thread uses a whole CPU while it
-//! polls; throughput is bounded by one worker thread. Blocking
-//! work (file system calls under `fsync`) still runs on tokio's blocking pool. What it
-//! gains and costs on the benchmark VM: `docs/server-design.md`, "Busy polling".
+//! items flow (below). A task on it yields in a loop, and each time it yields the
+//! worker polls its I/O driver with a zero timeout before running it again, so a
+//! request that arrives is seen at once by a thread that is already running. The
+//! thread uses a whole CPU while it polls; throughput is bounded by one worker
+//! thread. Blocking work (file system calls under `fsync`) still runs on tokio's
+//! blocking pool. What it gains and costs on the benchmark VM:
+//! `docs/server-design.md`, "Busy polling".
 //!
 //! It is one thread because tokio lets only one worker at a time poll the I/O
 //! driver: with several workers, an idle one would hold the driver in a sleeping
