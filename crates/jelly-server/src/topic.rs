@@ -868,6 +868,17 @@ pub struct Registry {
     /// options and append after the damage) until it is repaired and the server
     /// restarted, or deleted ([`Registry::delete`]).
     unavailable: RwLock<BTreeMap<String, String>>,
+    /// Topics being created: a gate per name, so that creators of one name wait for
+    /// each other while their files are made without the registry's lock (other
+    /// requests go on), and how many creations are in flight (for `max_topics`).
+    creating: Mutex<Creating>,
+}
+
+/// See [`Registry::creating`].
+#[derive(Default)]
+struct Creating {
+    gates: BTreeMap<String, Arc<Mutex<()>>>,
+    in_flight: usize,
 }
 
 impl Registry {
@@ -951,6 +962,7 @@ impl Registry {
             max_topics: config.max_topics,
             mirrors,
             unavailable: RwLock::new(unavailable),
+            creating: Mutex::new(Creating::default()),
         })
     }
 
@@ -1058,33 +1070,76 @@ impl Registry {
         }
         let options = options.unwrap_or_else(|| self.defaults.clone());
         options.validate().map_err(TopicError::BadOptions)?;
+        // One creator of this name at a time; the others wait here, then find its topic.
+        let gate = self
+            .creating()
+            .gates
+            .entry(name.to_string())
+            .or_default()
+            .clone();
+        let created = {
+            let _one_at_a_time = gate.lock().unwrap_or_else(|e| e.into_inner());
+            self.create_alone(name, options)
+        };
+        // The gate goes when no other creator of the name waits on it.
+        let mut c = self.creating();
+        if Arc::strong_count(&gate) == 2 {
+            c.gates.remove(name);
+        }
+        created
+    }
+
+    fn creating(&self) -> std::sync::MutexGuard<'_, Creating> {
+        self.creating.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// [`Registry::create_inner`] with the name's gate held. The files are made
+    /// without the registry's lock: they take milliseconds under `fsync`, and every
+    /// request of every topic looks topics up under that lock.
+    fn create_alone(
+        &self,
+        name: &str,
+        options: TopicOptions,
+    ) -> Result<(Arc<Topic>, bool), TopicError> {
+        {
+            let g = self.topics.read().unwrap_or_else(|e| e.into_inner());
+            // A deletion takes the name out of service under the registry's lock.
+            self.check_available(name)?;
+            if let Some(t) = g.get(name) {
+                return if t.options().same_as(&options) {
+                    Ok((t.clone(), false))
+                } else {
+                    Err(TopicError::Conflict(name.to_string()))
+                };
+            }
+            let mut c = self.creating();
+            let held = g.len()
+                + c.in_flight
+                + self
+                    .unavailable
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .len();
+            if self.max_topics > 0 && held >= self.max_topics {
+                return Err(TopicError::TooMany {
+                    topic: name.to_string(),
+                    max: self.max_topics,
+                });
+            }
+            c.in_flight += 1;
+        }
+        let made = (|| {
+            let id = new_topic_id();
+            self.storage.save(name, &options, &id)?;
+            let log = self.storage.open(name, &options)?;
+            let mirror = self.mirrors.get(name).cloned();
+            Ok(Arc::new(
+                Topic::new(name.to_string(), options, log, mirror).with_id(id),
+            ))
+        })();
         let mut g = self.topics.write().unwrap_or_else(|e| e.into_inner());
-        // Under the lock: a deletion takes the name out of service under it too.
-        self.check_available(name)?;
-        if let Some(t) = g.get(name) {
-            return if t.options().same_as(&options) {
-                Ok((t.clone(), false))
-            } else {
-                Err(TopicError::Conflict(name.to_string()))
-            };
-        }
-        let held = g.len()
-            + self
-                .unavailable
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .len();
-        if self.max_topics > 0 && held >= self.max_topics {
-            return Err(TopicError::TooMany {
-                topic: name.to_string(),
-                max: self.max_topics,
-            });
-        }
-        let id = new_topic_id();
-        self.storage.save(name, &options, &id)?;
-        let log = self.storage.open(name, &options)?;
-        let mirror = self.mirrors.get(name).cloned();
-        let t = Arc::new(Topic::new(name.to_string(), options, log, mirror).with_id(id));
+        self.creating().in_flight -= 1;
+        let t = made?;
         g.insert(name.to_string(), t.clone());
         tracing::info!(topic = name, "topic created");
         Ok((t, true))
@@ -1320,6 +1375,43 @@ mod tests {
         assert!(o.validate().is_ok());
         o.logical = Some("nonsense".into());
         assert!(o.validate().is_err());
+    }
+
+    #[test]
+    fn concurrent_creations_make_each_topic_once_and_respect_max_topics() {
+        let config = ServerConfig {
+            max_topics: 5,
+            ..ServerConfig::ephemeral()
+        };
+        let r = Registry::open(&config).unwrap();
+        // One name from many threads: one creates it, all get that topic.
+        let results: Vec<(Arc<Topic>, bool)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..16)
+                .map(|_| scope.spawn(|| r.create("same", None).unwrap()))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(results.iter().filter(|(_, created)| *created).count(), 1);
+        assert!(results.iter().all(|(t, _)| Arc::ptr_eq(t, &results[0].0)));
+        // Many names at once: no more than the limit, whatever the interleaving.
+        let outcomes: Vec<Result<(Arc<Topic>, bool), TopicError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..12)
+                .map(|i| {
+                    let r = &r;
+                    scope.spawn(move || r.create(&format!("t{i}"), None))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let made = outcomes.iter().filter(|o| o.is_ok()).count();
+        let refused = outcomes
+            .iter()
+            .filter(|o| matches!(o, Err(TopicError::TooMany { .. })))
+            .count();
+        assert_eq!((made, refused), (4, 8), "`same` holds one of the five");
+        assert_eq!(r.list().len(), 5);
+        let c = r.creating();
+        assert!(c.gates.is_empty() && c.in_flight == 0);
     }
 
     #[test]
