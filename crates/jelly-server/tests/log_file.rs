@@ -714,6 +714,14 @@ fn injected_clock(start_ms: u64) -> (Arc<AtomicU64>, Clock) {
     (now, Clock::from_fn(move || read.load(Ordering::SeqCst)))
 }
 
+/// Appends `n` one-item batches (items 0 to n-1), the clock a second later after each.
+async fn append_a_second_apart(log: &FileLog, now: &AtomicU64, n: u64) {
+    for i in 0..n {
+        log.append(vec![fixed_item(i)]).await.unwrap();
+        now.fetch_add(1000, Ordering::SeqCst);
+    }
+}
+
 /// Limits set on a live log apply at once, without waiting for an append or the
 /// periodic check (whose interval here is far longer than the test).
 #[tokio::test]
@@ -727,10 +735,7 @@ async fn retention_set_on_a_live_log_applies_at_once() {
         ..small(2 * rec)
     };
     let log = open(dir.path(), opts);
-    for i in 0..10 {
-        log.append(vec![fixed_item(i)]).await.unwrap();
-        now.fetch_add(1000, Ordering::SeqCst);
-    }
+    append_a_second_apart(&log, &now, 10).await;
     assert_eq!((log.first_offset(), log.segment_count()), (0, 5));
 
     // By size: about three segments' worth stays.
@@ -766,10 +771,7 @@ async fn retention_by_age_with_injected_clock() {
         ..small(2 * rec)
     };
     let log = open(dir.path(), opts);
-    for i in 0..10 {
-        log.append(vec![fixed_item(i)]).await.unwrap();
-        now.fetch_add(1000, Ordering::SeqCst);
-    }
+    append_a_second_apart(&log, &now, 10).await;
     // Items carry the injected time.
     let all = read_all(&log).await;
     assert_eq!(all[0].timestamp_ms, 1_000_000);
