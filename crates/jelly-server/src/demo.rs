@@ -101,7 +101,7 @@ pub async fn run(
     let existing = state
         .topics
         .get(topic)
-        .filter(|t| t.options().stream_options() == options.stream_options());
+        .filter(|t| t.options().same_items(&options));
     let created = match existing {
         Some(t) => Ok(t),
         None => state.topics.create(topic, Some(options)).map(|(t, _)| t),

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use crate::config::{LogKind, ServerConfig};
 use crate::item::{Item, NewItem};
 use crate::log::{
-    Durability, FileLog, FileLogOptions, Log, LogError, MemoryLog, ReadLimits, now_ms,
+    Durability, FileLog, FileLogOptions, Log, LogError, MemoryLog, ReadLimits, now_ms, sync_dir,
 };
 use crate::mirror::MirrorStatus;
 
@@ -128,9 +128,7 @@ impl TopicOptions {
             .with_rdf_star(self.rdf_star)
             .with_generalized_statements(self.generalized)
     }
-}
 
-impl TopicOptions {
     /// These options with the retention limits `change` gives (the others unchanged).
     pub fn with_retention(&self, change: &RetentionChange) -> TopicOptions {
         let mut o = self.clone();
@@ -146,11 +144,17 @@ impl TopicOptions {
         o
     }
 
+    /// Whether items (and subscribers' streams) under `other` are as under these: the
+    /// same stream options. Retention may differ.
+    pub fn same_items(&self, other: &TopicOptions) -> bool {
+        self.stream_options() == other.stream_options()
+    }
+
     /// Whether `other` describes the same topic: the same items and the same retention.
     /// A logical type given by name or number, or left to its default, counts as the
     /// same type, so that options read back from a description match.
     pub fn same_as(&self, other: &TopicOptions) -> bool {
-        self.stream_options() == other.stream_options()
+        self.same_items(other)
             && self.retention_items == other.retention_items
             && self.retention_bytes == other.retention_bytes
             && self.retention_ms == other.retention_ms
@@ -571,11 +575,6 @@ impl Storage {
         };
         write().map_err(|e| TopicError::Storage(format!("{}: {e}", dir.join(file).display())))
     }
-}
-
-/// Makes the entries of a directory durable.
-fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
 }
 
 impl Topic {

@@ -273,7 +273,7 @@ async fn publish_inner(
         }
         .map_err(ingest_error)?;
         let topic = s.topics.for_publish(name)?;
-        if topic.options().stream_options() == options.stream_options() {
+        if topic.options().same_items(&options) {
             s.metrics.count_ingest(paths);
             break (topic, items);
         }

@@ -221,7 +221,7 @@ impl StreamPublisher {
                     .topics
                     .for_publish(&self.name)
                     .map_err(ApiError::from)?;
-                if t.options().stream_options() != self.options.stream_options() {
+                if !t.options().same_items(&self.options) {
                     // Created concurrently with other options; nothing was appended yet.
                     return Err(FrameError {
                         status: StatusCode::CONFLICT,

@@ -518,10 +518,10 @@ impl Log for FileLog {
     }
 }
 
-/// Locks the writer. Its state is only changed by complete operations, so a panic
-/// elsewhere cannot leave it half-changed.
-fn lock(w: &Mutex<Writer>) -> std::sync::MutexGuard<'_, Writer> {
-    w.lock().unwrap_or_else(|e| e.into_inner())
+/// Locks the writer (or the `deleting` gate). The writer is only changed by complete
+/// operations, so a panic elsewhere cannot leave it half-changed.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn io_err(path: &Path, source: std::io::Error) -> LogError {
@@ -689,9 +689,7 @@ fn damage_reason(reason: &str, after: &After) -> String {
 }
 
 fn sync_dir(dir: &Path) -> Result<(), LogError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| io_err(dir, e))
+    super::sync_dir(dir).map_err(|e| io_err(dir, e))
 }
 
 // ---------------------------------------------------------------------------------
@@ -1167,7 +1165,7 @@ impl Writer {
         tracing::info!(dir = %self.shared.dir.display(), from = self.next, to = first, "log: starting over at a later offset");
         for path in old {
             fs::remove_file(&path)?;
-            File::open(&self.shared.dir)?.sync_all()?;
+            super::sync_dir(&self.shared.dir)?;
         }
         let path = self.shared.dir.join(segment::file_name(first));
         let file = OpenOptions::new()
@@ -1175,7 +1173,7 @@ impl Writer {
             .write(true)
             .create_new(true)
             .open(&path)?;
-        File::open(&self.shared.dir)?.sync_all()?;
+        super::sync_dir(&self.shared.dir)?;
         let file = Arc::new(file);
         {
             let mut st = self.shared.write_state();
@@ -1210,7 +1208,7 @@ impl Writer {
             .write(true)
             .create_new(true)
             .open(&path)?;
-        File::open(&self.shared.dir)?.sync_all()?;
+        super::sync_dir(&self.shared.dir)?;
         let file = Arc::new(file);
         self.shared.write_state().segments.push(Segment {
             base: self.next,
@@ -1285,22 +1283,27 @@ impl Writer {
         }
     }
 
-    /// Whether any retention limit is set.
-    fn has_limits(&self) -> bool {
-        self.opts.retention_bytes.is_some() || self.opts.retention_age.is_some()
+    /// The time of a retention pass, after the active segment is closed if all of it
+    /// is too old; `None` when there is nothing to retain by (no limit, or closed).
+    fn start_retention(&mut self) -> Option<u64> {
+        if self.closed || (self.opts.retention_bytes.is_none() && self.opts.retention_age.is_none())
+        {
+            return None;
+        }
+        let now = self.opts.clock.now_ms();
+        self.roll_if_expired(now);
+        Some(now)
     }
 
     /// Deletes up to `most` old segments beyond the size or age limit (never the
     /// active one, which [`Writer::roll_if_expired`] first replaces when all of it is
     /// too old).
     fn retain_some(&mut self, most: usize) {
-        if self.closed || !self.has_limits() {
+        let Some(now) = self.start_retention() else {
             return;
-        }
-        let now = self.opts.clock.now_ms();
-        self.roll_if_expired(now);
+        };
         for _ in 0..most {
-            let _deleting = lock_unit(&self.shared.deleting);
+            let _deleting = lock(&self.shared.deleting);
             let Some(victim) = self.take_expired_segment(now) else {
                 break;
             };
@@ -1351,16 +1354,14 @@ fn retain_all(w: &Mutex<Writer>) {
     let (shared, now) = {
         let mut g = lock(w);
         g.last_retention = Instant::now();
-        if g.closed || !g.has_limits() {
+        let Some(now) = g.start_retention() else {
             return;
-        }
-        let now = g.opts.clock.now_ms();
-        g.roll_if_expired(now);
+        };
         (g.shared.clone(), now)
     };
     loop {
         let g = lock(w);
-        let deleting = lock_unit(&shared.deleting);
+        let deleting = lock(&shared.deleting);
         let victim = g.take_expired_segment(now);
         drop(g);
         let Some(victim) = victim else {
@@ -1369,8 +1370,4 @@ fn retain_all(w: &Mutex<Writer>) {
         delete_segment(&shared, &victim);
         drop(deleting);
     }
-}
-
-fn lock_unit(m: &Mutex<()>) -> std::sync::MutexGuard<'_, ()> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

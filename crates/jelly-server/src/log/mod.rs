@@ -17,6 +17,11 @@ use tokio::sync::watch;
 
 use crate::item::{Item, NewItem};
 
+/// Makes the entries of a directory (files created, renamed or deleted) durable.
+pub(crate) fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
 /// What went wrong in a log.
 #[derive(Debug, Error)]
 pub enum LogError {

@@ -365,7 +365,7 @@ impl Mirror {
                 Err(e) => return Err(End::Retry(format!("cannot create the local topic: {e}"))),
             },
         };
-        if topic.options().stream_options() != options.stream_options() {
+        if !topic.options().same_items(options) {
             return Err(End::Fatal(format!(
                 "the local topic `{name}` has other stream options than the upstream topic \
                  (local {:?}, upstream {:?})",
