@@ -103,9 +103,7 @@ pub async fn delete(
 ) -> Result<impl IntoResponse, ApiError> {
     let topic = name.clone();
     // Closing the log waits for an append in progress, and the files are removed.
-    let gone = tokio::task::spawn_blocking(move || s.topics.delete(&topic))
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
+    let gone = blocking(move || s.topics.delete(&topic)).await?;
     Ok(Json(serde_json::json!({
         "topic": name,
         "deleted": true,
@@ -123,9 +121,7 @@ pub async fn create(
     Path(name): Path<String>,
     body: Body,
 ) -> Result<impl IntoResponse, ApiError> {
-    let body = axum::body::to_bytes(body, 64 << 10)
-        .await
-        .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "topic options over 64 KiB"))?;
+    let body = options_body(body).await?;
     let options = if body.iter().all(|b| b.is_ascii_whitespace()) {
         None
     } else {
@@ -133,7 +129,8 @@ pub async fn create(
             .map_err(|e| ApiError::bad_request(format!("bad topic options: {e}")))?;
         Some(o)
     };
-    let (t, created) = s.topics.create(&name, options)?;
+    // Its files are made and synced.
+    let (t, created) = blocking(move || s.topics.create(&name, options)).await?;
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -151,14 +148,27 @@ pub async fn alter(
     Path(name): Path<String>,
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
-    let body = axum::body::to_bytes(body, 64 << 10)
-        .await
-        .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "topic options over 64 KiB"))?;
+    let body = options_body(body).await?;
     let change = RetentionChange::from_json(&body)
         .map_err(|e| ApiError::bad_request(format!("bad topic options change: {e}")))?;
     // The options file is synced, and retention may delete segments.
-    let t = tokio::task::spawn_blocking(move || s.topics.alter(&name, &change))
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
+    let t = blocking(move || s.topics.alter(&name, &change)).await?;
     Ok(Json(describe_json(&t)))
+}
+
+/// The body of a `PUT` or `PATCH` of topic options, up to 64 KiB.
+async fn options_body(body: Body) -> Result<axum::body::Bytes, ApiError> {
+    axum::body::to_bytes(body, 64 << 10)
+        .await
+        .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "topic options over 64 KiB"))
+}
+
+/// Runs a registry operation that blocks on file I/O off the async threads.
+async fn blocking<T: Send + 'static>(
+    op: impl FnOnce() -> Result<T, crate::topic::TopicError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(op)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(ApiError::from)
 }
