@@ -120,24 +120,11 @@ pub struct ServeArgs {
 
 /// The configuration: defaults, then the file, then the flags.
 pub fn config(a: &ServeArgs) -> CliResult<ServerConfig> {
-    let mut c = match (&a.config, a.set.is_empty()) {
-        (None, true) => ServerConfig::default(),
-        (Some(p), true) => {
-            ServerConfig::from_file(p).map_err(|e| CliError::usage(e.to_string()))?
-        }
-        (file, false) => {
-            let (text, name) = match file {
-                Some(p) => (
-                    std::fs::read_to_string(p)
-                        .map_err(|e| CliError::io(&p.display().to_string(), &e))?,
-                    p.display().to_string(),
-                ),
-                None => (String::new(), "the defaults".to_string()),
-            };
-            ServerConfig::from_toml_with(&text, &name, &a.set)
-                .map_err(|e| CliError::usage(e.to_string()))?
-        }
-    };
+    let mut c = match &a.config {
+        Some(p) => ServerConfig::from_file_with(p, &a.set),
+        None => ServerConfig::from_toml_with("", "the defaults", &a.set),
+    }
+    .map_err(|e| CliError::usage(e.to_string()))?;
     if let Some(l) = a.listen {
         c.listen = l;
     }

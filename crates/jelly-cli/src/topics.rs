@@ -139,9 +139,9 @@ fn expect_success(what: &str, (status, text): (reqwest::StatusCode, String)) -> 
 /// reach another endpoint.
 fn topic_path(topic: &str) -> CliResult<String> {
     if !jelly_server::topic::valid_name(topic) {
-        return Err(CliError::usage(format!(
-            "invalid topic name `{topic}`: use 1 to 200 characters of A-Z, a-z, 0-9, `.`, `_` and `-`, not starting with `.`"
-        )));
+        return Err(CliError::usage(
+            jelly_server::topic::TopicError::BadName(topic.to_string()).to_string(),
+        ));
     }
     Ok(format!("/topics/{topic}"))
 }

@@ -354,42 +354,64 @@ impl ServerConfig {
     /// assert!(e.to_string().contains("max_topic"));
     /// ```
     pub fn from_toml_with(text: &str, path: &str, sets: &[String]) -> Result<Self, ConfigError> {
+        if sets.is_empty() {
+            return Self::from_toml(text, path);
+        }
         let file: toml::Table = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_string(),
             message: e.to_string(),
         })?;
-        let with_sets = |n: usize| -> Result<ServerConfig, (String, String)> {
+        // The file with the first `n` settings; an error names the setting that is not
+        // KEY=VALUE, if one is.
+        let with_sets = |n: usize| -> Result<ServerConfig, (Option<&String>, String)> {
             let mut table = file.clone();
             for set in &sets[..n] {
-                apply_set(&mut table, set).map_err(|m| (set.clone(), m))?;
+                apply_set(&mut table, set).map_err(|m| (Some(set), m))?;
             }
             let c: ServerConfig = toml::Value::Table(table)
                 .try_into()
-                .map_err(|e: toml::de::Error| (String::new(), e.to_string()))?;
-            c.check().map_err(|m| (String::new(), m))?;
+                .map_err(|e: toml::de::Error| (None, e.to_string()))?;
+            c.check().map_err(|m| (None, m))?;
             Ok(c)
         };
-        let (bad_set, message) = match with_sets(sets.len()) {
+        let (mut culprit, mut message) = match with_sets(sets.len()) {
             Ok(c) => return Ok(c),
             Err(e) => e,
         };
-        if !bad_set.is_empty() {
-            return Err(ConfigError::Parse {
-                path: format!("--set {bad_set}"),
-                message,
-            });
+        if culprit.is_none() {
+            // The file alone is wrong and the settings do not mend it: its own error,
+            // which names the line.
+            Self::from_toml(text, path)?;
+            // Otherwise the first setting that makes it wrong, with its error.
+            if let Some((n, (_, m))) =
+                (1..=sets.len()).find_map(|n| with_sets(n).err().map(|e| (n, e)))
+            {
+                (culprit, message) = (Some(&sets[n - 1]), m);
+            }
         }
-        // The file alone is wrong and the settings do not mend it: its own error,
-        // which names the line.
-        Self::from_toml(text, path)?;
-        // Otherwise the first setting that makes it wrong.
-        let culprit = (1..=sets.len())
-            .find(|&n| with_sets(n).is_err())
-            .map_or_else(|| sets.join(" --set "), |n| sets[n - 1].clone());
         Err(ConfigError::Parse {
-            path: format!("--set {culprit}"),
+            path: match culprit {
+                Some(set) => format!("--set {set}"),
+                None => format!("--set {}", sets.join(" --set ")),
+            },
             message,
         })
+    }
+
+    /// Reads a TOML config file and applies `sets` over it (as
+    /// [`ServerConfig::from_toml_with`]).
+    pub fn from_file_with(path: &std::path::Path, sets: &[String]) -> Result<Self, ConfigError> {
+        let p = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: p.clone(),
+            source,
+        })?;
+        Self::from_toml_with(&text, &p, sets)
+    }
+
+    /// How long busy polling goes on without activity (`None`: for ever).
+    pub fn busy_poll_idle(&self) -> Option<std::time::Duration> {
+        millis(self.busy_poll_idle_ms)
     }
 
     /// Checks what serde cannot: the durability policy, the runtime and the mirrors.
@@ -452,12 +474,7 @@ impl ServerConfig {
 
     /// Reads a TOML file.
     pub fn from_file(path: &std::path::Path) -> Result<Self, ConfigError> {
-        let p = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
-            path: p.clone(),
-            source,
-        })?;
-        Self::from_toml(&text, &p)
+        Self::from_file_with(path, &[])
     }
 }
 
@@ -497,13 +514,6 @@ fn apply_set(table: &mut toml::Table, set: &str) -> Result<(), String> {
     }
     at.insert((*last).to_string(), value);
     Ok(())
-}
-
-impl ServerConfig {
-    /// How long busy polling goes on without activity (`None`: for ever).
-    pub fn busy_poll_idle(&self) -> Option<std::time::Duration> {
-        millis(self.busy_poll_idle_ms)
-    }
 }
 
 /// A duration in milliseconds where 0 means none.
