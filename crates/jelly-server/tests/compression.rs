@@ -286,12 +286,8 @@ async fn grpc_subscribe(
     from: &str,
     compress_request: bool,
 ) -> tonic::Response<tonic::Streaming<Frame>> {
-    let ch = tonic::transport::Channel::from_shared(srv.url())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut g = tonic::client::Grpc::new(ch).accept_compressed(enc);
+    let mut g =
+        tonic::client::Grpc::new(support::grpc_channel(&srv.url()).await).accept_compressed(enc);
     if compress_request {
         g = g.send_compressed(enc);
     }
@@ -317,12 +313,8 @@ async fn grpc_call(
     enc: CompressionEncoding,
     md: &[(&'static str, &str)],
 ) -> Result<tonic::Response<tonic::Streaming<Frame>>, tonic::Status> {
-    let ch = tonic::transport::Channel::from_shared(srv.url())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut g = tonic::client::Grpc::new(ch).accept_compressed(enc);
+    let mut g =
+        tonic::client::Grpc::new(support::grpc_channel(&srv.url()).await).accept_compressed(enc);
     g.ready().await.unwrap();
     let mut r = tonic::Request::new(Subscribe {
         topic: "t".into(),

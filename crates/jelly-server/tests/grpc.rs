@@ -32,11 +32,7 @@ async fn start_with(f: impl FnOnce(&mut ServerConfig)) -> Server {
 }
 
 async fn channel(s: &Server) -> Channel {
-    Channel::from_shared(s.url())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap()
+    support::grpc_channel(&s.url()).await
 }
 
 fn datasets() -> std::path::PathBuf {

@@ -295,12 +295,7 @@ async fn local_publishes_to_a_mirrored_topic_are_refused() {
         }
         other => panic!("expected a refused WebSocket upgrade, got {other:?}"),
     }
-    let ch = tonic::transport::Channel::from_shared(url.clone())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut g = tonic::client::Grpc::new(ch);
+    let mut g = tonic::client::Grpc::new(support::grpc_channel(&url).await);
     g.ready().await.unwrap();
     let mut req = tonic::Request::new(futures_util::stream::iter([Frame(Bytes::from(
         jelly_frame(),

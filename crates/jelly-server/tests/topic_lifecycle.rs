@@ -24,7 +24,6 @@ use support::{
 use tokio_tungstenite::connect_async;
 use tokio_tungstenite::tungstenite::Message;
 use tonic::client::Grpc;
-use tonic::transport::Channel;
 use tonic::{Code, Request};
 
 const JELLY: &str = "application/x-jelly-rdf";
@@ -517,12 +516,7 @@ async fn max_topics_bounds_what_publishes_to_new_names_can_create() {
     );
     let r = c.put(format!("{base}/topics/c")).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::INSUFFICIENT_STORAGE);
-    let ch = Channel::from_shared(base.clone())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut g = Grpc::new(ch);
+    let mut g = Grpc::new(support::grpc_channel(&base).await);
     g.ready().await.unwrap();
     let mut req = Request::new(futures_util::stream::iter(
         stream_frames(1).into_iter().map(|f| Frame(f.into())),

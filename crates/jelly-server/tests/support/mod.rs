@@ -223,6 +223,15 @@ pub fn split_delimited(stream: &[u8]) -> Vec<Vec<u8>> {
     out
 }
 
+/// A plain-text gRPC channel to the server at `base` (its URL).
+pub async fn grpc_channel(base: &str) -> tonic::transport::Channel {
+    tonic::transport::Channel::from_shared(base.to_string())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
+}
+
 /// A `SubscribeRdf` call on `topic` of the server at `base`, with ASCII request
 /// metadata `md` and binary metadata `bin` (`…-bin` keys).
 pub async fn grpc_subscribe(
@@ -233,12 +242,7 @@ pub async fn grpc_subscribe(
 ) -> Result<tonic::Streaming<jelly_server::grpc::messages::Frame>, tonic::Status> {
     use jelly_server::grpc::codec::JellyCodec;
     use jelly_server::grpc::messages::{Frame, Subscribe};
-    let ch = tonic::transport::Channel::from_shared(base.to_string())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut g = tonic::client::Grpc::new(ch);
+    let mut g = tonic::client::Grpc::new(grpc_channel(base).await);
     g.ready().await.unwrap();
     let mut r = tonic::Request::new(Subscribe {
         topic: topic.to_string(),
