@@ -585,6 +585,12 @@ mod tests {
     #[test]
     fn set_overrides_mend_and_name_what_is_wrong() {
         let sets = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // The error of `file` with `set`, as text.
+        let error = |file: &str, set: &[&str]| {
+            ServerConfig::from_toml_with(file, "x.toml", &sets(set))
+                .unwrap_err()
+                .to_string()
+        };
         // A setting may mend the file.
         let c = ServerConfig::from_toml_with(
             "durability = \"bogus\"\nbusy_poll = true\nworker_threads = 4\n",
@@ -605,37 +611,22 @@ mod tests {
         .unwrap();
         assert_eq!((c.max_topics, c.cors_origins.len()), (7, 2));
         // The error names the setting that is wrong, not all of them.
-        let e = ServerConfig::from_toml_with(
-            "",
-            "x.toml",
-            &sets(&["max_topics=5", "durability=bogus", "reuse_port=true"]),
-        )
-        .unwrap_err()
-        .to_string();
+        let e = error("", &["max_topics=5", "durability=bogus", "reuse_port=true"]);
         assert!(e.starts_with("--set durability=bogus: "), "{e}");
+        // With its own error, even when a later setting is wrong too.
+        let e = error("", &["durability=bogus", "max_topics=-1"]);
+        assert!(
+            e.starts_with("--set durability=bogus: ") && e.contains("\"bogus\""),
+            "{e}"
+        );
         // A value that would set more than one key.
-        let e = ServerConfig::from_toml_with(
-            "",
-            "x.toml",
-            &sets(&["max_topics=5\nlisten=\"0.0.0.0:1\""]),
-        )
-        .unwrap_err()
-        .to_string();
+        let e = error("", &["max_topics=5\nlisten=\"0.0.0.0:1\""]);
         assert!(e.contains("one TOML value"), "{e}");
         for bad in ["=5", "a..b=1", "max_topics"] {
-            assert!(
-                ServerConfig::from_toml_with("", "x.toml", &sets(&[bad])).is_err(),
-                "{bad}"
-            );
+            assert!(!error("", &[bad]).is_empty(), "{bad}");
         }
         // A file that is wrong whatever the settings: its own error, with its line.
-        let e = ServerConfig::from_toml_with(
-            "max_topics = 5\nnope = 1\n",
-            "x.toml",
-            &sets(&["max_topics=6"]),
-        )
-        .unwrap_err()
-        .to_string();
+        let e = error("max_topics = 5\nnope = 1\n", &["max_topics=6"]);
         assert!(
             e.starts_with("x.toml: ") && e.contains("nope") && e.contains("line 2"),
             "{e}"
