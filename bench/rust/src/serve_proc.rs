@@ -1,5 +1,6 @@
-//! A `jelly serve` process for a benchmark: its own temporary directory and config
-//! file, started and waited for until it listens, killed and cleaned up on drop.
+//! A `jelly serve` process (or a peer server's) for a benchmark: its own temporary
+//! directory and config file, started and waited for until it listens, killed and
+//! cleaned up on drop.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -18,25 +19,44 @@ impl ServeProc {
     /// fresh temporary directory named after `name`) and waits until it listens. What
     /// the server says on stderr is shown with a `[name]` prefix.
     pub fn start(jelly: &Path, name: &str, toml: &str) -> Result<ServeProc, String> {
-        let dir = std::env::temp_dir().join(format!("jelly-bench-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let dir = Self::fresh_dir(name)?;
         let config = dir.join("serve.toml");
         let text = format!("data = \"{}\"\n{toml}", dir.join("data").display());
         std::fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
-        let mut child = Command::new(jelly)
-            .args(["serve", "--log-level", "warn", "--config"])
-            .arg(&config)
+        let mut cmd = Command::new(jelly);
+        cmd.args(["serve", "--log-level", "warn", "--config"])
+            .arg(&config);
+        Self::launch(cmd, name, dir)
+    }
+
+    /// Starts another server (a peer) with `cmd`, which must say `listening on URL` on
+    /// stderr once it takes requests; it runs in a fresh temporary directory.
+    pub fn start_command(mut cmd: Command, name: &str) -> Result<ServeProc, String> {
+        let dir = Self::fresh_dir(name)?;
+        cmd.current_dir(&dir);
+        Self::launch(cmd, name, dir)
+    }
+
+    fn fresh_dir(name: &str) -> Result<PathBuf, String> {
+        let dir = std::env::temp_dir().join(format!("jelly-bench-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        Ok(dir)
+    }
+
+    fn launch(mut cmd: Command, name: &str, dir: PathBuf) -> Result<ServeProc, String> {
+        let program = cmd.get_program().to_string_lossy().into_owned();
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("{}: {e}", jelly.display()))?;
+            .map_err(|e| format!("{program}: {e}"))?;
         let mut lines = BufReader::new(child.stderr.take().ok_or("no stderr")?).lines();
         let url = loop {
             match lines.next() {
                 Some(Ok(line)) => {
-                    if let Some(u) = line.strip_prefix("jelly serve: listening on ") {
+                    if let Some((_, u)) = line.split_once(": listening on ") {
                         break u.trim().to_string();
                     }
                     eprintln!("[{name}] {line}");
@@ -44,7 +64,7 @@ impl ServeProc {
                 _ => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    return Err(format!("{name}: jelly serve ended before listening"));
+                    return Err(format!("{name}: {program} ended before listening"));
                 }
             }
         };

@@ -7,7 +7,17 @@
 //! serve_bench latency --transport http|ws|grpc [--sizes 5,50,200] [--intervals-us 10000,1000,100]
 //!             [--items 2000] [--jelly target/release/jelly] [--busy-poll]
 //!             [--server-config 'worker_threads = 1']…
+//! both:       [--servers jellyfish,jvm-relay] [--relay-jar bench/jvm-grpc/target/jelly-jvm-grpc-client.jar]
+//!             [--warmup-statements 1000000] [--warmup-rounds 3]
 //! ```
+//!
+//! Before it is measured, each server carries `--warmup-rounds` passes of
+//! `--warmup-statements` statements on a topic of its own (0 skips them).
+//!
+//! `--servers` runs every measurement against each server in turn, in one run: the
+//! peer `jvm-relay` is the grpc-java relay on Jelly-JVM's codec of `bench/jvm-grpc`
+//! (`JellyGrpcRelay`; gRPC only, live only, memory only; build it with
+//! `bash bench/jvm-grpc/build.sh`). Each JSON line names its `server`.
 //!
 //! Each measurement prints one JSON line. The server uses a file log with
 //! `durability = "none"` (no fsync on the path; the durable append rate is measured
@@ -53,6 +63,40 @@ struct Args {
     busy_poll: bool,
     /// More lines of the server's config file (`--server-config 'worker_threads = 1'`).
     server_config: Vec<String>,
+    /// The servers measured, each in turn.
+    servers: Vec<Server>,
+    /// The jar of the `jvm-relay` peer.
+    relay_jar: PathBuf,
+    /// Statements sent through each server before it is measured ([`warm_up`]).
+    warmup_statements: usize,
+    /// How many times they are sent.
+    warmup_rounds: usize,
+}
+
+/// A server under measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Server {
+    /// `jelly serve`.
+    Jellyfish,
+    /// The grpc-java relay on Jelly-JVM's codec (`bench/jvm-grpc`).
+    JvmRelay,
+}
+
+impl Server {
+    fn parse(s: &str) -> Option<Server> {
+        match s {
+            "jellyfish" => Some(Server::Jellyfish),
+            "jvm-relay" => Some(Server::JvmRelay),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Server::Jellyfish => "jellyfish",
+            Server::JvmRelay => "jvm-relay",
+        }
+    }
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -72,6 +116,10 @@ fn parse_args() -> Result<Args, String> {
         sub_transport: None,
         busy_poll: false,
         server_config: Vec::new(),
+        servers: vec![Server::Jellyfish],
+        relay_jar: PathBuf::from("bench/jvm-grpc/target/jelly-jvm-grpc-client.jar"),
+        warmup_statements: 1_000_000,
+        warmup_rounds: 3,
     };
     let list = |v: String| -> Result<Vec<u64>, String> {
         v.split(',')
@@ -98,14 +146,46 @@ fn parse_args() -> Result<Args, String> {
             }
             "--busy-poll" => a.busy_poll = true,
             "--server-config" => a.server_config.push(val()?),
+            "--servers" => {
+                a.servers = val()?
+                    .split(',')
+                    .map(|x| {
+                        Server::parse(x.trim()).ok_or(format!("server {x}: jellyfish or jvm-relay"))
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            "--relay-jar" => a.relay_jar = PathBuf::from(val()?),
+            "--warmup-statements" => {
+                a.warmup_statements = val()?.parse().map_err(|e| format!("{e}"))?
+            }
+            "--warmup-rounds" => a.warmup_rounds = val()?.parse().map_err(|e| format!("{e}"))?,
             other => return Err(format!("unknown flag {other}")),
         }
+    }
+    let peer_transports = [Some(Transport::Grpc), None];
+    if a.servers.contains(&Server::JvmRelay)
+        && (a.transport != Transport::Grpc || !peer_transports.contains(&a.sub_transport))
+    {
+        return Err("the jvm-relay peer speaks gRPC only: use --transport grpc".into());
     }
     Ok(a)
 }
 
-/// `jelly serve` with a file log (or `log`) and no fsync on the path.
-fn start_server(a: &Args) -> Result<ServeProc, String> {
+/// `jelly serve` with a file log (or `log`) and no fsync on the path, or the peer.
+fn start_server(a: &Args, server: Server) -> Result<ServeProc, String> {
+    if server == Server::JvmRelay {
+        if !a.relay_jar.is_file() {
+            return Err(format!(
+                "{}: no such jar (build it: bash bench/jvm-grpc/build.sh)",
+                a.relay_jar.display()
+            ));
+        }
+        let mut cmd = std::process::Command::new("java");
+        cmd.arg("-jar")
+            .arg(std::path::absolute(&a.relay_jar).map_err(|e| e.to_string())?)
+            .args(["relay", "127.0.0.1:0"]);
+        return ServeProc::start_command(cmd, "jvm-relay");
+    }
     let (jelly, log, busy_poll) = (&a.jelly, &a.log, a.busy_poll);
     let mut toml = format!(
         "listen = \"127.0.0.1:0\"\nlog = \"{log}\"\ndurability = \"none\"\nmax_body_bytes = 1073741824\n"
@@ -212,64 +292,184 @@ fn throughput(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
     } else {
         encode_stream(&st, a.frame, physical)
     };
-    let bytes: usize = frames.iter().map(Vec::len).sum();
-    let srv = start_server(a)?;
-    let topic = "bench";
-    let url = srv.url.clone();
     let total = st.len();
     drop(st);
     let frames = Arc::new(frames);
-    let (secs, cpu, publish_secs, client_cpu) = rt.block_on(async {
-        transports::create_topic(&url, topic, physical).await?;
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let sub = tokio::spawn(transports::subscribe(
-            a.transport,
-            url.clone(),
-            topic.into(),
-            tx,
-        ));
-        if std::env::var_os("SERVE_BENCH_PUBLISH_ONLY").is_none() {
-            transports::wait_subscribed(&url, topic).await?;
-        } else {
-            sub.abort();
-        }
-        let cpu0 = procstat::cpu_secs(srv.pid());
-        let ccpu0 = procstat::cpu_secs(std::process::id());
-        let t0 = Instant::now();
-        let publ = tokio::spawn({
-            let (url, frames, transport) = (url.clone(), frames.clone(), a.transport);
-            async move {
-                transports::publish_all(transport, url, topic.into(), frames).await?;
-                Ok::<_, String>(t0.elapsed().as_secs_f64())
-            }
-        });
-        let mut got = 0usize;
-        if std::env::var_os("SERVE_BENCH_PUBLISH_ONLY").is_some() {
-            got = total;
-        }
-        while got < total {
-            match tokio::time::timeout(Duration::from_secs(60), rx.recv()).await {
-                Ok(Some(arrival)) => got += arrival.statements,
-                Ok(None) => return Err(format!("subscriber ended after {got} statements")),
-                Err(_) => return Err(format!("no progress for 60 s after {got} statements")),
-            }
-        }
-        let secs = t0.elapsed().as_secs_f64();
-        let cpu = procstat::cpu_secs(srv.pid()) - cpu0;
-        let client_cpu = procstat::cpu_secs(std::process::id()) - ccpu0;
-        let publish_secs = publ.await.map_err(|e| e.to_string())??;
-        sub.abort();
-        Ok::<_, String>((secs, cpu, publish_secs, client_cpu))
+    for &server in &a.servers {
+        throughput_of(a, rt, server, &frames, total, physical)?;
+    }
+    Ok(())
+}
+
+/// One throughput run against `server`: prints its JSON line.
+fn throughput_of(
+    a: &Args,
+    rt: &tokio::runtime::Runtime,
+    server: Server,
+    frames: &Arc<Vec<Vec<u8>>>,
+    total: usize,
+    physical: PhysicalType,
+) -> Result<(), String> {
+    let bytes: usize = frames.iter().map(Vec::len).sum();
+    let srv = start_server(a, server)?;
+    let url = srv.url.clone();
+    let publish_only = std::env::var_os("SERVE_BENCH_PUBLISH_ONLY").is_some();
+    let p = rt.block_on(async {
+        warm_up(a, server, &url, physical).await?;
+        pass(
+            a,
+            server,
+            &url,
+            "bench",
+            frames,
+            total,
+            physical,
+            publish_only,
+            srv.pid(),
+        )
+        .await
     })?;
     println!(
-        "{{\"bench\":\"throughput\",\"transport\":\"{}\",\"statements\":{total},\"frames\":{},\"statements_per_frame\":{},\"wire_bytes\":{bytes},\"seconds\":{secs:.4},\"publish_seconds\":{publish_secs:.4},\"statements_per_sec\":{:.0},\"server_cpu_secs\":{cpu:.3},\"client_cpu_secs\":{client_cpu:.3},\"server_peak_rss_kib\":{}}}",
+        "{{\"bench\":\"throughput\",\"server\":\"{}\",\"transport\":\"{}\",\"statements\":{total},\"frames\":{},\"statements_per_frame\":{},\"wire_bytes\":{bytes},\"warmup_statements\":{},\"seconds\":{:.4},\"publish_seconds\":{:.4},\"statements_per_sec\":{:.0},\"server_cpu_secs\":{:.3},\"client_cpu_secs\":{:.3},\"server_peak_rss_kib\":{}}}",
+        server.name(),
         a.transport.name(),
         frames.len(),
         a.frame,
-        total as f64 / secs,
+        a.warmup_statements,
+        p.secs,
+        p.publish_secs,
+        total as f64 / p.secs,
+        p.server_cpu,
+        p.client_cpu,
         procstat::hwm_kib(srv.pid())
     );
     Ok(())
+}
+
+/// What one [`pass`] took.
+struct Pass {
+    /// First send to last statement decoded.
+    secs: f64,
+    /// First send to the publisher's call answered.
+    publish_secs: f64,
+    server_cpu: f64,
+    client_cpu: f64,
+}
+
+/// Publishes `frames` (`total` statements) to a new topic as fast as the transport
+/// takes them, to one subscriber connected first, and waits for every statement.
+#[allow(clippy::too_many_arguments)]
+async fn pass(
+    a: &Args,
+    server: Server,
+    url: &str,
+    topic: &'static str,
+    frames: &Arc<Vec<Vec<u8>>>,
+    total: usize,
+    physical: PhysicalType,
+    publish_only: bool,
+    pid: u32,
+) -> Result<Pass, String> {
+    let ready = Arc::new(tokio::sync::Notify::new());
+    if server == Server::Jellyfish {
+        transports::create_topic(url, topic, physical).await?;
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let sub = tokio::spawn(transports::subscribe(
+        a.transport,
+        url.to_string(),
+        topic.into(),
+        tx,
+        ready.clone(),
+    ));
+    if publish_only {
+        sub.abort();
+    } else {
+        subscribed(server, url, topic, &ready).await?;
+    }
+    let cpu0 = procstat::cpu_secs(pid);
+    let ccpu0 = procstat::cpu_secs(std::process::id());
+    let t0 = Instant::now();
+    let publ = tokio::spawn({
+        let (url, frames, transport) = (url.to_string(), frames.clone(), a.transport);
+        async move {
+            transports::publish_all(transport, url, topic.into(), frames).await?;
+            Ok::<_, String>(t0.elapsed().as_secs_f64())
+        }
+    });
+    let mut got = if publish_only { total } else { 0 };
+    while got < total {
+        match tokio::time::timeout(Duration::from_secs(60), rx.recv()).await {
+            Ok(Some(arrival)) => got += arrival.statements,
+            Ok(None) => return Err(format!("subscriber ended after {got} statements")),
+            Err(_) => return Err(format!("no progress for 60 s after {got} statements")),
+        }
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let server_cpu = procstat::cpu_secs(pid) - cpu0;
+    let client_cpu = procstat::cpu_secs(std::process::id()) - ccpu0;
+    let publish_secs = publ.await.map_err(|e| e.to_string())??;
+    sub.abort();
+    Ok(Pass {
+        secs,
+        publish_secs,
+        server_cpu,
+        client_cpu,
+    })
+}
+
+/// `--warmup-statements` through the server on a topic of its own before anything is
+/// measured, so that a JIT-compiled peer runs compiled code, as it would after minutes
+/// in service (jellyfish is compiled ahead of time; it gets the same pass).
+async fn warm_up(
+    a: &Args,
+    server: Server,
+    url: &str,
+    physical: PhysicalType,
+) -> Result<(), String> {
+    if a.warmup_statements == 0 {
+        return Ok(());
+    }
+    let st = load(&a.input, a.warmup_statements)?;
+    let frames = Arc::new(if a.transport.one_stream_per_request() {
+        encode_items(&st, 1000, physical)
+    } else {
+        encode_stream(&st, 1000, physical)
+    });
+    for _ in 0..a.warmup_rounds {
+        pass(
+            a,
+            server,
+            url,
+            "warmup",
+            &frames,
+            st.len(),
+            physical,
+            false,
+            0,
+        )
+        .await?;
+        if server == Server::Jellyfish {
+            transports::delete_topic(url, "warmup").await?;
+        }
+    }
+    Ok(())
+}
+
+/// Waits until `server` has registered the subscriber: jellyfish lists it in the
+/// topic's description; the peer answers the call's headers once it has.
+async fn subscribed(
+    server: Server,
+    url: &str,
+    topic: &str,
+    ready: &tokio::sync::Notify,
+) -> Result<(), String> {
+    match server {
+        Server::Jellyfish => transports::wait_subscribed(url, topic).await,
+        Server::JvmRelay => tokio::time::timeout(Duration::from_secs(30), ready.notified())
+            .await
+            .map_err(|_| "the subscriber never registered".to_string()),
+    }
 }
 
 fn latency(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
@@ -291,67 +491,89 @@ fn latency(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
             } else {
                 encode_stream(&st, size, physical)
             };
-            let srv = start_server(a)?;
-            let url = srv.url.clone();
-            let topic = "lat";
-            let lat = rt.block_on(async {
-                transports::create_topic(&url, topic, physical).await?;
-                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-                // The subscriber runs on a thread of its own (a current-thread
-                // runtime), like the publisher: its socket's wake-up goes straight to
-                // the task that decodes, with no hand-off between runtime workers.
-                let sub = transports::subscribe_on_own_thread(
-                    a.sub_transport.unwrap_or(a.transport),
-                    url.clone(),
-                    topic.into(),
-                    tx,
+            for &server in &a.servers {
+                let lat = latency_of(a, rt, server, frames.clone(), interval, warmup, physical)?;
+                println!(
+                    "{{\"bench\":\"latency\",\"server\":\"{}\",\"transport\":\"{}\",\"sub_transport\":\"{}\",\"busy_poll\":{},\"statements_per_item\":{size},\"interval_us\":{interval},\"items\":{},\"p50_us\":{:.1},\"p90_us\":{:.1},\"p99_us\":{:.1},\"max_us\":{:.1}}}",
+                    server.name(),
+                    a.transport.name(),
+                    a.sub_transport.unwrap_or(a.transport).name(),
                     a.busy_poll,
+                    lat.len(),
+                    percentile(&lat, 0.5),
+                    percentile(&lat, 0.9),
+                    percentile(&lat, 0.99),
+                    lat.last().copied().unwrap_or(f64::NAN)
                 );
-                transports::wait_subscribed(&url, topic).await?;
-                let sent = transports::publish_paced(
-                    a.transport,
-                    url.clone(),
-                    topic.into(),
-                    frames,
-                    Duration::from_micros(interval),
-                );
-                let mut arrivals = vec![None; n];
-                let mut got = 0;
-                while got < n {
-                    match tokio::time::timeout(Duration::from_secs(60), rx.recv()).await {
-                        Ok(Some(arr)) => {
-                            if let Some(slot) = arrivals.get_mut(arr.offset as usize) {
-                                *slot = Some(arr.at);
-                                got += 1;
-                            }
-                        }
-                        Ok(None) => return Err("subscriber ended".to_string()),
-                        Err(_) => return Err(format!("timeout after {got} items")),
-                    }
-                }
-                let sent = sent.await.map_err(|e| e.to_string())??;
-                sub.abort();
-                let mut lat: Vec<f64> = sent
-                    .iter()
-                    .zip(&arrivals)
-                    .skip(warmup)
-                    .filter_map(|(s, a)| Some(a.as_ref()?.duration_since(*s).as_secs_f64() * 1e6))
-                    .collect();
-                lat.sort_by(f64::total_cmp);
-                Ok::<_, String>(lat)
-            })?;
-            println!(
-                "{{\"bench\":\"latency\",\"transport\":\"{}\",\"sub_transport\":\"{}\",\"busy_poll\":{},\"statements_per_item\":{size},\"interval_us\":{interval},\"items\":{},\"p50_us\":{:.1},\"p90_us\":{:.1},\"p99_us\":{:.1},\"max_us\":{:.1}}}",
-                a.transport.name(),
-                a.sub_transport.unwrap_or(a.transport).name(),
-                a.busy_poll,
-                lat.len(),
-                percentile(&lat, 0.5),
-                percentile(&lat, 0.9),
-                percentile(&lat, 0.99),
-                lat.last().copied().unwrap_or(f64::NAN)
-            );
+            }
         }
     }
     Ok(())
+}
+
+/// One latency run against `server`: the sorted latencies (µs) after the warm-up.
+fn latency_of(
+    a: &Args,
+    rt: &tokio::runtime::Runtime,
+    server: Server,
+    frames: Vec<Vec<u8>>,
+    interval: u64,
+    warmup: usize,
+    physical: PhysicalType,
+) -> Result<Vec<f64>, String> {
+    let n = frames.len();
+    let srv = start_server(a, server)?;
+    let url = srv.url.clone();
+    let topic = "lat";
+    rt.block_on(async {
+        warm_up(a, server, &url, physical).await?;
+        if server == Server::Jellyfish {
+            transports::create_topic(&url, topic, physical).await?;
+        }
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let ready = Arc::new(tokio::sync::Notify::new());
+        // The subscriber runs on a thread of its own (a current-thread runtime), like
+        // the publisher: its socket's wake-up goes straight to the task that decodes,
+        // with no hand-off between runtime workers.
+        let sub = transports::subscribe_on_own_thread(
+            a.sub_transport.unwrap_or(a.transport),
+            url.clone(),
+            topic.into(),
+            tx,
+            ready.clone(),
+            a.busy_poll,
+        );
+        subscribed(server, &url, topic, &ready).await?;
+        let sent = transports::publish_paced(
+            a.transport,
+            url.clone(),
+            topic.into(),
+            frames,
+            Duration::from_micros(interval),
+        );
+        let mut arrivals = vec![None; n];
+        let mut got = 0;
+        while got < n {
+            match tokio::time::timeout(Duration::from_secs(60), rx.recv()).await {
+                Ok(Some(arr)) => {
+                    if let Some(slot) = arrivals.get_mut(arr.offset as usize) {
+                        *slot = Some(arr.at);
+                        got += 1;
+                    }
+                }
+                Ok(None) => return Err("subscriber ended".to_string()),
+                Err(_) => return Err(format!("timeout after {got} items")),
+            }
+        }
+        let sent = sent.await.map_err(|e| e.to_string())??;
+        sub.abort();
+        let mut lat: Vec<f64> = sent
+            .iter()
+            .zip(&arrivals)
+            .skip(warmup)
+            .filter_map(|(s, a)| Some(a.as_ref()?.duration_since(*s).as_secs_f64() * 1e6))
+            .collect();
+        lat.sort_by(f64::total_cmp);
+        Ok(lat)
+    })
 }

@@ -11,6 +11,7 @@ use jelly_proto::wire::put_varint;
 use jelly_server::grpc::codec::JellyCodec;
 use jelly_server::grpc::messages::{Frame, Received, Subscribe};
 use jelly_server::grpc::{PUBLISH_PATH, SUBSCRIBE_PATH};
+use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_tungstenite::tungstenite::Message;
 use tonic::client::Grpc;
@@ -83,6 +84,19 @@ pub async fn create_topic(url: &str, topic: &str, physical: PhysicalType) -> Res
         .map_err(|e| e.to_string())?;
     if !r.status().is_success() {
         return Err(format!("create topic: {}", r.status()));
+    }
+    Ok(())
+}
+
+/// Deletes the topic.
+pub async fn delete_topic(url: &str, topic: &str) -> Result<(), String> {
+    let r = client()
+        .delete(format!("{url}/topics/{topic}"))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    if !r.status().is_success() {
+        return Err(format!("delete topic: {}", r.status()));
     }
     Ok(())
 }
@@ -168,12 +182,16 @@ impl Splitter {
     }
 }
 
-/// Follows the topic from offset 0, sending one [`Arrival`] per decoded item.
+/// Follows the topic from offset 0, sending one [`Arrival`] per decoded item. `ready`
+/// is notified once the server has answered the subscription (its response headers:
+/// a server that sends them on registering the subscriber, as the peer relay does,
+/// will deliver every item published after that).
 pub async fn subscribe(
     transport: Transport,
     url: String,
     topic: String,
     tx: UnboundedSender<Arrival>,
+    ready: Arc<Notify>,
 ) -> Result<(), String> {
     match transport {
         Transport::Http => {
@@ -182,6 +200,7 @@ pub async fn subscribe(
                 .send()
                 .await
                 .map_err(|e| e.to_string())?;
+            ready.notify_one();
             let mut dec = Decoder::default();
             let mut split = Splitter::default();
             while let Some(chunk) = r.chunk().await.map_err(|e| e.to_string())? {
@@ -214,6 +233,7 @@ pub async fn subscribe(
                 .await
                 .map_err(|e| e.to_string())?
                 .into_inner();
+            ready.notify_one();
             let mut dec = Decoder::default();
             while let Some(Frame(frame)) = stream.message().await.map_err(|e| e.to_string())? {
                 let at = Instant::now();
@@ -234,6 +254,7 @@ pub async fn subscribe(
             let (mut ws, _) = tokio_tungstenite::connect_async(ws_url)
                 .await
                 .map_err(|e| e.to_string())?;
+            ready.notify_one();
             let mut dec = Decoder::default();
             while let Some(msg) = ws.next().await {
                 let at = Instant::now();
@@ -265,6 +286,7 @@ pub fn subscribe_on_own_thread(
     url: String,
     topic: String,
     tx: UnboundedSender<Arrival>,
+    ready: Arc<Notify>,
     busy_poll: bool,
 ) -> tokio::task::JoinHandle<Result<(), String>> {
     on_own_thread(move || async move {
@@ -273,7 +295,7 @@ pub fn subscribe_on_own_thread(
         }
         let stop = tx.clone();
         tokio::select! {
-            r = subscribe(transport, url, topic, tx) => r,
+            r = subscribe(transport, url, topic, tx, ready) => r,
             () = stop.closed() => Ok(()),
         }
     })

@@ -56,6 +56,8 @@ import org.apache.jena.sys.JenaSystem;
  * subscribe HOST:PORT TOPIC N_FRAMES [NAME PREFIX DATATYPE]
  *     stdout: the statements of the first N_FRAMES frames as N-Quads
  *     stderr: offsets=o1,o2,... (the frames' metadata)
+ * relay     HOST:PORT
+ *     a server: see {@link JellyGrpcRelay}
  * </pre>
  *
  * A gRPC error prints {@code status=CODE: message} on stderr and exits with 2.
@@ -99,6 +101,10 @@ public final class JellyGrpcClient {
     public static void main(String[] args) throws Exception {
         // Initialise Jena (and Jelly's RIOT registration) before any Jena class is used.
         JenaSystem.init();
+        if (args.length >= 1 && args[0].equals("relay")) {
+            JellyGrpcRelay.main(java.util.Arrays.copyOfRange(args, 1, args.length));
+            return;
+        }
         if (args.length < 4) {
             System.err.println("usage: publish HOST:PORT TOPIC IN.nq N | subscribe HOST:PORT TOPIC N [NAME PREFIX DATATYPE]");
             System.exit(64);
