@@ -507,7 +507,7 @@ fn ingest_text(
             let text = std::str::from_utf8(body).map_err(|e| {
                 IngestError::Invalid(format!("invalid UTF-8 at byte {}", e.valid_up_to()))
             })?;
-            for (i, line) in text.lines().enumerate() {
+            for (i, line) in jelly::nquads::lines(text).enumerate() {
                 let st = jelly::nquads::parse_line(line, i + 1)
                     .map_err(|e| IngestError::Invalid(format!("syntax error: {e}")))?;
                 if let Some(st) = st {

@@ -35,12 +35,35 @@ pub struct SyntaxError {
 /// ```
 pub fn parse_document(text: &str) -> Result<Vec<Statement>, SyntaxError> {
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
+    for (i, line) in lines(text).enumerate() {
         if let Some(st) = parse_line(line, i + 1)? {
             out.push(st);
         }
     }
     Ok(out)
+}
+
+/// The lines of `text`, as [`str::lines`] cuts them (a final `\r` is dropped with the
+/// `\n`), found with a vectorized search: on the publish path of text formats, that
+/// search was a tenth of the time with the standard one.
+///
+/// ```
+/// let lines: Vec<&str> = jelly::nquads::lines("<a> <b> <c> .\r\n\n<d> <e> <f> .").collect();
+/// assert_eq!(lines, ["<a> <b> <c> .", "", "<d> <e> <f> ."]);
+/// ```
+pub fn lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (line, next) = match memchr::memchr(b'\n', rest.as_bytes()) {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, ""),
+        };
+        rest = next;
+        Some(line.strip_suffix('\r').unwrap_or(line))
+    })
 }
 
 /// Parses one line. `Ok(None)` for blank and comment lines.
@@ -174,17 +197,20 @@ impl<'a> Parser<'a> {
 
     fn iri(&mut self) -> Result<String, SyntaxError> {
         self.pos += 1;
+        // Most IRIs have no escape: copy them in one piece up to '>'.
         let mut out = String::new();
         loop {
-            let Some(c) = self.peek() else {
+            let rest = &self.s.as_bytes()[self.pos..];
+            let Some(i) = memchr::memchr2(b'>', b'\\', rest) else {
+                self.pos = self.s.len();
                 return Err(self.err("unterminated IRI"));
             };
-            self.pos += c.len_utf8();
-            match c {
-                '>' => return Ok(out),
-                '\\' => out.push(self.uchar()?),
-                c => out.push(c),
+            out.push_str(&self.s[self.pos..self.pos + i]);
+            self.pos += i + 1;
+            if rest[i] == b'>' {
+                return Ok(out);
             }
+            out.push(self.uchar()?);
         }
     }
 
@@ -216,13 +242,17 @@ impl<'a> Parser<'a> {
         self.pos += 1;
         let mut lex = String::new();
         loop {
-            let Some(c) = self.peek() else {
+            // Copy up to the next quote or escape in one piece.
+            let rest = &self.s.as_bytes()[self.pos..];
+            let Some(i) = memchr::memchr2(b'"', b'\\', rest) else {
+                self.pos = self.s.len();
                 return Err(self.err("unterminated literal"));
             };
-            self.pos += c.len_utf8();
-            match c {
-                '"' => break,
-                '\\' => {
+            lex.push_str(&self.s[self.pos..self.pos + i]);
+            self.pos += i + 1;
+            match rest[i] {
+                b'"' => break,
+                _ => {
                     let Some(k) = self.peek() else {
                         return Err(self.err("dangling backslash"));
                     };
@@ -245,7 +275,6 @@ impl<'a> Parser<'a> {
                         None => lex.push(self.uchar()?),
                     }
                 }
-                c => lex.push(c),
             }
         }
         let kind = if self.rest().starts_with("^^") {
@@ -282,33 +311,70 @@ impl<'a> Parser<'a> {
 
 pub(crate) fn write_iri(f: &mut impl fmt::Write, iri: &str) -> fmt::Result {
     f.write_char('<')?;
-    for c in iri.chars() {
-        match c {
-            '\0'..=' ' | '<' | '>' | '"' | '{' | '}' | '|' | '^' | '`' | '\\' => {
-                write!(f, "\\u{:04X}", c as u32)?
-            }
-            c => f.write_char(c)?,
-        }
-    }
+    // Every character that needs an escape is ASCII: write the runs between them whole.
+    write_escaped(f, iri, &IRI_ESCAPES, |f, b| write!(f, "\\u{:04X}", b))?;
     f.write_char('>')
 }
 
 pub(crate) fn write_lex(f: &mut impl fmt::Write, lex: &str) -> fmt::Result {
     f.write_char('"')?;
-    for c in lex.chars() {
-        match c {
-            '"' => f.write_str("\\\"")?,
-            '\\' => f.write_str("\\\\")?,
-            '\n' => f.write_str("\\n")?,
-            '\r' => f.write_str("\\r")?,
-            '\t' => f.write_str("\\t")?,
-            '\u{8}' => f.write_str("\\b")?,
-            '\u{c}' => f.write_str("\\f")?,
-            '\0'..='\u{1f}' | '\u{7f}' => write!(f, "\\u{:04X}", c as u32)?,
-            c => f.write_char(c)?,
+    write_escaped(f, lex, &LEX_ESCAPES, |f, b| match b {
+        b'"' => f.write_str("\\\""),
+        b'\\' => f.write_str("\\\\"),
+        b'\n' => f.write_str("\\n"),
+        b'\r' => f.write_str("\\r"),
+        b'\t' => f.write_str("\\t"),
+        0x08 => f.write_str("\\b"),
+        0x0c => f.write_str("\\f"),
+        b => write!(f, "\\u{:04X}", b),
+    })?;
+    f.write_char('"')
+}
+
+/// Bytes written as `\uXXXX` in an IRI. (A table lookup per byte is faster than a
+/// match on the text-output path.)
+static IRI_ESCAPES: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = matches!(
+            b as u8,
+            0..=b' ' | b'<' | b'>' | b'"' | b'{' | b'}' | b'|' | b'^' | b'`' | b'\\'
+        );
+        b += 1;
+    }
+    t
+};
+
+/// Bytes escaped in a literal's lexical form.
+static LEX_ESCAPES: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = matches!(b as u8, b'"' | b'\\' | 0..=0x1f | 0x7f);
+        b += 1;
+    }
+    t
+};
+
+/// Writes `text`, with `escape` for each byte marked in `needs_escape` (ASCII bytes
+/// only, so the runs between them are whole characters) and the runs between them as
+/// they are.
+fn write_escaped<W: fmt::Write>(
+    f: &mut W,
+    text: &str,
+    needs_escape: &[bool; 256],
+    escape: impl Fn(&mut W, u8) -> fmt::Result,
+) -> fmt::Result {
+    let mut start = 0;
+    for (i, &b) in text.as_bytes().iter().enumerate() {
+        if needs_escape[usize::from(b)] {
+            f.write_str(&text[start..i])?;
+            escape(f, b)?;
+            start = i + 1;
         }
     }
-    f.write_char('"')
+    f.write_str(&text[start..])
 }
 
 /// Writes a blank node label so that the output is valid N-Triples. Labels made only
@@ -439,5 +505,28 @@ mod tests {
         let b = TermRef::BlankNode("e-612d62").to_string();
         assert_ne!(a, b);
         assert!(a.starts_with("_:e-"));
+    }
+
+    #[test]
+    fn escapes_between_runs_of_plain_text() {
+        // Escapes at the start, in the middle and at the end, beside non-ASCII text.
+        let line = "<\\u0020é\\u003Ex\\U0001F600> <p> \"\\tä\\\"b\\\\\\u007F\\n\" .";
+        let st = parse_line(line, 1).unwrap().unwrap();
+        assert_eq!(st.subject, Term::Iri(" é>x\u{1F600}".into()));
+        let Term::Literal(l) = &st.object else {
+            panic!("object should be a literal")
+        };
+        assert_eq!(l.lex, "\tä\"b\\\u{7f}\n");
+        assert_eq!(
+            st.to_string(),
+            "<\\u0020é\\u003Ex\u{1F600}> <p> \"\\tä\\\"b\\\\\\u007F\\n\" ."
+        );
+        let e = parse_line("<s> <p> <o", 3).unwrap_err();
+        assert_eq!(
+            (e.line, e.column, e.message.as_str()),
+            (3, 11, "unterminated IRI")
+        );
+        let e = parse_line("<s> <p> \"é", 4).unwrap_err();
+        assert_eq!((e.column, e.message.as_str()), (11, "unterminated literal"));
     }
 }
