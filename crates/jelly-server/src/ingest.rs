@@ -507,8 +507,10 @@ fn ingest_text(
             let text = std::str::from_utf8(body).map_err(|e| {
                 IngestError::Invalid(format!("invalid UTF-8 at byte {}", e.valid_up_to()))
             })?;
+            let mut parser = jelly::nquads::LineParser::default();
             for (i, line) in jelly::nquads::lines(text).enumerate() {
-                let st = jelly::nquads::parse_line(line, i + 1)
+                let st = parser
+                    .parse(line, i + 1)
                     .map_err(|e| IngestError::Invalid(format!("syntax error: {e}")))?;
                 if let Some(st) = st {
                     if format == InputFormat::NTriples && st.graph.is_some() {
@@ -517,7 +519,7 @@ fn ingest_text(
                             i + 1
                         )));
                     }
-                    g.add(st.as_ref())?;
+                    g.add(st)?;
                 }
             }
         }
