@@ -19,6 +19,7 @@ B=target/release/serve_bench
 IN=../shared/datasets/iot-assist-weather/iot-assist-weather.nt
 
 : > "$OUT/peers-grpc.jsonl"
+: > "$OUT/peers-ztreamy.jsonl"
 echo "== gRPC latency: jellyfish, jvm-relay" >&2
 $B latency --transport grpc --servers jellyfish,jvm-relay --input "$IN" \
   --sizes 5,50,200 --intervals-us 10000,1000,100 >> "$OUT/peers-grpc.jsonl"

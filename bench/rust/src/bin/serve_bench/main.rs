@@ -8,11 +8,12 @@
 //!             [--items 2000] [--jelly target/release/jelly] [--busy-poll]
 //!             [--server-config 'worker_threads = 1']…
 //! both:       [--servers jellyfish,jvm-relay] [--relay-jar bench/jvm-grpc/target/jelly-jvm-grpc-client.jar]
-//!             [--warmup-statements 1000000] [--warmup-rounds 3]
+//!             [--warmup-statements N] [--warmup-rounds 3]
 //! ```
 //!
 //! Before it is measured, each server carries `--warmup-rounds` passes of
-//! `--warmup-statements` statements on a topic of its own (0 skips them).
+//! `--warmup-statements` statements on a topic of its own: by default 1M when
+//! `jvm-relay` is among the servers (so that it runs JIT-compiled code), else none.
 //!
 //! `--servers` runs every measurement against each server in turn, in one run: the
 //! peer `jvm-relay` is the grpc-java relay on Jelly-JVM's codec of `bench/jvm-grpc`
@@ -67,7 +68,8 @@ struct Args {
     servers: Vec<Server>,
     /// The jar of the `jvm-relay` peer.
     relay_jar: PathBuf,
-    /// Statements sent through each server before it is measured ([`warm_up`]).
+    /// Statements sent through each server before it is measured ([`warm_up`]); by
+    /// default 1M when a JIT-compiled peer is among the servers, else none.
     warmup_statements: usize,
     /// How many times they are sent.
     warmup_rounds: usize,
@@ -118,7 +120,7 @@ fn parse_args() -> Result<Args, String> {
         server_config: Vec::new(),
         servers: vec![Server::Jellyfish],
         relay_jar: PathBuf::from("bench/jvm-grpc/target/jelly-jvm-grpc-client.jar"),
-        warmup_statements: 1_000_000,
+        warmup_statements: usize::MAX,
         warmup_rounds: 3,
     };
     let list = |v: String| -> Result<Vec<u64>, String> {
@@ -161,6 +163,13 @@ fn parse_args() -> Result<Args, String> {
             "--warmup-rounds" => a.warmup_rounds = val()?.parse().map_err(|e| format!("{e}"))?,
             other => return Err(format!("unknown flag {other}")),
         }
+    }
+    if a.warmup_statements == usize::MAX {
+        a.warmup_statements = if a.servers.contains(&Server::JvmRelay) {
+            1_000_000
+        } else {
+            0
+        };
     }
     let peer_transports = [Some(Transport::Grpc), None];
     if a.servers.contains(&Server::JvmRelay)

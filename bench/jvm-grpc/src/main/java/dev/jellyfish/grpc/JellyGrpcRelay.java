@@ -7,6 +7,7 @@ import eu.neverblink.jelly.core.ProtoDecoder;
 import eu.neverblink.jelly.core.RdfHandler;
 import eu.neverblink.jelly.core.proto.v1.RdfStreamFrame;
 import eu.neverblink.jelly.core.proto.v1.RdfStreamRow;
+import eu.neverblink.protoc.java.runtime.ProtoMessage;
 import io.grpc.Metadata;
 import io.grpc.Server;
 import io.grpc.ServerCall;
@@ -75,14 +76,13 @@ public final class JellyGrpcRelay {
         final CopyOnWriteArrayList<Subscriber> subscribers = new CopyOnWriteArrayList<>();
         long next;
 
-        /** Gives {@code frame} the next offset and hands it to every subscriber. */
-        synchronized long append(RdfStreamFrame frame) {
+        /** Gives {@code frame} the next offset (in its metadata) and hands it to every subscriber. */
+        synchronized long append(RdfStreamFrame.Mutable frame) {
             long offset = next++;
-            RdfStreamFrame.Mutable out = frame.clone();
-            out.addMetadata(RdfStreamFrame.MetadataEntry.newInstance()
+            frame.addMetadata(RdfStreamFrame.MetadataEntry.newInstance()
                 .setKey("offset")
                 .setValue(ByteString.copyFromUtf8(Long.toString(offset))));
-            byte[] bytes = out.toByteArray();
+            byte[] bytes = frame.toByteArray();
             for (Subscriber s : subscribers) {
                 s.send(bytes);
             }
@@ -162,7 +162,8 @@ public final class JellyGrpcRelay {
                     return;
                 }
                 try {
-                    RdfStreamFrame frame = RdfStreamFrame.parseFrom(message);
+                    RdfStreamFrame.Mutable frame = RdfStreamFrame.newInstance();
+                    ProtoMessage.mergeFrom(frame, message);
                     for (RdfStreamRow row : frame.getRows()) {
                         decoder.ingestRow(row);
                     }
@@ -210,15 +211,17 @@ public final class JellyGrpcRelay {
             @Override
             public void onMessage(byte[] request) {
                 String name = topicField(request);
-                if (name == null) {
+                if (name == null || name.isEmpty()) {
                     refuse(call, "the request names no topic");
                     return;
                 }
                 topic = topic(name);
                 sub = new Subscriber(call);
+                // Registered first, headers next, both under the subscriber's lock: a
+                // publish in between waits for the headers instead of being missed.
                 synchronized (sub) {
-                    call.sendHeaders(new Metadata());
                     topic.subscribers.add(sub);
+                    call.sendHeaders(new Metadata());
                 }
             }
 
@@ -241,8 +244,12 @@ public final class JellyGrpcRelay {
         };
     }
 
-    /** Field 1 (`topic`) of an `RdfStreamSubscribe` message, or null. */
+    /**
+     * Field 1 (`topic`) of an `RdfStreamSubscribe` message (the last one, as protobuf
+     * merges), or null if there is none or the message is malformed.
+     */
     static String topicField(byte[] m) {
+        String topic = null;
         int i = 0;
         while (i < m.length) {
             long[] tag = varint(m, i);
@@ -250,28 +257,33 @@ public final class JellyGrpcRelay {
                 return null;
             }
             i = (int) tag[1];
-            int wire = (int) (tag[0] & 7);
-            if (wire == 2) {
-                long[] len = varint(m, i);
-                if (len == null || len[1] + len[0] > m.length) {
+            switch ((int) (tag[0] & 7)) {
+                case 0 -> {
+                    long[] v = varint(m, i);
+                    if (v == null) {
+                        return null;
+                    }
+                    i = (int) v[1];
+                }
+                case 1 -> i += 8;
+                case 5 -> i += 4;
+                case 2 -> {
+                    long[] len = varint(m, i);
+                    if (len == null || len[0] < 0 || len[0] > m.length - len[1]) {
+                        return null;
+                    }
+                    int start = (int) len[1];
+                    if (tag[0] >>> 3 == 1) {
+                        topic = new String(m, start, (int) len[0], StandardCharsets.UTF_8);
+                    }
+                    i = start + (int) len[0];
+                }
+                default -> {
                     return null;
                 }
-                int start = (int) len[1];
-                if (tag[0] >>> 3 == 1) {
-                    return new String(m, start, (int) len[0], StandardCharsets.UTF_8);
-                }
-                i = start + (int) len[0];
-            } else if (wire == 0) {
-                long[] v = varint(m, i);
-                if (v == null) {
-                    return null;
-                }
-                i = (int) v[1];
-            } else {
-                return null;
             }
         }
-        return null;
+        return i == m.length ? topic : null;
     }
 
     /** A varint at {@code i}: its value and the index after it, or null if cut short. */
