@@ -311,7 +311,7 @@ impl Delivery {
             OutFormat::NQuads | OutFormat::NTriples => {
                 while let Some(ev) = cur.next_event().map_err(|e| err(e.to_string()))? {
                     if let Event::Statement(st) = ev {
-                        let _ = writeln!(out, "{st}");
+                        jelly::nquads::write_statement_line(out, st);
                     }
                 }
             }
