@@ -106,10 +106,15 @@ def http_post(hosthdr, path, ctype, body):
 
 
 def simple_request(host, port, method, path, body=b'', ctype=b'application/octet-stream'):
+    return roundtrip(host, port, method + b' ' + path + b' HTTP/1.1\r\nHost: x\r\nContent-Type: '
+                     + ctype + b'\r\nContent-Length: ' + str(len(body)).encode()
+                     + b'\r\nConnection: close\r\n\r\n' + body)
+
+
+def roundtrip(host, port, req):
+    """Sends one request on a connection of its own; the first response (status, body)."""
     with socket.create_connection((host, port), timeout=10) as s:
-        s.sendall(method + b' ' + path + b' HTTP/1.1\r\nHost: x\r\nContent-Type: ' + ctype
-                  + b'\r\nContent-Length: ' + str(len(body)).encode()
-                  + b'\r\nConnection: close\r\n\r\n' + body)
+        s.sendall(req)
         r = ResponseReader()
         while not r.responses:
             d = s.recv(65536)
@@ -382,15 +387,7 @@ def run_cell(server, cell, payloads, interval_ns, settle_s):
 
 
 def simple_request_raw(server, req):
-    with socket.create_connection((server.host, server.port), timeout=10) as s:
-        s.sendall(req)
-        r = ResponseReader()
-        while not r.responses:
-            d = s.recv(65536)
-            if not d:
-                break
-            r.feed(d)
-    return r.responses[0] if r.responses else (0, b'')
+    return roundtrip(server.host, server.port, req)
 
 
 def pct(sorted_vals, q):

@@ -330,17 +330,31 @@ impl<'a> Parser<'a> {
     /// An IRI after its '<'. Most have no escape: then it is a span of the line.
     fn iri(&mut self, scratch: &mut String) -> Result<Span, SyntaxError> {
         self.pos += 1;
+        self.delimited(b'>', "unterminated IRI", scratch, Self::uchar)
+    }
+
+    /// The text up to the byte `close`, with `unescape` reading each escape after its
+    /// backslash: a span of the line when there was none, else of `scratch`, where the
+    /// runs between escapes are copied whole.
+    fn delimited(
+        &mut self,
+        close: u8,
+        unterminated: &str,
+        scratch: &mut String,
+        unescape: impl Fn(&mut Self) -> Result<char, SyntaxError>,
+    ) -> Result<Span, SyntaxError> {
+        let s = self.s;
         let start = self.pos;
         let mut unescaped: Option<usize> = None;
         loop {
-            let rest = &self.s.as_bytes()[self.pos..];
-            let Some(i) = memchr::memchr2(b'>', b'\\', rest) else {
-                self.pos = self.s.len();
-                return Err(self.err("unterminated IRI"));
+            let rest = &s.as_bytes()[self.pos..];
+            let Some(i) = memchr::memchr2(close, b'\\', rest) else {
+                self.pos = s.len();
+                return Err(self.err(unterminated));
             };
-            let run = &self.s[self.pos..self.pos + i];
+            let run = &s[self.pos..self.pos + i];
             self.pos += i + 1;
-            if rest[i] == b'>' {
+            if rest[i] == close {
                 return Ok(match unescaped {
                     None => Span::Line(start, self.pos - 1),
                     Some(from) => {
@@ -351,8 +365,7 @@ impl<'a> Parser<'a> {
             }
             unescaped.get_or_insert(scratch.len());
             scratch.push_str(run);
-            let c = self.uchar()?;
-            scratch.push(c);
+            scratch.push(unescape(self)?);
         }
     }
 
@@ -380,56 +393,30 @@ impl<'a> Parser<'a> {
         char::from_u32(v).ok_or_else(|| self.err("escape is not a Unicode scalar value"))
     }
 
+    /// A literal's escape after its backslash: `\t`, `\n`, … or `\uXXXX`.
+    fn echar(&mut self) -> Result<char, SyntaxError> {
+        let Some(k) = self.peek() else {
+            return Err(self.err("dangling backslash"));
+        };
+        let c = match k {
+            't' => '\t',
+            'b' => '\u{8}',
+            'n' => '\n',
+            'r' => '\r',
+            'f' => '\u{c}',
+            '"' => '"',
+            '\'' => '\'',
+            '\\' => '\\',
+            _ => return self.uchar(),
+        };
+        self.pos += 1;
+        Ok(c)
+    }
+
     /// A literal after its opening quote, with its language tag or datatype.
     fn literal(&mut self, scratch: &mut String) -> Result<TermSpan, SyntaxError> {
         self.pos += 1;
-        let start = self.pos;
-        let mut unescaped: Option<usize> = None;
-        let lex = loop {
-            // Up to the next quote or escape in one piece.
-            let rest = &self.s.as_bytes()[self.pos..];
-            let Some(i) = memchr::memchr2(b'"', b'\\', rest) else {
-                self.pos = self.s.len();
-                return Err(self.err("unterminated literal"));
-            };
-            let run = &self.s[self.pos..self.pos + i];
-            self.pos += i + 1;
-            if rest[i] == b'"' {
-                break match unescaped {
-                    None => Span::Line(start, self.pos - 1),
-                    Some(from) => {
-                        scratch.push_str(run);
-                        Span::Scratch(from, scratch.len())
-                    }
-                };
-            }
-            unescaped.get_or_insert(scratch.len());
-            scratch.push_str(run);
-            let Some(k) = self.peek() else {
-                return Err(self.err("dangling backslash"));
-            };
-            let e = match k {
-                't' => Some('\t'),
-                'b' => Some('\u{8}'),
-                'n' => Some('\n'),
-                'r' => Some('\r'),
-                'f' => Some('\u{c}'),
-                '"' => Some('"'),
-                '\'' => Some('\''),
-                '\\' => Some('\\'),
-                _ => None,
-            };
-            match e {
-                Some(ch) => {
-                    self.pos += 1;
-                    scratch.push(ch);
-                }
-                None => {
-                    let c = self.uchar()?;
-                    scratch.push(c);
-                }
-            }
-        };
+        let lex = self.delimited(b'"', "unterminated literal", scratch, Self::echar)?;
         let kind = if self.rest().starts_with("^^") {
             self.pos += 2;
             if self.peek() != Some('<') {
