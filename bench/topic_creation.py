@@ -1,8 +1,11 @@
-# Describe latency of an existing topic while another client creates 300 new topics
-# (PUT), against the same with no creations (BENCHMARKS.md §5, "Session 18").
-# Usage: python3 bench/topic_creation.py target/release/jelly PORT
+# Describe latency of an existing topic while another client creates 300 new topics,
+# against the same with no creations (BENCHMARKS.md §5, "Session 18" and "Session 19").
+# Topics are made with PUT, or with `publish` by publishing one statement to each
+# (auto-creation).
+# Usage: python3 bench/topic_creation.py target/release/jelly PORT [put|publish]
 import sys, time, threading, urllib.request, subprocess, shutil, os, statistics
 jelly, port = sys.argv[1], sys.argv[2]
+by = sys.argv[3] if len(sys.argv) > 3 else "put"
 data = f"/tmp/createbench-{port}"
 shutil.rmtree(data, ignore_errors=True)
 srv = subprocess.Popen([jelly, "serve", "--listen", f"127.0.0.1:{port}", "--data", data, "--log-level", "warn"], stderr=subprocess.DEVNULL)
@@ -21,7 +24,13 @@ def phase(create):
     t0 = time.perf_counter(); n = 0
     if create:
         for i in range(300):
-            urllib.request.urlopen(urllib.request.Request(f"{base}/topics/c{create}-{i}", method="PUT", data=b"")).read(); n += 1
+            if by == "publish":
+                req = urllib.request.Request(f"{base}/topics/c{create}-{i}/items", method="POST",
+                                             data=b"<http://s> <http://p> <http://o> .\n",
+                                             headers={"Content-Type": "application/n-triples"})
+            else:
+                req = urllib.request.Request(f"{base}/topics/c{create}-{i}", method="PUT", data=b"")
+            urllib.request.urlopen(req).read(); n += 1
     else:
         time.sleep(0.4)
     stop.set(); th.join()

@@ -1,6 +1,7 @@
 //! `POST /topics/{name}/items`: publish (atomic; `?stream=true` hands over to
 //! [`super::publish_stream`]).
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use axum::Json;
@@ -16,7 +17,7 @@ use crate::ingest::{
 };
 use crate::log::LogError;
 use crate::topic::valid_name;
-use crate::topic::{TopicError, TopicOptions};
+use crate::topic::{Topic, TopicError, TopicOptions};
 
 #[derive(Debug, Deserialize, Default)]
 pub struct PublishQuery {
@@ -85,6 +86,22 @@ pub(super) fn ingest_error(e: IngestError) -> ApiError {
         IngestError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
     };
     ApiError::new(status, e.to_string())
+}
+
+/// The topic for a publish ([`crate::topic::Registry::for_publish`]). An existing
+/// topic is looked up on the async thread; creating one, which makes its files and
+/// syncs them, runs off it, so an auto-create does not stall the worker's other
+/// requests.
+pub(crate) async fn publish_topic(s: &AppState, name: &str) -> Result<Arc<Topic>, ApiError> {
+    s.topics.check_publish(name)?;
+    if let Some(t) = s.topics.get(name) {
+        return Ok(t);
+    }
+    let (s, name) = (s.clone(), name.to_string());
+    tokio::task::spawn_blocking(move || s.topics.for_publish(&name))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(ApiError::from)
 }
 
 /// Reads a whole request body of at most `max` bytes, waiting at most `idle` for each
@@ -272,7 +289,7 @@ async fn publish_inner(
                 })?
         }
         .map_err(ingest_error)?;
-        let topic = s.topics.for_publish(name)?;
+        let topic = publish_topic(s, name).await?;
         if topic.options().same_items(&options) {
             s.metrics.count_ingest(paths);
             break (topic, items);

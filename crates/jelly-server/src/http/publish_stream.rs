@@ -216,11 +216,7 @@ impl StreamPublisher {
         let topic = match &self.topic {
             Some(t) => t.clone(),
             None => {
-                let t = self
-                    .s
-                    .topics
-                    .for_publish(&self.name)
-                    .map_err(ApiError::from)?;
+                let t = super::publish::publish_topic(&self.s, &self.name).await?;
                 if !t.options().same_items(&self.options) {
                     // Created concurrently with other options; nothing was appended yet.
                     return Err(FrameError {
