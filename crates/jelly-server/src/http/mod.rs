@@ -160,6 +160,17 @@ async fn json_method_not_allowed(res: axum::response::Response) -> axum::respons
     .into_response()
 }
 
+/// Runs a registry operation that blocks on file I/O (making, syncing or removing a
+/// topic's files) off the async threads.
+pub(crate) async fn blocking<T: Send + 'static>(
+    op: impl FnOnce() -> Result<T, crate::topic::TopicError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(op)
+        .await
+        .map_err(|e| ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(ApiError::from)
+}
+
 /// Completes when the server begins to shut down.
 pub(crate) async fn wait_shutdown(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|v| *v).await;

@@ -98,10 +98,7 @@ pub(crate) async fn publish_topic(s: &AppState, name: &str) -> Result<Arc<Topic>
         return Ok(t);
     }
     let (s, name) = (s.clone(), name.to_string());
-    tokio::task::spawn_blocking(move || s.topics.for_publish(&name))
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-        .map_err(ApiError::from)
+    super::blocking(move || s.topics.for_publish(&name)).await
 }
 
 /// Reads a whole request body of at most `max` bytes, waiting at most `idle` for each

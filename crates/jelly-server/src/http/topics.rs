@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use serde_json::{Value, json};
 
-use super::{ApiError, AppState};
+use super::{ApiError, AppState, blocking};
 use crate::auth::{Caller, Right};
 use crate::topic::{RetentionChange, Topic, TopicOptions};
 
@@ -161,14 +161,4 @@ async fn options_body(body: Body) -> Result<axum::body::Bytes, ApiError> {
     axum::body::to_bytes(body, 64 << 10)
         .await
         .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "topic options over 64 KiB"))
-}
-
-/// Runs a registry operation that blocks on file I/O off the async threads.
-async fn blocking<T: Send + 'static>(
-    op: impl FnOnce() -> Result<T, crate::topic::TopicError> + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(op)
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-        .map_err(ApiError::from)
 }
