@@ -120,9 +120,10 @@ fn parse_args() -> Result<Args, String> {
         server_config: Vec::new(),
         servers: vec![Server::Jellyfish],
         relay_jar: PathBuf::from("bench/jvm-grpc/target/jelly-jvm-grpc-client.jar"),
-        warmup_statements: usize::MAX,
+        warmup_statements: 0,
         warmup_rounds: 3,
     };
+    let mut warmup_statements = None;
     let list = |v: String| -> Result<Vec<u64>, String> {
         v.split(',')
             .map(|x| x.trim().parse().map_err(|e| format!("{x}: {e}")))
@@ -158,22 +159,17 @@ fn parse_args() -> Result<Args, String> {
             }
             "--relay-jar" => a.relay_jar = PathBuf::from(val()?),
             "--warmup-statements" => {
-                a.warmup_statements = val()?.parse().map_err(|e| format!("{e}"))?
+                warmup_statements = Some(val()?.parse().map_err(|e| format!("{e}"))?)
             }
             "--warmup-rounds" => a.warmup_rounds = val()?.parse().map_err(|e| format!("{e}"))?,
             other => return Err(format!("unknown flag {other}")),
         }
     }
-    if a.warmup_statements == usize::MAX {
-        a.warmup_statements = if a.servers.contains(&Server::JvmRelay) {
-            1_000_000
-        } else {
-            0
-        };
-    }
-    let peer_transports = [Some(Transport::Grpc), None];
-    if a.servers.contains(&Server::JvmRelay)
-        && (a.transport != Transport::Grpc || !peer_transports.contains(&a.sub_transport))
+    let peer = a.servers.contains(&Server::JvmRelay);
+    a.warmup_statements = warmup_statements.unwrap_or(if peer { 1_000_000 } else { 0 });
+    if peer
+        && (a.transport, a.sub_transport.unwrap_or(a.transport))
+            != (Transport::Grpc, Transport::Grpc)
     {
         return Err("the jvm-relay peer speaks gRPC only: use --transport grpc".into());
     }
@@ -304,35 +300,35 @@ fn throughput(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
     let total = st.len();
     drop(st);
     let frames = Arc::new(frames);
+    let run = Run::new(a, physical)?;
     for &server in &a.servers {
-        throughput_of(a, rt, server, &frames, total, physical)?;
+        throughput_of(&run, rt, server, &frames, total)?;
     }
     Ok(())
 }
 
 /// One throughput run against `server`: prints its JSON line.
 fn throughput_of(
-    a: &Args,
+    run: &Run,
     rt: &tokio::runtime::Runtime,
     server: Server,
     frames: &Arc<Vec<Vec<u8>>>,
     total: usize,
-    physical: PhysicalType,
 ) -> Result<(), String> {
+    let a = run.a;
     let bytes: usize = frames.iter().map(Vec::len).sum();
     let srv = start_server(a, server)?;
     let url = srv.url.clone();
     let publish_only = std::env::var_os("SERVE_BENCH_PUBLISH_ONLY").is_some();
     let p = rt.block_on(async {
-        warm_up(a, server, &url, physical).await?;
+        warm_up(run, server, &url).await?;
         pass(
-            a,
+            run,
             server,
             &url,
             "bench",
             frames,
             total,
-            physical,
             publish_only,
             srv.pid(),
         )
@@ -344,7 +340,7 @@ fn throughput_of(
         a.transport.name(),
         frames.len(),
         a.frame,
-        a.warmup_statements,
+        run.warm.statements,
         p.secs,
         p.publish_secs,
         total as f64 / p.secs,
@@ -369,19 +365,19 @@ struct Pass {
 /// takes them, to one subscriber connected first, and waits for every statement.
 #[allow(clippy::too_many_arguments)]
 async fn pass(
-    a: &Args,
+    run: &Run<'_>,
     server: Server,
     url: &str,
     topic: &'static str,
     frames: &Arc<Vec<Vec<u8>>>,
     total: usize,
-    physical: PhysicalType,
     publish_only: bool,
     pid: u32,
 ) -> Result<Pass, String> {
+    let a = run.a;
     let ready = Arc::new(tokio::sync::Notify::new());
     if server == Server::Jellyfish {
-        transports::create_topic(url, topic, physical).await?;
+        transports::create_topic(url, topic, run.physical).await?;
     }
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let sub = tokio::spawn(transports::subscribe(
@@ -427,37 +423,55 @@ async fn pass(
     })
 }
 
-/// `--warmup-statements` through the server on a topic of its own before anything is
-/// measured, so that a JIT-compiled peer runs compiled code, as it would after minutes
-/// in service (jellyfish is compiled ahead of time; it gets the same pass).
-async fn warm_up(
-    a: &Args,
-    server: Server,
-    url: &str,
+/// What every measurement of a run shares: its arguments, the stream's physical type,
+/// and the warm-up traffic.
+struct Run<'a> {
+    a: &'a Args,
     physical: PhysicalType,
-) -> Result<(), String> {
-    if a.warmup_statements == 0 {
+    warm: Warmup,
+}
+
+/// The warm-up traffic: `--warmup-statements` statements in frames of 1,000, encoded
+/// once for every server and cell of a run.
+struct Warmup {
+    frames: Arc<Vec<Vec<u8>>>,
+    statements: usize,
+}
+
+impl<'a> Run<'a> {
+    fn new(a: &'a Args, physical: PhysicalType) -> Result<Run<'a>, String> {
+        let warm = if a.warmup_statements == 0 {
+            Warmup {
+                frames: Arc::default(),
+                statements: 0,
+            }
+        } else {
+            let st = load(&a.input, a.warmup_statements)?;
+            let frames = if a.transport.one_stream_per_request() {
+                encode_items(&st, 1000, physical)
+            } else {
+                encode_stream(&st, 1000, physical)
+            };
+            Warmup {
+                frames: Arc::new(frames),
+                statements: st.len(),
+            }
+        };
+        Ok(Run { a, physical, warm })
+    }
+}
+
+/// The run's warm-up traffic through the server, `--warmup-rounds` times, on a topic
+/// of its own before anything is measured, so that a JIT-compiled peer runs compiled
+/// code, as it would after minutes in service (jellyfish is compiled ahead of time; it
+/// gets the same pass).
+async fn warm_up(run: &Run<'_>, server: Server, url: &str) -> Result<(), String> {
+    if run.warm.statements == 0 {
         return Ok(());
     }
-    let st = load(&a.input, a.warmup_statements)?;
-    let frames = Arc::new(if a.transport.one_stream_per_request() {
-        encode_items(&st, 1000, physical)
-    } else {
-        encode_stream(&st, 1000, physical)
-    });
-    for _ in 0..a.warmup_rounds {
-        pass(
-            a,
-            server,
-            url,
-            "warmup",
-            &frames,
-            st.len(),
-            physical,
-            false,
-            0,
-        )
-        .await?;
+    for _ in 0..run.a.warmup_rounds {
+        let (frames, n) = (&run.warm.frames, run.warm.statements);
+        pass(run, server, url, "warmup", frames, n, false, 0).await?;
         if server == Server::Jellyfish {
             transports::delete_topic(url, "warmup").await?;
         }
@@ -488,6 +502,7 @@ fn latency(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
     } else {
         PhysicalType::Triples
     };
+    let run = Run::new(a, physical)?;
     for &size in &a.sizes {
         for &interval in &a.intervals_us {
             // Fewer items at long intervals keeps each run near 5 s.
@@ -501,7 +516,7 @@ fn latency(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
                 encode_stream(&st, size, physical)
             };
             for &server in &a.servers {
-                let lat = latency_of(a, rt, server, frames.clone(), interval, warmup, physical)?;
+                let lat = latency_of(&run, rt, server, frames.clone(), interval, warmup)?;
                 println!(
                     "{{\"bench\":\"latency\",\"server\":\"{}\",\"transport\":\"{}\",\"sub_transport\":\"{}\",\"busy_poll\":{},\"statements_per_item\":{size},\"interval_us\":{interval},\"items\":{},\"p50_us\":{:.1},\"p90_us\":{:.1},\"p99_us\":{:.1},\"max_us\":{:.1}}}",
                     server.name(),
@@ -522,22 +537,22 @@ fn latency(a: &Args, rt: &tokio::runtime::Runtime) -> Result<(), String> {
 
 /// One latency run against `server`: the sorted latencies (µs) after the warm-up.
 fn latency_of(
-    a: &Args,
+    run: &Run,
     rt: &tokio::runtime::Runtime,
     server: Server,
     frames: Vec<Vec<u8>>,
     interval: u64,
     warmup: usize,
-    physical: PhysicalType,
 ) -> Result<Vec<f64>, String> {
+    let a = run.a;
     let n = frames.len();
     let srv = start_server(a, server)?;
     let url = srv.url.clone();
     let topic = "lat";
     rt.block_on(async {
-        warm_up(a, server, &url, physical).await?;
+        warm_up(run, server, &url).await?;
         if server == Server::Jellyfish {
-            transports::create_topic(&url, topic, physical).await?;
+            transports::create_topic(&url, topic, run.physical).await?;
         }
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let ready = Arc::new(tokio::sync::Notify::new());

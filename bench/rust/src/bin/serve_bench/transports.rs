@@ -76,27 +76,26 @@ pub async fn create_topic(url: &str, topic: &str, physical: PhysicalType) -> Res
     } else {
         "triples"
     };
-    let r = client()
+    let put = client()
         .put(format!("{url}/topics/{topic}"))
-        .json(&serde_json::json!({ "physical": physical }))
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
-    if !r.status().is_success() {
-        return Err(format!("create topic: {}", r.status()));
-    }
-    Ok(())
+        .json(&serde_json::json!({ "physical": physical }));
+    expect_success(put, "create topic").await
 }
 
 /// Deletes the topic.
 pub async fn delete_topic(url: &str, topic: &str) -> Result<(), String> {
-    let r = client()
-        .delete(format!("{url}/topics/{topic}"))
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
+    expect_success(
+        client().delete(format!("{url}/topics/{topic}")),
+        "delete topic",
+    )
+    .await
+}
+
+/// Sends `req`; anything but a 2xx answer is an error naming `what` and the status.
+async fn expect_success(req: reqwest::RequestBuilder, what: &str) -> Result<(), String> {
+    let r = req.send().await.map_err(|e| e.to_string())?;
     if !r.status().is_success() {
-        return Err(format!("delete topic: {}", r.status()));
+        return Err(format!("{what}: {}", r.status()));
     }
     Ok(())
 }
