@@ -216,11 +216,6 @@ impl TermSpan {
             }
         }
     }
-
-    /// The owned term.
-    fn into_term(self, line: &str, scratch: &str) -> Term {
-        self.resolve(line, scratch).to_owned()
-    }
 }
 
 /// Term tokenizer over one line, shared with [`crate::rdf_patch`].
@@ -288,7 +283,7 @@ impl<'a> Parser<'a> {
         }
         let mut scratch = String::new();
         let t = self.term_span(&mut scratch)?;
-        Ok(t.into_term(self.s, &scratch))
+        Ok(t.resolve(self.s, &scratch).to_owned())
     }
 
     /// An IRI, blank node or literal (not a quoted triple), as spans; unescaped strings
