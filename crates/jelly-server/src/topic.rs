@@ -1006,6 +1006,12 @@ impl Registry {
     /// ([`TopicError::Unavailable`]).
     pub fn check_publish(&self, name: &str) -> Result<(), TopicError> {
         self.check_available(name)?;
+        self.check_not_mirrored(name)
+    }
+
+    /// Refuses a mirrored topic's name ([`TopicError::Mirrored`]): only its mirror
+    /// writes it.
+    fn check_not_mirrored(&self, name: &str) -> Result<(), TopicError> {
         match self.mirrors.get(name) {
             Some(m) => Err(TopicError::Mirrored {
                 topic: name.to_string(),
@@ -1292,13 +1298,7 @@ impl Registry {
         if !valid_name(name) {
             return Err(TopicError::BadName(name.to_string()));
         }
-        match self.mirrors.get(name) {
-            Some(m) => Err(TopicError::Mirrored {
-                topic: name.to_string(),
-                upstream: m.upstream_topic_url(),
-            }),
-            None => Ok(()),
-        }
+        self.check_not_mirrored(name)
     }
 
     /// Refuses a retention change that this server's log would not act on (a limit of
