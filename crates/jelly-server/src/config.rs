@@ -15,6 +15,7 @@
 //! cors_origins = []           # browser pages allowed to read the API from other origins; "*": any
 //! header_read_timeout_ms = 30000  # a request head (and a connection's first request); 0: none
 //! body_read_timeout_ms = 60000    # longest pause in an atomic publish's body (then 408); 0: none
+//! body_min_bytes_per_s = 1024     # slowest average rate of that body, after the first body_read_timeout_ms; 0: none
 //! http2_keepalive_ms = 60000      # HTTP/2: PING a quiet connection (dropped without an answer)
 //! tcp_keepalive_ms = 60000        # TCP keepalive probes on a quiet connection; 0: off
 //!
@@ -137,6 +138,14 @@ pub struct ServerConfig {
     /// Long-lived bodies (a streaming publish, WebSocket, gRPC) are not bounded by it:
     /// see [`crate::http`]. 0: no limit.
     pub body_read_timeout_ms: u64,
+    /// Slowest average rate, in bytes per second, at which the body of an atomic
+    /// publish may arrive. The body is due `body_read_timeout_ms` after the request
+    /// head, plus one second for every this many bytes received; a body still
+    /// incomplete then is answered with 408. Without it, a client that sends one byte
+    /// just inside every `body_read_timeout_ms` pause holds the connection for as long
+    /// as the body is long (64 MiB at one byte a minute: over a century). The default (1 KiB/s) lets any
+    /// real link through. 0: no limit.
+    pub body_min_bytes_per_s: u64,
     /// HTTP/2: a connection that has received nothing for this many milliseconds is
     /// sent a PING, and closed if the answer takes over 20 s, so that dead peers
     /// (long-lived subscriptions and publishes included) are dropped. 0: off.
@@ -297,6 +306,7 @@ impl Default for ServerConfig {
             cors_origins: Vec::new(),
             header_read_timeout_ms: 30_000,
             body_read_timeout_ms: 60_000,
+            body_min_bytes_per_s: 1024,
             http2_keepalive_ms: 60_000,
             tcp_keepalive_ms: 60_000,
         }
@@ -534,8 +544,9 @@ mod tests {
         assert_eq!(d.body_read_timeout(), Some(Duration::from_secs(60)));
         assert_eq!(d.http2_keepalive(), Some(Duration::from_secs(60)));
         assert_eq!(d.tcp_keepalive(), Some(Duration::from_secs(60)));
+        assert_eq!(d.body_min_bytes_per_s, 1024);
         let c = ServerConfig::from_toml(
-            "header_read_timeout_ms = 300\nbody_read_timeout_ms = 0\nhttp2_keepalive_ms = 0\ntcp_keepalive_ms = 0\n",
+            "header_read_timeout_ms = 300\nbody_read_timeout_ms = 0\nhttp2_keepalive_ms = 0\ntcp_keepalive_ms = 0\nbody_min_bytes_per_s = 0\n",
             "x.toml",
         )
         .unwrap();
@@ -543,6 +554,7 @@ mod tests {
         assert_eq!(c.body_read_timeout(), None);
         assert_eq!(c.http2_keepalive(), None);
         assert_eq!(c.tcp_keepalive(), None);
+        assert_eq!(c.body_min_bytes_per_s, 0);
     }
 
     #[test]

@@ -261,6 +261,61 @@ async fn a_stalled_publish_body_gets_408() {
 }
 
 #[tokio::test]
+async fn a_drip_fed_publish_body_gets_408() {
+    // Two bytes every 100 ms never pause for the 300 ms limit, but average 20 bytes/s,
+    // far under the default body_min_bytes_per_s (1024): the body is due 300 ms after
+    // the head plus a second per 1024 bytes, and is answered 408 then.
+    let srv = start_short().await;
+    let tcp = TcpStream::connect(srv.local_addr()).await.unwrap();
+    let (mut rd, mut wr) = tcp.into_split();
+    let body = nquads(30);
+    let head = format!(
+        "POST /topics/drip/items HTTP/1.1\r\nHost: x\r\nContent-Type: {NQ}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    wr.write_all(head.as_bytes()).await.unwrap();
+    let t0 = Instant::now();
+    let drip = tokio::spawn(async move {
+        for piece in body.as_bytes().chunks(2) {
+            if wr.write_all(piece).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    let mut got = Vec::new();
+    let read = async {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = rd.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), read)
+        .await
+        .expect("answered and closed within 5 s");
+    let took = t0.elapsed();
+    drip.abort();
+    assert!(took >= SHORT - Duration::from_millis(50), "{took:?}");
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    let v: Value = serde_json::from_str(&text[text.find("\r\n\r\n").unwrap() + 4..]).unwrap();
+    assert_eq!(v["body_min_bytes_per_s"], 1024, "{v}");
+    let received = v["received_bytes"].as_u64().unwrap();
+    assert!((4..100).contains(&received), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("too slow"), "{v}");
+    // Nothing was published.
+    let r = client()
+        .get(format!("{}/topics/drip", srv.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
 async fn a_slow_but_steady_publish_body_is_accepted() {
     // The limit is on pauses, not on the whole upload: three pieces 200 ms apart
     // (600 ms in all, twice the limit) go through.

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::body::Body;
@@ -101,26 +102,53 @@ pub(crate) async fn publish_topic(s: &AppState, name: &str) -> Result<Arc<Topic>
     super::blocking(move || s.topics.for_publish(&name)).await
 }
 
-/// Reads a whole request body of at most `max` bytes, waiting at most `idle` for each
-/// piece of it (413 over the limit, 408 on a pause, 400 when the connection breaks).
+/// What bounds the body of an atomic publish: its size, its pauses and its pace.
+struct BodyLimits {
+    /// Most bytes (then 413).
+    max: usize,
+    /// Longest wait for the next piece (then 408); also the grace before `min_rate`.
+    idle: Option<Duration>,
+    /// Slowest average rate in bytes per second (then 408); only with `idle`.
+    min_rate: Option<u64>,
+}
+
+impl BodyLimits {
+    fn of(config: &crate::config::ServerConfig) -> BodyLimits {
+        BodyLimits {
+            max: config.max_body_bytes,
+            idle: config.body_read_timeout(),
+            min_rate: Some(config.body_min_bytes_per_s).filter(|&r| r > 0),
+        }
+    }
+
+    /// When a body of which `received` bytes have come, started at `start`, is due:
+    /// the grace `idle`, plus a second for every `min_rate` bytes. `None`: never.
+    fn due(&self, start: Instant, received: usize) -> Option<Instant> {
+        let (grace, rate) = (self.idle?, self.min_rate?);
+        let earned = Duration::from_secs_f64(received as f64 / rate as f64);
+        start.checked_add(grace)?.checked_add(earned)
+    }
+}
+
+/// Reads a whole request body within `limits` (413 over the size, 408 on a pause or
+/// when it comes too slowly, 400 when the connection breaks).
 ///
 /// An atomic publish is a bounded upload, so a client that stops sending in the middle
 /// is stuck or hostile (a slowloris body: announce a length, send part of it): without
-/// a bound it would hold the connection and the partial body for ever. The pause, not
-/// the whole upload, is bounded, so a large body on a slow link still gets through.
+/// a bound it would hold the connection and the partial body for ever. Pauses are
+/// bounded, and so is the pace (`body_min_bytes_per_s`, after a grace of one pause):
+/// a client that sends a byte just inside every pause would otherwise hold the
+/// connection for as long as its body is long. A large body on a slow but real link
+/// still gets through.
 /// Long-lived bodies are deliberately not bounded this way: a streaming publish
 /// (`?stream=true`), a WebSocket or a gRPC publish may stay quiet for hours between
 /// items, as a sensor does between readings. Their dead peers are dropped by the
-/// HTTP/2 keep-alive PINGs (`http2_keepalive_ms`) and, for WebSocket, by the server's
-/// pings (an HTTP/1 streaming publish from a peer that vanished without closing is
-/// not noticed: there is no TCP keep-alive yet); `max_connections_per_ip` bounds what
-/// one client can hold open.
-async fn read_body(
-    mut body: Body,
-    max: usize,
-    idle: Option<std::time::Duration>,
-) -> Result<bytes::Bytes, ApiError> {
+/// HTTP/2 keep-alive PINGs (`http2_keepalive_ms`), TCP keepalive probes
+/// (`tcp_keepalive_ms`) and, for WebSocket, the server's pings;
+/// `max_connections_per_ip` bounds what one client can hold open.
+async fn read_body(mut body: Body, limits: &BodyLimits) -> Result<bytes::Bytes, ApiError> {
     use http_body_util::BodyExt as _;
+    let max = limits.max;
     let too_large = || {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -132,22 +160,24 @@ async fn read_body(
     if http_body::Body::size_hint(&body).lower() > max as u64 {
         return Err(too_large());
     }
+    let start = Instant::now();
     let mut chunks: Vec<bytes::Bytes> = Vec::new();
     let mut len = 0usize;
     loop {
-        let frame = match idle {
-            Some(d) => tokio::time::timeout(d, body.frame()).await.map_err(|_| {
-                let ms = d.as_millis() as u64;
-                ApiError::new(
-                    StatusCode::REQUEST_TIMEOUT,
-                    format!(
-                        "no request body bytes for {ms} ms after {len} bytes: the body is \
-                         incomplete (body_read_timeout_ms)"
-                    ),
-                )
-                .with("body_read_timeout_ms", ms)
-                .with("received_bytes", len)
-            })?,
+        let due = limits.due(start, len);
+        let wait = match (limits.idle, due) {
+            (Some(idle), Some(due)) => {
+                Some(idle.min(due.saturating_duration_since(Instant::now())))
+            }
+            (idle, _) => idle,
+        };
+        let frame = match wait {
+            // `timeout` polls the body first, so a piece that is already there is
+            // taken even when the wait is zero.
+            Some(d) => match tokio::time::timeout(d, body.frame()).await {
+                Ok(frame) => frame,
+                Err(_) => return Err(too_slow(limits, start, len, due)),
+            },
             None => body.frame().await,
         };
         let Some(frame) = frame else { break };
@@ -175,6 +205,36 @@ async fn read_body(
             bytes::Bytes::from(all)
         }
     })
+}
+
+/// The 408 of a body that stopped (a pause over `idle`) or came too slowly (past
+/// `due`, the deadline its pace earned), after `len` bytes.
+fn too_slow(limits: &BodyLimits, start: Instant, len: usize, due: Option<Instant>) -> ApiError {
+    let elapsed_ms = start.elapsed().as_millis() as u64;
+    if let (Some(due), Some(rate)) = (due, limits.min_rate)
+        && Instant::now() >= due
+    {
+        return ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "request body too slow: {len} bytes in {elapsed_ms} ms, under the \
+                 {rate} bytes/s it must average (body_min_bytes_per_s)"
+            ),
+        )
+        .with("body_min_bytes_per_s", rate)
+        .with("received_bytes", len)
+        .with("elapsed_ms", elapsed_ms);
+    }
+    let ms = limits.idle.map_or(0, |d| d.as_millis() as u64);
+    ApiError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        format!(
+            "no request body bytes for {ms} ms after {len} bytes: the body is \
+             incomplete (body_read_timeout_ms)"
+        ),
+    )
+    .with("body_read_timeout_ms", ms)
+    .with("received_bytes", len)
 }
 
 /// Decodes and checks the whole body, then appends all its items as one batch.
@@ -259,7 +319,7 @@ async fn publish_inner(
         )
     })?;
     let meta = meta_from(headers, q)?;
-    let body = read_body(body, s.config.max_body_bytes, s.config.body_read_timeout()).await?;
+    let body = read_body(body, &BodyLimits::of(&s.config)).await?;
 
     // Check the body against the topic's options (or the defaults for a new topic)
     // before the topic is created, so a refused body creates nothing.
