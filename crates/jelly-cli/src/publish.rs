@@ -201,13 +201,7 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
         }
         let (status, text) = rt.block_on(crate::server_client::send(req, &a.server))?;
         if !status.is_success() {
-            let msg = crate::server_client::refusal_message(&text);
-            let err = format!("{name}: the server refused it ({status}): {msg}");
-            return Err(state(if status.is_client_error() {
-                CliError::invalid(err)
-            } else {
-                CliError::usage(err)
-            }));
+            return Err(state(crate::server_client::refused(&name, status, &text)));
         }
         println!("{}", text.trim());
         if !quiet {

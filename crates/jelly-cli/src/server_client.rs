@@ -86,6 +86,29 @@ pub fn refusal_message(text: &str) -> String {
         .unwrap_or_else(|| text.to_string())
 }
 
+/// The error of a request about `what` that the server answered with `status` (not a
+/// success) and `text`: a 4xx is a refusal of what was asked (exit 1), a 5xx a server
+/// that cannot take it now (unavailable, out of topics or storage: exit 2, like a
+/// server that cannot be reached).
+///
+/// ```
+/// use jelly_cli::server_client::refused;
+/// let e = refused("t", reqwest::StatusCode::NOT_FOUND, r#"{"error": "no such topic"}"#);
+/// assert_eq!((e.code, e.message.as_str()), (1, "t: the server refused it (404 Not Found): no such topic"));
+/// assert_eq!(refused("t", reqwest::StatusCode::INSUFFICIENT_STORAGE, "").code, 2);
+/// ```
+pub fn refused(what: &str, status: reqwest::StatusCode, text: &str) -> CliError {
+    let msg = format!(
+        "{what}: the server refused it ({status}): {}",
+        refusal_message(text)
+    );
+    if status.is_client_error() {
+        CliError::invalid(msg)
+    } else {
+        CliError::usage(msg)
+    }
+}
+
 /// An HTTP error with its causes (see [`jelly_server::mirror::describe`]).
 pub fn describe(e: &reqwest::Error) -> String {
     jelly_server::mirror::describe(e)

@@ -24,8 +24,9 @@ options are fixed when a topic is created. `delete` removes the topic and its lo
 subscribers' streams end, and a later publish of the same name starts a new topic at
 offset 0. Creating, altering and deleting need the admin right on a server with tokens.
 
-Exit codes: 0 done, 1 refused by the server (unknown topic, conflicting options, no
-right), 2 usage error or the server cannot be reached.";
+Exit codes: 0 done, 1 refused by the server (a 4xx answer: unknown topic, conflicting
+options, no right), 2 usage error, the server cannot be reached or cannot take it now
+(a 5xx answer: unavailable, out of topics or storage).";
 
 #[derive(Debug, Args)]
 pub struct TopicsArgs {
@@ -127,12 +128,7 @@ fn expect_success(what: &str, (status, text): (reqwest::StatusCode, String)) -> 
     if status.is_success() {
         return Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)));
     }
-    let msg = crate::server_client::refusal_message(&text);
-    // Whatever the server answered is its refusal (exit 1): exit 2 is for usage errors
-    // and a server that cannot be reached.
-    Err(CliError::invalid(format!(
-        "{what}: the server refused it ({status}): {msg}"
-    )))
+    Err(crate::server_client::refused(what, status, &text))
 }
 
 /// The path of a topic, with its name checked first: a name with `/` or `?` would

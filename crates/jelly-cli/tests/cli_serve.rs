@@ -991,6 +991,14 @@ fn serve_set_overrides_config_keys() {
     let r = jelly(&["publish", "b", "-", "--server", &url, "-q"], Some(nt));
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("max_topics"), "{}", r.stderr);
+    // `topics create` answers the same limit the same way (`jelly topics --help`).
+    let r = jelly(&["topics", "create", "c", "--server", &url], None);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("507") && r.stderr.contains("max_topics"),
+        "{}",
+        r.stderr
+    );
     assert_eq!(srv.stop(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
