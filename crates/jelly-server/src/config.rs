@@ -503,27 +503,41 @@ fn apply_set(table: &mut toml::Table, set: &str) -> Result<(), String> {
         Err(_) if value.contains('\n') => return Err("the value must be one line".into()),
         Err(_) => toml::Value::String(value.to_string()),
     };
-    let parts: Vec<&str> = key
-        .trim()
-        .split('.')
-        .map(|p| p.trim().trim_matches('"'))
-        .collect();
-    if parts.iter().any(|p| p.is_empty()) {
-        return Err(format!("bad key `{}`", key.trim()));
-    }
+    let parts = key_path(key.trim())?;
     let (last, tables) = parts.split_last().ok_or("empty key")?;
     let mut at = table;
     for part in tables {
         let entry = at
-            .entry((*part).to_string())
+            .entry(part.clone())
             .or_insert_with(|| toml::Value::Table(toml::Table::new()));
         at = match entry {
             toml::Value::Table(t) => t,
             _ => return Err(format!("`{part}` is not a table")),
         };
     }
-    at.insert((*last).to_string(), value);
+    at.insert(last.clone(), value);
     Ok(())
+}
+
+/// The parts of a dotted TOML key, read by TOML's own rules: `a.b` is two parts,
+/// `a."b.c"` two as well (a quoted part may hold dots), and whitespace around the dots
+/// is allowed.
+fn key_path(key: &str) -> Result<Vec<String>, String> {
+    let bad = || format!("bad key `{key}`");
+    // A key alone is not a TOML document; a key with a placeholder value is.
+    let mut t: toml::Table = toml::from_str(&format!("{key} = 0")).map_err(|_| bad())?;
+    let mut parts = Vec::new();
+    loop {
+        let mut entries = std::mem::take(&mut t).into_iter();
+        let (Some((k, v)), None) = (entries.next(), entries.next()) else {
+            return Err(bad());
+        };
+        parts.push(k);
+        match v {
+            toml::Value::Table(inner) => t = inner,
+            _ => return Ok(parts),
+        }
+    }
 }
 
 /// A duration in milliseconds where 0 means none.
@@ -622,6 +636,26 @@ mod tests {
         )
         .unwrap();
         assert_eq!((c.max_topics, c.cors_origins.len()), (7, 2));
+        // Dotted keys by TOML's rules: quoted parts, spaces around the dots.
+        let c = ServerConfig::from_toml_with(
+            "",
+            "x.toml",
+            &sets(&[
+                "\"topic_defaults\".\"retention_ms\"=5",
+                "topic_defaults . retention_items=6",
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                c.topic_defaults.retention_ms,
+                c.topic_defaults.retention_items
+            ),
+            (5, 6)
+        );
+        // A quoted part keeps its dot: one key `max.topics`, which is unknown.
+        let e = error("", &["\"max.topics\"=1"]);
+        assert!(e.contains("unknown field `max.topics`"), "{e}");
         // The error names the setting that is wrong, not all of them.
         let e = error("", &["max_topics=5", "durability=bogus", "reuse_port=true"]);
         assert!(e.starts_with("--set durability=bogus: "), "{e}");
