@@ -298,6 +298,93 @@ async fn an_unavailable_topic_can_be_deleted_and_published_again() {
     srv.shutdown().await.unwrap();
 }
 
+/// Makes `dir` refuse to have entries renamed or removed, until dropped: immutable
+/// (`chattr +i`) for root, whom permissions do not stop, else read-only. Checked with
+/// a probe rename, so a machine where neither works fails here, loudly.
+struct NoRenames<'a>(&'a Path);
+
+impl<'a> NoRenames<'a> {
+    fn new(dir: &'a Path) -> NoRenames<'a> {
+        use std::os::unix::fs::PermissionsExt as _;
+        let probe = dir.join("probe");
+        std::fs::create_dir(&probe).unwrap();
+        let root = std::fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+        if root {
+            let st = std::process::Command::new("chattr")
+                .arg("+i")
+                .arg(dir)
+                .status()
+                .unwrap();
+            assert!(st.success(), "chattr +i {} failed", dir.display());
+        } else {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+        }
+        let guard = NoRenames(dir);
+        assert!(
+            std::fs::rename(&probe, dir.join("probe2")).is_err(),
+            "{} still allows renames (root: {root})",
+            dir.display()
+        );
+        guard
+    }
+}
+
+impl Drop for NoRenames<'_> {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt as _;
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(self.0)
+            .status();
+        let _ = std::fs::set_permissions(self.0, std::fs::Permissions::from_mode(0o755));
+        let _ = std::fs::remove_dir(self.0.join("probe"));
+    }
+}
+
+#[tokio::test]
+async fn a_deletion_whose_files_cannot_move_leaves_them_and_can_be_retried() {
+    // The topic's directory cannot be renamed away: the DELETE fails, the files stay
+    // whole, the name is neither served nor created again over them, and a DELETE
+    // after the cause is gone succeeds.
+    let dir = TempDir::new("delete-stuck");
+    let srv = start_file(&dir.0).await;
+    let (c, base) = (client(), srv.url());
+    publish(&c, &base, "t", items(3, 0)).await;
+    let seg = dir.0.join("t/log/00000000000000000000.seg");
+    let before = std::fs::read(&seg).unwrap();
+    {
+        let _locked = NoRenames::new(&dir.0);
+        let (status, v) = delete(&c, &base, "t").await;
+        assert!(status.is_server_error(), "{status} {v}");
+        assert!(v["error"].as_str().unwrap().contains("/t"), "{v}");
+        let r = get(&c, &format!("{base}/topics/t")).await;
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let v: Value = r.json().await.unwrap();
+        assert!(
+            v["error"].as_str().unwrap().contains("deletion failed"),
+            "{v}"
+        );
+        let r = c
+            .post(format!("{base}/topics/t/items"))
+            .header("content-type", JELLY)
+            .body(items(1, 9))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+    assert_eq!(std::fs::read(&seg).unwrap(), before, "files changed");
+    let (status, v) = delete(&c, &base, "t").await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert!(entries(&dir.0).is_empty(), "{:?}", entries(&dir.0));
+    let v = publish(&c, &base, "t", items(1, 0)).await;
+    assert_eq!(v["offsets"], serde_json::json!([0]));
+    srv.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn files_of_a_deletion_cut_short_are_removed_at_startup() {
     // A crash after the rename that takes a deleted topic's directory away, before
