@@ -4,11 +4,11 @@ use std::io::Read;
 
 use jelly::oxrdf_adapter::from_ox_quad;
 use jelly::{Statement, Term};
-use oxrdfio::{RdfParseError, RdfParser};
 
 use crate::error::{CliError, CliResult};
 use crate::format::Format;
 use crate::io::open_input;
+use crate::rdf_source::RdfSource;
 
 /// The statements of a Jelly file, in order (a stream written by another tool, to
 /// compare with).
@@ -58,18 +58,9 @@ pub fn read_rdf_file(path: &str, format: Option<Format>) -> CliResult<Vec<Statem
         }
         _ => {
             let mut out = Vec::new();
-            for q in RdfParser::from_format(format.oxrdfio()).for_reader(reader) {
-                let q = q.map_err(|e| match e {
-                    RdfParseError::Syntax(s) => match s.location() {
-                        Some(l) => CliError::invalid(format!(
-                            "{name}:{}:{}: {s}",
-                            l.start.line + 1,
-                            l.start.column + 1
-                        )),
-                        None => CliError::invalid(format!("{name}: {s}")),
-                    },
-                    RdfParseError::Io(io) => CliError::io(&name, &io),
-                })?;
+            let mut it = RdfSource::new(format, None, reader)?;
+            while let Some(q) = it.next_quad(&name) {
+                let q = q?;
                 let mut holder = None;
                 let mut st = from_ox_quad(q.as_ref(), &mut holder).to_owned();
                 if st.graph == Some(Term::DefaultGraph) {

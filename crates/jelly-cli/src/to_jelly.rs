@@ -4,7 +4,6 @@ use std::io;
 
 use jelly::oxrdf_adapter::from_ox_quad;
 use jelly::{PhysicalType, StatementRef, StreamOptions};
-use oxrdfio::{RdfParseError, RdfParser};
 use oxttl::{NQuadsParser, NTriplesParser};
 
 use crate::cli::{FramePer, ToJellyArgs};
@@ -13,6 +12,7 @@ use crate::common::{for_each_nquads_line, input_io_err};
 use crate::error::{CliError, CliResult};
 use crate::format::{Format, is_jelly_path};
 use crate::io::{Input, Output, Progress, display_name, open_input, open_output};
+use crate::rdf_source::RdfSource;
 
 /// Picks the format of `input`.
 pub fn input_format(input: &str, given: Option<Format>) -> CliResult<Format> {
@@ -138,20 +138,6 @@ fn star_hint(mut e: CliError) -> CliError {
     e
 }
 
-fn rdf_err(name: &str, e: RdfParseError) -> CliError {
-    match e {
-        RdfParseError::Syntax(s) => match s.location() {
-            Some(l) => CliError::invalid(format!(
-                "{name}:{}:{}: {s}",
-                l.start.line + 1,
-                l.start.column + 1
-            )),
-            None => CliError::invalid(format!("{name}: {s}")),
-        },
-        RdfParseError::Io(io) => input_io_err(name, io),
-    }
-}
-
 /// Skips a UTF-8 byte-order mark at the start of a text input: editors on some
 /// systems write one, and the RDF syntaxes do not allow it where a statement begins.
 fn skip_bom(r: &mut Box<dyn io::BufRead>) -> io::Result<()> {
@@ -185,17 +171,11 @@ fn convert_one<W: io::Write>(
             convert_lines(input.reader, format == Format::Nq, &name, w, progress)?;
         }
         _ => {
-            let mut parser = RdfParser::from_format(format.oxrdfio());
-            if let Some(b) = base_iri {
-                parser = parser
-                    .with_base_iri(b)
-                    .map_err(|e| CliError::usage(format!("--base-iri {b}: {e}")))?;
-            }
-            let mut it = parser.for_reader(input.reader);
+            let mut it = RdfSource::new(format, base_iri, input.reader)?;
             let mut ns = NamespaceTracker::default();
             let want_ns = w.ns_enabled();
-            while let Some(q) = it.next() {
-                let q = q.map_err(|e| rdf_err(&name, e))?;
+            while let Some(q) = it.next_quad(&name) {
+                let q = q?;
                 n += 1;
                 if want_ns {
                     for (p, iri) in ns.changes(it.prefixes()) {

@@ -324,6 +324,47 @@ fn syntax_error_line_is_exact_beyond_the_first_chunk() {
     assert_eq!(n, 39_999);
 }
 
+/// RDF/XML errors name the line and column too (the parser only tells a byte offset),
+/// from a file, from stdin, deep into the input, and through `rdf-patch`'s reader.
+#[test]
+fn rdfxml_syntax_errors_have_line_and_column() {
+    let d = tmp("rdfxml-error");
+    let mut xml = String::from(
+        "<?xml version=\"1.0\"?>\n<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\" xmlns:ex=\"http://ex.org/\">\n",
+    );
+    // About 1 MB of good descriptions (lines 3 to 20002), far past what the position
+    // tracker keeps, then a bad IRI on line 20003, after `   <ex:q rdf:resource=`.
+    for i in 0..20_000 {
+        xml.push_str(&format!(
+            "<rdf:Description rdf:about=\"http://ex.org/s{i}\"><ex:p>é {i}</ex:p></rdf:Description>\n"
+        ));
+    }
+    xml.push_str("<rdf:Description rdf:about=\"http://ex.org/z\"><ex:q rdf:resource=\"bad iri\"/></rdf:Description>\n</rdf:RDF>\n");
+    let file = d.join("late.rdf");
+    std::fs::write(&file, &xml).unwrap();
+    let out = d.join("late.jelly");
+    let r = jelly(&["rdf", "to-jelly", s(&file), "-o", s(&out)], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    // The parser stands at the end of the `<ex:q …/>` tag: column 76.
+    let want = "late.rdf:20003:76: error while parsing IRI 'bad iri'";
+    assert!(r.stderr.contains(want), "{}", r.stderr);
+    let r = jelly(
+        &["rdf", "to-jelly", "--in-format", "rdfxml", "-o", s(&out)],
+        Some(xml.as_bytes()),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("<stdin>:20003:76: "), "{}", r.stderr);
+    // Without the bad line it converts completely.
+    let good = xml.replace(
+        " rdf:resource=\"bad iri\"",
+        " rdf:resource=\"http://ex.org/o\"",
+    );
+    std::fs::write(&file, good).unwrap();
+    ok(&["rdf", "to-jelly", s(&file), "-o", s(&out)], None);
+    let n: usize = frames(&out).iter().map(Vec::len).sum();
+    assert_eq!(n, 20_001);
+}
+
 /// A failing command leaves its output file as it was (bad arguments, a missing input,
 /// bad input halfway through), and an output that is also the input is read whole
 /// before it is replaced.

@@ -539,10 +539,35 @@ fn ingest_text(
                 ))?;
             }
         }
-        InputFormat::TriG | InputFormat::RdfXml | InputFormat::JsonLd => {
+        InputFormat::RdfXml => {
+            // Parsed without oxrdfio, whose RDF/XML errors tell no position: the
+            // parser's byte offset at the error gives its line and column.
+            let mut p = oxrdfxml::RdfXmlParser::new();
+            if let Some(b) = &meta.base_iri {
+                p = p
+                    .with_base_iri(b.as_str())
+                    .map_err(|e| IngestError::Invalid(format!("bad base IRI: {e}")))?;
+            }
+            let mut it = p.for_slice(body);
+            while let Some(t) = it.next() {
+                let t = t.map_err(|e| {
+                    let byte = usize::try_from(it.buffer_position()).unwrap_or(usize::MAX);
+                    let at = jelly::text_position::position_in(body, byte);
+                    IngestError::Invalid(format!(
+                        "syntax error at line {} column {} (byte {byte}): {e}",
+                        at.line, at.column
+                    ))
+                })?;
+                let mut holder = None;
+                g.add(jelly::oxrdf_adapter::from_ox_triple(
+                    t.as_ref(),
+                    &mut holder,
+                ))?;
+            }
+        }
+        InputFormat::TriG | InputFormat::JsonLd => {
             let f = match format {
                 InputFormat::TriG => oxrdfio::RdfFormat::TriG,
-                InputFormat::RdfXml => oxrdfio::RdfFormat::RdfXml,
                 _ => oxrdfio::RdfFormat::JsonLd {
                     profile: oxrdfio::JsonLdProfileSet::empty(),
                 },

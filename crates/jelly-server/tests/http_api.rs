@@ -1690,6 +1690,20 @@ async fn publish_rdf_xml_and_json_ld() {
     let bad = "<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\"><rdf:Description";
     let r = publish(&c, &url, "application/rdf+xml", bad.into()).await;
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    // RDF/XML errors tell their line and column (the end of the tag at fault).
+    let bad = "<?xml version=\"1.0\"?>\n<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\">\n  <rdf:Description rdf:about=\"bad iri\"/>\n</rdf:RDF>\n";
+    let r = publish(&c, &url, "application/rdf+xml", bad.into()).await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let e = r.json::<serde_json::Value>().await.unwrap()["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.starts_with(
+            "syntax error at line 3 column 41 (byte 128): error while parsing IRI 'bad iri'"
+        ),
+        "{e}"
+    );
     assert_eq!(describe(&c, &base, "x").await["next_offset"], 2);
 
     let text = c

@@ -5,13 +5,14 @@ use std::io;
 use jelly::nquads::NQuadsWriter;
 use jelly::oxrdf_adapter::from_ox_quad;
 use jelly::{Event, Statement};
-use oxrdfio::{RdfParseError, RdfParser, RdfSerializer};
+use oxrdfio::RdfSerializer;
 
 use super::common::{Dataset, normalize};
-use crate::common::{for_each_nquads_line, input_io_err};
+use crate::common::for_each_nquads_line;
 use crate::error::{CliError, CliResult, decode_error};
 use crate::format::{Format, is_jelly_path};
 use crate::io::{Output, Progress, open_input};
+use crate::rdf_source::RdfSource;
 
 /// A loaded RDF file.
 pub struct Loaded {
@@ -25,20 +26,6 @@ pub fn set_prefix(prefixes: &mut Vec<(String, String)>, name: &str, iri: &str) {
     match prefixes.iter_mut().find(|(k, _)| k == name) {
         Some(slot) => slot.1 = iri.to_string(),
         None => prefixes.push((name.to_string(), iri.to_string())),
-    }
-}
-
-fn rdf_err(name: &str, e: RdfParseError) -> CliError {
-    match e {
-        RdfParseError::Syntax(s) => match s.location() {
-            Some(l) => CliError::invalid(format!(
-                "{name}:{}:{}: {s}",
-                l.start.line + 1,
-                l.start.column + 1
-            )),
-            None => CliError::invalid(format!("{name}: {s}")),
-        },
-        RdfParseError::Io(io) => input_io_err(name, io),
     }
 }
 
@@ -93,9 +80,9 @@ pub fn load_rdf(path: &str, format: Option<Format>, quiet: bool) -> CliResult<Lo
                 })?;
             }
             Some(f) => {
-                let mut it = RdfParser::from_format(f.oxrdfio()).for_reader(input.reader);
-                for q in it.by_ref() {
-                    let q = q.map_err(|e| rdf_err(&name, e))?;
+                let mut it = RdfSource::new(f, None, input.reader)?;
+                while let Some(q) = it.next_quad(&name) {
+                    let q = q?;
                     let mut holder = None;
                     let mut st: Statement = from_ox_quad(q.as_ref(), &mut holder).to_owned();
                     if !f.is_dataset() {

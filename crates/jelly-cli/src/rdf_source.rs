@@ -1,0 +1,99 @@
+//! Streaming parsers of the RDF syntaxes read with Oxigraph's parsers (Turtle, TriG,
+//! RDF/XML, JSON-LD, and N-Triples/N-Quads where jelly's own parser is not used), with
+//! errors that name the file and the line and column.
+
+use std::io::Read;
+
+use jelly::text_position::{PositionProbe, PositionTracker};
+use oxrdf::{GraphName, Quad};
+use oxrdfio::{RdfParseError, RdfParser};
+use oxrdfxml::{RdfXmlParseError, RdfXmlParser, ReaderRdfXmlParser};
+
+use crate::common::input_io_err;
+use crate::error::{CliError, CliResult};
+use crate::format::Format;
+
+/// The statements of one input, as quads (in the default graph for triple syntaxes).
+///
+/// RDF/XML is parsed without oxrdfio, whose RDF/XML errors tell no position: the
+/// parser's byte offset at an error, through a [`PositionTracker`] on the input, gives
+/// its line and column (where the parser stood: the end of the tag at fault).
+///
+/// ```
+/// use jelly_cli::format::Format;
+/// use jelly_cli::rdf_source::RdfSource;
+/// let xml = "<?xml version=\"1.0\"?>\n<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\">\n<rdf:Description rdf:about=\"bad iri\"/>\n</rdf:RDF>\n";
+/// let mut src = RdfSource::new(Format::Rdfxml, None, xml.as_bytes()).unwrap();
+/// let e = src.next_quad("in.rdf").unwrap().unwrap_err();
+/// assert!(e.message.starts_with("in.rdf:3:"), "{}", e.message);
+/// ```
+pub enum RdfSource<R: Read> {
+    /// Any syntax but RDF/XML. (Both parsers are boxed: they are large, and made
+    /// once per input.)
+    Oxrdfio(Box<oxrdfio::ReaderQuadParser<R>>),
+    RdfXml {
+        parser: Box<ReaderRdfXmlParser<PositionTracker<R>>>,
+        probe: PositionProbe,
+    },
+}
+
+impl<R: Read> RdfSource<R> {
+    /// A parser of `format` over `reader`, resolving relative IRIs against `base_iri`.
+    pub fn new(format: Format, base_iri: Option<&str>, reader: R) -> CliResult<RdfSource<R>> {
+        fn bad_base(b: &str, e: impl std::fmt::Display) -> CliError {
+            CliError::usage(format!("--base-iri {b}: {e}"))
+        }
+        if format == Format::Rdfxml {
+            let mut p = RdfXmlParser::new();
+            if let Some(b) = base_iri {
+                p = p.with_base_iri(b).map_err(|e| bad_base(b, e))?;
+            }
+            let (tracked, probe) = PositionTracker::new(reader);
+            return Ok(RdfSource::RdfXml {
+                parser: Box::new(p.for_reader(tracked)),
+                probe,
+            });
+        }
+        let mut p = RdfParser::from_format(format.oxrdfio());
+        if let Some(b) = base_iri {
+            p = p.with_base_iri(b).map_err(|e| bad_base(b, e))?;
+        }
+        Ok(RdfSource::Oxrdfio(Box::new(p.for_reader(reader))))
+    }
+
+    /// The next statement, or an error that names `name` and the place.
+    pub fn next_quad(&mut self, name: &str) -> Option<CliResult<Quad>> {
+        match self {
+            RdfSource::Oxrdfio(p) => Some(p.next()?.map_err(|e| match e {
+                RdfParseError::Syntax(s) => match s.location() {
+                    Some(l) => CliError::invalid(format!(
+                        "{name}:{}:{}: {s}",
+                        l.start.line + 1,
+                        l.start.column + 1
+                    )),
+                    None => CliError::invalid(format!("{name}: {s}")),
+                },
+                RdfParseError::Io(io) => input_io_err(name, io),
+            })),
+            RdfSource::RdfXml { parser, probe } => Some(match parser.next()? {
+                Ok(t) => Ok(t.in_graph(GraphName::DefaultGraph)),
+                Err(RdfXmlParseError::Syntax(s)) => Err(CliError::invalid(
+                    match probe.position(parser.buffer_position()) {
+                        Some(at) => format!("{name}:{}:{}: {s}", at.line, at.column),
+                        None => format!("{name}: byte {}: {s}", parser.buffer_position()),
+                    },
+                )),
+                Err(RdfXmlParseError::Io(io)) => Err(input_io_err(name, io)),
+            }),
+        }
+    }
+
+    /// The prefixes declared so far.
+    pub fn prefixes(&self) -> impl Iterator<Item = (&str, &str)> {
+        let (any, xml) = match self {
+            RdfSource::Oxrdfio(p) => (Some(p.prefixes()), None),
+            RdfSource::RdfXml { parser, .. } => (None, Some(parser.prefixes())),
+        };
+        any.into_iter().flatten().chain(xml.into_iter().flatten())
+    }
+}
