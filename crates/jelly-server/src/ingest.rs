@@ -73,7 +73,7 @@ pub struct PublishMeta {
     pub headers: Vec<(String, String)>,
     /// Text bodies: one item per graph instead of one for the whole body.
     pub split_graph: bool,
-    /// Base IRI for relative IRIs in Turtle and TriG.
+    /// Base IRI for relative IRIs in Turtle, TriG, RDF/XML and JSON-LD.
     pub base_iri: Option<String>,
 }
 
@@ -526,9 +526,7 @@ fn ingest_text(
         InputFormat::Turtle => {
             let mut p = oxttl::TurtleParser::new();
             if let Some(b) = &meta.base_iri {
-                p = p
-                    .with_base_iri(b.as_str())
-                    .map_err(|e| IngestError::Invalid(format!("bad base IRI: {e}")))?;
+                p = p.with_base_iri(b.as_str()).map_err(bad_base_iri)?;
             }
             for t in p.for_slice(body) {
                 let t = t.map_err(|e| IngestError::Invalid(format!("syntax error: {e}")))?;
@@ -544,9 +542,7 @@ fn ingest_text(
             // parser's byte offset at the error gives its line and column.
             let mut p = oxrdfxml::RdfXmlParser::new();
             if let Some(b) = &meta.base_iri {
-                p = p
-                    .with_base_iri(b.as_str())
-                    .map_err(|e| IngestError::Invalid(format!("bad base IRI: {e}")))?;
+                p = p.with_base_iri(b.as_str()).map_err(bad_base_iri)?;
             }
             let mut it = p.for_slice(body);
             while let Some(t) = it.next() {
@@ -574,9 +570,7 @@ fn ingest_text(
             };
             let mut p = oxrdfio::RdfParser::from_format(f);
             if let Some(b) = &meta.base_iri {
-                p = p
-                    .with_base_iri(b.as_str())
-                    .map_err(|e| IngestError::Invalid(format!("bad base IRI: {e}")))?;
+                p = p.with_base_iri(b.as_str()).map_err(bad_base_iri)?;
             }
             for q in p.for_slice(body) {
                 let q = q.map_err(|e| IngestError::Invalid(format!("syntax error: {e}")))?;
@@ -591,6 +585,11 @@ fn ingest_text(
         InputFormat::Jelly => unreachable!("handled by ingest_jelly"),
     }
     Ok(g.order.into_iter().map(|mut b| b.finish(meta)).collect())
+}
+
+/// The error of a publisher's base IRI (`?base=`) that is no IRI.
+fn bad_base_iri(e: impl std::fmt::Display) -> IngestError {
+    IngestError::Invalid(format!("bad base IRI: {e}"))
 }
 
 #[cfg(test)]

@@ -137,7 +137,10 @@ async fn start_short() -> Server {
 
 /// Reads until the server closes the connection (EOF or reset) and returns what it
 /// sent, or `None` if it is still open after `limit`.
-async fn read_until_closed(tcp: &mut TcpStream, limit: Duration) -> Option<Vec<u8>> {
+async fn read_until_closed(
+    tcp: &mut (impl tokio::io::AsyncRead + Unpin),
+    limit: Duration,
+) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     let read = async {
         let mut buf = [0u8; 4096];
@@ -244,16 +247,24 @@ async fn a_stalled_publish_body_gets_408() {
         .await
         .expect("answered and closed");
     assert!(t0.elapsed() >= SHORT - Duration::from_millis(50));
-    let text = String::from_utf8_lossy(&got);
-    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
-    let json = &text[text.find("\r\n\r\n").unwrap() + 4..];
-    let v: Value = serde_json::from_str(json).unwrap();
+    let v = json_of_408(&got);
     assert_eq!(v["body_read_timeout_ms"], 300, "{v}");
     assert_eq!(v["received_bytes"], 36, "{v}");
     assert!(v["error"].as_str().unwrap().contains("incomplete"), "{v}");
-    // Nothing was published.
+    assert_no_topic(&srv, "slow").await;
+}
+
+/// The JSON body of a raw HTTP/1 answer that must be a 408.
+fn json_of_408(answer: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    serde_json::from_str(&text[text.find("\r\n\r\n").unwrap() + 4..]).unwrap()
+}
+
+/// Nothing was published to `topic`: it was never created.
+async fn assert_no_topic(srv: &Server, topic: &str) {
     let r = client()
-        .get(format!("{}/topics/slow", srv.url()))
+        .get(format!("{}/topics/{topic}", srv.url()))
         .send()
         .await
         .unwrap();
@@ -283,36 +294,18 @@ async fn a_drip_fed_publish_body_gets_408() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });
-    let mut got = Vec::new();
-    let read = async {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = rd.read(&mut buf).await {
-            if n == 0 {
-                break;
-            }
-            got.extend_from_slice(&buf[..n]);
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(5), read)
+    let got = read_until_closed(&mut rd, Duration::from_secs(5))
         .await
         .expect("answered and closed within 5 s");
     let took = t0.elapsed();
     drip.abort();
     assert!(took >= SHORT - Duration::from_millis(50), "{took:?}");
-    let text = String::from_utf8_lossy(&got);
-    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
-    let v: Value = serde_json::from_str(&text[text.find("\r\n\r\n").unwrap() + 4..]).unwrap();
+    let v = json_of_408(&got);
     assert_eq!(v["body_min_bytes_per_s"], 1024, "{v}");
     let received = v["received_bytes"].as_u64().unwrap();
     assert!((4..100).contains(&received), "{v}");
     assert!(v["error"].as_str().unwrap().contains("too slow"), "{v}");
-    // Nothing was published.
-    let r = client()
-        .get(format!("{}/topics/drip", srv.url()))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    assert_no_topic(&srv, "drip").await;
 }
 
 #[tokio::test]

@@ -43,14 +43,24 @@ fn items(n: usize, start: usize) -> Vec<u8> {
     jelly_stream(&frames, StreamOptions::small())
 }
 
-async fn publish(c: &reqwest::Client, base: &str, topic: &str, body: Vec<u8>) -> Value {
-    let r = c
-        .post(format!("{base}/topics/{topic}/items"))
+/// Posts a Jelly body to `topic`, whatever the answer.
+async fn post_items(
+    c: &reqwest::Client,
+    base: &str,
+    topic: &str,
+    body: Vec<u8>,
+) -> reqwest::Response {
+    c.post(format!("{base}/topics/{topic}/items"))
         .header("content-type", JELLY)
         .body(body)
         .send()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// Publishes a Jelly body to `topic`, which must succeed: the answer's JSON.
+async fn publish(c: &reqwest::Client, base: &str, topic: &str, body: Vec<u8>) -> Value {
+    let r = post_items(c, base, topic, body).await;
     assert_eq!(r.status(), StatusCode::OK);
     r.json().await.unwrap()
 }
@@ -367,13 +377,7 @@ async fn a_deletion_whose_files_cannot_move_leaves_them_and_can_be_retried() {
             v["error"].as_str().unwrap().contains("deletion failed"),
             "{v}"
         );
-        let r = c
-            .post(format!("{base}/topics/t/items"))
-            .header("content-type", JELLY)
-            .body(items(1, 9))
-            .send()
-            .await
-            .unwrap();
+        let r = post_items(&c, &base, "t", items(1, 9)).await;
         assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
     }
     assert_eq!(std::fs::read(&seg).unwrap(), before, "files changed");
@@ -588,13 +592,7 @@ async fn max_topics_bounds_what_publishes_to_new_names_can_create() {
     publish(&c, &base, "a", items(1, 0)).await;
     publish(&c, &base, "b", items(1, 0)).await;
     // A third name: refused on every way of creating it, nothing created.
-    let r = c
-        .post(format!("{base}/topics/c/items"))
-        .header("content-type", JELLY)
-        .body(items(1, 0))
-        .send()
-        .await
-        .unwrap();
+    let r = post_items(&c, &base, "c", items(1, 0)).await;
     assert_eq!(r.status(), StatusCode::INSUFFICIENT_STORAGE);
     let v: Value = r.json().await.unwrap();
     assert!(
