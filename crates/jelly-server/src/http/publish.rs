@@ -125,7 +125,8 @@ impl BodyLimits {
     /// the grace `idle`, plus a second for every `min_rate` bytes. `None`: never.
     fn due(&self, start: Instant, received: usize) -> Option<Instant> {
         let (grace, rate) = (self.idle?, self.min_rate?);
-        let earned = Duration::from_secs_f64(received as f64 / rate as f64);
+        // Beyond what a Duration holds (a huge body at 1 byte/s): never due.
+        let earned = Duration::try_from_secs_f64(received as f64 / rate as f64).ok()?;
         start.checked_add(grace)?.checked_add(earned)
     }
 }
@@ -367,4 +368,30 @@ async fn publish_inner(
     })?;
     tracing::debug!(topic = name, items = offsets.len(), "published");
     Ok(Json(json!({ "topic": name, "offsets": offsets })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_is_due_after_the_grace_plus_what_its_bytes_earned() {
+        let start = Instant::now();
+        let limits = |idle: Option<u64>, min_rate: Option<u64>| BodyLimits {
+            max: usize::MAX,
+            idle: idle.map(Duration::from_millis),
+            min_rate,
+        };
+        let l = limits(Some(300), Some(1024));
+        assert_eq!(l.due(start, 0), Some(start + Duration::from_millis(300)));
+        assert_eq!(
+            l.due(start, 2048),
+            Some(start + Duration::from_millis(2300))
+        );
+        // No pace without a grace, nor without a rate.
+        assert_eq!(limits(None, Some(1024)).due(start, 10), None);
+        assert_eq!(limits(Some(300), None).due(start, 10), None);
+        // A deadline no Duration holds is none, not a panic.
+        assert_eq!(limits(Some(300), Some(1)).due(start, usize::MAX), None);
+    }
 }
