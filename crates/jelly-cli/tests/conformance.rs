@@ -1,7 +1,10 @@
 //! The official Jelly-RDF conformance suite, judged the way the suite defines.
 
+mod cli_support;
+
 use std::path::PathBuf;
 
+use cli_support::TmpDir;
 use jelly_cli::conformance::{Kind, Outcome, run_suite};
 
 fn suite_dir() -> PathBuf {
@@ -54,11 +57,8 @@ fn official_suite_passes_completely() {
     assert_eq!(written, positives);
 }
 
-fn tempdir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("jelly-conformance-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tempdir() -> TmpDir {
+    TmpDir::new(&format!("jelly-conformance-{}", std::process::id()))
 }
 
 fn walk(d: &std::path::Path) -> Vec<PathBuf> {

@@ -79,12 +79,44 @@ pub fn dataset(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-/// A fresh temporary folder for one test.
-pub fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("jelly-cli-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("tmp dir");
-    d
+/// A fresh temporary folder for one test, removed when the test passes (a failed
+/// test keeps it, to look at).
+pub fn tmp(name: &str) -> TmpDir {
+    TmpDir::new(&format!("jelly-cli-test-{}-{name}", std::process::id()))
+}
+
+/// A folder under the system's temporary folder, made empty, and removed on drop
+/// unless the thread is panicking.
+pub struct TmpDir(PathBuf);
+
+impl TmpDir {
+    pub fn new(name: &str) -> TmpDir {
+        let d = std::env::temp_dir().join(name);
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("tmp dir");
+        TmpDir(d)
+    }
+}
+
+impl std::ops::Deref for TmpDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TmpDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 /// The first `n` lines of a dataset file, written to `dir/name`.

@@ -83,9 +83,7 @@ impl Drop for ServeProc {
     }
 }
 
-pub fn temp_dir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("jelly-cli-serve-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh temporary folder for one test (see [`super::TmpDir`]).
+pub fn temp_dir(name: &str) -> super::TmpDir {
+    super::TmpDir::new(&format!("jelly-cli-serve-{}-{name}", std::process::id()))
 }
