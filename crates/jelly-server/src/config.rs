@@ -139,12 +139,15 @@ pub struct ServerConfig {
     /// see [`crate::http`]. 0: no limit.
     pub body_read_timeout_ms: u64,
     /// Slowest average rate, in bytes per second, at which the body of an atomic
-    /// publish may arrive. The body is due `body_read_timeout_ms` after the request
-    /// head, plus one second for every this many bytes received; a body still
-    /// incomplete then is answered with 408. Without it, a client that sends one byte
-    /// just inside every `body_read_timeout_ms` pause holds the connection for as long
-    /// as the body is long (64 MiB at one byte a minute: over a century). The default (1 KiB/s) lets any
-    /// real link through. 0: no limit.
+    /// publish may arrive. The body is due `body_read_timeout_ms` after the server
+    /// starts reading it, plus one second for every this many bytes received, each
+    /// piece earning from at most `body_read_timeout_ms` after its arrival (so a fast
+    /// start banks no time for a later drip); a body still incomplete then is answered
+    /// with 408. Without it, a client that sends one byte just inside every
+    /// `body_read_timeout_ms` pause holds the connection for as long as the body is
+    /// long (64 MiB at one byte a minute: over a century). The default (1 KiB/s) lets
+    /// any real link through; a body produced slowly belongs in a streaming publish.
+    /// 0: no limit.
     pub body_min_bytes_per_s: u64,
     /// HTTP/2: a connection that has received nothing for this many milliseconds is
     /// sent a PING, and closed if the answer takes over 20 s, so that dead peers

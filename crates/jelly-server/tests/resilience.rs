@@ -126,10 +126,17 @@ async fn a_corrupt_topic_fails_alone_and_nothing_is_truncated() {
 
 const SHORT: Duration = Duration::from_millis(300);
 
+/// A server whose head and body timeouts are [`SHORT`], with the default body pace
+/// (`body_min_bytes_per_s` 1024).
 async fn start_short() -> Server {
+    start_short_paced(1024).await
+}
+
+async fn start_short_paced(body_min_bytes_per_s: u64) -> Server {
     let c = ServerConfig {
         header_read_timeout_ms: SHORT.as_millis() as u64,
         body_read_timeout_ms: SHORT.as_millis() as u64,
+        body_min_bytes_per_s,
         ..ServerConfig::ephemeral()
     };
     Server::start(c).await.unwrap()
@@ -233,7 +240,9 @@ fn nquads(n: usize) -> String {
 
 #[tokio::test]
 async fn a_stalled_publish_body_gets_408() {
-    let srv = start_short().await;
+    // Without a pace, so that the pause limit alone answers (with one, a slow start
+    // of the test could let the pace's deadline come first).
+    let srv = start_short_paced(0).await;
     let mut tcp = TcpStream::connect(srv.local_addr()).await.unwrap();
     let body = nquads(30);
     let head = format!(
@@ -271,27 +280,28 @@ async fn assert_no_topic(srv: &Server, topic: &str) {
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
 }
 
-#[tokio::test]
-async fn a_drip_fed_publish_body_gets_408() {
-    // Two bytes every 100 ms never pause for the 300 ms limit, but average 20 bytes/s,
-    // far under the default body_min_bytes_per_s (1024): the body is due 300 ms after
-    // the head plus a second per 1024 bytes, and is answered 408 then.
-    let srv = start_short().await;
+/// Publishes `body` to `topic` over a raw connection: its first `burst` bytes at once,
+/// then two bytes every 100 ms (never a pause of the 300 ms limit, 20 bytes/s). The
+/// server's answer, which must come within 5 s, and how long it took.
+async fn drip_feed(srv: &Server, topic: &str, body: String, burst: usize) -> (Value, Duration) {
     let tcp = TcpStream::connect(srv.local_addr()).await.unwrap();
     let (mut rd, mut wr) = tcp.into_split();
-    let body = nquads(30);
     let head = format!(
-        "POST /topics/drip/items HTTP/1.1\r\nHost: x\r\nContent-Type: {NQ}\r\nContent-Length: {}\r\n\r\n",
+        "POST /topics/{topic}/items HTTP/1.1\r\nHost: x\r\nContent-Type: {NQ}\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     wr.write_all(head.as_bytes()).await.unwrap();
     let t0 = Instant::now();
     let drip = tokio::spawn(async move {
-        for piece in body.as_bytes().chunks(2) {
+        let (first, rest) = body.as_bytes().split_at(burst);
+        if wr.write_all(first).await.is_err() {
+            return;
+        }
+        for piece in rest.chunks(2) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
             if wr.write_all(piece).await.is_err() {
                 return;
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });
     let got = read_until_closed(&mut rd, Duration::from_secs(5))
@@ -299,19 +309,44 @@ async fn a_drip_fed_publish_body_gets_408() {
         .expect("answered and closed within 5 s");
     let took = t0.elapsed();
     drip.abort();
+    (json_of_408(&got), took)
+}
+
+#[tokio::test]
+async fn a_drip_fed_publish_body_gets_408() {
+    // Two bytes every 100 ms average 20 bytes/s, far under the default
+    // body_min_bytes_per_s (1024): the body is due 300 ms after the start plus a
+    // second per 1024 bytes, and is answered 408 then.
+    let srv = start_short().await;
+    let (v, took) = drip_feed(&srv, "drip", nquads(30), 0).await;
     assert!(took >= SHORT - Duration::from_millis(50), "{took:?}");
-    let v = json_of_408(&got);
     assert_eq!(v["body_min_bytes_per_s"], 1024, "{v}");
     let received = v["received_bytes"].as_u64().unwrap();
-    assert!((4..100).contains(&received), "{v}");
+    assert!((2..100).contains(&received), "{v}");
     assert!(v["error"].as_str().unwrap().contains("too slow"), "{v}");
     assert_no_topic(&srv, "drip").await;
 }
 
 #[tokio::test]
+async fn a_fast_start_banks_no_time_for_a_drip() {
+    // All but 200 bytes of a 16 kB body at once would earn 16 s at 1 KiB/s; the drip
+    // after it earns from one pause ahead of each piece, so it is still answered 408
+    // within a second or so, not after 16 s (the helper waits 5 s at most).
+    let srv = start_short().await;
+    let body = nquads(300);
+    let burst = body.len() - 200;
+    assert!(burst > 15_000, "{burst}");
+    let (v, _) = drip_feed(&srv, "burst", body, burst).await;
+    let received = v["received_bytes"].as_u64().unwrap() as usize;
+    assert!(received > burst && received < burst + 100, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("too slow"), "{v}");
+    assert_no_topic(&srv, "burst").await;
+}
+
+#[tokio::test]
 async fn a_slow_but_steady_publish_body_is_accepted() {
-    // The limit is on pauses, not on the whole upload: three pieces 200 ms apart
-    // (600 ms in all, twice the limit) go through.
+    // Pauses under the limit at a pace over 1 KiB/s go through, however long the
+    // upload: three pieces 200 ms apart (600 ms in all, twice the pause limit).
     let srv = start_short().await;
     let body = nquads(30).into_bytes();
     let pieces: Vec<Vec<u8>> = body

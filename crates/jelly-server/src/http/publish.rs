@@ -121,13 +121,39 @@ impl BodyLimits {
         }
     }
 
-    /// When a body of which `received` bytes have come, started at `start`, is due:
-    /// the grace `idle`, plus a second for every `min_rate` bytes. `None`: never.
-    fn due(&self, start: Instant, received: usize) -> Option<Instant> {
+    /// The pace a body started at `start` must keep (`None`: none, as without `idle`
+    /// or `min_rate`).
+    fn pace(&self, start: Instant) -> Option<Pace> {
         let (grace, rate) = (self.idle?, self.min_rate?);
-        // Beyond what a Duration holds (a huge body at 1 byte/s): never due.
-        let earned = Duration::try_from_secs_f64(received as f64 / rate as f64).ok()?;
-        start.checked_add(grace)?.checked_add(earned)
+        Some(Pace {
+            due: start.checked_add(grace)?,
+            grace,
+            rate,
+        })
+    }
+}
+
+/// When a body must be complete: one grace after it started, pushed back by a second
+/// for every `rate` bytes received. Time is earned from no further ahead than one
+/// grace after each piece, so a client cannot bank time with a fast start and then
+/// drip the rest.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pace {
+    due: Instant,
+    grace: Duration,
+    rate: u64,
+}
+
+impl Pace {
+    /// The pace after `n` more bytes came at `now`; `None` when the deadline is
+    /// beyond what an `Instant` holds (a huge body at 1 byte/s): never due.
+    fn after(self, now: Instant, n: usize) -> Option<Pace> {
+        let earned = Duration::try_from_secs_f64(n as f64 / self.rate as f64).ok()?;
+        let from = self.due.min(now.checked_add(self.grace)?);
+        Some(Pace {
+            due: from.checked_add(earned)?,
+            ..self
+        })
     }
 }
 
@@ -137,10 +163,10 @@ impl BodyLimits {
 /// An atomic publish is a bounded upload, so a client that stops sending in the middle
 /// is stuck or hostile (a slowloris body: announce a length, send part of it): without
 /// a bound it would hold the connection and the partial body for ever. Pauses are
-/// bounded, and so is the pace (`body_min_bytes_per_s`, after a grace of one pause):
-/// a client that sends a byte just inside every pause would otherwise hold the
-/// connection for as long as its body is long. A large body on a slow but real link
-/// still gets through.
+/// bounded, and so is the pace (`body_min_bytes_per_s`, after a grace of one pause;
+/// see [`Pace`]): a client that sends a byte just inside every pause would otherwise
+/// hold the connection for as long as its body is long. A large body on a slow but
+/// real link still gets through.
 /// Long-lived bodies are deliberately not bounded this way: a streaming publish
 /// (`?stream=true`), a WebSocket or a gRPC publish may stay quiet for hours between
 /// items, as a sensor does between readings. Their dead peers are dropped by the
@@ -162,10 +188,11 @@ async fn read_body(mut body: Body, limits: &BodyLimits) -> Result<bytes::Bytes, 
         return Err(too_large());
     }
     let start = Instant::now();
+    let mut pace = limits.pace(start);
     let mut chunks: Vec<bytes::Bytes> = Vec::new();
     let mut len = 0usize;
     loop {
-        let due = limits.due(start, len);
+        let due = pace.map(|p| p.due);
         let wait = match (limits.idle, due) {
             (Some(idle), Some(due)) => {
                 Some(idle.min(due.saturating_duration_since(Instant::now())))
@@ -191,6 +218,7 @@ async fn read_body(mut body: Body, limits: &BodyLimits) -> Result<bytes::Bytes, 
         if len > max {
             return Err(too_large());
         }
+        pace = pace.and_then(|p| p.after(Instant::now(), data.len()));
         if !data.is_empty() {
             chunks.push(data);
         }
@@ -219,7 +247,8 @@ fn too_slow(limits: &BodyLimits, start: Instant, len: usize, due: Option<Instant
             StatusCode::REQUEST_TIMEOUT,
             format!(
                 "request body too slow: {len} bytes in {elapsed_ms} ms, under the \
-                 {rate} bytes/s it must average (body_min_bytes_per_s)"
+                 {rate} bytes/s it must average (body_min_bytes_per_s); a body that \
+                 is produced slowly can go as a streaming Jelly publish (?stream=true)"
             ),
         )
         .with("body_min_bytes_per_s", rate)
@@ -377,21 +406,28 @@ mod tests {
     #[test]
     fn a_body_is_due_after_the_grace_plus_what_its_bytes_earned() {
         let start = Instant::now();
+        let ms = Duration::from_millis;
         let limits = |idle: Option<u64>, min_rate: Option<u64>| BodyLimits {
             max: usize::MAX,
             idle: idle.map(Duration::from_millis),
             min_rate,
         };
-        let l = limits(Some(300), Some(1024));
-        assert_eq!(l.due(start, 0), Some(start + Duration::from_millis(300)));
-        assert_eq!(
-            l.due(start, 2048),
-            Some(start + Duration::from_millis(2300))
-        );
+        let p = limits(Some(300), Some(1024)).pace(start).unwrap();
+        assert_eq!(p.due, start + ms(300));
+        assert_eq!(p.after(start, 2048).unwrap().due, start + ms(2300));
+        // A burst earns time, but a later piece earns from at most one grace ahead of
+        // its arrival: 1 MiB at once, then 2 bytes a second later, is due 1.3 s (plus
+        // 2 ms) after the start, not 1,024 s.
+        let burst = p.after(start, 1 << 20).unwrap();
+        assert_eq!(burst.due, start + ms(300) + Duration::from_secs(1024));
+        let drip = burst.after(start + ms(1000), 2).unwrap();
+        let two_bytes = Duration::from_secs_f64(2.0 / 1024.0);
+        assert_eq!(drip.due, start + ms(1300) + two_bytes);
         // No pace without a grace, nor without a rate.
-        assert_eq!(limits(None, Some(1024)).due(start, 10), None);
-        assert_eq!(limits(Some(300), None).due(start, 10), None);
-        // A deadline no Duration holds is none, not a panic.
-        assert_eq!(limits(Some(300), Some(1)).due(start, usize::MAX), None);
+        assert_eq!(limits(None, Some(1024)).pace(start), None);
+        assert_eq!(limits(Some(300), None).pace(start), None);
+        // A deadline no Instant holds is none, not a panic.
+        let one_per_s = limits(Some(300), Some(1)).pace(start).unwrap();
+        assert_eq!(one_per_s.after(start, usize::MAX), None);
     }
 }
