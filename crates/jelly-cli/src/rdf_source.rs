@@ -31,6 +31,7 @@ pub enum RdfSource<R: Read> {
     /// Any syntax but RDF/XML. (Both parsers are boxed: they are large, and made
     /// once per input.)
     Oxrdfio(Box<oxrdfio::ReaderQuadParser<R>>),
+    /// RDF/XML, through a tracker of line and column.
     RdfXml {
         parser: Box<ReaderRdfXmlParser<PositionTracker<R>>>,
         probe: PositionProbe,

@@ -325,7 +325,8 @@ fn syntax_error_line_is_exact_beyond_the_first_chunk() {
 }
 
 /// RDF/XML errors name the line and column too (the parser only tells a byte offset),
-/// from a file, from stdin, deep into the input, and through `rdf-patch`'s reader.
+/// from a file, from stdin, deep into the input, and through the readers of
+/// `rdf validate --compare-to-rdf-file` and `patch diff`.
 #[test]
 fn rdfxml_syntax_errors_have_line_and_column() {
     let d = tmp("rdfxml-error");
@@ -354,6 +355,24 @@ fn rdfxml_syntax_errors_have_line_and_column() {
     );
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("<stdin>:20003:76: "), "{}", r.stderr);
+    let small = d.join("small.nt");
+    std::fs::write(&small, "<http://ex.org/s0> <http://ex.org/p> \"x\" .\n").unwrap();
+    let small_jelly = d.join("small.jelly");
+    ok(&["rdf", "to-jelly", s(&small), "-o", s(&small_jelly)], None);
+    for args in [
+        vec![
+            "rdf",
+            "validate",
+            s(&small_jelly),
+            "--compare-to-rdf-file",
+            s(&file),
+        ],
+        vec!["patch", "diff", s(&small), s(&file)],
+    ] {
+        let r = jelly(&args, None);
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(want), "{args:?}: {}", r.stderr);
+    }
     // Without the bad line it converts completely.
     let good = xml.replace(
         " rdf:resource=\"bad iri\"",

@@ -550,7 +550,7 @@ fn ingest_text(
                     let byte = usize::try_from(it.buffer_position()).unwrap_or(usize::MAX);
                     let at = jelly::text_position::position_in(body, byte);
                     IngestError::Invalid(format!(
-                        "syntax error at line {} column {} (byte {byte}): {e}",
+                        "syntax error at line {} column {} (byte offset {byte}): {e}",
                         at.line, at.column
                     ))
                 })?;

@@ -1700,7 +1700,7 @@ async fn publish_rdf_xml_and_json_ld() {
         .to_string();
     assert!(
         e.starts_with(
-            "syntax error at line 3 column 41 (byte 128): error while parsing IRI 'bad iri'"
+            "syntax error at line 3 column 41 (byte offset 128): error while parsing IRI 'bad iri'"
         ),
         "{e}"
     );

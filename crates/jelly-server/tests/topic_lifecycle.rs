@@ -321,7 +321,8 @@ impl<'a> NoRenames<'a> {
         let root = std::fs::read_to_string("/proc/self/status")
             .unwrap()
             .lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+            // Real, effective, saved, file-system: permissions go by the effective one.
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
         if root {
             let st = std::process::Command::new("chattr")
                 .arg("+i")

@@ -13,7 +13,9 @@ use std::rc::Rc;
 /// A place in a text: 1-based line and 1-based column, in characters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TextPosition {
+    /// Line, from 1; only `\n` ends a line.
     pub line: u64,
+    /// Column in characters (not bytes), from 1.
     pub column: u64,
 }
 
