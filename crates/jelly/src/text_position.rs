@@ -13,7 +13,7 @@ use std::rc::Rc;
 /// A place in a text: 1-based line and 1-based column, in characters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TextPosition {
-    /// Line, from 1; only `\n` ends a line.
+    /// Line, from 1; a line ends at `\n`, `\r\n` or a lone `\r`.
     pub line: u64,
     /// Column in characters (not bytes), from 1.
     pub column: u64,
@@ -39,20 +39,36 @@ pub fn position_in(text: &[u8], offset: usize) -> TextPosition {
 struct LineColumn {
     line: u64,
     column: u64,
+    /// The last byte seen was `\r`: a `\n` right after it ends no second line.
+    after_cr: bool,
 }
 
 impl LineColumn {
+    /// Moves past `bytes`. A line ends at `\n`, `\r\n` or a lone `\r`, as in XML.
     fn advance(&mut self, bytes: &[u8]) {
-        let tail = match memchr::memrchr(b'\n', bytes) {
-            Some(last) => {
-                self.line += memchr::memchr_iter(b'\n', bytes).count() as u64;
+        let Some(&last) = bytes.last() else { return };
+        let mut tail_from = None;
+        for i in memchr::memchr2_iter(b'\n', b'\r', bytes) {
+            let crlf = bytes[i] == b'\n'
+                && match i.checked_sub(1) {
+                    Some(p) => bytes[p] == b'\r',
+                    None => self.after_cr,
+                };
+            if !crlf {
+                self.line += 1;
+            }
+            tail_from = Some(i + 1);
+        }
+        let tail = match tail_from {
+            Some(from) => {
                 self.column = 0;
-                &bytes[last + 1..]
+                &bytes[from..]
             }
             None => bytes,
         };
         // A character starts at every byte that is not a UTF-8 continuation byte.
         self.column += tail.iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64;
+        self.after_cr = last == b'\r';
     }
 
     fn position(self) -> TextPosition {
@@ -146,6 +162,25 @@ impl PositionProbe {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_xml_line_end_counts_once() {
+        let text = b"a\r\nb\rc\nd";
+        // `d` is on line 4, however the text is cut into pieces.
+        assert_eq!(position_in(text, 7), TextPosition { line: 4, column: 1 });
+        assert_eq!(position_in(text, 1), TextPosition { line: 1, column: 2 });
+        assert_eq!(position_in(text, 3), TextPosition { line: 2, column: 1 });
+        for cut in 0..=7 {
+            let mut at = LineColumn::default();
+            at.advance(&text[..cut]);
+            at.advance(&text[cut..7]);
+            assert_eq!(
+                at.position(),
+                TextPosition { line: 4, column: 1 },
+                "cut at {cut}"
+            );
+        }
+    }
 
     #[test]
     fn positions_far_into_a_stream_match_the_text_in_memory() {
