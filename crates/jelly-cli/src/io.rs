@@ -55,6 +55,22 @@ pub struct Input {
     pub compression: Compression,
 }
 
+impl Input {
+    /// Skips a UTF-8 byte-order mark at the start of a text input: editors on some
+    /// systems write one, and the RDF syntaxes do not allow it where a statement
+    /// begins. (Not for Jelly input, whose first bytes are binary.)
+    pub fn skip_bom(&mut self) -> CliResult {
+        let start = self
+            .reader
+            .fill_buf()
+            .map_err(|e| crate::common::input_io_err(&self.name, e))?;
+        if start.starts_with(b"\xEF\xBB\xBF") {
+            self.reader.consume(3);
+        }
+        Ok(())
+    }
+}
+
 /// Opens `path` (`-` for stdin), transparently decompressing gzip and zstd.
 pub fn open_input(path: &str) -> CliResult<Input> {
     let name = display_name(path, true);

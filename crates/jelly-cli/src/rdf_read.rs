@@ -37,7 +37,8 @@ pub fn read_rdf_file(path: &str, format: Option<Format>) -> CliResult<Vec<Statem
             )));
         }
     };
-    let input = open_input(path)?;
+    let mut input = open_input(path)?;
+    input.skip_bom()?;
     let name = input.name.clone();
     let mut reader = input.reader;
     match format {

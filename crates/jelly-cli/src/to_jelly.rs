@@ -138,15 +138,6 @@ fn star_hint(mut e: CliError) -> CliError {
     e
 }
 
-/// Skips a UTF-8 byte-order mark at the start of a text input: editors on some
-/// systems write one, and the RDF syntaxes do not allow it where a statement begins.
-fn skip_bom(r: &mut Box<dyn io::BufRead>) -> io::Result<()> {
-    if r.fill_buf()?.starts_with(b"\xEF\xBB\xBF") {
-        r.consume(3);
-    }
-    Ok(())
-}
-
 fn convert_one<W: io::Write>(
     input: Input,
     format: Format,
@@ -157,7 +148,7 @@ fn convert_one<W: io::Write>(
 ) -> CliResult {
     let name = input.name.clone();
     let mut input = input;
-    skip_bom(&mut input.reader).map_err(|e| crate::common::input_io_err(&name, e))?;
+    input.skip_bom()?;
     let mut n: u64 = 0;
     match format {
         Format::Nt | Format::Nq if own_parser => {

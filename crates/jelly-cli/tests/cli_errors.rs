@@ -490,7 +490,8 @@ fn reader_limits_are_flags() {
     assert!(r.stderr.contains("100"), "{}", r.stderr);
 }
 
-/// A UTF-8 byte-order mark at the start of a text file is skipped; Turtle on stdin
+/// A UTF-8 byte-order mark at the start of a text file is skipped (by `to-jelly`,
+/// `validate --compare-to-rdf-file` and `patch diff` alike); Turtle on stdin
 /// without --in-format gets a hint that stdin is read as N-Quads; a Jelly-Patch file
 /// given to an RDF verb (and the other way round) is named as such.
 #[test]
@@ -510,6 +511,28 @@ fn misread_inputs_are_explained() {
     let j = ok(&["rdf", "to-jelly", s(&ttl)], None);
     let back = ok(&["rdf", "from-jelly"], Some(&j.stdout));
     assert_eq!(back.out(), "<http://a/s> <http://a/p> \"x\" .\n");
+    let jelly_file = d.join("x.jelly");
+    std::fs::write(&jelly_file, &j.stdout).unwrap();
+    for with_bom in [&bom, &ttl] {
+        ok(
+            &[
+                "rdf",
+                "validate",
+                s(&jelly_file),
+                "--compare-to-rdf-file",
+                s(with_bom),
+            ],
+            None,
+        );
+        // The same statements: an empty patch (a transaction, and the prefix).
+        let diff = ok(&["patch", "diff", s(&bom), s(with_bom)], None);
+        let changes = diff
+            .out()
+            .lines()
+            .filter(|l| l.starts_with("A ") || l.starts_with("D "))
+            .count();
+        assert_eq!(changes, 0, "{}", diff.out());
+    }
 
     let r = jelly(
         &["rdf", "to-jelly"],

@@ -502,6 +502,12 @@ fn ingest_text(
         order: Vec::new(),
         by_graph: HashMap::new(),
     };
+    // A UTF-8 byte-order mark, which some editors write, starts no statement (XML
+    // parsers skip one themselves, and count their byte offsets from it).
+    let body = match format {
+        InputFormat::RdfXml => body,
+        _ => body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body),
+    };
     match format {
         InputFormat::NQuads | InputFormat::NTriples => {
             let text = std::str::from_utf8(body).map_err(|e| {

@@ -1667,6 +1667,60 @@ async fn cors_is_off_by_default_and_answers_configured_origins() {
 }
 
 /// RDF/XML and JSON-LD bodies are taken like the other text syntaxes; a JSON-LD
+/// A UTF-8 byte-order mark at the start of a text body (some editors write one) is
+/// skipped in every syntax, and the statements are the same as without it.
+#[tokio::test]
+async fn text_bodies_may_start_with_a_byte_order_mark() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let url = format!("{base}/topics/bom/items");
+    let bodies: [(&str, &str); 6] = [
+        (NQ, "<http://ex.org/s> <http://ex.org/p> \"0\" .\n"),
+        (
+            "application/n-triples",
+            "<http://ex.org/s> <http://ex.org/p> \"1\" .\n",
+        ),
+        (
+            "text/turtle",
+            "@prefix ex: <http://ex.org/> .\nex:s ex:p \"2\" .\n",
+        ),
+        (
+            "application/trig",
+            "@prefix ex: <http://ex.org/> .\n{ ex:s ex:p \"3\" }\n",
+        ),
+        (
+            "application/ld+json",
+            r#"{"@id": "http://ex.org/s", "http://ex.org/p": "4"}"#,
+        ),
+        (
+            "application/rdf+xml",
+            r#"<?xml version="1.0"?><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns:ex="http://ex.org/"><rdf:Description rdf:about="http://ex.org/s"><ex:p>5</ex:p></rdf:Description></rdf:RDF>"#,
+        ),
+    ];
+    for (i, (ct, text)) in bodies.iter().enumerate() {
+        let mut body = b"\xEF\xBB\xBF".to_vec();
+        body.extend_from_slice(text.as_bytes());
+        let r = publish(&c, &url, ct, body).await;
+        assert_eq!(offsets(r).await, [i as u64], "{ct}");
+    }
+    let text = c
+        .get(format!("{url}?follow=false"))
+        .header("accept", NQ)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let st = jelly::nquads::parse_document(&text).unwrap();
+    let objects: Vec<Term> = st.iter().map(|s| s.object.clone()).collect();
+    let want: Vec<Term> = (0..6)
+        .map(|i| Term::simple_literal(i.to_string()))
+        .collect();
+    assert_eq!(objects, want, "{text}");
+}
+
 /// document that needs a remote context is refused (no fetch) and appends nothing.
 #[tokio::test]
 async fn publish_rdf_xml_and_json_ld() {

@@ -44,7 +44,10 @@ pub fn load_rdf(path: &str, format: Option<Format>, quiet: bool) -> CliResult<Lo
             ))
         })?),
     };
-    let input = open_input(path)?;
+    let mut input = open_input(path)?;
+    if format.is_some() {
+        input.skip_bom()?;
+    }
     let name = input.name.clone();
     let mut progress = Progress::new(quiet, input.bytes_read.clone());
     let mut out = Loaded {
