@@ -9,7 +9,7 @@ use serde_json::Value;
 
 mod support;
 
-use support::{DecodedFrame as Frame, iri, jelly_stream, split_delimited, triple};
+use support::{DecodedFrame as Frame, get_text, iri, jelly_stream, split_delimited, triple};
 
 const JELLY: &str = "application/x-jelly-rdf";
 const NQ: &str = "application/n-quads";
@@ -258,15 +258,7 @@ async fn publish_text_formats_and_subscribe_in_each_format() {
     assert_eq!(d["statements_in"], 6);
 
     // N-Quads out.
-    let text = c
-        .get(format!("{base}/topics/ds/items?follow=false"))
-        .header("accept", NQ)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = get_text(&c, &format!("{base}/topics/ds/items?follow=false"), NQ).await;
     let st = jelly::nquads::parse_document(&text).unwrap();
     assert_eq!(st.len(), 6);
     assert_eq!(st[1].graph, Some(iri("http://ex.org/g1")));
@@ -1666,7 +1658,6 @@ async fn cors_is_off_by_default_and_answers_configured_origins() {
     srv.shutdown().await.unwrap();
 }
 
-/// RDF/XML and JSON-LD bodies are taken like the other text syntaxes; a JSON-LD
 /// A UTF-8 byte-order mark at the start of a text body (some editors write one) is
 /// skipped in every syntax, and the statements are the same as without it.
 #[tokio::test]
@@ -1704,15 +1695,7 @@ async fn text_bodies_may_start_with_a_byte_order_mark() {
         let r = publish(&c, &url, ct, body).await;
         assert_eq!(offsets(r).await, [i as u64], "{ct}");
     }
-    let text = c
-        .get(format!("{url}?follow=false"))
-        .header("accept", NQ)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = get_text(&c, &format!("{url}?follow=false"), NQ).await;
     let st = jelly::nquads::parse_document(&text).unwrap();
     let objects: Vec<Term> = st.iter().map(|s| s.object.clone()).collect();
     let want: Vec<Term> = (0..6)
@@ -1721,6 +1704,7 @@ async fn text_bodies_may_start_with_a_byte_order_mark() {
     assert_eq!(objects, want, "{text}");
 }
 
+/// RDF/XML and JSON-LD bodies are taken like the other text syntaxes; a JSON-LD
 /// document that needs a remote context is refused (no fetch) and appends nothing.
 #[tokio::test]
 async fn publish_rdf_xml_and_json_ld() {
@@ -1760,15 +1744,7 @@ async fn publish_rdf_xml_and_json_ld() {
     );
     assert_eq!(describe(&c, &base, "x").await["next_offset"], 2);
 
-    let text = c
-        .get(format!("{url}?follow=false"))
-        .header("accept", NQ)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = get_text(&c, &format!("{url}?follow=false"), NQ).await;
     let st = jelly::nquads::parse_document(&text).unwrap();
     assert_eq!(st.len(), 3, "{text}");
     assert_eq!(st[0].subject, iri("http://ex.org/a"));

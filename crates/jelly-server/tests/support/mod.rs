@@ -122,15 +122,21 @@ pub async fn get_json(c: &reqwest::Client, url: &str) -> serde_json::Value {
     c.get(url).send().await.unwrap().json().await.unwrap()
 }
 
-/// The `/metrics` text of the server at `base` (its URL).
-pub async fn metrics_text(c: &reqwest::Client, base: &str) -> String {
-    c.get(format!("{base}/metrics"))
+/// The body of a GET of `url` that accepts `accept`, as text.
+pub async fn get_text(c: &reqwest::Client, url: &str, accept: &str) -> String {
+    c.get(url)
+        .header("accept", accept)
         .send()
         .await
         .unwrap()
         .text()
         .await
         .unwrap()
+}
+
+/// The `/metrics` text of the server at `base` (its URL).
+pub async fn metrics_text(c: &reqwest::Client, base: &str) -> String {
+    get_text(c, &format!("{base}/metrics"), "text/plain").await
 }
 
 /// A server-wide metric's value from `/metrics` (a series without labels).
