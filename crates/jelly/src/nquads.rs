@@ -617,7 +617,7 @@ impl fmt::Display for StatementRef<'_> {
 /// as triples). Reuses one line buffer, so writing does not allocate per statement.
 pub struct NQuadsWriter<W: Write> {
     out: W,
-    line: String,
+    line: Vec<u8>,
 }
 
 impl<W: Write> NQuadsWriter<W> {
@@ -625,16 +625,15 @@ impl<W: Write> NQuadsWriter<W> {
     pub fn new(out: W) -> Self {
         NQuadsWriter {
             out,
-            line: String::with_capacity(256),
+            line: Vec::with_capacity(256),
         }
     }
 
     /// Writes one statement line.
     pub fn write(&mut self, st: StatementRef<'_>) -> io::Result<()> {
         self.line.clear();
-        let _ = write_statement(&mut self.line, st);
-        self.line.push('\n');
-        self.out.write_all(self.line.as_bytes())
+        write_statement_line(&mut self.line, st);
+        self.out.write_all(&self.line)
     }
 
     /// Flushes and returns the inner writer.

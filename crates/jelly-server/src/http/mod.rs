@@ -4,9 +4,10 @@
 //! describes the API, `docs/openapi.yaml` its schema, `docs/grpc-api.md` the gRPC side.
 //!
 //! Request bodies: an atomic publish's body may pause at most `body_read_timeout_ms`,
-//! and must average `body_min_bytes_per_s` after that long (else 408). Long-lived bodies (streaming publish, WebSocket, gRPC) have no idle
-//! limit, since they may legitimately be quiet for hours; see `publish::read_body` for
-//! what bounds them instead. Request heads are bounded in `accept`.
+//! and must average `body_min_bytes_per_s` after that long (else 408). Long-lived
+//! bodies (streaming publish, WebSocket, gRPC) have no idle limit, since they may
+//! legitimately be quiet for hours; see `publish::read_body` for what bounds them
+//! instead. Request heads are bounded in `accept`.
 
 mod error;
 mod publish;
