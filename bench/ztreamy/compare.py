@@ -71,9 +71,9 @@ class Server:
         self.cell = cell
         if self.kind == 'jelly':
             self.topic = cell
-            status, body = simple_request(self.host, self.port, b'PUT',
-                                          f'/topics/{cell}'.encode(), b'{"physical":"triples"}',
-                                          b'application/json')
+            status, body = roundtrip(self.host, self.port, http_request(
+                b'PUT', b'x', f'/topics/{cell}'.encode(), b'application/json',
+                b'{"physical":"triples"}', close=True))
             if status not in (200, 201):
                 raise RuntimeError(f'PUT topic {cell}: {status} {body[:200]!r}')
 
@@ -100,15 +100,15 @@ class Server:
 TIMESTAMP = time.strftime('%Y-%m-%dT%H:%M:%S+00:00', time.gmtime()).encode()
 
 
+def http_request(method, hosthdr, path, ctype, body, close=False):
+    """One HTTP/1.1 request with a body; `close` asks the server to close after it."""
+    return (method + b' ' + path + b' HTTP/1.1\r\nHost: ' + hosthdr + b'\r\nContent-Type: '
+            + ctype + b'\r\nContent-Length: ' + str(len(body)).encode()
+            + (b'\r\nConnection: close' if close else b'') + b'\r\n\r\n' + body)
+
+
 def http_post(hosthdr, path, ctype, body):
-    return (b'POST ' + path + b' HTTP/1.1\r\nHost: ' + hosthdr + b'\r\nContent-Type: ' + ctype
-            + b'\r\nContent-Length: ' + str(len(body)).encode() + b'\r\n\r\n' + body)
-
-
-def simple_request(host, port, method, path, body=b'', ctype=b'application/octet-stream'):
-    return roundtrip(host, port, method + b' ' + path + b' HTTP/1.1\r\nHost: x\r\nContent-Type: '
-                     + ctype + b'\r\nContent-Length: ' + str(len(body)).encode()
-                     + b'\r\nConnection: close\r\n\r\n' + body)
+    return http_request(b'POST', hosthdr, path, ctype, body)
 
 
 def roundtrip(host, port, req):
@@ -349,7 +349,7 @@ def run_cell(server, cell, payloads, interval_ns, settle_s):
         while not ready:
             if time.monotonic() > deadline:
                 raise RuntimeError(f'{server.name}: subscriber never saw a probe')
-            st, body = simple_request_raw(server, server.publish_request(
+            st, body = roundtrip(server.host, server.port, server.publish_request(
                 b'<urn:x-probe:%d> <urn:x-p> "probe" .\n' % k, f'probe{k}'))
             if st != 200:
                 raise RuntimeError(f'{server.name}: probe publish answered {st} {body[:200]!r}')
@@ -384,10 +384,6 @@ def run_cell(server, cell, payloads, interval_ns, settle_s):
         if p.is_alive():
             p.terminate()
     return sends, arrivals, last_answer, statuses, nbytes, sub_status
-
-
-def simple_request_raw(server, req):
-    return roundtrip(server.host, server.port, req)
 
 
 def pct(sorted_vals, q):
