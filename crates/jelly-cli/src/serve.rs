@@ -36,7 +36,7 @@ into the topic `weather`, a few items a second, over and over.
 
 Security (docs/http-api.md, \"Security\"): --tls-cert/--tls-key serve HTTPS (HTTP/1.1,
 HTTP/2 and gRPC on one port); --auth-tokens FILE turns bearer tokens on, a TOML file
-  tokens = [ { name = \"ingest\", token = \"...\", publish = [\"sensors/*\"], subscribe = [\"*\"] } ]
+  tokens = [ { name = \"ingest\", token = \"...\", publish = [\"sensors.*\"], subscribe = [\"*\"] } ]
 (or token_sha256 = \"<hex>\" instead of token; admin = true for every right);
 --max-connections-per-ip N closes connections over N per address; --reuse-port lets
 several servers share the port.

@@ -145,6 +145,25 @@ impl TopicPattern {
         if !prefix && body.is_empty() {
             return Err("empty topic pattern".into());
         }
+        // A pattern no topic name can match is a mistake (`sensors/*` where names use
+        // `.`): refused here rather than answering every request with 403.
+        if let Some(c) = body
+            .chars()
+            .find(|&c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+        {
+            return Err(format!(
+                "topic pattern `{p}` can never match: topic names hold only ASCII letters, \
+                 digits, `.`, `_` and `-`, not `{}`",
+                c.escape_default()
+            ));
+        }
+        if body.starts_with('.') || body.len() > crate::topic::MAX_NAME_LEN {
+            return Err(format!(
+                "topic pattern `{p}` can never match: a topic name does not start with `.` \
+                 and has at most {} characters",
+                crate::topic::MAX_NAME_LEN
+            ));
+        }
         Ok(if prefix {
             TopicPattern::Prefix(body.to_string())
         } else {
@@ -714,10 +733,16 @@ mod tests {
 
     #[test]
     fn patterns() {
-        let p = TopicPattern::parse("sensors/*").unwrap();
-        assert!(p.matches("sensors/a"));
-        assert!(p.matches("sensors/"));
+        let p = TopicPattern::parse("sensors.*").unwrap();
+        assert!(p.matches("sensors.a"));
+        assert!(p.matches("sensors."));
         assert!(!p.matches("sensor"));
+        // Patterns no topic name can match are refused, naming why.
+        let e = TopicPattern::parse("sensors/*").unwrap_err();
+        assert!(e.contains("never match") && e.contains("`/`"), "{e}");
+        assert!(TopicPattern::parse(".hidden").unwrap_err().contains("`.`"));
+        assert!(TopicPattern::parse(&"a".repeat(201)).is_err());
+        assert!(TopicPattern::parse(&"a".repeat(200)).is_ok());
         assert!(TopicPattern::parse("*").unwrap().matches("anything"));
         let e = TopicPattern::parse("news").unwrap();
         assert!(e.matches("news") && !e.matches("news2"));
@@ -731,10 +756,10 @@ mod tests {
         let hash = "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b"; // "secret"
         let a = auth(&format!(
             r#"
-            anonymous_subscribe = ["public/*"]
+            anonymous_subscribe = ["public.*"]
             [[tokens]]
             token = "pub"
-            publish = ["sensors/*", "news"]
+            publish = ["sensors.*", "news"]
             [[tokens]]
             name = "reader"
             token_sha256 = "{hash}"
@@ -745,7 +770,7 @@ mod tests {
             "#
         ));
         let p = a.identify(Some("pub")).unwrap();
-        assert!(p.allows(Some("sensors/x"), Right::Publish));
+        assert!(p.allows(Some("sensors.x"), Right::Publish));
         assert!(p.allows(Some("news"), Right::Publish));
         assert!(!p.allows(Some("news"), Right::Subscribe));
         let e = p.check(Some("news"), Right::Subscribe).unwrap_err();
@@ -768,7 +793,7 @@ mod tests {
             Err(AuthError::UnknownToken)
         ));
         let anon = a.identify(None).unwrap();
-        assert!(anon.allows(Some("public/a"), Right::Subscribe));
+        assert!(anon.allows(Some("public.a"), Right::Subscribe));
         let e = anon.check(Some("private"), Right::Subscribe).unwrap_err();
         assert!(e.is_unauthenticated());
         // An open server allows everything, token or not.

@@ -35,9 +35,9 @@
 //! key = "key.pem"
 //!
 //! [auth]                    # absent: an open server (see `auth`)
-//! tokens = [ { name = "ingest", token = "…", publish = ["sensors/*"], subscribe = [] } ]
+//! tokens = [ { name = "ingest", token = "…", publish = ["sensors.*"], subscribe = [] } ]
 //! token_file = "tokens.toml"
-//! anonymous_subscribe = ["public/*"]
+//! anonymous_subscribe = ["public.*"]
 //! ```
 //!
 //! Relative paths (`data`, the TLS files, `token_file`) are relative to the working
@@ -717,7 +717,7 @@ mod tests {
         let c = ServerConfig::from_toml(
             "max_connections_per_ip = 3\nreuse_port = true\n\
              [tls]\ncert = \"c.pem\"\nkey = \"k.pem\"\n\
-             [auth]\nanonymous_subscribe = [\"public/*\"]\n\
+             [auth]\nanonymous_subscribe = [\"public.*\"]\n\
              tokens = [ { token = \"t\", publish = [\"a\"], admin = true } ]\n",
             "x.toml",
         )

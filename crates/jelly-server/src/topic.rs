@@ -842,10 +842,13 @@ pub enum TopicError {
     Unavailable { topic: String, reason: String },
 }
 
+/// Longest topic name, in bytes (all ASCII).
+pub const MAX_NAME_LEN: usize = 200;
+
 /// Checks a topic name (it becomes a directory name in the file log).
 pub fn valid_name(name: &str) -> bool {
     !name.is_empty()
-        && name.len() <= 200
+        && name.len() <= MAX_NAME_LEN
         && !name.starts_with('.')
         && name
             .bytes()

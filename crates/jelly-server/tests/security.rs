@@ -1078,6 +1078,20 @@ async fn public_metrics_and_token_file() {
     let e = Server::start(c).await.err().unwrap();
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
     assert!(e.to_string().contains("`*`"), "{e}");
+    // So does a pattern no topic name can match (topic names have no `/`).
+    std::fs::write(
+        &file,
+        "tokens = [ { token = \"x\", publish = [\"sensors/*\"] } ]",
+    )
+    .unwrap();
+    let mut c = ServerConfig::ephemeral();
+    c.auth = Some(toml::from_str(&format!("token_file = {:?}", file.to_str().unwrap())).unwrap());
+    let e = Server::start(c).await.err().unwrap();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(
+        e.to_string().contains("sensors/*") && e.to_string().contains("never match"),
+        "{e}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
