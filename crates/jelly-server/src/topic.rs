@@ -193,6 +193,8 @@ impl TopicOptions {
 /// assert!(same.unwrap().check_fixed(&quads).is_ok());
 /// let other = RetentionChange::from_json(br#"{"physical": "triples", "retention_ms": 5}"#);
 /// assert!(other.unwrap().check_fixed(&quads).unwrap_err().contains("`physical` is fixed"));
+/// let alone = RetentionChange::from_json(br#"{"rdf_star": true}"#).unwrap_err();
+/// assert!(alone.contains("`rdf_star` is fixed"));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RetentionChange {
@@ -238,6 +240,12 @@ impl RetentionChange {
             change.retention_ms,
         ) == (None, None, None)
         {
+            if let Some((key, _)) = change.fixed.first() {
+                return Err(format!(
+                    "nothing to change: `{key}` is fixed when a topic is created; only \
+                     retention_items, retention_bytes and retention_ms can change"
+                ));
+            }
             return Err(
                 "nothing to change: give retention_items, retention_bytes or retention_ms".into(),
             );

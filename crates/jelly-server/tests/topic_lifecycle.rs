@@ -699,7 +699,14 @@ async fn changing_retention_applies_at_once_and_holds_across_a_restart() {
             "`retention_bytes` must be a whole number",
         ),
         (r#"{"retention_days": 3}"#, "unknown field `retention_days`"),
-        (r#"{"physical": "quads"}"#, "nothing to change"),
+        (
+            r#"{"physical": "quads"}"#,
+            "nothing to change: `physical` is fixed when a topic is created",
+        ),
+        (
+            r#"{"rdf_star": true}"#,
+            "nothing to change: `rdf_star` is fixed when a topic is created",
+        ),
         ("{}", "nothing to change"),
         ("[1]", "expected a JSON object"),
         ("retention", "not JSON"),
