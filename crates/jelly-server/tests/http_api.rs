@@ -1638,6 +1638,26 @@ async fn cors_is_off_by_default_and_answers_configured_origins() {
         .to_ascii_lowercase();
     assert!(allowed.contains("authorization"), "{allowed}");
     assert!(exposed.contains("x-jelly-topic-id"), "{exposed}");
+    // Headers stored with the items (`X-Jelly-Header-<name>`) and the source id too.
+    let r = c
+        .request(reqwest::Method::OPTIONS, format!("{base}/topics/c/items"))
+        .header("origin", "https://app.example.org")
+        .header("access-control-request-method", "POST")
+        .header(
+            "access-control-request-headers",
+            "content-type,x-jelly-header-unit,x-jelly-source",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let allowed = r.headers()["access-control-allow-headers"]
+        .to_str()
+        .unwrap()
+        .to_ascii_lowercase();
+    for h in ["content-type", "x-jelly-header-unit", "x-jelly-source"] {
+        assert!(allowed.contains(h), "{h} not in {allowed}");
+    }
     // An admin page may delete a topic.
     let r = c
         .request(reqwest::Method::OPTIONS, format!("{base}/topics/c"))
