@@ -83,6 +83,9 @@ pub enum IngestError {
     /// Malformed input (400).
     #[error("{0}")]
     Invalid(String),
+    /// A Jelly frame the decoder refused (400), with where it stands in the body.
+    #[error("malformed Jelly: {0}")]
+    Malformed(DecodeError),
     /// Input that is well-formed but does not fit the topic (422).
     #[error("{0}")]
     NotAllowed(String),
@@ -161,7 +164,7 @@ fn not_allowed(item: usize, e: EncodeError, topic: &TopicOptions) -> IngestError
 }
 
 fn decode_error(e: DecodeError) -> IngestError {
-    IngestError::Invalid(format!("malformed Jelly: {e}"))
+    IngestError::Malformed(e)
 }
 
 fn check_size(items: &[NewItem], max: usize) -> Result<(), IngestError> {
@@ -761,7 +764,7 @@ mod tests {
         ));
         assert!(matches!(
             ingest(b"\x05\x0a\x03", InputFormat::Jelly, &t, &m, 1 << 20),
-            Err(IngestError::Invalid(_))
+            Err(IngestError::Malformed(_))
         ));
         assert!(matches!(
             ingest(
@@ -828,7 +831,7 @@ mod tests {
             );
             // After a stream that set up those tables and terms, still refused.
             let e = ingest(&leaning, InputFormat::Jelly, &topic, &meta, 1 << 20).unwrap_err();
-            assert!(matches!(e, IngestError::Invalid(_)), "{e}");
+            assert!(matches!(e, IngestError::Malformed(_)), "{e}");
         }
         // Items come out the same as a fresh stream writes them.
         let fresh = JellyIngest::new(&topic, meta.clone(), 1 << 20)

@@ -1111,6 +1111,13 @@ async fn streaming_publish_bad_frame_mid_stream_keeps_earlier_items() {
     // The atomic POST refuses the whole body and appends nothing.
     let r = publish(&c, &format!("{base}/topics/mid/items"), JELLY, body.clone()).await;
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    // Frame 3's message starts after its one-byte length prefix; both kinds of POST
+    // (and the CLI) name that byte.
+    let byte = format!("(byte {})", good_len + 1);
+    let atomic: Value = r.json().await.unwrap();
+    let ae = atomic["error"].as_str().unwrap();
+    assert!(ae.contains("frame 3") && ae.contains(&byte), "{atomic}");
+    let at = format!("frame 3 {byte}");
     let r = c.get(format!("{base}/topics/mid")).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
 
@@ -1132,11 +1139,14 @@ async fn streaming_publish_bad_frame_mid_stream_keeps_earlier_items() {
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["frame"], 3, "{v}");
-    assert_eq!(v["byte_offset"], good_len);
+    assert_eq!(v["byte_offset"], good_len + 1);
     assert_eq!(v["items_accepted"], 3);
     assert_eq!(v["first_offset"], 0);
     assert_eq!(v["last_offset"], 2);
-    assert!(v["error"].as_str().unwrap().contains("frame 3"), "{v}");
+    let e = v["error"].as_str().unwrap();
+    // The location is named once, before the decoder's reason.
+    assert!(e.starts_with(&format!("{at}: malformed Jelly: ")), "{v}");
+    assert_eq!(e.matches("frame 3").count(), 1, "{v}");
     let d = describe(&c, &base, "mid").await;
     assert_eq!(d["next_offset"], 3);
 
@@ -1159,13 +1169,15 @@ async fn streaming_publish_bad_frame_mid_stream_keeps_earlier_items() {
     let v: Value = r.json().await.unwrap();
     assert_eq!(
         (v["frame"].as_u64(), v["byte_offset"].as_u64()),
-        (Some(1), Some(first_len))
+        (Some(1), Some(first_len + prefix.len() as u64))
     );
     assert_eq!(v["items_accepted"], 1);
     assert_eq!(v["last_offset"], 3);
 
     // A body that ends inside a frame.
-    let mut cut = jelly_stream(&sample_frames(2, 0), StreamOptions::small());
+    let whole = jelly_stream(&sample_frames(2, 0), StreamOptions::small());
+    let second = jelly_stream(&sample_frames(1, 0), StreamOptions::small()).len();
+    let mut cut = whole.clone();
     cut.truncate(cut.len() - 3);
     let r = c
         .post(format!("{base}/topics/mid/items?stream=true"))
@@ -1178,11 +1190,20 @@ async fn streaming_publish_bad_frame_mid_stream_keeps_earlier_items() {
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["frame"], 1);
     assert_eq!(v["items_accepted"], 1);
+    let e = v["error"].as_str().unwrap();
+    assert!(e.contains("ended inside the frame"), "{v}");
+    // Frame 1 starts where frame 0 ends; its message after its length prefix.
+    let len1 = jelly_proto::wire::Reader::new(&whole[second..])
+        .varint()
+        .unwrap();
+    let message1 = second + jelly_proto::wire::varint_len(len1);
+    assert_eq!(v["byte_offset"], message1 as u64, "{v}");
     assert!(
-        v["error"]
-            .as_str()
-            .unwrap()
-            .contains("ended inside a frame"),
+        e.starts_with(&format!("frame 1 (byte {message1}): ")),
+        "{v}"
+    );
+    assert!(
+        e.contains(&format!("announced {len1} bytes, {} were sent", len1 - 3)),
         "{v}"
     );
 

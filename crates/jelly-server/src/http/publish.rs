@@ -82,7 +82,7 @@ pub(super) fn meta_from(headers: &HeaderMap, q: &PublishQuery) -> Result<Publish
 
 pub(super) fn ingest_error(e: IngestError) -> ApiError {
     let status = match e {
-        IngestError::Invalid(_) => StatusCode::BAD_REQUEST,
+        IngestError::Invalid(_) | IngestError::Malformed(_) => StatusCode::BAD_REQUEST,
         IngestError::NotAllowed(_) => StatusCode::UNPROCESSABLE_ENTITY,
         IngestError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
     };

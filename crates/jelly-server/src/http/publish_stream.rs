@@ -41,6 +41,15 @@ pub struct FrameError {
 
 impl From<IngestError> for FrameError {
     fn from(e: IngestError) -> FrameError {
+        // The stream publishers name the frame (and the HTTP one its byte) themselves,
+        // so a decoder's error keeps only the row within the frame.
+        if let IngestError::Malformed(d) = &e {
+            let row = d.row.map(|r| format!("row {r}: ")).unwrap_or_default();
+            return FrameError {
+                status: StatusCode::BAD_REQUEST,
+                message: format!("malformed Jelly: {row}{}", d.kind),
+            };
+        }
         let a = ingest_error(e);
         FrameError {
             status: a.status,
@@ -357,6 +366,17 @@ struct Position {
     frame: u64,
     /// Body bytes before the next frame's length prefix.
     offset: u64,
+    /// Where the next frame's message starts, once its length prefix is read.
+    message: Option<u64>,
+}
+
+impl Position {
+    /// The byte an error names: where the frame's message starts, as the decoder, the
+    /// atomic POST and the CLI count, or where its length prefix starts when the
+    /// prefix itself is at fault.
+    fn byte(&self) -> u64 {
+        self.message.unwrap_or(self.offset)
+    }
 }
 
 fn stream_error(p: &StreamPublisher, pos: &Position, e: FrameError) -> ApiError {
@@ -365,7 +385,7 @@ fn stream_error(p: &StreamPublisher, pos: &Position, e: FrameError) -> ApiError 
         format!(
             "frame {} (byte {}): {}; {} earlier item(s) were appended{}",
             pos.frame,
-            pos.offset,
+            pos.byte(),
             e.message,
             p.accepted,
             if e.status == StatusCode::NOT_FOUND {
@@ -376,7 +396,7 @@ fn stream_error(p: &StreamPublisher, pos: &Position, e: FrameError) -> ApiError 
         ),
     )
     .with("frame", pos.frame)
-    .with("byte_offset", pos.offset)
+    .with("byte_offset", pos.byte())
     .with("items_accepted", p.accepted);
     if let Value::Object(m) = p.summary() {
         for (k, v) in m {
@@ -405,6 +425,7 @@ pub async fn publish_stream(
     let mut pos = Position {
         frame: 0,
         offset: 0,
+        message: None,
     };
     macro_rules! fail {
         ($e:expr) => {{
@@ -456,6 +477,7 @@ pub async fn publish_stream(
                             .into(),
                 }),
             };
+            pos.message = Some(pos.offset + n as u64);
             if len > max {
                 fail!(FrameError {
                     status: StatusCode::PAYLOAD_TOO_LARGE,
@@ -473,6 +495,7 @@ pub async fn publish_stream(
             }
             pos.frame += 1;
             pos.offset += (n + len) as u64;
+            pos.message = None;
             if p.should_flush()
                 && let Err(e) = p.flush().await
             {
@@ -481,12 +504,17 @@ pub async fn publish_stream(
         }
     }
     if !buf.is_empty() {
+        let message = match varint(&buf) {
+            Ok(Some((len, n))) => format!(
+                "malformed Jelly: the body ended inside the frame (its length prefix announced \
+                 {len} bytes, {} were sent)",
+                buf.len() - n
+            ),
+            _ => "malformed Jelly: the body ended inside a frame's length prefix".to_string(),
+        };
         fail!(FrameError {
             status: StatusCode::BAD_REQUEST,
-            message: format!(
-                "malformed Jelly: the body ended inside a frame ({} byte(s) left over)",
-                buf.len()
-            ),
+            message,
         });
     }
     if let Err(e) = p.flush().await {
