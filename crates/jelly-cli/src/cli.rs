@@ -41,14 +41,18 @@ pub enum Command {
     /// Follow a topic of a running server; resumes after a disconnect.
     #[command(after_help = crate::subscribe::SUBSCRIBE_HELP)]
     Subscribe(crate::subscribe::SubscribeArgs),
-    /// List, describe, create and delete the topics of a running server.
+    /// List, describe, create, alter and delete the topics of a running server.
     #[command(after_help = crate::topics::TOPICS_HELP)]
     Topics(crate::topics::TopicsArgs),
     /// Run the official Jelly-RDF conformance suite and write an EARL report.
     #[command(after_help = CONFORMANCE_HELP)]
     Conformance(ConformanceArgs),
     /// Print a shell completion script.
-    #[command(after_help = "Example:\n  jelly completions bash > /etc/bash_completion.d/jelly")]
+    #[command(
+        after_help = "Example:\n  jelly completions bash > /etc/bash_completion.d/jelly\n\n\
+                      Exit codes: 0 printed, 2 usage error (an unknown shell) or the script\n\
+                      could not be written."
+    )]
     Completions {
         /// The shell.
         #[arg(value_enum)]

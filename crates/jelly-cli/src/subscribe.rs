@@ -101,7 +101,8 @@ pub struct SubscribeArgs {
     /// items; keeps one CPU busy while subscribed).
     #[arg(long = "busy-poll")]
     pub busy_poll: bool,
-    /// Give up reconnecting after this many seconds without success.
+    /// Give up reconnecting after this many seconds without success (the last attempt
+    /// comes at the end of them; 0: give up at the first failure).
     #[arg(long = "retry-secs", default_value_t = 30, value_name = "SECS")]
     pub retry_secs: u64,
 }
@@ -394,13 +395,21 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
                     continue;
                 }
                 Ended::Broken(why) => {
-                    if last_ok.elapsed() > Duration::from_secs(a.retry_secs) {
-                        return Err(CliError::usage(why));
+                    // The last wait is cut to what is left of the budget, so the last
+                    // attempt comes at its end, not a whole back-off after it.
+                    let budget = Duration::from_secs(a.retry_secs);
+                    let left = budget.saturating_sub(last_ok.elapsed());
+                    if left.is_zero() {
+                        return Err(CliError::usage(format!(
+                            "{why} (gave up after retrying for {} s, --retry-secs)",
+                            a.retry_secs
+                        )));
                     }
+                    let wait = backoff.min(left);
                     if !quiet {
-                        eprintln!("jelly subscribe: {why}; retrying in {backoff:?}");
+                        eprintln!("jelly subscribe: {why}; retrying in {wait:?}");
                     }
-                    tokio::time::sleep(backoff).await;
+                    tokio::time::sleep(wait).await;
                     backoff = (backoff * 2).min(Duration::from_secs(5));
                     continue;
                 }

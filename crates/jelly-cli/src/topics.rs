@@ -8,7 +8,18 @@ use serde_json::Value;
 
 use crate::error::{CliError, CliResult};
 
-pub const TOPICS_HELP: &str = "\
+/// The exit codes of every `jelly topics` verb (a literal, for `concat!`).
+macro_rules! exit_codes {
+    () => {
+        "Exit codes: 0 done, 1 refused by the server (a 4xx answer: unknown topic,\n\
+         conflicting options, no right), 2 usage error, the server cannot be reached or\n\
+         cannot take it now (a 5xx answer: unavailable, out of topics or storage)."
+    };
+}
+
+/// The after-help of `jelly topics`: examples, what each verb does, exit codes.
+pub const TOPICS_HELP: &str = concat!(
+    "\
 Examples:
   jelly topics list
   jelly topics describe weather
@@ -24,9 +35,9 @@ options are fixed when a topic is created. `delete` removes the topic and its lo
 subscribers' streams end, and a later publish of the same name starts a new topic at
 offset 0. Creating, altering and deleting need the admin right on a server with tokens.
 
-Exit codes: 0 done, 1 refused by the server (a 4xx answer: unknown topic, conflicting
-options, no right), 2 usage error, the server cannot be reached or cannot take it now
-(a 5xx answer: unavailable, out of topics or storage).";
+",
+    exit_codes!()
+);
 
 #[derive(Debug, Args)]
 pub struct TopicsArgs {
@@ -60,17 +71,26 @@ pub struct ServerArgs {
 #[derive(Debug, Subcommand)]
 pub enum TopicsCommand {
     /// List the topics (those the caller may subscribe to).
+    #[command(after_help = concat!(
+        "Examples:\n  jelly topics list\n  jelly topics list --json --server https://jelly.example.org\n\n",
+        exit_codes!()
+    ))]
     List {
         /// Print the server's JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
     /// Describe a topic: options, offsets, counters, subscribers (JSON).
+    #[command(after_help = concat!("Example:\n  jelly topics describe weather\n\n", exit_codes!()))]
     Describe {
         /// The topic.
         topic: String,
     },
     /// Create a topic (admin); succeeds if it exists with the same options.
+    #[command(after_help = concat!(
+        "Example:\n  jelly topics create readings --options '{\"physical\":\"triples\",\"retention_ms\":86400000}'\n\n",
+        exit_codes!()
+    ))]
     Create {
         /// The topic.
         topic: String,
@@ -80,6 +100,12 @@ pub enum TopicsCommand {
         options: Option<String>,
     },
     /// Change a topic's retention (admin); prints its new description (JSON).
+    #[command(after_help = concat!(
+        "Example:\n  jelly topics alter readings --retention-ms 3600000 --retention-bytes 0\n\n\
+         Items beyond the new limits are gone when it returns; the change holds across\n\
+         restarts. The other options are fixed when a topic is created.\n\n",
+        exit_codes!()
+    ))]
     Alter {
         /// The topic.
         topic: String,
@@ -94,6 +120,12 @@ pub enum TopicsCommand {
         retention_ms: Option<u64>,
     },
     /// Delete a topic and its log (admin).
+    #[command(after_help = concat!(
+        "Example:\n  jelly topics delete readings\n\n\
+         Its subscribers' streams end, and a later publish of the same name starts a new\n\
+         topic at offset 0.\n\n",
+        exit_codes!()
+    ))]
     Delete {
         /// The topic.
         topic: String,

@@ -215,7 +215,48 @@ fn serve_publish_subscribe_round_trip() {
         None,
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("gave up after retrying for 0 s"),
+        "{}",
+        r.stderr
+    );
+    // With a budget of 2 s the waits are 250 ms, 500 ms, 1 s and what is left of the
+    // 2 s: they add up to at most the budget (before, the last was a whole 2 s more).
+    let r = jelly(
+        &["subscribe", "t", "--server", s, "--retry-secs", "2"],
+        None,
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("retrying in 250ms"), "{}", r.stderr);
+    let waited: f64 = r
+        .stderr
+        .lines()
+        .filter_map(|l| l.split("retrying in ").nth(1))
+        .map(seconds_of)
+        .sum();
+    assert!(waited > 1.0 && waited <= 2.0, "{waited} s: {}", r.stderr);
+    assert!(
+        r.stderr.contains("gave up after retrying for 2 s"),
+        "{}",
+        r.stderr
+    );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Seconds in a `Duration`'s debug form (`250ms`, `1s`, `249.5ms`, `1.2µs`).
+fn seconds_of(d: &str) -> f64 {
+    let unit_at = d
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(d.len());
+    let (n, unit) = d.split_at(unit_at);
+    let n: f64 = n.parse().unwrap_or_else(|_| panic!("not a duration: {d}"));
+    n * match unit.trim() {
+        "s" => 1.0,
+        "ms" => 1e-3,
+        "µs" => 1e-6,
+        "ns" => 1e-9,
+        u => panic!("unit {u} in {d}"),
+    }
 }
 
 #[test]
