@@ -257,11 +257,6 @@ impl Connection {
         let mut builder = Builder::new(StreamExecutor);
         builder
             .http1()
-            // A client may shut down its sending side once its request is out (`curl`
-            // does not, some scripts do): it still gets its answer. Without this, hyper
-            // closed the connection at the end of the input, so a publish could be
-            // appended with its acknowledgement never sent.
-            .half_close(true)
             .timer(TokioTimer::new())
             .header_read_timeout(timeouts.header_read);
         builder

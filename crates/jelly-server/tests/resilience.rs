@@ -232,40 +232,6 @@ async fn complete_requests_are_served_and_idle_keep_alive_is_closed() {
     assert_eq!(r.status(), StatusCode::OK);
 }
 
-/// A client that shuts down its sending side once its publish is out still gets the
-/// acknowledgement, and the item is appended once (hyper used to close the
-/// connection at the end of the input, after the append but before the answer).
-#[tokio::test]
-async fn a_publish_from_a_half_closed_client_is_acknowledged() {
-    let srv = Server::start(ServerConfig::ephemeral()).await.unwrap();
-    for i in 0..5 {
-        let body = format!("<http://ex.org/s{i}> <http://ex.org/p> \"{i}\" .\n");
-        let req = format!(
-            "POST /topics/half/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/n-triples\r\n\
-             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        let mut tcp = TcpStream::connect(srv.local_addr()).await.unwrap();
-        tcp.write_all(req.as_bytes()).await.unwrap();
-        tcp.shutdown().await.unwrap();
-        let got = read_until_closed(&mut tcp, Duration::from_secs(10))
-            .await
-            .expect("the server answers and closes");
-        let text = String::from_utf8_lossy(&got);
-        assert!(text.starts_with("HTTP/1.1 200"), "publish {i}: {text:?}");
-        assert!(text.contains(&format!("\"offsets\":[{i}]")), "{text}");
-    }
-    let d: Value = client()
-        .get(format!("{}/topics/half", srv.url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(d["next_offset"], 5, "{d}");
-}
-
 fn nquads(n: usize) -> String {
     (0..n)
         .map(|i| format!("<http://ex.org/s{i}> <http://ex.org/p> <http://ex.org/o{i}> .\n"))
