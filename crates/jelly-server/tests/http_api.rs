@@ -1920,3 +1920,87 @@ async fn topic_retention_ms_drops_old_items_of_a_slow_topic() {
     srv.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Terms that would change the text a subscriber gets (a language tag or an IRI with a
+/// newline, a blank node label with spaces): the first two are refused at publish,
+/// with nothing appended; a label, which Jelly allows to be any string, is written in
+/// an escaped form, so no text output holds more statements than were published.
+#[tokio::test]
+async fn terms_cannot_inject_statements_into_text_subscriptions() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let lit = |lang: &str| Statement {
+        object: Term::Literal(jelly::Literal {
+            lex: "x".into(),
+            kind: jelly::OwnedLiteralKind::Lang(lang.into()),
+        }),
+        ..triple("http://ex.org/s", "http://ex.org/p", "http://ex.org/o")
+    };
+    let r = c
+        .put(format!("{base}/topics/inj"))
+        .json(&serde_json::json!({"physical": "triples"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let good = jelly_stream(&[vec![lit("en-GB")]], StreamOptions::small());
+    assert_eq!(
+        offsets(publish(&c, &format!("{base}/topics/inj/items"), JELLY, good).await).await,
+        [0]
+    );
+    let forged = "en .\n<http://evil/s> <http://evil/p> \"pwned\" .\n#";
+    for (what, st) in [
+        ("language tag", lit(forged)),
+        (
+            "IRI",
+            triple(
+                "http://ex.org/s",
+                "http://ex.org/p",
+                "http://e/o> .\n<http://evil/s",
+            ),
+        ),
+    ] {
+        let body = jelly_stream(&[vec![st]], StreamOptions::small());
+        let r = publish(&c, &format!("{base}/topics/inj/items"), JELLY, body.clone()).await;
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{what}");
+        let e: Value = r.json().await.unwrap();
+        let msg = e["error"].as_str().unwrap();
+        assert!(
+            msg.contains("invalid language tag") || msg.contains("which an IRI cannot contain"),
+            "{what}: {msg}"
+        );
+        let r = c
+            .post(format!("{base}/topics/inj/items?stream=true"))
+            .header("content-type", JELLY)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{what}, streaming");
+    }
+    assert_eq!(describe(&c, &base, "inj").await["next_offset"], 1);
+
+    let label = "a b\n<http://evil/s> <http://evil/p> <http://evil/o> .";
+    let bnode = Statement {
+        subject: Term::BlankNode(label.into()),
+        ..triple("", "http://ex.org/p", "http://ex.org/o")
+    };
+    let body = jelly_stream(&[vec![bnode]], StreamOptions::small());
+    assert_eq!(
+        offsets(publish(&c, &format!("{base}/topics/inj/items"), JELLY, body).await).await,
+        [1]
+    );
+    for format in ["nquads", "ntriples", "trig", "turtle"] {
+        let text = get_text(
+            &c,
+            &format!("{base}/topics/inj/items?follow=false&format={format}"),
+            "*/*",
+        )
+        .await;
+        assert!(!text.contains("evil"), "{format}: {text}");
+        assert!(text.contains("_:e-6120"), "{format}: {text}");
+        assert!(text.contains("\"x\"@en-GB"), "{format}: {text}");
+    }
+    srv.shutdown().await.unwrap();
+}

@@ -82,6 +82,10 @@ pub enum DecodeErrorKind {
     DatatypeZero,
     #[error("literal sets both a language tag and a datatype")]
     LangAndDatatype,
+    #[error("invalid language tag {0:?} (letters, then `-`-separated letters and digits)")]
+    InvalidLanguageTag(String),
+    #[error("{table} entry {id} holds {ch:?}, which an IRI cannot contain")]
+    InvalidIriChar { table: Table, id: u32, ch: char },
     #[error("quoted triples nested deeper than the limit of {0}")]
     TooDeep(usize),
     #[error(

@@ -431,6 +431,10 @@ impl<'a> Parser<'a> {
             if self.pos == start {
                 return Err(self.err("empty language tag"));
             }
+            let tag = &self.s[start..self.pos];
+            if !crate::term::valid_language_tag(tag) {
+                return Err(self.err(&format!("invalid language tag `{tag}`")));
+            }
             KindSpan::Lang(Span::Line(start, self.pos))
         } else {
             KindSpan::Simple
@@ -513,18 +517,10 @@ fn write_escaped<W: fmt::Write>(
 /// so distinct blank nodes stay distinct.
 fn write_bnode(f: &mut impl fmt::Write, label: &str) -> fmt::Result {
     f.write_str("_:")?;
-    if !label.is_empty()
-        && label
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
-    {
+    if crate::term::plain_blank_node_label(label) {
         f.write_str(label)
     } else {
-        f.write_str("e-")?;
-        for b in label.bytes() {
-            write!(f, "{b:02x}")?;
-        }
-        Ok(())
+        f.write_str(&crate::term::escaped_blank_node_label(label))
     }
 }
 

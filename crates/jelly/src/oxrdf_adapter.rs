@@ -37,7 +37,31 @@ impl<'a> StatementRef<'a> {
     /// let q = st.as_oxrdf_quad().unwrap();
     /// assert_eq!(q.subject.to_string(), "<http://s>");
     /// ```
+    ///
+    /// A blank node whose label is not [plain](crate::term::plain_blank_node_label)
+    /// is refused too: oxrdf's writers (Turtle, TriG) write labels as they are, so such
+    /// a label could break out of its term. [`StatementRef::to_oxrdf_quad`] gives it
+    /// the [escaped](crate::term::escaped_blank_node_label) label instead.
     pub fn as_oxrdf_quad(&self) -> Result<QuadRef<'a>, NotRepresentable> {
+        for (t, position) in [
+            (Some(self.subject), "subject"),
+            (Some(self.object), "object"),
+            (self.graph, "graph"),
+        ] {
+            if let Some(TermRef::BlankNode(b)) = t
+                && !crate::term::plain_blank_node_label(b)
+            {
+                return Err(NotRepresentable {
+                    kind: "blank node with a label other than ASCII letters, digits and `_`",
+                    position,
+                });
+            }
+        }
+        self.as_oxrdf_quad_unchecked()
+    }
+
+    /// [`StatementRef::as_oxrdf_quad`] with blank node labels as they are.
+    fn as_oxrdf_quad_unchecked(&self) -> Result<QuadRef<'a>, NotRepresentable> {
         let subject = match self.subject {
             TermRef::Iri(i) => NamedOrBlankNodeRef::NamedNode(NamedNodeRef::new_unchecked(i)),
             TermRef::BlankNode(b) => NamedOrBlankNodeRef::BlankNode(BlankNodeRef::new_unchecked(b)),
@@ -81,20 +105,39 @@ impl<'a> StatementRef<'a> {
         })
     }
 
-    /// Converts to an owned oxrdf quad; quoted triples in the object become RDF 1.2 triple terms.
+    /// Converts to an owned oxrdf quad; quoted triples in the object become RDF 1.2 triple
+    /// terms. Blank node labels that are not [plain](crate::term::plain_blank_node_label)
+    /// are [escaped](crate::term::escaped_blank_node_label), as the N-Quads writer does.
+    ///
+    /// ```
+    /// use jelly::{StatementRef, TermRef};
+    /// let st = StatementRef::triple(TermRef::BlankNode("a b"), TermRef::Iri("http://p"), TermRef::Iri("http://o"));
+    /// assert_eq!(st.to_oxrdf_quad().unwrap().subject.to_string(), "_:e-612062");
+    /// ```
     pub fn to_oxrdf_quad(&self) -> Result<oxrdf::Quad, NotRepresentable> {
-        if let TermRef::Triple(t) = self.object {
+        let mut q = if let TermRef::Triple(t) = self.object {
             let base = StatementRef {
                 object: TermRef::Iri(""),
                 ..*self
             }
-            .as_oxrdf_quad()?;
+            .as_oxrdf_quad_unchecked()?;
             let tt = to_ox_triple(t.to_owned())?;
             let mut q = base.into_owned();
             q.object = oxrdf::Term::Triple(Box::new(tt));
-            return Ok(q);
+            q
+        } else {
+            self.as_oxrdf_quad_unchecked()?.into_owned()
+        };
+        if let oxrdf::NamedOrBlankNode::BlankNode(b) = &mut q.subject {
+            escape_label(b);
         }
-        Ok(self.as_oxrdf_quad()?.into_owned())
+        if let oxrdf::Term::BlankNode(b) = &mut q.object {
+            escape_label(b);
+        }
+        if let oxrdf::GraphName::BlankNode(b) = &mut q.graph_name {
+            escape_label(b);
+        }
+        Ok(q)
     }
 }
 
@@ -121,6 +164,14 @@ fn ox_literal(l: LiteralRef<'_>) -> OxLiteralRef<'_> {
         LiteralKind::Typed(dt) => {
             OxLiteralRef::new_typed_literal(l.lex, NamedNodeRef::new_unchecked(dt))
         }
+    }
+}
+
+/// Gives `b` its [escaped](crate::term::escaped_blank_node_label) label if it is not
+/// plain.
+fn escape_label(b: &mut oxrdf::BlankNode) {
+    if !crate::term::plain_blank_node_label(b.as_str()) {
+        *b = oxrdf::BlankNode::new_unchecked(crate::term::escaped_blank_node_label(b.as_str()));
     }
 }
 

@@ -12,6 +12,93 @@ pub const XSD_STRING: &str = "http://www.w3.org/2001/XMLSchema#string";
 /// `http://www.w3.org/1999/02/22-rdf-syntax-ns#langString`.
 pub const RDF_LANG_STRING: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString";
 
+/// Whether `tag` is a language tag as RDF's text syntaxes write it: letters, then
+/// `-`-separated groups of letters and digits (`en`, `en-GB`, `sr-Latn-RS`), with an
+/// optional RDF 1.2 base direction carried after `--` (`ar--rtl` or `--ltr`, see
+/// [`crate::oxrdf_adapter`]). Anything else (an empty tag, a space, a newline, a
+/// quote) would change the meaning of the text a writer makes of it, so decoders
+/// refuse it.
+///
+/// ```
+/// use jelly::term::valid_language_tag;
+/// assert!(valid_language_tag("en") && valid_language_tag("sr-Latn-RS"));
+/// assert!(valid_language_tag("ar--rtl") && valid_language_tag("x-1"));
+/// assert!(!valid_language_tag("") && !valid_language_tag("en us"));
+/// assert!(!valid_language_tag("en .\n<s> <p> <o> .") && !valid_language_tag("en--"));
+/// assert!(!valid_language_tag("1234") && !valid_language_tag("en-"));
+/// assert!(!valid_language_tag("en--up"));
+/// ```
+pub fn valid_language_tag(tag: &str) -> bool {
+    let (tag, direction) = match tag.split_once("--") {
+        Some((t, d)) => (t, Some(d)),
+        None => (tag, None),
+    };
+    if direction.is_some_and(|d| d != "ltr" && d != "rtl") {
+        return false;
+    }
+    let mut groups = tag.split('-');
+    let first = groups.next().unwrap_or_default();
+    !first.is_empty()
+        && first.bytes().all(|b| b.is_ascii_alphabetic())
+        && groups.all(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+/// The first character of `iri` that no IRI may hold (RFC 3987; N-Triples' `IRIREF`):
+/// a control character or space, or one of `<>"{}|^`\`. Writers of RDF text would
+/// have to escape it, and some (Turtle, TriG) write IRIs as they are, so decoders
+/// refuse such IRIs.
+///
+/// ```
+/// use jelly::term::forbidden_iri_char;
+/// assert_eq!(forbidden_iri_char("http://ex.org/a#b"), None);
+/// assert_eq!(forbidden_iri_char("http://ex.org/a b"), Some(' '));
+/// assert_eq!(forbidden_iri_char("http://e/dt> .\n"), Some('>'));
+/// ```
+pub fn forbidden_iri_char(iri: &str) -> Option<char> {
+    iri.bytes()
+        .find(|&b| {
+            b <= b' '
+                || matches!(
+                    b,
+                    b'<' | b'>' | b'"' | b'{' | b'}' | b'|' | b'^' | b'`' | b'\\'
+                )
+        })
+        .map(char::from)
+}
+
+/// Whether a blank node label can be written as it is in every RDF text syntax: ASCII
+/// letters, digits and `_`. Writers give any other label (Jelly allows any string) as
+/// [`escaped_blank_node_label`].
+///
+/// ```
+/// use jelly::term::plain_blank_node_label;
+/// assert!(plain_blank_node_label("b12") && plain_blank_node_label("_x"));
+/// assert!(!plain_blank_node_label("") && !plain_blank_node_label("a b\n<x> <y> <z> ."));
+/// ```
+pub fn plain_blank_node_label(label: &str) -> bool {
+    !label.is_empty()
+        && label
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// The label a writer gives a blank node whose label is not
+/// [plain](plain_blank_node_label): `e-` and the hex of its UTF-8 bytes. No plain label
+/// contains `-`, so distinct blank nodes stay distinct.
+///
+/// ```
+/// assert_eq!(jelly::term::escaped_blank_node_label("a b"), "e-612062");
+/// ```
+pub fn escaped_blank_node_label(label: &str) -> String {
+    let mut out = String::with_capacity(2 + 2 * label.len());
+    out.push_str("e-");
+    for b in label.bytes() {
+        out.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        out.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+    }
+    out
+}
+
 /// Kind of a literal, borrowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LiteralKind<'a> {

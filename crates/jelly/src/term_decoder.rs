@@ -534,6 +534,7 @@ impl State {
                 let Ok(tag) = utf8(tag) else {
                     return Ok(false);
                 };
+                check_language_tag(tag)?;
                 dest.set_str(BufKind::Lang, lex);
                 dest.b.clear();
                 dest.b.push_str(tag);
@@ -570,6 +571,7 @@ impl State {
         match (lang, dt) {
             (Some(_), Some(_)) => return Err(K::LangAndDatatype),
             (Some(l), None) => {
+                check_language_tag(l)?;
                 dest.set_str(BufKind::Lang, lex);
                 dest.b.clear();
                 dest.b.push_str(l);
@@ -729,6 +731,16 @@ fn collect_spo(mut r: Reader<'_>, n: usize) -> Result<[Slot<'_>; 4], K> {
     Ok(slots)
 }
 
+/// Refuses a language tag that RDF's text syntaxes cannot write as it is.
+#[inline]
+fn check_language_tag(tag: &str) -> Result<(), K> {
+    if crate::term::valid_language_tag(tag) {
+        Ok(())
+    } else {
+        Err(K::InvalidLanguageTag(tag.to_string()))
+    }
+}
+
 /// Parses an `RdfLookupEntry` payload in its usual shapes (a value with a one-byte
 /// length, after a one-byte id or none) into `(id, value)`; `None` for any other shape
 /// or invalid UTF-8, which [`entry_general`] then parses (and reports).
@@ -830,6 +842,10 @@ impl TermDecoder {
         };
         lookup.set(id, value, table)?;
         let id = lookup.last_id;
+        // Every IRI is made of entries, so checking each entry once checks them all.
+        if let Some(ch) = crate::term::forbidden_iri_char(value) {
+            return Err(K::InvalidIriChar { table, id, ch });
+        }
         match table {
             Table::Name => {
                 // Terms still pointing at the cached IRI of this name keep their own copy.
