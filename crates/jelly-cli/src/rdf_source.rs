@@ -4,6 +4,7 @@
 
 use std::io::Read;
 
+use jelly::text_nesting::NestingReader;
 use jelly::text_position::{PositionProbe, PositionTracker};
 use oxrdf::{GraphName, Quad};
 use oxrdfio::{RdfParseError, RdfParser};
@@ -30,12 +31,27 @@ use crate::format::Format;
 pub enum RdfSource<R: Read> {
     /// Any syntax but RDF/XML. (Both parsers are boxed: they are large, and made
     /// once per input.)
-    Oxrdfio(Box<oxrdfio::ReaderQuadParser<R>>),
+    Oxrdfio(Box<oxrdfio::ReaderQuadParser<Guarded<R>>>),
     /// RDF/XML, through a tracker of line and column.
     RdfXml {
         parser: Box<ReaderRdfXmlParser<PositionTracker<R>>>,
         probe: PositionProbe,
     },
+}
+
+/// An input, guarded against nesting in the syntaxes that have triple terms.
+pub enum Guarded<R> {
+    Nesting(NestingReader<R>),
+    Plain(R),
+}
+
+impl<R: Read> Read for Guarded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Guarded::Nesting(r) => r.read(buf),
+            Guarded::Plain(r) => r.read(buf),
+        }
+    }
 }
 
 impl<R: Read> RdfSource<R> {
@@ -59,6 +75,14 @@ impl<R: Read> RdfSource<R> {
         if let Some(b) = base_iri {
             p = p.with_base_iri(b).map_err(|e| bad_base(b, e))?;
         }
+        // The text parsers recurse once per level of triple terms: deep nesting is
+        // refused before them (JSON-LD has a depth limit of its own).
+        let reader = match format {
+            Format::Nt | Format::Nq | Format::Ttl | Format::Trig => Guarded::Nesting(
+                NestingReader::new(reader, jelly::text_nesting::MAX_TEXT_NESTING),
+            ),
+            _ => Guarded::Plain(reader),
+        };
         Ok(RdfSource::Oxrdfio(Box::new(p.for_reader(reader))))
     }
 

@@ -275,6 +275,21 @@ fn convert_lines<W: io::Write>(
 }
 
 fn parse_chunk(chunk: &[u8], quads: bool) -> ParsedChunk {
+    // The parser recurses once per level of triple terms: deep nesting is refused
+    // before it (a chunk holds whole lines, and no statement spans lines).
+    let max = jelly::text_nesting::MAX_TEXT_NESTING;
+    if let Err(e) = jelly::text_nesting::NestingScanner::new(max).feed(chunk) {
+        let at = e.offset as usize;
+        let line_start = chunk[..at]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        return Err((
+            e.line - 1,
+            (at - line_start) as u64,
+            format!("triple terms nested deeper than {max} levels"),
+        ));
+    }
     let mut out = Vec::with_capacity(chunk.len() / 64);
     let err = |e: oxttl::TurtleSyntaxError| {
         let l = e.location();

@@ -728,3 +728,23 @@ fn text_output_to_a_jelly_name_is_refused() {
     let stdout = ok(&["rdf", "from-jelly", s(&j)], None).stdout;
     assert_eq!(std::fs::read(&txt).unwrap(), stdout);
 }
+
+/// Triple terms nested 100,000 deep overflowed the parsers' stack: every text syntax
+/// that has them now refuses the input with exit 1 and the place, as bad data.
+#[test]
+fn deeply_nested_triple_terms_are_refused() {
+    let n = 100_000;
+    let nested = format!(
+        "<http://e/s> <http://e/p> {}<http://e/o>{} .\n",
+        "<<( <http://e/s> <http://e/p> ".repeat(n),
+        " )>>".repeat(n)
+    );
+    for fmt in ["nt", "nq", "ttl", "trig"] {
+        let r = jelly(
+            &["rdf", "to-jelly", "--in-format", fmt, "-o", "/dev/null"],
+            Some(nested.as_bytes()),
+        );
+        assert_eq!(r.code, 1, "{fmt}: {}", r.stderr);
+        assert!(r.stderr.contains("deeper than 100"), "{fmt}: {}", r.stderr);
+    }
+}

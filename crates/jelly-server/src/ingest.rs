@@ -507,14 +507,31 @@ fn ingest_text(
     };
     // A UTF-8 byte-order mark, which some editors write, starts no statement (XML
     // parsers skip one themselves, and count their byte offsets from it).
+    let whole = body.len();
     let body = match format {
         InputFormat::RdfXml => body,
         _ => body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body),
     };
+    if matches!(
+        format,
+        InputFormat::NQuads | InputFormat::NTriples | InputFormat::Turtle | InputFormat::TriG
+    ) {
+        // Before any parser: they recurse once per level of triple terms.
+        jelly::text_nesting::NestingScanner::new(jelly::text_nesting::MAX_TEXT_NESTING)
+            .feed(body)
+            .map_err(|e| IngestError::Invalid(e.to_string()))?;
+    }
     match format {
         InputFormat::NQuads | InputFormat::NTriples => {
             let text = std::str::from_utf8(body).map_err(|e| {
-                IngestError::Invalid(format!("invalid UTF-8 at byte {}", e.valid_up_to()))
+                // Counted in the body as sent, byte-order mark included.
+                let at = e.valid_up_to() + (whole - body.len());
+                let line = body[..e.valid_up_to()]
+                    .iter()
+                    .filter(|&&b| b == b'\n')
+                    .count()
+                    + 1;
+                IngestError::Invalid(format!("invalid UTF-8 at line {line} (byte offset {at})"))
             })?;
             let mut parser = jelly::nquads::LineParser::default();
             for (i, line) in jelly::nquads::lines(text).enumerate() {

@@ -36,6 +36,7 @@ pub mod splice;
 pub mod term;
 mod term_decoder;
 mod term_encoder;
+pub mod text_nesting;
 pub mod text_position;
 
 pub use decoder::{Decoder, DecoderOptions, DecoderStats, Event, FrameCursor, frame_metadata};

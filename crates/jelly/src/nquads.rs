@@ -224,11 +224,18 @@ pub(crate) struct Parser<'a> {
     /// Byte offset of the next character.
     pub(crate) pos: usize,
     line: usize,
+    /// Quoted triples open around the term being parsed.
+    depth: usize,
 }
 
 impl<'a> Parser<'a> {
     pub(crate) fn new(s: &'a str, line: usize) -> Self {
-        Parser { s, pos: 0, line }
+        Parser {
+            s,
+            pos: 0,
+            line,
+            depth: 0,
+        }
     }
     pub(crate) fn err(&self, msg: &str) -> SyntaxError {
         let column = self.s[..self.pos.min(self.s.len())].chars().count() + 1;
@@ -259,6 +266,14 @@ impl<'a> Parser<'a> {
 
     pub(crate) fn term(&mut self) -> Result<Term, SyntaxError> {
         if self.rest().starts_with("<<") {
+            // Each level recurses: a line of thousands would overflow the stack.
+            if self.depth >= crate::text_nesting::MAX_TEXT_NESTING {
+                return Err(self.err(&format!(
+                    "quoted triples nested deeper than {} levels",
+                    crate::text_nesting::MAX_TEXT_NESTING
+                )));
+            }
+            self.depth += 1;
             let paren = self.rest().starts_with("<<(");
             self.pos += if paren { 3 } else { 2 };
             let mut t = [None, None, None];
@@ -266,6 +281,7 @@ impl<'a> Parser<'a> {
                 self.ws();
                 *slot = Some(self.term()?);
             }
+            self.depth -= 1;
             self.ws();
             let close = if paren { ")>>" } else { ">>" };
             if !self.rest().starts_with(close) {
@@ -642,6 +658,25 @@ impl<W: Write> NQuadsWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Quoted triples nest up to the decoders' limit; deeper is a syntax error, not
+    /// a stack overflow.
+    #[test]
+    fn nesting_is_bounded() {
+        let line = |n: usize| {
+            format!(
+                "<s> <p> {}<o>{} .",
+                "<< <s> <p> ".repeat(n),
+                " >>".repeat(n)
+            )
+        };
+        assert!(parse_line(&line(100), 1).unwrap().is_some());
+        let e = parse_line(&line(100_000), 7).unwrap_err();
+        assert_eq!(e.line, 7);
+        assert!(e.message.contains("deeper than 100"), "{}", e.message);
+        let mut p = LineParser::default();
+        assert!(p.parse(&line(101), 1).is_err());
+    }
 
     #[test]
     fn round_trip_escapes_and_star() {
