@@ -285,9 +285,55 @@ fn parse_prefixes(value: &str) -> Result<Vec<String>, FilterError> {
     Ok(prefixes)
 }
 
+/// Deepest nesting of `(`, `{` and `[` accepted in an `ask` query.
+const MAX_ASK_NESTING: usize = 32;
+/// Longest run of `!` and `^` (whitespace between them allowed) in an `ask` query.
+const MAX_ASK_OPERATOR_RUN: usize = 8;
+
+/// Refuses an `ask` query nested deeper than the SPARQL parser and evaluator can take
+/// on a worker thread's stack: they recurse once per level, and a query of a few
+/// kilobytes of `{` or `!` overflowed the stack and aborted the server. Brackets are
+/// counted everywhere, in strings and IRIs too (a closing one never below zero), so
+/// no quoting can hide a level; a legitimate filter never comes near the limits.
+fn check_ask_nesting(text: &str) -> Result<(), FilterError> {
+    let refuse = |message: String| FilterError::Invalid {
+        param: "ask",
+        message,
+    };
+    let (mut depth, mut run) = (0usize, 0usize);
+    for (at, c) in text.char_indices() {
+        match c {
+            '(' | '{' | '[' => {
+                depth += 1;
+                if depth > MAX_ASK_NESTING {
+                    return Err(refuse(format!(
+                        "brackets nested deeper than {MAX_ASK_NESTING} levels (at byte {at})"
+                    )));
+                }
+            }
+            ')' | '}' | ']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        match c {
+            '!' | '^' => {
+                run += 1;
+                if run > MAX_ASK_OPERATOR_RUN {
+                    return Err(refuse(format!(
+                        "more than {MAX_ASK_OPERATOR_RUN} `!` or `^` in a row (at byte {at})"
+                    )));
+                }
+            }
+            c if c.is_whitespace() => {}
+            _ => run = 0,
+        }
+    }
+    Ok(())
+}
+
 /// `ask`: a parsed SPARQL ASK query.
 fn parse_ask(text: &str) -> Result<Query, FilterError> {
     check_len("ask", text, MAX_ASK_BYTES)?;
+    check_ask_nesting(text)?;
     let query = SparqlParser::new()
         .parse_query(text)
         .map_err(|e| FilterError::AskSyntax {
@@ -1168,6 +1214,40 @@ mod tests {
             matches!(e, FilterError::TooLong { param: "ask", .. }),
             "{e:?}"
         );
+    }
+
+    /// Nesting that overflowed the stack (and aborted the server) is refused, naming
+    /// where; brackets inside strings count, so quoting cannot hide a level.
+    #[test]
+    fn deeply_nested_ask_is_refused() {
+        let deep = |open: &str, close: &str, n: usize| {
+            format!(
+                "ASK {{ FILTER({}true{}) }}",
+                open.repeat(n),
+                close.repeat(n)
+            )
+        };
+        for q in [
+            format!("ASK {}{}", "{".repeat(1000), "}".repeat(1000)),
+            deep("(", ")", 1000),
+            deep("!", "", 1000),
+            deep("! ", "", 1000),
+            format!("ASK {{ ?s {}<http://p> ?o }}", "^".repeat(3000)),
+            format!(
+                "ASK {{ ?s ?p \"{}\" . {}{} }}",
+                ")".repeat(900),
+                "{".repeat(900),
+                "}".repeat(900)
+            ),
+        ] {
+            let e = filter(|f| f.ask = Some(q.clone())).unwrap_err();
+            let m = e.to_string();
+            assert!(m.starts_with("ask: ") && m.contains("at byte"), "{m}");
+        }
+        // Ordinary nesting and a datatype's `^^` pass.
+        let ok = "ASK { { ?s ?p ?o FILTER((?o = \"1\"^^<http://www.w3.org/2001/XMLSchema#integer>) && !(?s = ?o)) } }";
+        filter(|f| f.ask = Some(ok.into())).unwrap();
+        filter(|f| f.ask = Some(deep("(", ")", 30))).unwrap();
     }
 
     #[test]
