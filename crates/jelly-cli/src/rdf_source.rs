@@ -6,6 +6,7 @@ use std::io::Read;
 
 use jelly::text_nesting::NestingReader;
 use jelly::text_position::{PositionProbe, PositionTracker};
+use jelly::xml_entities::EntityGuardReader;
 use oxrdf::{GraphName, Quad};
 use oxrdfio::{RdfParseError, RdfParser};
 use oxrdfxml::{RdfXmlParseError, RdfXmlParser, ReaderRdfXmlParser};
@@ -34,7 +35,7 @@ pub enum RdfSource<R: Read> {
     Oxrdfio(Box<oxrdfio::ReaderQuadParser<Guarded<R>>>),
     /// RDF/XML, through a tracker of line and column.
     RdfXml {
-        parser: Box<ReaderRdfXmlParser<PositionTracker<R>>>,
+        parser: Box<ReaderRdfXmlParser<PositionTracker<EntityGuardReader<R>>>>,
         probe: PositionProbe,
     },
 }
@@ -65,7 +66,8 @@ impl<R: Read> RdfSource<R> {
             if let Some(b) = base_iri {
                 p = p.with_base_iri(b).map_err(|e| bad_base(b, e))?;
             }
-            let (tracked, probe) = PositionTracker::new(reader);
+            // The parser expands declared entities in full: bombs are refused first.
+            let (tracked, probe) = PositionTracker::new(EntityGuardReader::new(reader));
             return Ok(RdfSource::RdfXml {
                 parser: Box::new(p.for_reader(tracked)),
                 probe,

@@ -748,3 +748,28 @@ fn deeply_nested_triple_terms_are_refused() {
         assert!(r.stderr.contains("deeper than 100"), "{fmt}: {}", r.stderr);
     }
 }
+
+/// An RDF/XML entity bomb is refused (exit 1) before the parser expands it.
+#[test]
+fn rdf_xml_entity_bombs_are_refused() {
+    let mut lol = String::from("<?xml version=\"1.0\"?>\n<!DOCTYPE rdf:RDF [<!ENTITY l0 \"lol\">");
+    for i in 1..10 {
+        lol += &format!("<!ENTITY l{i} \"{}\">", format!("&l{};", i - 1).repeat(10));
+    }
+    lol += "]>\n<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\">\
+            <rdf:Description rdf:about=\"http://e/s\"><rdf:value>&l9;</rdf:value>\
+            </rdf:Description></rdf:RDF>\n";
+    let r = jelly(
+        &[
+            "rdf",
+            "to-jelly",
+            "--in-format",
+            "rdfxml",
+            "-o",
+            "/dev/null",
+        ],
+        Some(lol.as_bytes()),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("expansion bomb"), "{}", r.stderr);
+}

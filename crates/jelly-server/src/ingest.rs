@@ -564,6 +564,10 @@ fn ingest_text(
             }
         }
         InputFormat::RdfXml => {
+            // The parser expands declared entities in full: bombs are refused first.
+            jelly::xml_entities::EntityGuard::default()
+                .feed(body)
+                .map_err(|e| IngestError::Invalid(e.to_string()))?;
             // Parsed without oxrdfio, whose RDF/XML errors tell no position: the
             // parser's byte offset at the error gives its line and column.
             let mut p = oxrdfxml::RdfXmlParser::new();

@@ -1,0 +1,312 @@
+//! A bound on XML entity expansion in RDF/XML input, checked ahead of the parser.
+//!
+//! Why: the RDF/XML parser expands the entities an input declares in its `DOCTYPE`
+//! (`<!ENTITY a "&b;&b;&b;…">`), each declaration in full as it is read, and every
+//! reference in the document again. Nine nested declarations of ten references each
+//! (under a kilobyte, "billion laughs") made it allocate 12 GB. [`EntityGuard`] reads
+//! the input before the parser, works out the length each entity expands to without
+//! expanding it, and refuses:
+//! - an entity that expands to more than [`MAX_ENTITY_BYTES`];
+//! - a document whose references expand to more than [`EXPANSION_ALLOWANCE`] plus
+//!   [`EXPANSION_PER_BYTE`] times its own size, which ordinary uses (`&rdf;`, `&xsd;`
+//!   in attribute values) stay far below.
+//!
+//! It reads declarations as the parser does (`<!ENTITY name "value">`, parameter
+//! entities too), wherever they stand, and counts every `&name;` of a declared entity,
+//! in comments and CDATA sections too: both can only make it stricter than the parser.
+
+use std::collections::HashMap;
+
+/// Longest expansion of one entity.
+pub const MAX_ENTITY_BYTES: u64 = 1 << 20;
+/// Expansion every document may have, whatever its size.
+pub const EXPANSION_ALLOWANCE: u64 = 16 << 20;
+/// Expansion allowed per byte of the document on top of the allowance.
+pub const EXPANSION_PER_BYTE: u64 = 8;
+/// Longest entity name counted in a reference.
+const MAX_NAME: usize = 256;
+
+/// Input whose entities expand beyond the bounds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EntityBomb(pub String);
+
+/// Reads RDF/XML piece by piece and refuses it once its entities expand too far.
+///
+/// ```
+/// use jelly::xml_entities::EntityGuard;
+/// let ok = "<?xml version=\"1.0\"?><!DOCTYPE rdf:RDF [<!ENTITY ex \"http://ex.org/\">]>\n\
+///           <rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\">\
+///           <rdf:Description rdf:about=\"&ex;a\"/></rdf:RDF>";
+/// EntityGuard::default().feed(ok.as_bytes()).unwrap();
+/// let mut lol = String::from("<!DOCTYPE r [<!ENTITY l0 \"lol\">");
+/// for i in 1..10 {
+///     lol += &format!("<!ENTITY l{i} \"{}\">", format!("&l{};", i - 1).repeat(10));
+/// }
+/// lol += "]><r>&l9;</r>";
+/// let e = EntityGuard::default().feed(lol.as_bytes()).unwrap_err();
+/// assert!(e.to_string().contains("entity `l6` expands to 3000000 bytes"), "{e}");
+/// ```
+#[derive(Debug, Default)]
+pub struct EntityGuard {
+    /// Declared entities and the length each expands to.
+    entities: HashMap<String, u64>,
+    /// The end of the last piece when it cut a declaration or a reference short.
+    carry: Vec<u8>,
+    /// Bytes read so far.
+    read: u64,
+    /// Bytes the references read so far expand to.
+    expanded: u64,
+}
+
+/// The keyword of a declaration.
+const DECLARATION: &[u8] = b"<!ENTITY";
+
+impl EntityGuard {
+    /// Reads the next piece of the input.
+    ///
+    /// Declarations are read wherever they stand (the parser reads them in the
+    /// `DOCTYPE` only), so no quoting or comment can hide one from the guard.
+    pub fn feed(&mut self, bytes: &[u8]) -> Result<(), EntityBomb> {
+        self.read += bytes.len() as u64;
+        let joined;
+        let mut rest = if self.carry.is_empty() {
+            bytes
+        } else {
+            let mut j = std::mem::take(&mut self.carry);
+            j.extend_from_slice(bytes);
+            joined = j;
+            &joined[..]
+        };
+        while let Some(at) = rest.iter().position(|&b| b == b'&' || b == b'<') {
+            rest = &rest[at..];
+            let step = if rest[0] == b'&' {
+                match reference(rest) {
+                    Some((name, used)) => {
+                        if let Some(&len) = std::str::from_utf8(name)
+                            .ok()
+                            .and_then(|n| self.entities.get(n))
+                        {
+                            self.expanded = self.expanded.saturating_add(len);
+                        }
+                        Some(used)
+                    }
+                    None if rest.len() <= MAX_NAME + 2 && !rest[1..].contains(&b';') => None,
+                    None => Some(1),
+                }
+            } else if rest.starts_with(DECLARATION) {
+                match declaration(rest) {
+                    Some((name, value, used)) => {
+                        self.declare(name, value)?;
+                        Some(used)
+                    }
+                    None if rest.len() > MAX_DECLARATION_BYTES => {
+                        return Err(EntityBomb(format!(
+                            "an XML entity declaration of over {MAX_DECLARATION_BYTES} bytes"
+                        )));
+                    }
+                    None => None,
+                }
+            } else if rest.len() < DECLARATION.len() && DECLARATION.starts_with(rest) {
+                None
+            } else {
+                Some(1)
+            };
+            match step {
+                Some(n) => rest = &rest[n..],
+                // Cut short at the end of the piece: kept for the next one.
+                None => {
+                    self.carry = rest.to_vec();
+                    break;
+                }
+            }
+        }
+        let limit =
+            EXPANSION_ALLOWANCE.saturating_add(self.read.saturating_mul(EXPANSION_PER_BYTE));
+        if self.expanded > limit {
+            return Err(EntityBomb(format!(
+                "the XML entity references of the first {} bytes expand to {} bytes; at most \
+                 {EXPANSION_PER_BYTE} per byte plus {EXPANSION_ALLOWANCE} are accepted (an \
+                 entity expansion bomb?)",
+                self.read, self.expanded
+            )));
+        }
+        Ok(())
+    }
+
+    /// Declares `name`, refusing it if it expands too far.
+    fn declare(&mut self, name: &str, value: &[u8]) -> Result<(), EntityBomb> {
+        let len = self.expansion(value);
+        if len > MAX_ENTITY_BYTES {
+            return Err(EntityBomb(format!(
+                "XML entity `{name}` expands to {len} bytes; at most {MAX_ENTITY_BYTES} are \
+                 accepted (an entity expansion bomb?)"
+            )));
+        }
+        self.entities.insert(name.to_string(), len);
+        Ok(())
+    }
+
+    /// The length `value` expands to with the entities declared so far (predefined
+    /// and character references: at most 4 bytes; an undeclared name, which the parser
+    /// refuses, the same).
+    fn expansion(&self, value: &[u8]) -> u64 {
+        let mut len = 0u64;
+        let mut rest = value;
+        while let Some(amp) = rest.iter().position(|&b| b == b'&') {
+            len = len.saturating_add(amp as u64);
+            rest = &rest[amp..];
+            match reference(rest) {
+                Some((name, used)) => {
+                    let one = std::str::from_utf8(name)
+                        .ok()
+                        .and_then(|n| self.entities.get(n))
+                        .copied()
+                        .unwrap_or(4);
+                    len = len.saturating_add(one);
+                    rest = &rest[used..];
+                }
+                None => {
+                    len = len.saturating_add(1);
+                    rest = &rest[1..];
+                }
+            }
+        }
+        len.saturating_add(rest.len() as u64)
+    }
+}
+
+/// Longest entity declaration read.
+const MAX_DECLARATION_BYTES: usize = 4 << 20;
+
+/// A declaration `<!ENTITY [%] name "value">` at the start of `b` (read as the parser
+/// reads it): its name, value and the bytes up to its closing quote; `None` while it
+/// is incomplete. A malformed one, which the parser refuses, counts as empty.
+fn declaration(b: &[u8]) -> Option<(&str, &[u8], usize)> {
+    let after = &b[DECLARATION.len()..];
+    let open = after.iter().position(|&c| c == b'"')?;
+    let close = after[open + 1..].iter().position(|&c| c == b'"')?;
+    let head = std::str::from_utf8(&after[..open]).unwrap_or("");
+    let head = head.trim_start();
+    let head = head.strip_prefix('%').unwrap_or(head).trim_start();
+    let name = head.split_ascii_whitespace().next().unwrap_or("");
+    let value = &after[open + 1..open + 1 + close];
+    Some((name, value, DECLARATION.len() + open + close + 2))
+}
+
+/// A reference `&name;` at the start of `b`: the name and the bytes it takes.
+fn reference(b: &[u8]) -> Option<(&[u8], usize)> {
+    let body = b.get(1..)?;
+    let end = body.iter().take(MAX_NAME + 1).position(|&c| c == b';')?;
+    let name = &body[..end];
+    let plain = !name.is_empty()
+        && name.iter().all(|&c| {
+            c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b':' | b'#') || c >= 0x80
+        });
+    plain.then_some((name, end + 2))
+}
+
+/// A reader that passes its input through an [`EntityGuard`]: a bomb ends in an
+/// [`std::io::ErrorKind::InvalidData`] error before the parser reading from it gets
+/// to expand it.
+///
+/// ```
+/// use std::io::Read;
+/// let lol = "<!DOCTYPE r [<!ENTITY a \"aaaaaaaaaa\"><!ENTITY b \"&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;\">\
+///            <!ENTITY c \"&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;\">]><r>".to_string()
+///     + &"&c;".repeat(20_000) + "</r>";
+/// let mut out = Vec::new();
+/// let e = jelly::xml_entities::EntityGuardReader::new(lol.as_bytes())
+///     .read_to_end(&mut out)
+///     .unwrap_err();
+/// assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+/// ```
+pub struct EntityGuardReader<R> {
+    inner: R,
+    guard: EntityGuard,
+}
+
+impl<R> EntityGuardReader<R> {
+    /// `inner`, guarded.
+    pub fn new(inner: R) -> EntityGuardReader<R> {
+        EntityGuardReader {
+            inner,
+            guard: EntityGuard::default(),
+        }
+    }
+}
+
+impl<R: std::io::Read> std::io::Read for EntityGuardReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.guard
+            .feed(&buf[..n])
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(decls: &str, body: &str) -> String {
+        format!("<?xml version=\"1.0\"?>\n<!-- c -->\n<!DOCTYPE rdf:RDF [{decls}]>\n<r>{body}</r>")
+    }
+
+    #[test]
+    fn ordinary_entities_pass_in_any_pieces() {
+        let d = doc(
+            "<!ENTITY rdf \"http://www.w3.org/1999/02/22-rdf-syntax-ns#\"><!ENTITY xsd 'x'>",
+            &"<a b=\"&rdf;type\">&amp;&#233;</a>".repeat(2_000),
+        );
+        for piece in [1, 7, 4096, d.len()] {
+            let mut g = EntityGuard::default();
+            for c in d.as_bytes().chunks(piece) {
+                g.feed(c).unwrap();
+            }
+            assert_eq!(g.entities["rdf"], 43);
+            assert!(g.carry.len() < 300);
+        }
+    }
+
+    #[test]
+    fn a_bomb_is_refused_in_any_pieces() {
+        // One entity of 100 KB referenced 1000 times in a 5 KB body: 100 MB.
+        let big = "x".repeat(100_000);
+        let d = doc(&format!("<!ENTITY big \"{big}\">"), &"&big;".repeat(1000));
+        for piece in [3, 4096, d.len()] {
+            let mut g = EntityGuard::default();
+            let r = d.as_bytes().chunks(piece).try_for_each(|c| g.feed(c));
+            let e = r.unwrap_err().to_string();
+            assert!(e.contains("expand to"), "{e}");
+        }
+        // Declarations that grow tenfold at each level: refused at the declaration.
+        let mut decls = String::from("<!ENTITY l0 \"lollollol\">");
+        for i in 1..9 {
+            decls += &format!("<!ENTITY l{i} \"{}\">", format!("&l{};", i - 1).repeat(10));
+        }
+        let e = EntityGuard::default()
+            .feed(doc(&decls, "&l8;").as_bytes())
+            .unwrap_err();
+        assert!(e.to_string().contains("`l6`"), "{e}");
+    }
+
+    #[test]
+    fn no_declarations_no_limit_and_nothing_hides_one() {
+        let d = format!("<r>{}</r>", "&amp;".repeat(100_000));
+        EntityGuard::default().feed(d.as_bytes()).unwrap();
+        // A `]>` inside a value, or a comment, ends nothing for the guard.
+        let big = "x".repeat(900_000);
+        let d = doc(
+            &format!("<!ENTITY a \"]>\"><!-- \" --><!ENTITY b \"{big}\"><!ENTITY c \"&b;&b;\">"),
+            "&c;",
+        );
+        let e = EntityGuard::default().feed(d.as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("`c`"), "{e}");
+        let e = EntityGuard::default()
+            .feed(format!("<!ENTITY x \"{}", "y".repeat(5 << 20)).as_bytes())
+            .unwrap_err();
+        assert!(e.to_string().contains("declaration of over"), "{e}");
+    }
+}
