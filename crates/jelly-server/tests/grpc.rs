@@ -733,3 +733,51 @@ async fn publish_appends_while_the_stream_is_open() {
     assert_eq!(rd.next().await.statements, quad_groups(1, 2)[0]);
     s.shutdown().await.unwrap();
 }
+
+/// A `PublishRdf` request stream the server cannot read (cut inside a message, a
+/// compressed flag without `grpc-encoding`) is the client's fault: INVALID_ARGUMENT,
+/// not tonic's INTERNAL. Sent over plain HTTP/2, since a gRPC client cannot send it.
+#[tokio::test]
+async fn unreadable_publish_streams_are_invalid_argument() {
+    use http_body_util::{BodyExt as _, Full};
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    let srv = Server::start(ServerConfig::ephemeral()).await.unwrap();
+    for (what, body) in [
+        ("cut inside a message", vec![0u8, 0, 0, 0, 100, 1, 2, 3]),
+        (
+            "compressed flag, no grpc-encoding",
+            vec![1u8, 0, 0, 0, 1, 0],
+        ),
+    ] {
+        let tcp = tokio::net::TcpStream::connect(srv.local_addr())
+            .await
+            .unwrap();
+        let (mut send, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        let req = hyper::Request::builder()
+            .method("POST")
+            .uri(format!("http://{}{PUBLISH_PATH}", srv.local_addr()))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .header("x-jelly-topic", "raw")
+            .body(Full::new(Bytes::from(body)))
+            .unwrap();
+        let resp = send.send_request(req).await.unwrap();
+        let headers = resp.headers().clone();
+        let collected = resp.into_body().collect().await.unwrap();
+        let trailers = collected.trailers().cloned().unwrap_or_default();
+        let status = headers
+            .get("grpc-status")
+            .or_else(|| trailers.get("grpc-status"))
+            .map(|v| v.to_str().unwrap().to_string());
+        assert_eq!(
+            status.as_deref(),
+            Some("3"),
+            "{what}: {headers:?} {trailers:?}"
+        );
+    }
+    srv.shutdown().await.unwrap();
+}

@@ -183,11 +183,17 @@ impl Publish {
                 Ok(None) => break,
                 Err(st) => {
                     self.flush().await?;
-                    let st = if st.code() == Code::OutOfRange {
+                    let st = match st.code() {
                         // tonic's answer to a message over the size limit.
-                        Status::resource_exhausted(st.message().to_string())
-                    } else {
-                        st
+                        Code::OutOfRange => Status::resource_exhausted(st.message().to_string()),
+                        // tonic reports a request stream it cannot read (cut inside a
+                        // message, a compressed flag without `grpc-encoding`, a bad
+                        // flag) as INTERNAL; it is the client's input that is wrong.
+                        Code::Internal | Code::Unknown => Status::invalid_argument(format!(
+                            "cannot read the request stream: {}",
+                            st.message()
+                        )),
+                        _ => st,
                     };
                     return Err(self.failed(st, Some(self.frames)));
                 }
