@@ -20,6 +20,14 @@ pub enum FromError {
     Unavailable(String),
 }
 
+/// A number written in decimal digits only (Rust's parser also takes a leading `+`).
+fn number(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
 /// Resolves a start position (`from`, or `default` when absent) to an offset of `t`,
 /// checking it against retention and the end of the log.
 pub async fn resolve_from(t: &Topic, from: Option<&str>, default: &str) -> Result<u64, FromError> {
@@ -32,16 +40,16 @@ pub async fn resolve_from(t: &Topic, from: Option<&str>, default: &str) -> Resul
         "latest" => next,
         f => {
             if let Some(ms) = f.strip_prefix("ts:") {
-                let ms: u64 = ms.parse().map_err(|_| bad())?;
+                let ms = number(ms).ok_or_else(bad)?;
                 t.log
                     .offset_for_timestamp(ms)
                     .await
                     .map_err(|e| FromError::Unavailable(e.to_string()))?
             } else if let Some(n) = f.strip_prefix("last:") {
-                let n: u64 = n.parse().map_err(|_| bad())?;
+                let n = number(n).ok_or_else(bad)?;
                 next.saturating_sub(n).max(first)
             } else {
-                let o: u64 = f.parse().map_err(|_| bad())?;
+                let o = number(f).ok_or_else(bad)?;
                 if o < first {
                     return Err(FromError::Gone {
                         requested: o,

@@ -2148,3 +2148,42 @@ async fn rdf_xml_entity_bombs_are_refused() {
     assert!(text.contains("<http://ex.org/s>"), "{text}");
     srv.shutdown().await.unwrap();
 }
+
+/// Start positions are decimal digits: `+1` (which Rust's number parser takes) and
+/// other signs or spaces inside are refused with 400, naming the forms.
+#[tokio::test]
+async fn from_numbers_are_digits_only() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let body = jelly_stream(
+        &vec![vec![triple("http://e/s", "http://e/p", "http://e/o")]; 3],
+        StreamOptions::small(),
+    );
+    publish(&c, &format!("{base}/topics/f/items"), JELLY, body).await;
+    for bad in ["%2B1", "-1", "ts:%2B5", "last:%2B1", "1%201", "0x1", ""] {
+        let r = c
+            .get(format!("{base}/topics/f/poll?from={bad}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "from={bad}");
+        let e: Value = r.json().await.unwrap();
+        assert!(
+            e["error"].as_str().unwrap().contains("bad `from` value"),
+            "{bad}: {e}"
+        );
+    }
+    for good in ["1", "last:1", "ts:0", " 2 "] {
+        let r = c
+            .get(format!(
+                "{base}/topics/f/poll?from={}",
+                good.replace(' ', "%20")
+            ))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "from={good}");
+    }
+    srv.shutdown().await.unwrap();
+}
