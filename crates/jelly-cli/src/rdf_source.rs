@@ -6,7 +6,7 @@ use std::io::Read;
 
 use jelly::text_nesting::NestingReader;
 use jelly::text_position::{PositionProbe, PositionTracker};
-use jelly::xml_entities::EntityGuardReader;
+use jelly::xml_guard::XmlGuardReader;
 use oxrdf::{GraphName, Quad};
 use oxrdfio::{RdfParseError, RdfParser};
 use oxrdfxml::{RdfXmlParseError, RdfXmlParser, ReaderRdfXmlParser};
@@ -35,7 +35,7 @@ pub enum RdfSource<R: Read> {
     Oxrdfio(Box<oxrdfio::ReaderQuadParser<Guarded<R>>>),
     /// RDF/XML, through a tracker of line and column.
     RdfXml {
-        parser: Box<ReaderRdfXmlParser<PositionTracker<EntityGuardReader<R>>>>,
+        parser: Box<ReaderRdfXmlParser<PositionTracker<XmlGuardReader<R>>>>,
         probe: PositionProbe,
     },
 }
@@ -67,7 +67,7 @@ impl<R: Read> RdfSource<R> {
                 p = p.with_base_iri(b).map_err(|e| bad_base(b, e))?;
             }
             // The parser expands declared entities in full: bombs are refused first.
-            let (tracked, probe) = PositionTracker::new(EntityGuardReader::new(reader));
+            let (tracked, probe) = PositionTracker::new(XmlGuardReader::new(reader));
             return Ok(RdfSource::RdfXml {
                 parser: Box::new(p.for_reader(tracked)),
                 probe,

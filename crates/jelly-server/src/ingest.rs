@@ -565,7 +565,7 @@ fn ingest_text(
         }
         InputFormat::RdfXml => {
             // The parser expands declared entities in full: bombs are refused first.
-            jelly::xml_entities::EntityGuard::default()
+            jelly::xml_guard::XmlGuard::default()
                 .feed(body)
                 .map_err(|e| IngestError::Invalid(e.to_string()))?;
             // Parsed without oxrdfio, whose RDF/XML errors tell no position: the

@@ -2127,6 +2127,30 @@ async fn rdf_xml_entity_bombs_are_refused() {
         e["error"].as_str().unwrap().contains("expansion bomb"),
         "{e}"
     );
+    // 64,000 nested elements took 32 s of parser CPU: refused at 256 levels.
+    let n = 5_000;
+    let deep = format!(
+        "<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\">\
+         <rdf:Description rdf:about=\"http://e/s\">{}{}</rdf:Description></rdf:RDF>",
+        "<rdf:value rdf:parseType=\"Resource\">".repeat(n),
+        "</rdf:value>".repeat(n)
+    );
+    let r = publish(
+        &c,
+        &format!("{base}/topics/x/items"),
+        "application/rdf+xml",
+        deep.into_bytes(),
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let e: Value = r.json().await.unwrap();
+    assert!(
+        e["error"]
+            .as_str()
+            .unwrap()
+            .contains("nested deeper than 256"),
+        "{e}"
+    );
     let ok = "<?xml version=\"1.0\"?>\n<!DOCTYPE rdf:RDF [<!ENTITY ex \"http://ex.org/\">]>\n\
               <rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\">\
               <rdf:Description rdf:about=\"&ex;s\"><rdf:value>v</rdf:value></rdf:Description>\

@@ -38,7 +38,7 @@ mod term_decoder;
 mod term_encoder;
 pub mod text_nesting;
 pub mod text_position;
-pub mod xml_entities;
+pub mod xml_guard;
 
 pub use decoder::{Decoder, DecoderOptions, DecoderStats, Event, FrameCursor, frame_metadata};
 pub use encoder::{Encoder, EncoderConfig, SharedEncoder};

@@ -1,11 +1,11 @@
-//! A bound on XML entity expansion in RDF/XML input, checked ahead of the parser.
+//! Bounds on RDF/XML input, checked ahead of the parser: entity expansion and element
+//! depth.
 //!
-//! Why: the RDF/XML parser expands the entities an input declares in its `DOCTYPE`
-//! (`<!ENTITY a "&b;&b;&b;…">`), each declaration in full as it is read, and every
-//! reference in the document again. Nine nested declarations of ten references each
-//! (under a kilobyte, "billion laughs") made it allocate 12 GB. [`EntityGuard`] reads
-//! the input before the parser, works out the length each entity expands to without
-//! expanding it, and refuses:
+//! Why entities: the RDF/XML parser expands the entities an input declares in its
+//! `DOCTYPE` (`<!ENTITY a "&b;&b;&b;…">`), each declaration in full as it is read, and
+//! every reference in the document again. Nine nested declarations of ten references
+//! each (under a kilobyte, "billion laughs") made it allocate 12 GB. [`EntityGuard`]
+//! works out the length each entity expands to without expanding it, and refuses:
 //! - an entity that expands to more than [`MAX_ENTITY_BYTES`];
 //! - a document whose references expand to more than [`EXPANSION_ALLOWANCE`] plus
 //!   [`EXPANSION_PER_BYTE`] times its own size, which ordinary uses (`&rdf;`, `&xsd;`
@@ -14,6 +14,13 @@
 //! It reads declarations as the parser does (`<!ENTITY name "value">`, parameter
 //! entities too), wherever they stand, and counts every `&name;` of a declared entity,
 //! in comments and CDATA sections too: both can only make it stricter than the parser.
+//!
+//! Why depth: the parser's work per element grows with its depth, so deeply nested
+//! elements cost time quadratic in the input (64,000 nested `parseType="Resource"`
+//! elements, 1.9 MB, took 32 s of CPU). [`ElementDepth`] refuses elements nested deeper
+//! than [`MAX_ELEMENT_DEPTH`].
+//!
+//! [`XmlGuard`] does both; [`XmlGuardReader`] does it to a reader.
 
 use std::collections::HashMap;
 
@@ -26,15 +33,21 @@ pub const EXPANSION_PER_BYTE: u64 = 8;
 /// Longest entity name counted in a reference.
 const MAX_NAME: usize = 256;
 
-/// Input whose entities expand beyond the bounds.
+/// Input beyond the bounds, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct EntityBomb(pub String);
+pub struct XmlRefused(pub String);
+
+/// Deepest element nesting accepted.
+pub const MAX_ELEMENT_DEPTH: usize = 256;
+/// Most bytes of declarations (`<!DOCTYPE …>`) read: inside one, quotes and brackets
+/// of entity values and comments could hide where it ends from [`ElementDepth`].
+const MAX_DECLARATION_STATE: u64 = 256 << 10;
 
 /// Reads RDF/XML piece by piece and refuses it once its entities expand too far.
 ///
 /// ```
-/// use jelly::xml_entities::EntityGuard;
+/// use jelly::xml_guard::EntityGuard;
 /// let ok = "<?xml version=\"1.0\"?><!DOCTYPE rdf:RDF [<!ENTITY ex \"http://ex.org/\">]>\n\
 ///           <rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\">\
 ///           <rdf:Description rdf:about=\"&ex;a\"/></rdf:RDF>";
@@ -67,7 +80,7 @@ impl EntityGuard {
     ///
     /// Declarations are read wherever they stand (the parser reads them in the
     /// `DOCTYPE` only), so no quoting or comment can hide one from the guard.
-    pub fn feed(&mut self, bytes: &[u8]) -> Result<(), EntityBomb> {
+    pub fn feed(&mut self, bytes: &[u8]) -> Result<(), XmlRefused> {
         self.read += bytes.len() as u64;
         let joined;
         let mut rest = if self.carry.is_empty() {
@@ -101,7 +114,7 @@ impl EntityGuard {
                         Some(used)
                     }
                     None if rest.len() > MAX_DECLARATION_BYTES => {
-                        return Err(EntityBomb(format!(
+                        return Err(XmlRefused(format!(
                             "an XML entity declaration of over {MAX_DECLARATION_BYTES} bytes"
                         )));
                     }
@@ -124,7 +137,7 @@ impl EntityGuard {
         let limit =
             EXPANSION_ALLOWANCE.saturating_add(self.read.saturating_mul(EXPANSION_PER_BYTE));
         if self.expanded > limit {
-            return Err(EntityBomb(format!(
+            return Err(XmlRefused(format!(
                 "the XML entity references of the first {} bytes expand to {} bytes; at most \
                  {EXPANSION_PER_BYTE} per byte plus {EXPANSION_ALLOWANCE} are accepted (an \
                  entity expansion bomb?)",
@@ -135,10 +148,10 @@ impl EntityGuard {
     }
 
     /// Declares `name`, refusing it if it expands too far.
-    fn declare(&mut self, name: &str, value: &[u8]) -> Result<(), EntityBomb> {
+    fn declare(&mut self, name: &str, value: &[u8]) -> Result<(), XmlRefused> {
         let len = self.expansion(value);
         if len > MAX_ENTITY_BYTES {
-            return Err(EntityBomb(format!(
+            return Err(XmlRefused(format!(
                 "XML entity `{name}` expands to {len} bytes; at most {MAX_ENTITY_BYTES} are \
                  accepted (an entity expansion bomb?)"
             )));
@@ -206,7 +219,153 @@ fn reference(b: &[u8]) -> Option<(&[u8], usize)> {
     plain.then_some((name, end + 2))
 }
 
-/// A reader that passes its input through an [`EntityGuard`]: a bomb ends in an
+/// Both bounds: [`EntityGuard`] and [`ElementDepth`].
+///
+/// ```
+/// use jelly::xml_guard::XmlGuard;
+/// let deep = format!("<r>{}{}</r>", "<a>".repeat(300), "</a>".repeat(300));
+/// let e = XmlGuard::default().feed(deep.as_bytes()).unwrap_err();
+/// assert!(e.to_string().contains("nested deeper than 256"), "{e}");
+/// ```
+#[derive(Debug, Default)]
+pub struct XmlGuard {
+    entities: EntityGuard,
+    depth: ElementDepth,
+}
+
+impl XmlGuard {
+    /// Reads the next piece of the input.
+    pub fn feed(&mut self, bytes: &[u8]) -> Result<(), XmlRefused> {
+        self.depth.feed(bytes)?;
+        self.entities.feed(bytes)
+    }
+}
+
+/// Where [`ElementDepth`] is in the markup.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Markup {
+    #[default]
+    Text,
+    /// After `<`.
+    Lt,
+    /// After `<!`.
+    Bang,
+    /// After `<!-`.
+    BangDash,
+    /// In a comment, after this many `-`.
+    Comment(u8),
+    /// In a CDATA section, after this many `]`.
+    CData(u8),
+    /// In a processing instruction, just after a `?` or not.
+    Pi(bool),
+    /// In a declaration (`<!DOCTYPE`), inside this many `[`, in a `"` string or not.
+    Declaration(u32, bool),
+    /// In an end tag.
+    EndTag,
+    /// In a start tag: inside this attribute quote, just after a `/` or not.
+    StartTag(Option<u8>, bool),
+}
+
+/// Follows the nesting of elements through the markup, piece by piece.
+///
+/// ```
+/// use jelly::xml_guard::ElementDepth;
+/// let mut d = ElementDepth::default();
+/// d.feed(b"<?xml version=\"1.0\"?><!-- <a><a> --><r a=\"/>\"><![CDATA[<a><a>]]><e/></r>").unwrap();
+/// assert_eq!(d.depth(), 0);
+/// ```
+#[derive(Debug, Default)]
+pub struct ElementDepth {
+    state: Markup,
+    depth: usize,
+    /// Bytes read inside declarations.
+    in_declarations: u64,
+    /// Bytes read.
+    read: u64,
+}
+
+impl ElementDepth {
+    /// Elements open now.
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// Reads the next piece of the input.
+    pub fn feed(&mut self, bytes: &[u8]) -> Result<(), XmlRefused> {
+        use Markup::*;
+        for &b in bytes {
+            self.state = match self.state {
+                Text if b == b'<' => Lt,
+                Text => Text,
+                Lt => match b {
+                    b'/' => EndTag,
+                    b'!' => Bang,
+                    b'?' => Pi(false),
+                    _ => StartTag(None, false),
+                },
+                Bang => match b {
+                    b'-' => BangDash,
+                    b'[' => CData(0),
+                    _ => Declaration(0, false),
+                },
+                BangDash if b == b'-' => Comment(0),
+                BangDash => Declaration(0, false),
+                Comment(n) if b == b'-' => Comment((n + 1).min(2)),
+                Comment(2) if b == b'>' => Text,
+                Comment(_) => Comment(0),
+                CData(n) if b == b']' => CData((n + 1).min(2)),
+                CData(2) if b == b'>' => Text,
+                CData(_) => CData(0),
+                Pi(true) if b == b'>' => Text,
+                Pi(_) => Pi(b == b'?'),
+                Declaration(n, quoted) => {
+                    self.in_declarations += 1;
+                    if self.in_declarations > MAX_DECLARATION_STATE {
+                        return Err(XmlRefused(format!(
+                            "XML declarations (DOCTYPE) of over {MAX_DECLARATION_STATE} bytes"
+                        )));
+                    }
+                    match b {
+                        b'"' => Declaration(n, !quoted),
+                        _ if quoted => Declaration(n, true),
+                        b'[' => Declaration(n + 1, false),
+                        b']' => Declaration(n.saturating_sub(1), false),
+                        b'>' if n == 0 => Text,
+                        _ => Declaration(n, false),
+                    }
+                }
+                EndTag if b == b'>' => {
+                    self.depth = self.depth.saturating_sub(1);
+                    Text
+                }
+                EndTag => EndTag,
+                StartTag(Some(q), _) => StartTag((b != q).then_some(q), false),
+                StartTag(None, slash) => match b {
+                    b'"' | b'\'' => StartTag(Some(b), false),
+                    b'/' => StartTag(None, true),
+                    b'>' => {
+                        if !slash {
+                            self.depth += 1;
+                            if self.depth > MAX_ELEMENT_DEPTH {
+                                return Err(XmlRefused(format!(
+                                    "XML elements nested deeper than {MAX_ELEMENT_DEPTH} levels \
+                                     (byte offset {})",
+                                    self.read
+                                )));
+                            }
+                        }
+                        Text
+                    }
+                    _ => StartTag(None, false),
+                },
+            };
+            self.read += 1;
+        }
+        Ok(())
+    }
+}
+
+/// A reader that passes its input through an [`XmlGuard`]: a bomb ends in an
 /// [`std::io::ErrorKind::InvalidData`] error before the parser reading from it gets
 /// to expand it.
 ///
@@ -216,27 +375,27 @@ fn reference(b: &[u8]) -> Option<(&[u8], usize)> {
 ///            <!ENTITY c \"&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;\">]><r>".to_string()
 ///     + &"&c;".repeat(20_000) + "</r>";
 /// let mut out = Vec::new();
-/// let e = jelly::xml_entities::EntityGuardReader::new(lol.as_bytes())
+/// let e = jelly::xml_guard::XmlGuardReader::new(lol.as_bytes())
 ///     .read_to_end(&mut out)
 ///     .unwrap_err();
 /// assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
 /// ```
-pub struct EntityGuardReader<R> {
+pub struct XmlGuardReader<R> {
     inner: R,
-    guard: EntityGuard,
+    guard: XmlGuard,
 }
 
-impl<R> EntityGuardReader<R> {
+impl<R> XmlGuardReader<R> {
     /// `inner`, guarded.
-    pub fn new(inner: R) -> EntityGuardReader<R> {
-        EntityGuardReader {
+    pub fn new(inner: R) -> XmlGuardReader<R> {
+        XmlGuardReader {
             inner,
-            guard: EntityGuard::default(),
+            guard: XmlGuard::default(),
         }
     }
 }
 
-impl<R: std::io::Read> std::io::Read for EntityGuardReader<R> {
+impl<R: std::io::Read> std::io::Read for XmlGuardReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.guard
@@ -252,6 +411,36 @@ mod tests {
 
     fn doc(decls: &str, body: &str) -> String {
         format!("<?xml version=\"1.0\"?>\n<!-- c -->\n<!DOCTYPE rdf:RDF [{decls}]>\n<r>{body}</r>")
+    }
+
+    #[test]
+    fn element_depth_is_bounded_in_any_pieces() {
+        let nest = |n: usize| format!("<r>{}{}</r>", "<a b=\"1\">".repeat(n), "</a>".repeat(n));
+        for piece in [1, 5, 1 << 20] {
+            let ok = nest(MAX_ELEMENT_DEPTH - 1).repeat(3);
+            let mut d = ElementDepth::default();
+            ok.as_bytes()
+                .chunks(piece)
+                .try_for_each(|c| d.feed(c))
+                .unwrap();
+            assert_eq!(d.depth(), 0);
+            let deep = nest(MAX_ELEMENT_DEPTH);
+            let mut d = ElementDepth::default();
+            let e = deep.as_bytes().chunks(piece).try_for_each(|c| d.feed(c));
+            assert!(e.unwrap_err().to_string().contains("deeper than"));
+        }
+        // Self-closing elements, quoted `/>` and `>`, comments, CDATA and declarations
+        // (with brackets in entity values) open nothing.
+        let flat = "<?xml version=\"1.0\"?><!DOCTYPE r [<!ENTITY x \"[[\">]><!-- <a> -->\
+                    <r><e/><f g='/>' h=\">\"/><![CDATA[<a><a>]]></r>";
+        let mut d = ElementDepth::default();
+        d.feed(flat.as_bytes()).unwrap();
+        assert_eq!(d.depth(), 0);
+        // A declaration that never ends is bounded too.
+        let e = ElementDepth::default()
+            .feed(format!("<!DOCTYPE r [ ' {}", "<a>".repeat(100_000)).as_bytes())
+            .unwrap_err();
+        assert!(e.to_string().contains("declarations"), "{e}");
     }
 
     #[test]
@@ -272,9 +461,9 @@ mod tests {
 
     #[test]
     fn a_bomb_is_refused_in_any_pieces() {
-        // One entity of 100 KB referenced 1000 times in a 5 KB body: 100 MB.
-        let big = "x".repeat(100_000);
-        let d = doc(&format!("<!ENTITY big \"{big}\">"), &"&big;".repeat(1000));
+        // One entity of 20 KB referenced 2000 times in a 10 KB body: 40 MB.
+        let big = "x".repeat(20_000);
+        let d = doc(&format!("<!ENTITY big \"{big}\">"), &"&big;".repeat(2000));
         for piece in [3, 4096, d.len()] {
             let mut g = EntityGuard::default();
             let r = d.as_bytes().chunks(piece).try_for_each(|c| g.feed(c));
