@@ -1582,6 +1582,26 @@ async fn start_from_a_timestamp() {
     srv.shutdown().await.unwrap();
 }
 
+/// A browser's preflight from `https://app.example.org` for a POST to `url` with the
+/// request headers `headers`: the answer (checked to be a success) and its
+/// `Access-Control-Allow-Headers`, lower case.
+async fn preflight(c: &reqwest::Client, url: &str, headers: &str) -> (reqwest::Response, String) {
+    let r = c
+        .request(reqwest::Method::OPTIONS, url)
+        .header("origin", "https://app.example.org")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", headers)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let allowed = r.headers()["access-control-allow-headers"]
+        .to_str()
+        .unwrap()
+        .to_ascii_lowercase();
+    (r, allowed)
+}
+
 /// CORS is off unless origins are configured; then answers carry the allowed origin
 /// and expose the offset headers, and preflights are answered.
 #[tokio::test]
@@ -1637,45 +1657,25 @@ async fn cors_is_off_by_default_and_answers_configured_origins() {
         .unwrap();
     assert!(r.headers().get("access-control-allow-origin").is_none());
     // A preflight for a publish with a token and a Jelly body.
-    let r = c
-        .request(reqwest::Method::OPTIONS, format!("{base}/topics/c/items"))
-        .header("origin", "https://app.example.org")
-        .header("access-control-request-method", "POST")
-        .header(
-            "access-control-request-headers",
-            "authorization, content-type",
-        )
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "{}", r.status());
+    let (r, allowed) = preflight(
+        &c,
+        &format!("{base}/topics/c/items"),
+        "authorization, content-type",
+    )
+    .await;
     assert_eq!(
         r.headers()["access-control-allow-origin"],
         "https://app.example.org"
     );
-    let allowed = r.headers()["access-control-allow-headers"]
-        .to_str()
-        .unwrap()
-        .to_ascii_lowercase();
     assert!(allowed.contains("authorization"), "{allowed}");
     assert!(exposed.contains("x-jelly-topic-id"), "{exposed}");
     // Headers stored with the items (`X-Jelly-Header-<name>`) and the source id too.
-    let r = c
-        .request(reqwest::Method::OPTIONS, format!("{base}/topics/c/items"))
-        .header("origin", "https://app.example.org")
-        .header("access-control-request-method", "POST")
-        .header(
-            "access-control-request-headers",
-            "content-type,x-jelly-header-unit,x-jelly-source",
-        )
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "{}", r.status());
-    let allowed = r.headers()["access-control-allow-headers"]
-        .to_str()
-        .unwrap()
-        .to_ascii_lowercase();
+    let (_, allowed) = preflight(
+        &c,
+        &format!("{base}/topics/c/items"),
+        "content-type,x-jelly-header-unit,x-jelly-source",
+    )
+    .await;
     for h in ["content-type", "x-jelly-header-unit", "x-jelly-source"] {
         assert!(allowed.contains(h), "{h} not in {allowed}");
     }
