@@ -16,8 +16,11 @@ pub const MAX_TEXT_NESTING: usize = 100;
 
 /// Text nested deeper than the limit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("triple terms nested deeper than {max} levels (line {line}, byte offset {offset})")]
+#[error(
+    "triple terms or reified triples nested deeper than {max} levels (line {line}, byte offset {offset})"
+)]
 pub struct TooDeep {
+    /// The limit.
     pub max: usize,
     /// 1-based line of the `<<` that went past the limit.
     pub line: u64,
@@ -101,7 +104,8 @@ impl NestingScanner {
         self.state = match self.state {
             Normal => self.normal(b),
             Escaped => Normal,
-            Comment if b == b'\n' => Normal,
+            // As the parsers: a comment ends at a line feed or a carriage return.
+            Comment if b == b'\n' || b == b'\r' => Normal,
             Comment => Comment,
             Lt if b == b'<' => {
                 self.depth += 1;
@@ -266,6 +270,8 @@ mod tests {
         // A `\"` inside a string does not end it; `""` is an empty string.
         assert!(depth_ok("<s> <p> \"a\\\"<<<<\" , \"\" .", 0));
         assert!(!depth_ok("<s> <p> \"\" , <<( <a> <b> <c> )>> .", 0));
+        // A comment ends at a carriage return too (review finding: `#\r` hid a line).
+        assert!(!depth_ok("#\r<s> <p> <<( <a> <b> <c> )>> .", 0));
         // A local name's escaped `#` starts no comment: the level after it counts.
         assert!(!depth_ok("ex:a\\#b <p> <<( <a> <b> <c> )>> .", 0));
         // Long strings end at three quotes, even after fewer.
