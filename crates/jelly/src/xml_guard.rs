@@ -12,8 +12,10 @@
 //!   in attribute values) stay far below.
 //!
 //! It reads declarations as the parser does (`<!ENTITY name "value">`, parameter
-//! entities too), wherever they stand, and counts every `&name;` of a declared entity,
-//! in comments and CDATA sections too: both can only make it stricter than the parser.
+//! entities too, any name without whitespace), wherever they stand, keeping the
+//! largest expansion when a name is declared again, and counts every `&name;` of a
+//! declared entity, in comments and CDATA sections too: each of these can only make it
+//! stricter than the parser.
 //!
 //! Why depth: the parser's work per element grows with its depth, so deeply nested
 //! elements cost time quadratic in the input (64,000 nested `parseType="Resource"`
@@ -30,19 +32,17 @@ pub const MAX_ENTITY_BYTES: u64 = 1 << 20;
 pub const EXPANSION_ALLOWANCE: u64 = 16 << 20;
 /// Expansion allowed per byte of the document on top of the allowance.
 pub const EXPANSION_PER_BYTE: u64 = 8;
-/// Longest entity name counted in a reference.
-const MAX_NAME: usize = 256;
 
-/// Input beyond the bounds, and why.
+/// Input beyond the bounds.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct XmlRefused(pub String);
+pub struct XmlRefused(
+    /// What went past which bound.
+    pub String,
+);
 
 /// Deepest element nesting accepted.
 pub const MAX_ELEMENT_DEPTH: usize = 256;
-/// Most bytes of declarations (`<!DOCTYPE …>`) read: inside one, quotes and brackets
-/// of entity values and comments could hide where it ends from [`ElementDepth`].
-const MAX_DECLARATION_STATE: u64 = 256 << 10;
 
 /// Reads RDF/XML piece by piece and refuses it once its entities expand too far.
 ///
@@ -79,7 +79,8 @@ impl EntityGuard {
     /// Reads the next piece of the input.
     ///
     /// Declarations are read wherever they stand (the parser reads them in the
-    /// `DOCTYPE` only), so no quoting or comment can hide one from the guard.
+    /// `DOCTYPE` only), so no quoting or comment can hide one from the guard; one read
+    /// again keeps the larger expansion, so none can lower it either.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<(), XmlRefused> {
         self.read += bytes.len() as u64;
         let joined;
@@ -104,7 +105,18 @@ impl EntityGuard {
                         }
                         Some(used)
                     }
-                    None if rest.len() <= MAX_NAME + 2 && !rest[1..].contains(&b';') => None,
+                    // No end to the name in this piece: kept for the next one.
+                    None if !rest[1..].iter().any(|&c| {
+                        c == b';' || c == b'&' || c == b'<' || c.is_ascii_whitespace()
+                    }) =>
+                    {
+                        if rest.len() > MAX_DECLARATION_BYTES {
+                            return Err(XmlRefused(format!(
+                                "an XML reference name of over {MAX_DECLARATION_BYTES} bytes"
+                            )));
+                        }
+                        None
+                    }
                     None => Some(1),
                 }
             } else if rest.starts_with(DECLARATION) {
@@ -156,7 +168,10 @@ impl EntityGuard {
                  accepted (an entity expansion bomb?)"
             )));
         }
-        self.entities.insert(name.to_string(), len);
+        // The parser reads declarations in the DOCTYPE only, the guard everywhere: a
+        // later one (in a comment, say) must not lower what an entity expands to.
+        let kept = self.entities.entry(name.to_string()).or_insert(0);
+        *kept = (*kept).max(len);
         Ok(())
     }
 
@@ -207,16 +222,15 @@ fn declaration(b: &[u8]) -> Option<(&str, &[u8], usize)> {
     Some((name, value, DECLARATION.len() + open + close + 2))
 }
 
-/// A reference `&name;` at the start of `b`: the name and the bytes it takes.
+/// A reference `&name;` at the start of `b`: the name and the bytes it takes. A name
+/// is whatever stands before the `;` (the parser resolves any declared name), up to
+/// whitespace, `&` or `<`, which end a run that is no reference.
 fn reference(b: &[u8]) -> Option<(&[u8], usize)> {
     let body = b.get(1..)?;
-    let end = body.iter().take(MAX_NAME + 1).position(|&c| c == b';')?;
-    let name = &body[..end];
-    let plain = !name.is_empty()
-        && name.iter().all(|&c| {
-            c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b':' | b'#') || c >= 0x80
-        });
-    plain.then_some((name, end + 2))
+    let end = body
+        .iter()
+        .position(|&c| c == b';' || c == b'&' || c == b'<' || c.is_ascii_whitespace())?;
+    (body[end] == b';' && end > 0).then_some((&body[..end], end + 2))
 }
 
 /// Both bounds: [`EntityGuard`] and [`ElementDepth`].
@@ -258,8 +272,8 @@ enum Markup {
     CData(u8),
     /// In a processing instruction, just after a `?` or not.
     Pi(bool),
-    /// In a declaration (`<!DOCTYPE`), inside this many `[`, in a `"` string or not.
-    Declaration(u32, bool),
+    /// In a declaration (`<!DOCTYPE`), inside this many more `<` than `>`.
+    Declaration(u32),
     /// In an end tag.
     EndTag,
     /// In a start tag: inside this attribute quote, just after a `/` or not.
@@ -278,8 +292,6 @@ enum Markup {
 pub struct ElementDepth {
     state: Markup,
     depth: usize,
-    /// Bytes read inside declarations.
-    in_declarations: u64,
     /// Bytes read.
     read: u64,
 }
@@ -306,10 +318,10 @@ impl ElementDepth {
                 Bang => match b {
                     b'-' => BangDash,
                     b'[' => CData(0),
-                    _ => Declaration(0, false),
+                    _ => Declaration(0),
                 },
                 BangDash if b == b'-' => Comment(0),
-                BangDash => Declaration(0, false),
+                BangDash => Declaration(0),
                 Comment(n) if b == b'-' => Comment((n + 1).min(2)),
                 Comment(2) if b == b'>' => Text,
                 Comment(_) => Comment(0),
@@ -318,22 +330,12 @@ impl ElementDepth {
                 CData(_) => CData(0),
                 Pi(true) if b == b'>' => Text,
                 Pi(_) => Pi(b == b'?'),
-                Declaration(n, quoted) => {
-                    self.in_declarations += 1;
-                    if self.in_declarations > MAX_DECLARATION_STATE {
-                        return Err(XmlRefused(format!(
-                            "XML declarations (DOCTYPE) of over {MAX_DECLARATION_STATE} bytes"
-                        )));
-                    }
-                    match b {
-                        b'"' => Declaration(n, !quoted),
-                        _ if quoted => Declaration(n, true),
-                        b'[' => Declaration(n + 1, false),
-                        b']' => Declaration(n.saturating_sub(1), false),
-                        b'>' if n == 0 => Text,
-                        _ => Declaration(n, false),
-                    }
-                }
+                // As quick-xml: a declaration ends at the `>` that balances its `<`s
+                // (quotes and brackets do not count).
+                Declaration(0) if b == b'>' => Text,
+                Declaration(n) if b == b'>' => Declaration(n - 1),
+                Declaration(n) if b == b'<' => Declaration(n + 1),
+                Declaration(n) => Declaration(n),
                 EndTag if b == b'>' => {
                     self.depth = self.depth.saturating_sub(1);
                     Text
@@ -413,6 +415,39 @@ mod tests {
         format!("<?xml version=\"1.0\"?>\n<!-- c -->\n<!DOCTYPE rdf:RDF [{decls}]>\n<r>{body}</r>")
     }
 
+    /// Review findings: names the parser resolves but an older guard did not count,
+    /// and a declaration outside the DOCTYPE (which the parser ignores) lowering a
+    /// count.
+    #[test]
+    fn odd_names_and_redeclarations_hide_nothing() {
+        let mut decls = String::from("<!ENTITY l0! \"lollollollo\">");
+        for i in 1..10 {
+            decls += &format!(
+                "<!ENTITY l{i}! \"{}\">",
+                format!("&l{}!;", i - 1).repeat(10)
+            );
+        }
+        let e = EntityGuard::default()
+            .feed(doc(&decls, "&l9!;").as_bytes())
+            .unwrap_err();
+        assert!(e.to_string().contains("`l5!`"), "{e}");
+        let long = "n".repeat(1000);
+        let d = doc(
+            &format!("<!ENTITY {long} \"{}\">", "x".repeat(100_000)),
+            &format!("&{long};").repeat(400),
+        );
+        assert!(EntityGuard::default().feed(d.as_bytes()).is_err());
+        let mut decls = String::from("<!ENTITY a \"aaaaaaaaaa\">");
+        for (n, prev) in [("b", "a"), ("c", "b"), ("d", "c"), ("e", "d"), ("f", "e")] {
+            decls += &format!("<!ENTITY {n} \"{}\">", format!("&{prev};").repeat(10));
+        }
+        let body = format!("<!-- <!ENTITY f \"\"> -->{}", "&f;".repeat(100));
+        let e = EntityGuard::default()
+            .feed(doc(&decls, &body).as_bytes())
+            .unwrap_err();
+        assert!(e.to_string().contains("expand to"), "{e}");
+    }
+
     #[test]
     fn element_depth_is_bounded_in_any_pieces() {
         let nest = |n: usize| format!("<r>{}{}</r>", "<a b=\"1\">".repeat(n), "</a>".repeat(n));
@@ -436,11 +471,16 @@ mod tests {
         let mut d = ElementDepth::default();
         d.feed(flat.as_bytes()).unwrap();
         assert_eq!(d.depth(), 0);
-        // A declaration that never ends is bounded too.
+        // A declaration ends where the parser ends it, at the `>` that balances its
+        // `<`s: an unclosed `[` or quote in it hides nothing after it.
         let e = ElementDepth::default()
-            .feed(format!("<!DOCTYPE r [ ' {}", "<a>".repeat(100_000)).as_bytes())
+            .feed(format!("<!DOCTYPE r [><r>{}", "<a>".repeat(300)).as_bytes())
             .unwrap_err();
-        assert!(e.to_string().contains("declarations"), "{e}");
+        assert!(e.to_string().contains("deeper than"), "{e}");
+        let e = ElementDepth::default()
+            .feed(format!("<!DOCTYPE r [<!ENTITY x \"'\">]><r>{}", "<a>".repeat(300)).as_bytes())
+            .unwrap_err();
+        assert!(e.to_string().contains("deeper than"), "{e}");
     }
 
     #[test]
