@@ -2066,7 +2066,7 @@ async fn deeply_nested_text_and_queries_are_refused_not_fatal() {
         .await,
         [0]
     );
-    let q = format!("ASK {}{}", "{".repeat(5000), "}".repeat(5000));
+    let q = format!("ASK {{ {{}} {}}}", "UNION {} ".repeat(1700));
     let url = format!(
         "{base}/topics/deep/poll?ask={}",
         q.replace('{', "%7B")
