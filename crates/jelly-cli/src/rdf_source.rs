@@ -42,7 +42,9 @@ pub enum RdfSource<R: Read> {
 
 /// An input, guarded against nesting in the syntaxes that have triple terms.
 pub enum Guarded<R> {
+    /// N-Triples, N-Quads, Turtle or TriG: triple-term nesting bounded.
     Nesting(NestingReader<R>),
+    /// Any other syntax, read as it is.
     Plain(R),
 }
 

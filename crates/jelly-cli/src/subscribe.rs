@@ -401,7 +401,7 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
                     let left = budget.saturating_sub(last_ok.elapsed());
                     if left.is_zero() {
                         return Err(CliError::usage(format!(
-                            "{why} (gave up after retrying for {} s, --retry-secs)",
+                            "{why} (gave up: no success within --retry-secs {} s)",
                             a.retry_secs
                         )));
                     }
