@@ -29,18 +29,31 @@ pub const RDF_LANG_STRING: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#la
 /// assert!(!valid_language_tag("en--up"));
 /// ```
 pub fn valid_language_tag(tag: &str) -> bool {
-    let (tag, direction) = match tag.split_once("--") {
-        Some((t, d)) => (t, Some(d)),
-        None => (tag, None),
+    // One pass over the bytes (it runs for every tagged literal a decoder reads).
+    let b = tag.as_bytes();
+    let (tag, direction) = match b.windows(2).position(|w| w == b"--") {
+        Some(i) => (&b[..i], Some(&b[i + 2..])),
+        None => (b, None),
     };
-    if direction.is_some_and(|d| d != "ltr" && d != "rtl") {
+    if direction.is_some_and(|d| d != b"ltr" && d != b"rtl") {
         return false;
     }
-    let mut groups = tag.split('-');
-    let first = groups.next().unwrap_or_default();
-    !first.is_empty()
-        && first.bytes().all(|b| b.is_ascii_alphabetic())
-        && groups.all(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_alphanumeric()))
+    // `group_len` counts the bytes of the current group; `first` is true in the first.
+    let (mut group_len, mut first) = (0usize, true);
+    for &c in tag {
+        if c == b'-' {
+            if group_len == 0 {
+                return false;
+            }
+            group_len = 0;
+            first = false;
+        } else if c.is_ascii_alphabetic() || (!first && c.is_ascii_digit()) {
+            group_len += 1;
+        } else {
+            return false;
+        }
+    }
+    group_len > 0
 }
 
 /// The first character of `iri` that no IRI may hold (RFC 3987; N-Triples' `IRIREF`):
@@ -56,15 +69,27 @@ pub fn valid_language_tag(tag: &str) -> bool {
 /// ```
 pub fn forbidden_iri_char(iri: &str) -> Option<char> {
     iri.bytes()
-        .find(|&b| {
-            b <= b' '
-                || matches!(
-                    b,
-                    b'<' | b'>' | b'"' | b'{' | b'}' | b'|' | b'^' | b'`' | b'\\'
-                )
-        })
+        .find(|&b| FORBIDDEN_IN_IRI[usize::from(b)])
         .map(char::from)
 }
+
+/// The bytes [`forbidden_iri_char`] looks for, as a table (it runs over every lookup
+/// entry a decoder reads).
+static FORBIDDEN_IN_IRI: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b <= b' ' as usize {
+        t[b] = true;
+        b += 1;
+    }
+    let others = *b"<>\"{}|^`\\";
+    let mut i = 0;
+    while i < others.len() {
+        t[others[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
 
 /// Whether a blank node label can be written as it is in every RDF text syntax: ASCII
 /// letters, digits and `_`. Writers give any other label (Jelly allows any string) as
