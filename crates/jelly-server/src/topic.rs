@@ -310,6 +310,14 @@ impl TopicLog {
     pub async fn append(&self, items: Vec<NewItem>) -> Result<Vec<u64>, LogError> {
         dispatch!(self, l => l.append(items).await)
     }
+    /// Whether an append waits for something (the file log's writer, with fsync),
+    /// rather than completing in its first poll.
+    pub fn append_waits(&self) -> bool {
+        match self {
+            TopicLog::Memory(_) => false,
+            TopicLog::File(l) => !l.commits_inline(),
+        }
+    }
     pub async fn append_at(&self, items: Vec<Item>, restart: bool) -> Result<(), LogError> {
         dispatch!(self, l => l.append_at(items, restart).await)
     }
@@ -718,13 +726,28 @@ impl Topic {
         }
     }
 
-    /// Appends a batch and counts it (topic and server counters).
+    /// Appends a batch, counts it (topic and server counters) and tells the listeners.
+    ///
+    /// When the log makes the append wait (for the writer's fsync), the append runs as
+    /// a task of its own: a caller dropped meanwhile (a publisher whose connection
+    /// closed) cannot cancel what follows the commit, so the items are counted and
+    /// the fan-out hears of them at once, not at the topic's next append. Without a
+    /// wait the append completes in one poll, and nothing can come between.
     pub async fn append(
-        &self,
+        self: &Arc<Self>,
         items: Vec<NewItem>,
-        metrics: &crate::metrics::Metrics,
+        metrics: &Arc<crate::metrics::Metrics>,
     ) -> Result<Vec<u64>, LogError> {
         let count = Appended::of(items.iter().map(|i| (i.frame.len(), i.statements)));
+        if self.log.append_waits() {
+            let (topic, metrics) = (self.clone(), metrics.clone());
+            let task = tokio::spawn(async move {
+                let offsets = topic.log.append(items).await?;
+                topic.appended(count, &metrics);
+                Ok(offsets)
+            });
+            return task.await.unwrap_or(Err(LogError::Closed));
+        }
         let offsets = self.log.append(items).await?;
         self.appended(count, metrics);
         Ok(offsets)
@@ -1365,6 +1388,65 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A publisher dropped while its append waits for the fsync (its client gone)
+    /// cannot cancel what follows the commit: the item is counted and the listeners
+    /// (the fan-out's pumps) hear of it, rather than at the topic's next append.
+    #[tokio::test]
+    async fn an_append_whose_caller_is_dropped_still_tells_the_listeners() {
+        struct Count(std::sync::atomic::AtomicUsize);
+        impl AppendListener for Count {
+            fn appended(&self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let dir = std::env::temp_dir().join(format!("jelly-topic-drop-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config = ServerConfig {
+            log: crate::config::LogKind::File,
+            data: dir.clone(),
+            durability: "fsync".into(),
+            ..ServerConfig::ephemeral()
+        };
+        let r = Registry::open(&config).unwrap();
+        let topic = r.for_publish("t").unwrap();
+        assert!(topic.log.append_waits());
+        let heard = Arc::new(Count(std::sync::atomic::AtomicUsize::new(0)));
+        let weak: std::sync::Weak<dyn AppendListener> = Arc::downgrade(&heard) as _;
+        topic.listen(weak);
+        let metrics = Arc::new(crate::metrics::Metrics::default());
+        let items = crate::ingest::ingest(
+            b"<http://e/s> <http://e/p> \"1\" .\n",
+            crate::ingest::InputFormat::NQuads,
+            &topic.options(),
+            &crate::ingest::PublishMeta::default(),
+            1 << 20,
+        )
+        .unwrap();
+        // Polled once (the items reach the writer), then dropped.
+        let mut append = Box::pin(topic.append(items, &metrics));
+        tokio::select! {
+            biased;
+            _ = &mut append => panic!("the fsync append completed in its first poll"),
+            () = std::future::ready(()) => {}
+        }
+        drop(append);
+        for _ in 0..500 {
+            if heard.0.load(Ordering::SeqCst) > 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(
+            heard.0.load(Ordering::SeqCst),
+            1,
+            "the listeners were not told"
+        );
+        assert_eq!(topic.stats.items_in.load(Ordering::Relaxed), 1);
+        assert_eq!(topic.log.next_offset(), 1);
+        drop(r);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn names() {

@@ -527,7 +527,7 @@ mod tests {
         for a in 0..APPENDERS {
             let topic = topic.clone();
             tasks.push(tokio::spawn(async move {
-                let metrics = Metrics::default();
+                let metrics = Arc::new(Metrics::default());
                 for i in 0..EACH {
                     let body = format!("<http://e/{a}> <http://e/p> \"{i}\" .\n");
                     let items = ingest(

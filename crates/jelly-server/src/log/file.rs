@@ -375,6 +375,12 @@ impl Drop for FileLog {
 }
 
 impl FileLog {
+    /// Whether appends commit inline, under the writer's lock, completing in their
+    /// first poll (without fsync), rather than waiting for the writer's thread.
+    pub fn commits_inline(&self) -> bool {
+        self.inline
+    }
+
     /// Checks the items and hands them to the writer (inline, or to its thread).
     async fn submit(
         &self,
