@@ -536,7 +536,7 @@ fn write_bnode(f: &mut impl fmt::Write, label: &str) -> fmt::Result {
     if crate::term::plain_blank_node_label(label) {
         f.write_str(label)
     } else {
-        f.write_str(&crate::term::escaped_blank_node_label(label))
+        crate::term::write_escaped_blank_node_label(f, label)
     }
 }
 

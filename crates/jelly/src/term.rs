@@ -116,12 +116,25 @@ pub fn plain_blank_node_label(label: &str) -> bool {
 /// ```
 pub fn escaped_blank_node_label(label: &str) -> String {
     let mut out = String::with_capacity(2 + 2 * label.len());
-    out.push_str("e-");
-    for b in label.bytes() {
-        out.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
-        out.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
-    }
+    // Writing to a String cannot fail.
+    let _ = write_escaped_blank_node_label(&mut out, label);
     out
+}
+
+/// Writes [`escaped_blank_node_label`] to `f`, without building it first (the N-Quads
+/// writer does this for every such blank node it writes).
+///
+/// ```
+/// let mut s = String::from("_:");
+/// jelly::term::write_escaped_blank_node_label(&mut s, "a b").unwrap();
+/// assert_eq!(s, "_:e-612062");
+/// ```
+pub fn write_escaped_blank_node_label(f: &mut impl fmt::Write, label: &str) -> fmt::Result {
+    f.write_str("e-")?;
+    for b in label.bytes() {
+        write!(f, "{b:02x}")?;
+    }
+    Ok(())
 }
 
 /// Kind of a literal, borrowed.
