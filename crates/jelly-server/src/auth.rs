@@ -147,10 +147,7 @@ impl TopicPattern {
         }
         // A pattern no topic name can match is a mistake (`sensors/*` where names use
         // `.`): refused here rather than answering every request with 403.
-        if let Some(c) = body
-            .chars()
-            .find(|&c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-        {
+        if let Some(c) = body.chars().find(|&c| !crate::topic::name_char(c)) {
             return Err(format!(
                 "topic pattern `{p}` can never match: topic names hold only ASCII letters, \
                  digits, `.`, `_` and `-`, not `{}`",
