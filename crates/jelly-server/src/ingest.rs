@@ -163,10 +163,6 @@ fn not_allowed(item: usize, e: EncodeError, topic: &TopicOptions) -> IngestError
     IngestError::NotAllowed(format!("item {item}: {e}{hint}"))
 }
 
-fn decode_error(e: DecodeError) -> IngestError {
-    IngestError::Malformed(e)
-}
-
 fn check_size(items: &[NewItem], max: usize) -> Result<(), IngestError> {
     for (index, it) in items.iter().enumerate() {
         if it.frame.len() > max {
@@ -236,7 +232,7 @@ fn ingest_jelly(
     let mut ingest = JellyIngest::pooled(topic, meta.clone(), usize::MAX);
     let mut read = || {
         let mut items = Vec::new();
-        while let Some(f) = frames.next_frame().map_err(decode_error)? {
+        while let Some(f) = frames.next_frame().map_err(IngestError::Malformed)? {
             if let Some(item) = ingest.frame_at(f.bytes, f.offset)? {
                 items.push(item);
             }
@@ -411,7 +407,7 @@ impl JellyIngest {
         b.reset();
         let mut decoded = 0u32;
         let mut cur = self.dec.frame_at(bytes, offset);
-        while let Some(ev) = cur.next_event().map_err(decode_error)? {
+        while let Some(ev) = cur.next_event().map_err(IngestError::Malformed)? {
             if let Event::Statement(st) = ev {
                 decoded += 1;
                 if reencode {
