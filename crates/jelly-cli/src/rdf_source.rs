@@ -4,9 +4,10 @@
 
 use std::io::Read;
 
-use jelly::text_nesting::NestingReader;
+use jelly::input_check::CheckedReader;
+use jelly::text_nesting::NestingScanner;
 use jelly::text_position::{PositionProbe, PositionTracker};
-use jelly::xml_guard::XmlGuardReader;
+use jelly::xml_guard::XmlGuard;
 use oxrdf::{GraphName, Quad};
 use oxrdfio::{RdfParseError, RdfParser};
 use oxrdfxml::{RdfXmlParseError, RdfXmlParser, ReaderRdfXmlParser};
@@ -35,7 +36,7 @@ pub enum RdfSource<R: Read> {
     Oxrdfio(Box<oxrdfio::ReaderQuadParser<Guarded<R>>>),
     /// RDF/XML, through a tracker of line and column.
     RdfXml {
-        parser: Box<ReaderRdfXmlParser<PositionTracker<XmlGuardReader<R>>>>,
+        parser: Box<ReaderRdfXmlParser<PositionTracker<CheckedReader<R, XmlGuard>>>>,
         probe: PositionProbe,
     },
 }
@@ -43,7 +44,7 @@ pub enum RdfSource<R: Read> {
 /// An input, guarded against nesting in the syntaxes that have triple terms.
 pub enum Guarded<R> {
     /// N-Triples, N-Quads, Turtle or TriG: triple-term nesting bounded.
-    Nesting(NestingReader<R>),
+    Nesting(CheckedReader<R, NestingScanner>),
     /// Any other syntax, read as it is.
     Plain(R),
 }
@@ -69,7 +70,8 @@ impl<R: Read> RdfSource<R> {
                 p = p.with_base_iri(b).map_err(|e| bad_base(b, e))?;
             }
             // The parser expands declared entities in full: bombs are refused first.
-            let (tracked, probe) = PositionTracker::new(XmlGuardReader::new(reader));
+            let (tracked, probe) =
+                PositionTracker::new(CheckedReader::new(reader, XmlGuard::default()));
             return Ok(RdfSource::RdfXml {
                 parser: Box::new(p.for_reader(tracked)),
                 probe,
@@ -82,9 +84,12 @@ impl<R: Read> RdfSource<R> {
         // The text parsers recurse once per level of triple terms: deep nesting is
         // refused before them (JSON-LD has a depth limit of its own).
         let reader = match format {
-            Format::Nt | Format::Nq | Format::Ttl | Format::Trig => Guarded::Nesting(
-                NestingReader::new(reader, jelly::text_nesting::MAX_TEXT_NESTING),
-            ),
+            Format::Nt | Format::Nq | Format::Ttl | Format::Trig => {
+                Guarded::Nesting(CheckedReader::new(
+                    reader,
+                    NestingScanner::new(jelly::text_nesting::MAX_TEXT_NESTING),
+                ))
+            }
             _ => Guarded::Plain(reader),
         };
         Ok(RdfSource::Oxrdfio(Box::new(p.for_reader(reader))))

@@ -24,6 +24,7 @@ pub mod decoder;
 pub mod encoder;
 pub mod error;
 pub mod framing;
+pub mod input_check;
 pub mod iso;
 mod lookup;
 pub mod nquads;

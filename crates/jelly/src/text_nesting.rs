@@ -194,41 +194,11 @@ impl NestingScanner {
     }
 }
 
-/// A reader that passes its input through a [`NestingScanner`]: text nested too
-/// deeply ends in an [`std::io::ErrorKind::InvalidData`] error naming where, before a
-/// parser reading from it gets there.
-///
-/// ```
-/// use std::io::Read;
-/// use jelly::text_nesting::NestingReader;
-/// let deep = "<s> <p> <<( <a> <b> <<( <c> <d> <e> )>> )>> .";
-/// let mut out = String::new();
-/// let e = NestingReader::new(deep.as_bytes(), 1).read_to_string(&mut out).unwrap_err();
-/// assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
-/// assert!(e.to_string().contains("deeper than 1"));
-/// ```
-pub struct NestingReader<R> {
-    inner: R,
-    scanner: NestingScanner,
-}
+impl crate::input_check::InputCheck for NestingScanner {
+    type Error = TooDeep;
 
-impl<R> NestingReader<R> {
-    /// `inner`, refused once nested deeper than `max`.
-    pub fn new(inner: R, max: usize) -> NestingReader<R> {
-        NestingReader {
-            inner,
-            scanner: NestingScanner::new(max),
-        }
-    }
-}
-
-impl<R: std::io::Read> std::io::Read for NestingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.scanner
-            .feed(&buf[..n])
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        Ok(n)
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), TooDeep> {
+        NestingScanner::feed(self, bytes)
     }
 }
 

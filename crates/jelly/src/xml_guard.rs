@@ -22,7 +22,7 @@
 //! elements, 1.9 MB, took 32 s of CPU). [`ElementDepth`] refuses elements nested deeper
 //! than [`MAX_ELEMENT_DEPTH`].
 //!
-//! [`XmlGuard`] does both; [`XmlGuardReader`] does it to a reader.
+//! [`XmlGuard`] does both; [`crate::input_check::CheckedReader`] runs it over a reader.
 
 use std::collections::HashMap;
 
@@ -367,9 +367,9 @@ impl ElementDepth {
     }
 }
 
-/// A reader that passes its input through an [`XmlGuard`]: a bomb ends in an
-/// [`std::io::ErrorKind::InvalidData`] error before the parser reading from it gets
-/// to expand it.
+/// Run over a stream by [`crate::input_check::CheckedReader`]: a bomb ends in an
+/// [`std::io::ErrorKind::InvalidData`] error before the parser reading from it gets to
+/// expand it.
 ///
 /// ```
 /// use std::io::Read;
@@ -377,33 +377,16 @@ impl ElementDepth {
 ///            <!ENTITY c \"&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;\">]><r>".to_string()
 ///     + &"&c;".repeat(20_000) + "</r>";
 /// let mut out = Vec::new();
-/// let e = jelly::xml_guard::XmlGuardReader::new(lol.as_bytes())
+/// let e = jelly::input_check::CheckedReader::new(lol.as_bytes(), jelly::xml_guard::XmlGuard::default())
 ///     .read_to_end(&mut out)
 ///     .unwrap_err();
 /// assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
 /// ```
-pub struct XmlGuardReader<R> {
-    inner: R,
-    guard: XmlGuard,
-}
+impl crate::input_check::InputCheck for XmlGuard {
+    type Error = XmlRefused;
 
-impl<R> XmlGuardReader<R> {
-    /// `inner`, guarded.
-    pub fn new(inner: R) -> XmlGuardReader<R> {
-        XmlGuardReader {
-            inner,
-            guard: XmlGuard::default(),
-        }
-    }
-}
-
-impl<R: std::io::Read> std::io::Read for XmlGuardReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.guard
-            .feed(&buf[..n])
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        Ok(n)
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), XmlRefused> {
+        XmlGuard::feed(self, bytes)
     }
 }
 
