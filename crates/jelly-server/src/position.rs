@@ -21,7 +21,7 @@ pub enum FromError {
 }
 
 /// A number written in decimal digits only (Rust's parser also takes a leading `+`).
-fn number(s: &str) -> Option<u64> {
+pub(crate) fn number(s: &str) -> Option<u64> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }

@@ -517,6 +517,26 @@ async fn sse_events_and_last_event_id_resume() {
     let ev = sse_events(&r.text().await.unwrap());
     assert_eq!(ev.iter().map(|e| e.0).collect::<Vec<_>>(), [2, 3]);
 
+    // An id no offset can follow is past the end, not a wrap to offset 0; a sign is
+    // refused as in `from`.
+    let r = c
+        .get(format!("{base}/topics/e/sse?follow=false"))
+        .header("last-event-id", u64::MAX.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 416);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v["next_offset"], 4);
+    assert!(v["error"].as_str().unwrap().contains("past the end"), "{v}");
+    let r = c
+        .get(format!("{base}/topics/e/sse?follow=false"))
+        .header("last-event-id", "+1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+
     // Live SSE with base64 Jelly frames, decoded in order with one decoder.
     let mut r = c
         .get(format!("{base}/topics/e/sse?from=3&format=jelly"))

@@ -505,3 +505,106 @@ async fn ws_publish_is_closed_on_shutdown() {
     assert_eq!(code, CloseCode::Away);
     assert_eq!(reason, "server shutting down");
 }
+
+#[tokio::test]
+async fn ws_a_close_from_the_client_is_answered_with_a_close_frame() {
+    let srv = start().await;
+    // A publisher closing after its acknowledgements, and one closing before them.
+    let mut publ = connect(&ws_url(&srv, "/topics/cl/ws/publish")).await;
+    let mut p = Publisher::new();
+    publ.send(Message::Binary(p.frame(0).into())).await.unwrap();
+    assert_eq!(next_json(&mut publ).await["offset"], 0);
+    publ.close(None).await.unwrap();
+    assert!(matches!(next_msg(&mut publ).await, Message::Close(_)));
+    let mut publ = connect(&ws_url(&srv, "/topics/cl/ws/publish")).await;
+    let mut p = Publisher::new();
+    publ.send(Message::Binary(p.frame(1).into())).await.unwrap();
+    publ.close(None).await.unwrap();
+    loop {
+        match next_msg(&mut publ).await {
+            Message::Close(_) => break,
+            Message::Text(_) => {} // its acknowledgement, if it came first
+            m => panic!("unexpected {m:?}"),
+        }
+    }
+    let base = format!("http://{}", srv.local_addr());
+    assert_eq!(describe(&base, "cl").await["next_offset"], 2);
+    // A subscriber.
+    let mut sub = connect(&ws_url(&srv, "/topics/cl/ws")).await;
+    let mut dec = Decoder::default();
+    assert_eq!(read_items(&mut sub, &mut dec, 2).await.len(), 2);
+    sub.close(None).await.unwrap();
+    loop {
+        match next_msg(&mut sub).await {
+            Message::Close(_) => break,
+            Message::Binary(_) => {}
+            m => panic!("unexpected {m:?}"),
+        }
+    }
+    srv.shutdown().await.unwrap();
+}
+
+/// Opens a WebSocket by hand, so that frames a client library would never send can be
+/// written on the raw socket; returns the socket after the 101 answer.
+async fn raw_upgrade(srv: &Server, path: &str) -> TcpStream {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut s = TcpStream::connect(srv.local_addr()).await.unwrap();
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        srv.local_addr()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut b = [0u8; 1];
+        assert_eq!(
+            s.read(&mut b).await.unwrap(),
+            1,
+            "connection ended in the answer"
+        );
+        head.push(b[0]);
+    }
+    assert!(
+        head.starts_with(b"HTTP/1.1 101"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    s
+}
+
+#[tokio::test]
+async fn ws_protocol_violations_close_with_1002_and_big_subscriber_messages_with_1009() {
+    use tokio::io::AsyncWriteExt as _;
+    use tokio_tungstenite::tungstenite::protocol::Role;
+    let srv = start().await;
+    // A publisher's unmasked frame: an error naming it, then 1002; nothing appended.
+    let mut s = raw_upgrade(&srv, "/topics/pv-pub/ws/publish").await;
+    s.write_all(&[0x82, 0x03, 1, 2, 3]).await.unwrap();
+    let mut ws =
+        WebSocketStream::from_raw_socket(MaybeTlsStream::Plain(s), Role::Client, None).await;
+    let err = next_json(&mut ws).await;
+    assert_eq!(err["status"], 400, "{err}");
+    assert!(err["error"].as_str().unwrap().contains("unmasked"), "{err}");
+    assert_eq!(expect_close(&mut ws).await.0, CloseCode::Protocol);
+    // A subscriber's frame with a reserved opcode (3), masked: 1002.
+    assert_eq!(ws_publish(&srv, "pv", 0, 1).await, [0]);
+    let mut s = raw_upgrade(&srv, "/topics/pv/ws?from=latest").await;
+    s.write_all(&[0x83, 0x80, 0, 0, 0, 0]).await.unwrap();
+    let mut ws =
+        WebSocketStream::from_raw_socket(MaybeTlsStream::Plain(s), Role::Client, None).await;
+    assert_eq!(expect_close(&mut ws).await.0, CloseCode::Protocol);
+    // A subscriber's message over 64 KiB: 1009 (smaller ones are ignored).
+    let mut sub = connect(&ws_url(&srv, "/topics/pv/ws?from=latest")).await;
+    sub.send(Message::Binary(vec![0u8; 64 << 10].into()))
+        .await
+        .unwrap();
+    sub.send(Message::Binary(vec![0u8; (64 << 10) + 1].into()))
+        .await
+        .unwrap();
+    assert_eq!(expect_close(&mut sub).await.0, CloseCode::Size);
+    let base = format!("http://{}", srv.local_addr());
+    let r = reqwest::get(format!("{base}/topics/pv-pub")).await.unwrap();
+    assert_eq!(r.status(), 404, "the refused publish created no topic");
+    srv.shutdown().await.unwrap();
+}

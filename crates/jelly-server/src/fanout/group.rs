@@ -243,7 +243,12 @@ impl GroupTask {
             }
             self.producer.flush(enc, next);
             if let Some(why) = failed {
-                tracing::error!(topic = %self.producer.topic.name, ?why, "fan-out group ended");
+                // A closed log is a deleted topic or a shutdown, both normal ends.
+                if matches!(why, GroupEnd::Closed) {
+                    tracing::debug!(topic = %self.producer.topic.name, "fan-out group ended: log closed");
+                } else {
+                    tracing::error!(topic = %self.producer.topic.name, ?why, "fan-out group ended");
+                }
                 return self.producer.ring.end(why);
             }
         }

@@ -460,10 +460,21 @@ pub async fn sse(
         .filter(|v| !v.is_empty());
     let start = match last_id {
         Some(id) => {
-            let id: u64 = id.parse().map_err(|_| {
+            let id = crate::position::number(id).ok_or_else(|| {
                 ApiError::bad_request(format!("Last-Event-ID `{id}` is not an offset"))
             })?;
-            resolve_from(&t, Some(&(id + 1).to_string()), "earliest").await?
+            // The event after the last one seen; none can follow the largest offset.
+            let after = id.checked_add(1).ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::RANGE_NOT_SATISFIABLE,
+                    format!(
+                        "Last-Event-ID {id} is past the end of the topic (next offset {})",
+                        t.log.next_offset()
+                    ),
+                )
+                .with("next_offset", t.log.next_offset())
+            })?;
+            resolve_from(&t, Some(&after.to_string()), "earliest").await?
         }
         None => resolve_from(&t, q.from.as_deref(), "earliest").await?,
     };

@@ -17,7 +17,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
-use futures_util::FutureExt as _;
+use futures_util::{FutureExt as _, SinkExt as _};
 use serde_json::{Value, json};
 
 use super::publish::{PublishQuery, meta_from};
@@ -37,6 +37,9 @@ pub mod close_code {
     pub const NORMAL: u16 = 1000;
     /// The server is shutting down.
     pub const GOING_AWAY: u16 = 1001;
+    /// The peer broke the WebSocket protocol (an unmasked frame, a reserved opcode, a
+    /// stray continuation, an oversized control frame).
+    pub const PROTOCOL: u16 = 1002;
     /// Malformed data: a Jelly decode error, a syntax error (HTTP 400).
     pub const INVALID: u16 = 1007;
     /// Well-formed but not allowed in the topic (HTTP 422 / 409).
@@ -61,7 +64,8 @@ const SUBSCRIBER_READ_BUFFER: usize = 1 << 10;
 /// item touched on the server (cold caches after idle, see BENCHMARKS.md §5), while a
 /// frame larger than this only takes one more `read` per extra 8 KiB.
 const PUBLISHER_READ_BUFFER: usize = 8 << 10;
-/// Largest message a subscriber may send (they are ignored anyway).
+/// Largest message a subscriber may send (they are ignored anyway); a larger one
+/// closes the connection with 1009.
 const MAX_SUBSCRIBER_MESSAGE: usize = 64 << 10;
 /// How long to wait for the peer's close frame after ours.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
@@ -99,6 +103,35 @@ async fn close_and_drain(socket: &mut WebSocket, code: u16, reason: &str) {
         }
     })
     .await;
+}
+
+/// Finishes a close the peer started: tungstenite queues its answer to the peer's
+/// close frame, and a flush sends it before the socket is dropped.
+async fn answer_close(socket: &mut WebSocket) {
+    let _ = socket.flush().await;
+}
+
+/// The close code and reason for a read error of the WebSocket layer: `None` when the
+/// connection itself broke (nothing can be sent). The error's text is tungstenite's.
+fn read_error_close(e: &axum::Error, max_message: usize) -> Option<(u16, StatusCode, String)> {
+    let msg = e.to_string();
+    if msg.starts_with("Space limit exceeded") || msg.contains("too long") {
+        Some((
+            close_code::TOO_BIG,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("message over the limit of {max_message} bytes: {msg}"),
+        ))
+    } else if msg.starts_with("UTF-8 encoding error") {
+        Some((
+            close_code::INVALID,
+            StatusCode::BAD_REQUEST,
+            format!("WebSocket error: {msg}"),
+        ))
+    } else if msg.starts_with("WebSocket protocol error") {
+        Some((close_code::PROTOCOL, StatusCode::BAD_REQUEST, msg))
+    } else {
+        None
+    }
 }
 
 fn ping_interval(s: &AppState) -> tokio::time::Interval {
@@ -238,8 +271,17 @@ async fn run_subscriber(
                 }
             }
             msg = socket.recv() => match msg {
-                // The peer closed (axum answers its close frame) or the connection broke.
-                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
+                Some(Ok(Message::Close(_))) => {
+                    answer_close(&mut socket).await;
+                    return;
+                }
+                None => return,
+                Some(Err(e)) => {
+                    if let Some((code, _, reason)) = read_error_close(&e, MAX_SUBSCRIBER_MESSAGE) {
+                        close_and_drain(&mut socket, code, &reason).await;
+                    }
+                    return;
+                }
                 // Pings are answered by the WebSocket layer; data from a subscriber is ignored.
                 Some(Ok(_)) => {}
             },
@@ -299,7 +341,8 @@ fn code_for(status: StatusCode) -> u16 {
         409 | 415 | 422 | 507 => close_code::POLICY,
         // The topic was deleted under the publisher.
         404 => close_code::DELETED,
-        503 => close_code::GOING_AWAY,
+        // 503 included: an append that failed (a full disk) is the server's failure;
+        // a shutdown closes with GOING_AWAY where it is seen (`PublishSession::fail`).
         _ => close_code::ERROR,
     }
 }
@@ -352,7 +395,13 @@ impl PublishSession {
 
     /// Refuses message `index`: what came before it is appended and acknowledged,
     /// then a JSON error message and a close frame.
-    async fn fail(mut self, index: u64, e: FrameError) {
+    async fn fail(self, index: u64, e: FrameError) {
+        let code = code_for(e.status);
+        self.fail_with(index, e, code).await;
+    }
+
+    /// [`fail`](Self::fail) closing with `code`.
+    async fn fail_with(mut self, index: u64, e: FrameError, code: u16) {
         self.s
             .metrics
             .publish_rejected
@@ -379,7 +428,13 @@ impl PublishSession {
             .send(Message::Text(body.to_string().into()))
             .await;
         let reason = format!("frame {index}: {}", e.message);
-        close_and_drain(&mut self.socket, code_for(e.status), &reason).await;
+        // A log closed by a shutdown fails the append with 503 too.
+        let code = if *self.s.shutdown.borrow() {
+            close_code::GOING_AWAY
+        } else {
+            code
+        };
+        close_and_drain(&mut self.socket, code, &reason).await;
     }
 }
 
@@ -428,32 +483,26 @@ async fn run_publisher(socket: WebSocket, p: StreamPublisher, s: AppState) {
             }
             Some(Ok(Message::Text(t))) => sess.p.text(&t).map(|()| true),
             Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
-            // The peer closed: append what it sent (it can no longer be acknowledged).
-            None | Some(Ok(Message::Close(_))) => {
+            // The peer closed: append what it sent (it can no longer be acknowledged),
+            // then answer its close frame.
+            Some(Ok(Message::Close(_))) => {
+                let _ = sess.p.flush().await;
+                answer_close(&mut sess.socket).await;
+                return;
+            }
+            None => {
                 let _ = sess.p.flush().await;
                 return;
             }
             Some(Err(e)) => {
-                let msg = e.to_string();
-                let (status, text) = if msg.contains("too long") || msg.contains("too large") {
-                    (
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        format!(
-                            "message over the limit of {} bytes: {msg}",
-                            sess.p.max_frame_bytes()
-                        ),
-                    )
-                } else {
-                    (StatusCode::BAD_REQUEST, format!("WebSocket error: {msg}"))
+                let Some((code, status, message)) = read_error_close(&e, sess.p.max_frame_bytes())
+                else {
+                    // The connection broke: keep what arrived whole.
+                    let _ = sess.p.flush().await;
+                    return;
                 };
-                sess.fail(
-                    index,
-                    FrameError {
-                        status,
-                        message: text,
-                    },
-                )
-                .await;
+                sess.fail_with(index, FrameError { status, message }, code)
+                    .await;
                 return;
             }
         };
@@ -477,6 +526,17 @@ async fn run_publisher(socket: WebSocket, p: StreamPublisher, s: AppState) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusals_close_with_the_code_of_their_kind() {
+        let code = |n| code_for(StatusCode::from_u16(n).unwrap());
+        assert_eq!(code(400), close_code::INVALID);
+        assert_eq!(code(413), close_code::TOO_BIG);
+        assert_eq!(code(422), close_code::POLICY);
+        assert_eq!(code(404), close_code::DELETED);
+        // A failed append (a full disk) is the server's failure, not a shutdown.
+        assert_eq!(code(503), close_code::ERROR);
+    }
 
     #[test]
     fn acks_are_the_json_of_frame_and_offset() {
