@@ -74,37 +74,83 @@ impl OutFormat {
         })
     }
 
-    /// Picks the format from an `Accept` header (highest q first, then order). `None`
-    /// or `*/*` gives `default`; `None` when nothing acceptable is offered.
-    pub fn negotiate(accept: Option<&str>, default: OutFormat) -> Option<OutFormat> {
+    /// Every output format, in the order ties within one media range are broken.
+    pub const ALL: [OutFormat; 5] = [
+        OutFormat::Jelly,
+        OutFormat::NQuads,
+        OutFormat::TriG,
+        OutFormat::NTriples,
+        OutFormat::Turtle,
+    ];
+
+    /// Picks the format from an `Accept` header by RFC 9110 §12.5.1, among the
+    /// formats `usable` allows: each format takes the q of the most specific range that
+    /// matches it (its own type over `type/*` over `*/*`, so `q=0` on a type excludes
+    /// it whatever a wildcard says); the highest q wins, then the range listed first,
+    /// then `default`, then [`ALL`](Self::ALL)'s order. No header gives `default`;
+    /// `None` when no usable format is acceptable.
+    ///
+    /// ```
+    /// use jelly_server::deliver::OutFormat;
+    /// let any = |_| true;
+    /// let accept = Some("application/x-jelly-rdf;q=0, */*;q=0.5");
+    /// assert_eq!(OutFormat::negotiate(accept, OutFormat::Jelly, any), Some(OutFormat::NQuads));
+    /// ```
+    pub fn negotiate(
+        accept: Option<&str>,
+        default: OutFormat,
+        usable: impl Fn(OutFormat) -> bool,
+    ) -> Option<OutFormat> {
         let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
-            return Some(default);
+            return usable(default).then_some(default);
         };
-        let mut best: Option<(f32, OutFormat)> = None;
-        for part in accept.split(',') {
+        // Per format: (specificity, q, position) of the most specific matching range.
+        let mut got: [Option<(u8, f32, usize)>; 5] = [None; 5];
+        for (pos, part) in accept.split(',').enumerate() {
             let mut it = part.split(';');
-            let mime = it.next().unwrap_or("").trim();
+            let mime = it.next().unwrap_or("").trim().to_ascii_lowercase();
             let mut q = 1.0f32;
             for p in it {
                 if let Some(v) = p.trim().strip_prefix("q=") {
                     q = v.trim().parse().unwrap_or(0.0);
                 }
             }
-            if q <= 0.0 {
-                continue;
-            }
-            let f = match mime {
-                "*/*" | "application/*" => Some(default),
-                "text/*" => Some(OutFormat::Turtle),
-                m => OutFormat::parse(m),
-            };
-            if let Some(f) = f
-                && best.is_none_or(|(bq, _)| q > bq)
-            {
-                best = Some((q, f));
+            for (i, f) in Self::ALL.into_iter().enumerate() {
+                let specificity = match mime.as_str() {
+                    "*/*" => 1,
+                    m if m.strip_suffix("/*").is_some_and(|t| {
+                        f.content_type().starts_with(t)
+                            && f.content_type().as_bytes().get(t.len()) == Some(&b'/')
+                    }) =>
+                    {
+                        2
+                    }
+                    m if OutFormat::parse(m) == Some(f) => 3,
+                    _ => continue,
+                };
+                if got[i].is_none_or(|(s, _, _)| specificity > s) {
+                    got[i] = Some((specificity, q, pos));
+                }
             }
         }
-        best.map(|(_, f)| f)
+        let mut best: Option<(f32, usize, bool, OutFormat)> = None;
+        for (i, f) in Self::ALL.into_iter().enumerate() {
+            let Some((_, q, pos)) = got[i] else { continue };
+            if q <= 0.0 || !usable(f) {
+                continue;
+            }
+            let better = match best {
+                None => true,
+                Some((bq, bpos, bdefault, _)) => {
+                    q > bq
+                        || (q == bq && (pos < bpos || (pos == bpos && f == default && !bdefault)))
+                }
+            };
+            if better {
+                best = Some((q, pos, f == default, f));
+            }
+        }
+        best.map(|(_, _, _, f)| f)
     }
 
     /// Whether the format can carry the topic's statements (named graphs need a dataset format).
@@ -787,7 +833,7 @@ mod tests {
 
     #[test]
     fn negotiation() {
-        let n = |a| OutFormat::negotiate(a, OutFormat::Jelly);
+        let n = |a| OutFormat::negotiate(a, OutFormat::Jelly, |_| true);
         assert_eq!(n(None), Some(OutFormat::Jelly));
         assert_eq!(n(Some("*/*")), Some(OutFormat::Jelly));
         assert_eq!(n(Some("application/n-quads")), Some(OutFormat::NQuads));
@@ -796,5 +842,37 @@ mod tests {
             Some(OutFormat::TriG)
         );
         assert_eq!(n(Some("image/png")), None);
+        // Equal q: the range listed first.
+        assert_eq!(
+            n(Some("text/turtle, application/trig")),
+            Some(OutFormat::Turtle)
+        );
+        assert_eq!(n(Some("text/*")), Some(OutFormat::Turtle));
+        assert_eq!(n(Some("application/*")), Some(OutFormat::Jelly));
+        assert_eq!(n(Some("Application/N-Quads")), Some(OutFormat::NQuads));
+        // An explicit q=0 excludes a type whatever a wildcard says.
+        assert_eq!(
+            n(Some("application/x-jelly-rdf;q=0, */*;q=0.5")),
+            Some(OutFormat::NQuads)
+        );
+        assert_eq!(
+            n(Some(
+                "application/x-jelly-rdf;q=0, application/n-quads;q=0.5, */*;q=0.8"
+            )),
+            Some(OutFormat::TriG)
+        );
+        assert_eq!(n(Some("*/*;q=0")), None);
+    }
+
+    #[test]
+    fn negotiation_skips_formats_the_topic_cannot_take() {
+        let quads = |f: OutFormat| !matches!(f, OutFormat::NTriples | OutFormat::Turtle);
+        let n = |a| OutFormat::negotiate(a, OutFormat::Jelly, quads);
+        assert_eq!(
+            n(Some("application/n-triples, application/n-quads;q=0.9")),
+            Some(OutFormat::NQuads)
+        );
+        assert_eq!(n(Some("text/turtle, */*;q=0.1")), Some(OutFormat::Jelly));
+        assert_eq!(n(Some("text/turtle")), None);
     }
 }

@@ -77,6 +77,42 @@ pub struct PublishMeta {
     pub base_iri: Option<String>,
 }
 
+impl PublishMeta {
+    /// Most bytes of metadata a publisher may give each item: its source and its
+    /// headers, names and values. Well below the 64 KiB a log record holds besides its
+    /// frame, so that an item within `max_item_bytes` always fits its record.
+    pub const MAX_BYTES: usize = 16 << 10;
+
+    /// Bytes of the source and headers.
+    ///
+    /// ```
+    /// use jelly_server::ingest::PublishMeta;
+    /// let m = PublishMeta { source: "s1".into(), headers: vec![("k".into(), "vv".into())], ..Default::default() };
+    /// assert_eq!(m.size(), 5);
+    /// ```
+    pub fn size(&self) -> usize {
+        self.source.len()
+            + self
+                .headers
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>()
+    }
+
+    /// Refuses metadata over [`MAX_BYTES`](Self::MAX_BYTES), with the reason.
+    pub fn check_size(&self) -> Result<(), String> {
+        let size = self.size();
+        if size > Self::MAX_BYTES {
+            return Err(format!(
+                "the item metadata (source and headers) is {size} bytes; at most {} are \
+                 stored with each item",
+                Self::MAX_BYTES
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Why a body was refused. Nothing of it was appended.
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {

@@ -516,6 +516,36 @@ async fn publish_refusals() {
     assert_eq!(st.code(), Code::InvalidArgument);
     assert!(st.message().contains("x-jelly-topic"), "{}", st.message());
 
+    // Item metadata refused as over HTTP: a header with no name, and one given twice;
+    // nothing is created. (More than 16 KiB of metadata cannot arrive: HTTP/2's header
+    // list limit is 16 KiB here.)
+    for md in [
+        vec![("x-jelly-header-", "x")],
+        vec![("x-jelly-header-d", "1"), ("x-jelly-header-d", "2")],
+    ] {
+        let mut g = Grpc::new(ch.clone());
+        g.ready().await.unwrap();
+        let f = frames(&quad_groups(1, 0), quads_opts());
+        let mut r = Request::new(futures_util::stream::iter(f.into_iter().map(Frame)));
+        r.metadata_mut()
+            .insert("x-jelly-topic", "meta".parse().unwrap());
+        for (k, v) in &md {
+            r.metadata_mut().append(*k, v.parse().unwrap());
+        }
+        let st = g
+            .client_streaming(
+                r,
+                PathAndQuery::from_static(PUBLISH_PATH),
+                JellyCodec::<Frame, Received>::new(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(st.code(), Code::InvalidArgument, "{md:?}");
+        let m = st.message();
+        assert!(m.contains("no name") || m.contains("more than once"), "{m}");
+    }
+    assert!(s.state().topics.get("meta").is_none());
+
     // QUADS or GRAPHS publishers into a triples topic, refused before any statement.
     for pt in [PhysicalType::Quads, PhysicalType::Graphs] {
         let opts = StreamOptions::small().with_physical_type(pt);

@@ -288,6 +288,23 @@ async fn publish_text_formats_and_subscribe_in_each_format() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::NOT_ACCEPTABLE);
+    // ... but a type it can take, accepted further down, is chosen (RFC 9110 §12.5.1),
+    // and a response that depends on `Accept` says so to caches.
+    for (accept, want) in [
+        ("application/n-triples, application/n-quads;q=0.9", NQ),
+        ("text/turtle, */*;q=0.1", JELLY),
+        ("application/x-jelly-rdf;q=0, */*;q=0.5", NQ),
+    ] {
+        let r = c
+            .get(format!("{base}/topics/ds/items?follow=false"))
+            .header("accept", accept)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{accept}");
+        assert_eq!(r.headers()["content-type"], want, "{accept}");
+        assert_eq!(r.headers()["vary"], "accept, accept-encoding");
+    }
 
     // A triples topic: Turtle in, N-Triples and Turtle out.
     let r = c
@@ -660,6 +677,33 @@ async fn bad_input_is_refused_and_appends_nothing() {
             "{v}"
         );
     }
+    // A header with no name after the prefix, and metadata too large to store with
+    // an item: refused before anything is created (the topic of `ghost` stays unknown).
+    let ghost = format!("{base}/topics/ghost/items");
+    let r = c
+        .post(&ghost)
+        .header("content-type", JELLY)
+        .header("x-jelly-header-", "x")
+        .body(good.clone())
+        .send()
+        .await
+        .unwrap();
+    let v = check(StatusCode::BAD_REQUEST, r).await;
+    assert!(v["error"].as_str().unwrap().contains("no name"), "{v}");
+    let big = "v".repeat(9000);
+    let r = c
+        .post(&ghost)
+        .header("content-type", JELLY)
+        .header("x-jelly-header-a", &big)
+        .header("x-jelly-header-b", &big)
+        .body(good.clone())
+        .send()
+        .await
+        .unwrap();
+    let v = check(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, r).await;
+    assert!(v["error"].as_str().unwrap().contains("18002 bytes"), "{v}");
+    let r = c.get(format!("{base}/topics/ghost")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
     // Two good frames, then a truncated one: nothing of the request is appended.
     let mut bad = jelly_stream(&sample_frames(2, 1), StreamOptions::small());
     bad.extend_from_slice(&[0x20, 0x0a, 0x05]);
@@ -1226,6 +1270,30 @@ async fn streaming_publish_bad_frame_mid_stream_keeps_earlier_items() {
         e.contains(&format!("announced {len1} bytes, {} were sent", len1 - 3)),
         "{v}"
     );
+
+    // A stream of no statements (an options row only) is refused as a whole, with the
+    // same fields as any streaming refusal, naming the end of the body.
+    let options_only = jelly_stream(&[], StreamOptions::small());
+    let r = c
+        .post(format!("{base}/topics/mid/items?stream=true"))
+        .header("content-type", JELLY)
+        .body(options_only.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let v: Value = r.json().await.unwrap();
+    assert!(
+        v["error"].as_str().unwrap().contains("no statements"),
+        "{v}"
+    );
+    assert_eq!(v["byte_offset"], options_only.len() as u64, "{v}");
+    assert_eq!(v["items_accepted"], 0, "{v}");
+    assert!(
+        v["first_offset"].is_null() && v["last_offset"].is_null(),
+        "{v}"
+    );
+    assert_eq!(v["topic"], "mid", "{v}");
 
     // Text bodies cannot be streamed.
     let r = c

@@ -135,8 +135,18 @@ impl Publish {
         for kv in md.iter() {
             if let tonic::metadata::KeyAndValueRef::Ascii(k, v) = kv
                 && let Some(h) = k.as_str().strip_prefix(HEADER_PREFIX)
-                && !h.is_empty()
             {
+                if h.is_empty() {
+                    return Err(Status::invalid_argument(format!(
+                        "metadata {k} has no name after the prefix (x-jelly-header-<name>)"
+                    )));
+                }
+                // A key given twice has no one value to store (as over HTTP).
+                if headers.iter().any(|(n, _): &(String, String)| n == h) {
+                    return Err(Status::invalid_argument(format!(
+                        "metadata {k} is given more than once"
+                    )));
+                }
                 let v = v.to_str().map_err(|_| {
                     Status::invalid_argument(format!("metadata {k} is not visible ASCII"))
                 })?;
@@ -148,6 +158,7 @@ impl Publish {
             headers,
             ..PublishMeta::default()
         };
+        meta.check_size().map_err(Status::invalid_argument)?;
         let p = StreamPublisher::new(s, &name, meta).map_err(|e| status_of(FrameError::from(e)))?;
         Ok(Publish {
             p,

@@ -54,9 +54,12 @@ pub(super) fn meta_from(headers: &HeaderMap, q: &PublishQuery) -> Result<Publish
     };
     let mut hs: Vec<(String, String)> = Vec::new();
     for (k, v) in headers {
-        if let Some(name) = k.as_str().strip_prefix(HEADER_PREFIX)
-            && !name.is_empty()
-        {
+        if let Some(name) = k.as_str().strip_prefix(HEADER_PREFIX) {
+            if name.is_empty() {
+                return Err(ApiError::bad_request(format!(
+                    "header {k} has no name after the prefix (X-Jelly-Header-<name>)"
+                )));
+            }
             if hs.iter().any(|(n, _)| n == name) {
                 return Err(twice(k.as_str()));
             }
@@ -72,12 +75,15 @@ pub(super) fn meta_from(headers: &HeaderMap, q: &PublishQuery) -> Result<Publish
             )));
         }
     };
-    Ok(PublishMeta {
+    let meta = PublishMeta {
         source,
         headers: hs,
         split_graph,
         base_iri: q.base.clone(),
-    })
+    };
+    meta.check_size()
+        .map_err(|m| ApiError::new(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, m))?;
+    Ok(meta)
 }
 
 pub(super) fn ingest_error(e: IngestError) -> ApiError {

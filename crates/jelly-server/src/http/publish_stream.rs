@@ -361,6 +361,7 @@ pub(crate) fn varint(buf: &[u8]) -> Result<Option<(u64, usize)>, ()> {
 }
 
 /// Where a streaming publish stands, for error answers.
+#[derive(Debug, Clone, Copy)]
 struct Position {
     /// Index of the next frame.
     frame: u64,
@@ -427,16 +428,37 @@ pub async fn publish_stream(
         offset: 0,
         message: None,
     };
+    // Where the pending batch's first frame is: an append that fails appends none of
+    // the batch, so its error names that frame.
+    let mut batch: Option<Position> = None;
     macro_rules! fail {
         ($e:expr) => {{
             let e: FrameError = $e;
             // Frames before the bad one are kept: append what is pending first.
             let e = match p.flush().await {
                 Ok(_) => e,
-                Err(fe) => fe,
+                Err(fe) => {
+                    if let Some(b) = batch.take() {
+                        pos = b;
+                    }
+                    fe
+                }
             };
             s.metrics.publish_rejected.fetch_add(1, Ordering::Relaxed);
             return Err(stream_error(&p, &pos, e));
+        }};
+    }
+    macro_rules! flush {
+        () => {{
+            match p.flush().await {
+                Ok(_) => batch = None,
+                Err(e) => {
+                    if let Some(b) = batch.take() {
+                        pos = b;
+                    }
+                    fail!(e)
+                }
+            }
         }};
     }
     loop {
@@ -445,9 +467,7 @@ pub async fn publish_stream(
         let next = match stream.next().now_or_never() {
             Some(next) => next,
             None => {
-                if let Err(e) = p.flush().await {
-                    fail!(e);
-                }
+                flush!();
                 tokio::select! {
                     next = stream.next() => next,
                     _ = wait_shutdown(&mut shutdown) => fail!(FrameError {
@@ -490,16 +510,18 @@ pub async fn publish_stream(
             }
             let _ = buf.split_to(n);
             let frame = buf.split_to(len).freeze();
+            let at = pos;
             if let Err(e) = p.frame(frame, pos.offset + n as u64).await {
                 fail!(e);
+            }
+            if batch.is_none() && p.pending() > 0 {
+                batch = Some(at);
             }
             pos.frame += 1;
             pos.offset += (n + len) as u64;
             pos.message = None;
-            if p.should_flush()
-                && let Err(e) = p.flush().await
-            {
-                fail!(e);
+            if p.should_flush() {
+                flush!();
             }
         }
     }
@@ -518,16 +540,22 @@ pub async fn publish_stream(
         });
     }
     if let Err(e) = p.flush().await {
+        if let Some(b) = batch.take() {
+            pos = b;
+        }
         fail!(e);
     }
     if p.accepted == 0 {
+        // Refused as a whole; the error names the end of the body.
         s.metrics.publish_rejected.fetch_add(1, Ordering::Relaxed);
-        return Err(ApiError::bad_request(format!(
-            "the stream holds no statements ({} frame(s) read)",
-            pos.frame
-        ))
-        .with("topic", name)
-        .with("items_accepted", 0));
+        let e = FrameError {
+            status: StatusCode::BAD_REQUEST,
+            message: format!(
+                "the stream holds no statements ({} frame(s) read)",
+                pos.frame
+            ),
+        };
+        return Err(stream_error(&p, &pos, e));
     }
     tracing::debug!(topic = name, items = p.accepted, "stream published");
     Ok(Json(p.summary()))

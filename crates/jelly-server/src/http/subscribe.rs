@@ -116,13 +116,19 @@ pub(super) fn pick_format(
         })?,
         None => {
             let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-            OutFormat::negotiate(accept, default).ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::NOT_ACCEPTABLE,
-                    "none of the accepted types is offered: application/x-jelly-rdf, \
-                     application/n-quads, application/n-triples, application/trig, text/turtle",
-                )
-            })?
+            let options = t.options();
+            match OutFormat::negotiate(accept, default, |f| f.fits(&options)) {
+                Some(f) => f,
+                // Acceptable formats that cannot carry the topic get the reason below.
+                None => OutFormat::negotiate(accept, default, |_| true).ok_or_else(|| {
+                    ApiError::new(
+                        StatusCode::NOT_ACCEPTABLE,
+                        "none of the accepted types is offered: application/x-jelly-rdf, \
+                         application/n-quads, application/n-triples, application/trig, \
+                         text/turtle",
+                    )
+                })?,
+            }
         }
     };
     if !f.fits(&t.options()) {
@@ -192,7 +198,10 @@ fn streaming_response(
     let h = r.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    h.insert(
+        header::VARY,
+        HeaderValue::from_static("accept, accept-encoding"),
+    );
     if let Some(ce) = encoding.content_encoding() {
         h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(ce));
     }
@@ -627,7 +636,10 @@ pub async fn poll(
     )
         .into_response();
     let h = r.headers_mut();
-    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    h.insert(
+        header::VARY,
+        HeaderValue::from_static("accept, accept-encoding"),
+    );
     if let Some(ce) = encoding.content_encoding() {
         h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(ce));
     }
