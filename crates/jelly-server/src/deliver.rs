@@ -500,6 +500,8 @@ pub struct Follow {
     offsets: Vec<u64>,
     /// When output (items or a keep-alive) last went out.
     last_output: Instant,
+    /// Buffer window: new items are gathered this long before they are read.
+    window: Duration,
     watch: watch::Receiver<u64>,
     ended: Option<FollowEnd>,
 }
@@ -555,9 +557,18 @@ impl Follow {
             filter: None,
             offsets: Vec::new(),
             last_output: Instant::now(),
+            window: Duration::ZERO,
             watch,
             ended: None,
         }
+    }
+
+    /// Gathers new items for `window` after the first arrives before sending them, as
+    /// a fan-out group with a window does (the `window` parameter); items already
+    /// stored go out at once.
+    pub fn with_window(mut self, window: Duration) -> Follow {
+        self.window = window;
+        self
     }
 
     /// Delivers only the items `filter` accepts (`None`: every item). Skipped items
@@ -745,6 +756,12 @@ impl Follow {
                 };
                 if let Some(reason) = woke {
                     return self.end_with(reason);
+                }
+                if !self.window.is_zero() {
+                    tokio::select! {
+                        _ = tokio::time::sleep(self.window) => {}
+                        _ = self.shutdown.changed() => return self.end_with(EndReason::Shutdown),
+                    }
                 }
                 continue;
             }

@@ -272,6 +272,12 @@ async fn a_window_batches_items_and_zero_sends_each_read() {
     let url = |w: u64| format!("{}/topics/t/items?from=latest&window={w}", srv.url());
     let mut windowed = c.get(url(300)).send().await.unwrap();
     let mut immediate = c.get(url(0)).send().await.unwrap();
+    // A compact subscription is its own (no group), and honours its window too.
+    let mut compact = c
+        .get(format!("{}&format=jelly&mode=compact", url(300)))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(metric(&c, &srv, "jelly_fanout_groups").await, 2);
     let n = 20;
     for i in 0..n {
@@ -284,6 +290,11 @@ async fn a_window_batches_items_and_zero_sends_each_read() {
     assert!(
         w_chunks < n / 2,
         "items published 20 ms apart come in a few batches with a 300 ms window: {w_chunks} chunks for {n} items"
+    );
+    let (_, c_chunks) = read_frames(&mut compact, n).await;
+    assert!(
+        c_chunks < n / 2,
+        "a compact subscription with a 300 ms window: {c_chunks} chunks for {n} items"
     );
     let bad = c.get(url(3_600_000)).send().await.unwrap();
     assert_eq!(bad.status(), reqwest::StatusCode::BAD_REQUEST);

@@ -185,7 +185,8 @@ async fn subscribe(s: AppState, req: Request) -> Result<Response, Status> {
             std::time::Duration::from_secs(s.config.sse_keepalive_secs.max(1)),
             s.metrics.clone(),
         )
-        .with_filter(filter);
+        .with_filter(filter)
+        .with_window(std::time::Duration::from_millis(window));
         Body::new(private_body(follow, encoding))
     } else {
         let key = GroupKey {

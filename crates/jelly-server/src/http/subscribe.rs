@@ -321,7 +321,9 @@ impl Shape {
             } else {
                 Wrapping::Raw
             };
-            let f = follow(s, t, self.kind, d, self.start, end, wrapping).with_filter(self.filter);
+            let f = follow(s, t, self.kind, d, self.start, end, wrapping)
+                .with_filter(self.filter)
+                .with_window(Duration::from_millis(self.window));
             return private_body(f, self.encoding);
         }
         let key = GroupKey {

@@ -166,7 +166,11 @@ pub async fn subscribe(
             let end = (q.follow == Some(false)).then(|| t.log.next_offset());
             // Bare frames: the messages of one connection form one Jelly stream.
             let d = delivery(&t, format, mode, Framing::Messages);
-            Source::Private(follow(&s, t, "ws", d, start, end, Wrapping::Raw).with_filter(filter))
+            Source::Private(
+                follow(&s, t, "ws", d, start, end, Wrapping::Raw)
+                    .with_filter(filter)
+                    .with_window(Duration::from_millis(window)),
+            )
         } else {
             let key = GroupKey {
                 filter,
