@@ -811,3 +811,230 @@ async fn unreadable_publish_streams_are_invalid_argument() {
     }
     srv.shutdown().await.unwrap();
 }
+
+/// A `PublishRdf` call whose messages the client compresses with `enc`.
+async fn publish_compressed(
+    ch: &Channel,
+    topic: &str,
+    enc: tonic::codec::CompressionEncoding,
+    frames: Vec<Bytes>,
+) -> Result<Response<Received>, Status> {
+    let mut g = Grpc::new(ch.clone()).send_compressed(enc);
+    g.ready().await.unwrap();
+    let mut r = Request::new(futures_util::stream::iter(frames.into_iter().map(Frame)));
+    r.metadata_mut()
+        .insert("x-jelly-topic", topic.parse().unwrap());
+    g.client_streaming(
+        r,
+        PathAndQuery::from_static(PUBLISH_PATH),
+        JellyCodec::<Frame, Received>::new(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn publishers_may_compress_their_messages_within_the_size_limit() {
+    use tonic::codec::CompressionEncoding::{Gzip, Zstd};
+    let s = start().await;
+    let ch = channel(&s).await;
+    for (i, enc) in [Gzip, Zstd].into_iter().enumerate() {
+        let topic = format!("z{i}");
+        let groups = quad_groups(3, 0);
+        let r = publish_compressed(&ch, &topic, enc, frames(&groups, quads_opts()))
+            .await
+            .unwrap();
+        assert_eq!(md_u64(&r, "x-jelly-items"), 3, "{enc:?}");
+        let mut rd = Reader::new(subscribe(&ch, &topic, None, None).await.unwrap());
+        assert_eq!(flat(&rd.take(3).await), groups.concat(), "{enc:?}");
+        // A message that decompresses past the limit (`max_item_bytes`, 16 MiB here)
+        // is refused while decompressing.
+        let mut bomb = frames(&quad_groups(1, 3), quads_opts());
+        bomb.push(Bytes::from(vec![0u8; 17 << 20]));
+        let st = publish_compressed(&ch, &topic, enc, bomb)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            st.code(),
+            Code::ResourceExhausted,
+            "{enc:?}: {}",
+            st.message()
+        );
+    }
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn calls_end_with_deadline_exceeded_at_their_grpc_timeout() {
+    let s = start().await;
+    let ch = channel(&s).await;
+    publish(&ch, "dl", frames(&quad_groups(2, 0), quads_opts()))
+        .await
+        .unwrap();
+    // A subscription: the stored items, then DEADLINE_EXCEEDED from the server (the
+    // tonic client only sends the header; it does not enforce it).
+    let mut g = Grpc::new(ch.clone());
+    g.ready().await.unwrap();
+    let mut r = Request::new(Subscribe {
+        topic: "dl".into(),
+        requested_options: None,
+    });
+    r.set_timeout(Duration::from_millis(300));
+    let stream = g
+        .server_streaming(
+            r,
+            PathAndQuery::from_static(SUBSCRIBE_PATH),
+            JellyCodec::<Subscribe, Frame>::new(),
+        )
+        .await
+        .unwrap()
+        .into_inner();
+    let mut rd = Reader::new(stream);
+    assert_eq!(rd.take(2).await.len(), 2);
+    let st = rd.end().await;
+    assert_eq!(st.code(), Code::DeadlineExceeded, "{}", st.message());
+    assert!(
+        st.message().contains("grpc-timeout of 300 ms"),
+        "{}",
+        st.message()
+    );
+
+    // A publish that keeps its stream open: what it sent stays appended. (A raw
+    // HTTP/2 call: tonic's client would cancel at its own deadline first.)
+    {
+        use http_body_util::{BodyExt as _, StreamBody};
+        use hyper_util::rt::{TokioExecutor, TokioIo};
+        let tcp = tokio::net::TcpStream::connect(s.local_addr())
+            .await
+            .unwrap();
+        let (mut send, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        let (tx, rx) = tokio::sync::mpsc::channel::<
+            Result<http_body::Frame<Bytes>, std::convert::Infallible>,
+        >(4);
+        for f in frames(&quad_groups(2, 2), quads_opts()) {
+            let mut m = vec![0u8];
+            m.extend_from_slice(&(f.len() as u32).to_be_bytes());
+            m.extend_from_slice(&f);
+            tx.send(Ok(http_body::Frame::data(Bytes::from(m))))
+                .await
+                .unwrap();
+        }
+        let body = StreamBody::new(Box::pin(futures_util::stream::unfold(
+            rx,
+            |mut rx| async move { rx.recv().await.map(|f| (f, rx)) },
+        )));
+        let req = hyper::Request::builder()
+            .method("POST")
+            .uri(format!("http://{}{PUBLISH_PATH}", s.local_addr()))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .header("grpc-timeout", "300m")
+            .header("x-jelly-topic", "dl")
+            .body(body)
+            .unwrap();
+        let resp = tokio::time::timeout(LIMIT, send.send_request(req))
+            .await
+            .expect("the server ends the call at its deadline")
+            .unwrap();
+        let headers = resp.headers().clone();
+        let collected = resp.into_body().collect().await.unwrap();
+        let trailers = collected.trailers().cloned().unwrap_or_default();
+        let get = |k: &str| {
+            headers
+                .get(k)
+                .or_else(|| trailers.get(k))
+                .map(|v| v.to_str().unwrap().to_string())
+                .unwrap_or_default()
+        };
+        assert_eq!(get("grpc-status"), "4", "{headers:?} {trailers:?}");
+        assert!(
+            get("grpc-message").contains("grpc-timeout"),
+            "{headers:?} {trailers:?}"
+        );
+        assert_eq!(get("x-jelly-items"), "2");
+        assert_eq!(s.state().topics.get("dl").unwrap().log.next_offset(), 4);
+        drop(tx);
+    }
+
+    // A malformed timeout is refused.
+    let mut g = Grpc::new(ch.clone());
+    g.ready().await.unwrap();
+    let mut r = Request::new(Subscribe {
+        topic: "dl".into(),
+        requested_options: None,
+    });
+    r.metadata_mut()
+        .insert("grpc-timeout", "soon".parse().unwrap());
+    let st = g
+        .server_streaming(
+            r,
+            PathAndQuery::from_static(SUBSCRIBE_PATH),
+            JellyCodec::<Subscribe, Frame>::new(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(st.code(), Code::InvalidArgument, "{}", st.message());
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn subscribe_requests_hold_exactly_one_message() {
+    use http_body_util::{BodyExt as _, Full};
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    let srv = start().await;
+    let ch = channel(&srv).await;
+    publish(&ch, "one", frames(&quad_groups(1, 0), quads_opts()))
+        .await
+        .unwrap();
+    // RdfStreamSubscribe { topic: "one" }, as a gRPC message.
+    let msg = |flag: u8| vec![flag, 0, 0, 0, 5, 0x0a, 3, b'o', b'n', b'e'];
+    for (what, body, want) in [
+        (
+            "two messages",
+            [msg(0), msg(0)].concat(),
+            "one request message",
+        ),
+        (
+            "compressed flag, no grpc-encoding",
+            msg(1),
+            "no grpc-encoding",
+        ),
+    ] {
+        let tcp = tokio::net::TcpStream::connect(srv.local_addr())
+            .await
+            .unwrap();
+        let (mut send, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        let req = hyper::Request::builder()
+            .method("POST")
+            .uri(format!("http://{}{SUBSCRIBE_PATH}", srv.local_addr()))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(Full::new(Bytes::from(body)))
+            .unwrap();
+        let resp = send.send_request(req).await.unwrap();
+        let headers = resp.headers().clone();
+        let collected = resp.into_body().collect().await.unwrap();
+        let trailers = collected.trailers().cloned().unwrap_or_default();
+        let get = |k: &str| {
+            headers
+                .get(k)
+                .or_else(|| trailers.get(k))
+                .map(|v| v.to_str().unwrap().to_string())
+                .unwrap_or_default()
+        };
+        assert_eq!(get("grpc-status"), "3", "{what}");
+        let m = get("grpc-message");
+        assert!(
+            m.contains(&want.replace(' ', "%20")) || m.contains(want),
+            "{what}: {m}"
+        );
+    }
+    srv.shutdown().await.unwrap();
+}

@@ -6,6 +6,7 @@
 //! - [`negotiate`]: `requested_options` against the topic's stream.
 //! - [`subscribe`]: `SubscribeRdf`; [`publish`]: `PublishRdf`.
 //! - [`service`]: the routes that hand `application/grpc` requests to tonic.
+//! - [`deadline`]: the client's `grpc-timeout`.
 //!
 //! Extensions carried in request metadata (the official messages have no fields for
 //! them): `x-jelly-topic` (publish: the topic), `x-jelly-source` and
@@ -17,6 +18,7 @@
 //! compressed once per fan-out group. `docs/grpc-api.md` describes the API.
 
 pub mod codec;
+pub mod deadline;
 pub mod messages;
 pub mod negotiate;
 pub mod publish;

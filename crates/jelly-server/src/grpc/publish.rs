@@ -25,9 +25,10 @@ use crate::topic::{Physical, TopicOptions};
 /// Prefix of the metadata keys stored with each item as headers (as over HTTP).
 const HEADER_PREFIX: &str = "x-jelly-header-";
 
-/// The `PublishRdf` handler, as the service tonic calls.
+/// The `PublishRdf` handler, as the service tonic calls, with the call's
+/// `grpc-timeout` ([`super::deadline`]).
 #[derive(Clone)]
-pub struct PublishService(pub AppState);
+pub struct PublishService(pub AppState, pub Option<std::time::Duration>);
 
 impl tower_service::Service<Request<Streaming<Frame>>> for PublishService {
     type Response = Response<Received>;
@@ -40,10 +41,11 @@ impl tower_service::Service<Request<Streaming<Frame>>> for PublishService {
 
     fn call(&mut self, req: Request<Streaming<Frame>>) -> Self::Future {
         let s = self.0.clone();
+        let timeout = self.1;
         Box::pin(async move {
             s.metrics.requests_publish.fetch_add(1, Ordering::Relaxed);
             let mut p = Publish::new(&s, req.metadata())?;
-            let r = p.run(&s, req.into_inner()).await;
+            let r = p.run(&s, req.into_inner(), timeout).await;
             if r.is_err() && p.p.accepted == 0 {
                 s.metrics.publish_rejected.fetch_add(1, Ordering::Relaxed);
             }
@@ -171,13 +173,23 @@ impl Publish {
         &mut self,
         s: &AppState,
         mut stream: Streaming<Frame>,
+        timeout: Option<std::time::Duration>,
     ) -> Result<Response<Received>, Status> {
         let mut shutdown = s.shutdown.clone();
+        // One timer for the call (far off without a timeout; that branch is then off).
+        let expiry = tokio::time::sleep(timeout.unwrap_or(std::time::Duration::from_secs(1 << 40)));
+        tokio::pin!(expiry);
         loop {
             // Append what is pending whenever the client has nothing more right now,
             // so items become visible without waiting for a full batch.
             let next = tokio::select! {
                 biased;
+                // First: a client that sends without pause still meets its deadline.
+                _ = &mut expiry, if timeout.is_some() => {
+                    self.flush().await?;
+                    let st = super::deadline::exceeded(timeout.unwrap_or_default());
+                    return Err(self.failed(st, None));
+                }
                 m = stream.message() => m,
                 _ = async { drop(shutdown.wait_for(|v| *v).await) } => {
                     self.flush().await?;

@@ -9,6 +9,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use tonic::Status;
+use tonic::codec::CompressionEncoding;
 use tonic::server::Grpc;
 
 use super::codec::JellyCodec;
@@ -75,9 +76,18 @@ async fn publish_rdf(State(s): State<AppState>, req: Request) -> Response {
     if !is_grpc(&req) {
         return not_grpc();
     }
+    let timeout = match super::deadline::timeout(req.headers()) {
+        Ok(t) => t,
+        Err(st) => return st.into_http::<Body>().into_response(),
+    };
     let limit = message_limit(&s);
-    let mut grpc = Grpc::new(JellyCodec::<Received, Frame>::new()).max_decoding_message_size(limit);
-    grpc.client_streaming(PublishService(s), req)
+    // Compressed messages are read as SubscribeRdf reads them; the size limit holds
+    // for the decompressed message (tonic stops decompressing at it).
+    let mut grpc = Grpc::new(JellyCodec::<Received, Frame>::new())
+        .max_decoding_message_size(limit)
+        .accept_compressed(CompressionEncoding::Gzip)
+        .accept_compressed(CompressionEncoding::Zstd);
+    grpc.client_streaming(PublishService(s, timeout), req)
         .await
         .map(Body::new)
 }

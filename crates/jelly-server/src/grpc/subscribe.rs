@@ -15,8 +15,9 @@ use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use futures_util::{Stream, StreamExt as _};
 use http_body::Frame as BodyFrame;
-use http_body_util::BodyExt as _;
+use http_body_util::{BodyExt as _, StreamBody};
 use tonic::Status;
 use tonic::metadata::{MetadataMap, MetadataValue};
 
@@ -85,13 +86,21 @@ async fn read_request(headers: &HeaderMap, body: Body) -> Result<Subscribe, Stat
             bytes.len() - 5
         )));
     };
+    if bytes.len() > 5 + len {
+        return Err(Status::invalid_argument(format!(
+            "SubscribeRdf takes one request message; {} more byte(s) follow it",
+            bytes.len() - 5 - len
+        )));
+    }
     let msg = match bytes[0] {
         0 => payload.to_vec(),
         1 => {
-            let enc = headers
-                .get("grpc-encoding")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("identity");
+            let Some(enc) = headers.get("grpc-encoding") else {
+                return Err(Status::invalid_argument(
+                    "the request message is flagged compressed, but the call has no grpc-encoding",
+                ));
+            };
+            let enc = enc.to_str().unwrap_or("(not ASCII)");
             let mut out = Vec::new();
             let limit = MAX_REQUEST_BYTES as u64 + 1;
             let r = match enc {
@@ -139,7 +148,13 @@ async fn subscribe(s: AppState, req: Request) -> Result<Response, Status> {
             .get("grpc-accept-encoding")
             .and_then(|v| v.to_str().ok()),
     );
-    let msg = read_request(&parts.headers, body).await?;
+    let timeout = super::deadline::timeout(&parts.headers)?;
+    let msg = match timeout {
+        None => read_request(&parts.headers, body).await?,
+        Some(t) => tokio::time::timeout(t, read_request(&parts.headers, body))
+            .await
+            .map_err(|_| super::deadline::exceeded(t))??,
+    };
     crate::auth::check_grpc(&s, &md, &msg.topic, crate::auth::Right::Subscribe)?;
     s.topics
         .check_available(&msg.topic)
@@ -187,7 +202,10 @@ async fn subscribe(s: AppState, req: Request) -> Result<Response, Status> {
         )
         .with_filter(filter)
         .with_window(std::time::Duration::from_millis(window));
-        Body::new(private_body(follow, encoding))
+        Body::new(StreamBody::new(until(
+            private_body(follow, encoding),
+            timeout,
+        )))
     } else {
         let key = GroupKey {
             filter,
@@ -195,7 +213,8 @@ async fn subscribe(s: AppState, req: Request) -> Result<Response, Status> {
             window_ms: window,
             ..GroupKey::new(&t.name, OutFormat::Jelly, Framing::Grpc)
         };
-        Body::new(shared_body(s.fanout.subscribe(t, key, "grpc", start)))
+        let sub = s.fanout.subscribe(t, key, "grpc", start);
+        Body::new(StreamBody::new(until(shared_body(sub), timeout)))
     };
     let mut r = Response::new(body);
     let h = r.headers_mut();
@@ -226,9 +245,33 @@ fn trailers(status: Status) -> FrameResult {
     Ok(BodyFrame::trailers(h))
 }
 
+/// `body`, ended with `DEADLINE_EXCEEDED` once `timeout` (the call's `grpc-timeout`)
+/// has passed, unless it ended before.
+fn until(
+    body: impl Stream<Item = FrameResult> + Send + 'static,
+    timeout: Option<std::time::Duration>,
+) -> impl Stream<Item = FrameResult> + Send + 'static {
+    let Some(t) = timeout else {
+        return futures_util::future::Either::Left(body);
+    };
+    let expiry = Box::pin(tokio::time::sleep(t));
+    let body = Box::pin(body);
+    futures_util::future::Either::Right(futures_util::stream::unfold(
+        Some((body, expiry)),
+        move |state| async move {
+            let (mut body, mut expiry) = state?;
+            tokio::select! {
+                biased;
+                _ = &mut expiry => Some((trailers(super::deadline::exceeded(t)), None)),
+                frame = body.next() => frame.map(|f| (f, Some((body, expiry)))),
+            }
+        },
+    ))
+}
+
 /// A shared subscription's body: the group's framed messages, then trailers.
-fn shared_body(sub: Subscription) -> impl http_body::Body<Data = Bytes, Error = Infallible> {
-    let stream = futures_util::stream::unfold(
+fn shared_body(sub: Subscription) -> impl Stream<Item = FrameResult> + Send + 'static {
+    futures_util::stream::unfold(
         (Some(sub), std::collections::VecDeque::<Bytes>::new()),
         |(sub, mut queue)| async move {
             let mut sub = sub?;
@@ -246,8 +289,7 @@ fn shared_body(sub: Subscription) -> impl http_body::Body<Data = Bytes, Error = 
                 }
             }
         },
-    );
-    http_body_util::StreamBody::new(stream)
+    )
 }
 
 /// A private (compact) subscription's body: each item one message, compressed for
@@ -255,8 +297,8 @@ fn shared_body(sub: Subscription) -> impl http_body::Body<Data = Bytes, Error = 
 fn private_body(
     follow: Follow,
     encoding: Encoding,
-) -> impl http_body::Body<Data = Bytes, Error = Infallible> {
-    let stream = futures_util::stream::unfold(Some(follow), move |f| async move {
+) -> impl Stream<Item = FrameResult> + Send + 'static {
+    futures_util::stream::unfold(Some(follow), move |f| async move {
         let mut f = f?;
         loop {
             match f.next_batch().await {
@@ -274,8 +316,7 @@ fn private_body(
                 }
             }
         }
-    });
-    http_body_util::StreamBody::new(stream)
+    })
 }
 
 /// The status that ends a subscription.
