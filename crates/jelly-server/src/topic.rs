@@ -1088,6 +1088,11 @@ impl Registry {
     ) -> Result<(Arc<Topic>, bool), TopicError> {
         if self.get(name).is_none() {
             self.check_publish(name)?;
+            // A retention limit this server's log would ignore is refused at creation
+            // as at a change, rather than stored and ignored.
+            if let Some(o) = &options {
+                self.check_has_effect(&self.defaults, o)?;
+            }
         }
         self.create_inner(name, options)
     }

@@ -2299,3 +2299,78 @@ async fn from_numbers_are_digits_only() {
     }
     srv.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn compressed_publish_bodies_are_read_decompressed_within_the_limits() {
+    use std::io::Write as _;
+    let srv = start_with(|c| c.max_body_bytes = 1 << 20).await;
+    let c = client();
+    let base = srv.url();
+    let url = format!("{base}/topics/z/items");
+    let nq = "<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> .\n";
+    let gz = |data: &[u8]| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    };
+    let post = |coding: &'static str, ct: &'static str, body: Vec<u8>, url: String| {
+        let c = c.clone();
+        async move {
+            c.post(url)
+                .header("content-type", ct)
+                .header("content-encoding", coding)
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    // gzip, zstd and br bodies; a streaming Jelly body in zstd.
+    let r = post("gzip", NQ, gz(nq.as_bytes()), url.clone()).await;
+    assert_eq!(offsets(r).await, [0]);
+    let r = post(
+        "zstd",
+        NQ,
+        zstd::encode_all(nq.as_bytes(), 1).unwrap(),
+        url.clone(),
+    )
+    .await;
+    assert_eq!(offsets(r).await, [1]);
+    let mut br = Vec::new();
+    brotli::BrotliCompress(&mut nq.as_bytes(), &mut br, &Default::default()).unwrap();
+    let r = post("br", NQ, br, url.clone()).await;
+    assert_eq!(offsets(r).await, [2]);
+    let jelly = jelly_stream(&sample_frames(3, 0), StreamOptions::small());
+    let r = post(
+        "zstd",
+        JELLY,
+        zstd::encode_all(&jelly[..], 1).unwrap(),
+        format!("{url}?stream=true"),
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["items"], 3, "{v}");
+    let text = get_text(&c, &format!("{url}?follow=false&from=0"), NQ).await;
+    assert_eq!(
+        jelly::nquads::parse_document(&text).unwrap().len(),
+        3 + 3 * 2
+    );
+
+    // An unknown coding (415), a body that is not what its label says (400), and a
+    // body that decompresses past max_body_bytes (413): nothing appended.
+    let r = post("compress", NQ, nq.as_bytes().to_vec(), url.clone()).await;
+    assert_eq!(r.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let v: Value = r.json().await.unwrap();
+    assert!(v["error"].as_str().unwrap().contains("compress"), "{v}");
+    let r = post("gzip", NQ, nq.as_bytes().to_vec(), url.clone()).await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let mut big = String::new();
+    while big.len() <= 2 << 20 {
+        big.push_str(nq);
+    }
+    let r = post("gzip", NQ, gz(big.as_bytes()), url.clone()).await;
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(describe(&c, &base, "z").await["next_offset"], 6);
+    srv.shutdown().await.unwrap();
+}

@@ -718,6 +718,24 @@ async fn changing_retention_applies_at_once_and_holds_across_a_restart() {
             "{body}: {err}"
         );
     }
+    // A new topic may not ask for what the log would ignore either.
+    let r = c
+        .put(format!("{base}/topics/fresh"))
+        .body(r#"{"retention_items": 5}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let err: serde_json::Value = r.json().await.unwrap();
+    assert!(
+        err["error"]
+            .as_str()
+            .unwrap()
+            .contains("retention_items does nothing here"),
+        "{err}"
+    );
+    let r = c.get(format!("{base}/topics/fresh")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
     let (status, err) = patch(&c, &base, "nope", r#"{"retention_ms": 1}"#).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{err}");
     assert_eq!(

@@ -22,7 +22,7 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::header;
 use axum::response::IntoResponse;
-use axum::routing::get;
+use axum::routing::{get, post};
 use tokio::sync::watch;
 
 pub use error::ApiError;
@@ -114,7 +114,13 @@ fn routes(state: AppState) -> Router {
         )
         .route(
             "/topics/{name}/items",
-            get(subscribe::stream).post(publish::publish),
+            get(subscribe::stream).merge(
+                // Compressed publish bodies are read decompressed (the body limits
+                // then count decompressed bytes); unknown codings are refused first.
+                post(publish::publish)
+                    .layer(tower_http::decompression::RequestDecompressionLayer::new())
+                    .layer(axum::middleware::from_fn(refuse_unknown_coding)),
+            ),
         )
         .route("/topics/{name}/poll", get(subscribe::poll))
         .route("/topics/{name}/sse", get(subscribe::sse))
@@ -141,6 +147,32 @@ async fn fallback(req: axum::extract::Request) -> axum::response::Response {
     } else {
         ApiError::not_found("no such endpoint").into_response()
     }
+}
+
+/// The request codings a publish body may have (`Content-Encoding`).
+const BODY_CODINGS: [&str; 5] = ["identity", "gzip", "deflate", "br", "zstd"];
+
+/// Refuses a request body in a coding the server cannot read with a JSON 415 (the
+/// decompression layer's own answer is plain text).
+async fn refuse_unknown_coding(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    for v in req.headers().get_all(header::CONTENT_ENCODING) {
+        let v = String::from_utf8_lossy(v.as_bytes()).to_ascii_lowercase();
+        for coding in v.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+            if !BODY_CODINGS.contains(&coding) {
+                return ApiError::new(
+                    axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    format!(
+                        "unsupported Content-Encoding `{coding}`; use gzip, deflate, br or zstd (or none)"
+                    ),
+                )
+                .into_response();
+            }
+        }
+    }
+    next.run(req).await
 }
 
 /// axum answers a known path with the wrong method with an empty 405: made a JSON
