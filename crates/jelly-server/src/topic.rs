@@ -107,6 +107,16 @@ impl TopicOptions {
     /// Checks the options; returns a reason when they are unusable.
     pub fn validate(&self) -> Result<(), String> {
         let lt = self.logical_type()?;
+        // RDF-STaX numbers a subtype with its base type as the last digit (14 is a
+        // kind of 4); a base beyond the four types is no type at all.
+        if lt.base().0 > LogicalType::DATASETS.0 {
+            return Err(format!(
+                "unknown logical type {}: its base type {} is none of 1 (flat-triples), \
+                 2 (flat-quads), 3 (graphs), 4 (datasets)",
+                lt.0,
+                lt.base().0
+            ));
+        }
         if !lt.fits(self.physical.jelly()) {
             return Err(format!(
                 "logical type {} does not fit physical type {}",
@@ -1475,6 +1485,15 @@ mod tests {
         assert!(o.validate().is_ok());
         o.logical = Some("nonsense".into());
         assert!(o.validate().is_err());
+        // By number: 0 is unspecified (fits anything), 13 is a kind of graphs, 99
+        // names no type.
+        o.logical = Some("0".into());
+        assert!(o.validate().is_ok());
+        o.logical = Some("13".into());
+        assert!(o.validate().is_ok());
+        o.logical = Some("99".into());
+        let e = o.validate().unwrap_err();
+        assert!(e.contains("unknown logical type 99"), "{e}");
     }
 
     #[test]

@@ -780,6 +780,14 @@ async fn bad_input_is_refused_and_appends_nothing() {
         publish(&c, &format!("{base}/topics/.bad/items"), NQ, b"x".to_vec()).await,
     )
     .await;
+    // Reads of a name no topic can have: 400 as for writes, not 404.
+    for path in [".bad", ".bad/items", ".bad/poll", ".bad/sse"] {
+        check(
+            StatusCode::BAD_REQUEST,
+            c.get(format!("{base}/topics/{path}")).send().await.unwrap(),
+        )
+        .await;
+    }
     check(
         StatusCode::BAD_REQUEST,
         c.get(format!("{url}?from=soon")).send().await.unwrap(),
@@ -1588,6 +1596,7 @@ async fn malformed_query_values_get_json_errors() {
         let v: Value = r.json().await.unwrap();
         let msg = v["error"].as_str().unwrap();
         assert!(msg.contains(param), "{path}: {msg}");
+        assert_eq!(v["parameter"], param, "{path}: {v}");
     }
     let r = c
         .post(format!("{base}/topics/q/items?stream=yes"))

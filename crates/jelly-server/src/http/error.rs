@@ -122,7 +122,23 @@ where
     ) -> Result<Self, Self::Rejection> {
         match axum::extract::Query::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Query(q)) => Ok(JsonQuery(q)),
-            Err(e) => Err(ApiError::bad_request(e.body_text())),
+            Err(e) => {
+                let text = e.body_text();
+                // axum names the field first: "Failed to deserialize query string:
+                // max_items: invalid digit found in string".
+                let field = text
+                    .split_once("query string: ")
+                    .and_then(|(_, rest)| rest.split_once(": "))
+                    .map(|(f, _)| f.to_string())
+                    .filter(|f| {
+                        !f.is_empty() && f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    });
+                let mut err = ApiError::bad_request(text);
+                if let Some(f) = field {
+                    err = err.with("parameter", f);
+                }
+                Err(err)
+            }
         }
     }
 }

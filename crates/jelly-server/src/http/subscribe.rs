@@ -68,6 +68,10 @@ pub(super) fn topic(
     name: &str,
     expected_id: Option<&str>,
 ) -> Result<Arc<Topic>, ApiError> {
+    // A name no topic can have is the request's fault (400), as for PUT and DELETE.
+    if !crate::topic::valid_name(name) {
+        return Err(crate::topic::TopicError::BadName(name.to_string()).into());
+    }
     s.topics.check_available(name)?;
     let t = s
         .topics

@@ -77,6 +77,9 @@ pub async fn describe(
     State(s): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    if !crate::topic::valid_name(&name) {
+        return Err(crate::topic::TopicError::BadName(name).into());
+    }
     s.topics.check_available(&name)?;
     let Some(t) = s.topics.get(&name) else {
         // A mirror that has not reached its upstream yet: say so.
