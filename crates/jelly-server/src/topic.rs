@@ -464,6 +464,29 @@ impl Storage {
         self.data.join(name)
     }
 
+    /// Why a topic's folder may not be made a new topic: its log holds items although
+    /// its `topic.json` is missing (lost or removed by hand). Its options and id are
+    /// unknown, so its items would be served under the new topic's; it needs an
+    /// operator. `None` when the folder holds no items (or the log is in memory).
+    fn orphan_log(&self, name: &str) -> Option<String> {
+        if self.kind != LogKind::File {
+            return None;
+        }
+        let log = self.topic_dir(name).join("log");
+        let held = std::fs::read_dir(&log).ok()?.flatten().any(|e| {
+            e.path().extension().is_some_and(|x| x == "seg")
+                && e.metadata().is_ok_and(|m| m.len() > 0)
+        });
+        held.then(|| {
+            format!(
+                "{} holds items but {} is missing: restore it (or move the folder away) \
+                 and restart",
+                log.display(),
+                self.topic_dir(name).join(TOPIC_FILE).display()
+            )
+        })
+    }
+
     /// Opens (or creates) the log of a topic.
     fn open(&self, name: &str, options: &TopicOptions) -> Result<TopicLog, TopicError> {
         match self.kind {
@@ -971,7 +994,14 @@ impl Registry {
                     Storage::purge(&path);
                     continue;
                 }
-                if !valid_name(name) || !file.is_file() {
+                if !valid_name(name) {
+                    continue;
+                }
+                if !file.is_file() {
+                    if let Some(reason) = storage.orphan_log(name) {
+                        tracing::error!(topic = name, error = %reason, "topic unavailable");
+                        unavailable.insert(name.to_string(), reason);
+                    }
                     continue;
                 }
                 let (options, log, id) = match storage.open_existing(name, &file) {
@@ -1186,6 +1216,9 @@ impl Registry {
             c.in_flight += 1;
         }
         let made = (|| {
+            if let Some(reason) = self.storage.orphan_log(name) {
+                return Err(TopicError::Storage(reason));
+            }
             let id = new_topic_id();
             self.storage.save(name, &options, &id)?;
             let log = self.storage.open(name, &options)?;

@@ -121,6 +121,46 @@ async fn a_corrupt_topic_fails_alone_and_nothing_is_truncated() {
     assert_eq!(std::fs::read(&seg).unwrap(), bytes);
 }
 
+/// A topic folder whose `topic.json` is gone while its log holds items is reported
+/// (503 with the reason), never taken over by a new topic with other options; a
+/// folder with an empty log is not in the way.
+#[tokio::test]
+async fn a_log_without_its_topic_json_is_reported_not_reused() {
+    let dir = TempDir::new("orphan");
+    let srv = start_file(&dir.0).await;
+    let c = client();
+    let base = srv.url();
+    let body = jelly_stream(&frames(3, 2, 0), StreamOptions::small());
+    assert_eq!(
+        publish(&c, &base, "lost", body).await.status(),
+        StatusCode::OK
+    );
+    srv.shutdown().await.unwrap();
+    std::fs::remove_file(dir.0.join("lost/topic.json")).unwrap();
+    std::fs::create_dir_all(dir.0.join("empty/log")).unwrap();
+
+    let srv = start_file(&dir.0).await;
+    let base = srv.url();
+    let body = jelly_stream(&frames(1, 2, 9), StreamOptions::small());
+    for req in [
+        c.get(format!("{base}/topics/lost")),
+        c.post(format!("{base}/topics/lost/items"))
+            .header("content-type", JELLY)
+            .body(body.clone()),
+    ] {
+        let r = req.send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let e = json(r).await["error"].as_str().unwrap().to_string();
+        assert!(e.contains("topic.json is missing"), "{e}");
+    }
+    let r = publish(&c, &base, "empty", body).await;
+    assert_eq!(json(r).await["offsets"], serde_json::json!([0]));
+    srv.shutdown().await.unwrap();
+    // The items of `lost` are untouched.
+    let seg = dir.0.join("lost/log/00000000000000000000.seg");
+    assert!(std::fs::metadata(seg).unwrap().len() > 0);
+}
+
 // ---------------------------------------------------------------------------------
 // Slow clients
 

@@ -26,8 +26,12 @@
 //!
 //! Limits worth knowing:
 //! - Only one `FileLog` may have a directory open at a time; nothing enforces that yet.
-//! - After an I/O error while writing, the log refuses further appends (the state of
-//!   the file after a failed write or fsync is unknown); reopen it to recover.
+//! - After a failed write or segment roll (a full disk), appends fail until one can be
+//!   made again: each later batch first cuts the active segment back to its last
+//!   whole record and retries. After a failed fsync the state of unsynced pages is
+//!   unknown, so the log refuses appends until it is reopened (a restart).
+//! - Requests of a batch written before an error in the same batch are answered as
+//!   appended (they are stored and served); only the rest get the error.
 //! - An append whose future is dropped may still be written. After a crash, a batch
 //!   that was never acknowledged can be present in full, in part (a prefix), or not at
 //!   all; acknowledged batches are always present in full.
@@ -839,8 +843,13 @@ struct Writer {
     dirty: bool,
     last_sync: Instant,
     last_retention: Instant,
-    /// Set after a failed write or fsync; every later append fails with it.
+    /// Set after a failed write or fsync; later appends fail with it until
+    /// [`Writer::recover`] clears it.
     failed: Option<(std::io::ErrorKind, String)>,
+    /// The failure cannot be recovered from in place: after a failed fsync the state
+    /// of the file's unsynced pages is unknown, and a failed restart leaves the
+    /// segments half replaced. Reopening the log (a restart) recovers from the files.
+    failed_for_good: bool,
     /// Set by [`Log::close`]: appends fail with [`LogError::Closed`], and neither
     /// fsyncs nor retention touch the files any more (they are being deleted).
     closed: bool,
@@ -895,6 +904,7 @@ impl Writer {
             last_sync: now,
             last_retention: now,
             failed: None,
+            failed_for_good: false,
             closed: false,
             buf: Vec::new(),
         })
@@ -956,6 +966,7 @@ impl Writer {
         if let Err(e) = self.active.sync_data() {
             tracing::error!(path = %self.active_path.display(), error = %e, "log: fsync failed");
             self.failed = Some((e.kind(), e.to_string()));
+            self.failed_for_good = true;
         } else {
             self.dirty = false;
             self.last_sync = Instant::now();
@@ -972,7 +983,8 @@ impl Writer {
             return;
         }
         let mut replies = Vec::with_capacity(group.len());
-        let result = self.write_group(group, &mut replies);
+        let mut written = 0;
+        let result = self.write_group(group, &mut replies, &mut written);
         let next = self.shared.read_state().next;
         self.shared.watch.publish(next);
         // Before answering, so that an appender sees the retention its append caused.
@@ -989,11 +1001,41 @@ impl Writer {
             Err(e) => {
                 tracing::error!(path = %self.active_path.display(), error = %e, "log: write failed");
                 self.failed.get_or_insert((e.kind(), e.to_string()));
-                for (reply, _) in replies {
-                    let _ = reply.send(Err(self.failure()));
+                // The first `written` requests were written (and synced) before the
+                // failure, and readers see their items: they succeeded, and are told
+                // so, or a publisher would retry what is stored. Refusals of their own
+                // keep their reason.
+                for (i, (reply, answer)) in replies.into_iter().enumerate() {
+                    let answer = match answer {
+                        Ok(_) if i >= written => Err(self.failure()),
+                        a => a,
+                    };
+                    let _ = reply.send(answer);
                 }
             }
         }
+    }
+
+    /// Tries to write again after a failed write or segment roll (a full disk, no
+    /// inodes left): the active segment is cut back to its last whole record, which is
+    /// where the writer stands, and the failure is cleared. Not after a failed fsync
+    /// or restart ([`Writer::failed_for_good`]). Each later group tries once, so a disk
+    /// with room again takes appends again without a restart.
+    fn recover(&mut self) -> bool {
+        if self.failed_for_good || self.closed {
+            return false;
+        }
+        let at_record_end = match self.active.metadata() {
+            Ok(m) if m.len() == self.len => true,
+            Ok(_) => self.active.set_len(self.len).is_ok(),
+            Err(_) => false,
+        };
+        if !at_record_end {
+            return false;
+        }
+        tracing::info!(path = %self.active_path.display(), "log: writing again after an earlier failure");
+        self.failed = None;
+        true
     }
 
     fn failure(&self) -> LogError {
@@ -1009,13 +1051,15 @@ impl Writer {
 
     /// Writes the records of a group. A request refused on its own (an
     /// [`Log::append_at`] at the wrong offset) gets its error in `replies` and does not
-    /// fail the group; an I/O error does.
+    /// fail the group; an I/O error does. `written` counts the replies whose records
+    /// were written and synced before such an error.
     fn write_group(
         &mut self,
         group: Vec<Request>,
         replies: &mut Vec<(Reply, Result<Vec<u64>, LogError>)>,
+        written: &mut usize,
     ) -> std::io::Result<()> {
-        if self.failed.is_some() {
+        if self.failed.is_some() && !self.recover() {
             for req in group {
                 replies.push((req.reply, Ok(Vec::new())));
             }
@@ -1042,7 +1086,9 @@ impl Writer {
                     }
                     result = self
                         .flush(&mut pending, true)
-                        .and_then(|()| self.restart_at(p.first));
+                        .inspect(|()| *written = replies.len())
+                        .and_then(|()| self.restart_at(p.first))
+                        .inspect_err(|_| self.failed_for_good = true);
                 }
             }
             if result.is_ok() {
@@ -1051,7 +1097,10 @@ impl Writer {
                     && (used + req.bytes > self.opts.segment_bytes
                         || self.active_older_than_retention(now, &pending))
                 {
-                    result = self.flush(&mut pending, true).and_then(|()| self.roll());
+                    result = self
+                        .flush(&mut pending, true)
+                        .inspect(|()| *written = replies.len())
+                        .and_then(|()| self.roll());
                 }
             }
             if result.is_err() {
@@ -1118,7 +1167,9 @@ impl Writer {
             self.dirty = true;
         }
         if sync && self.dirty {
-            self.active.sync_data()?;
+            self.active
+                .sync_data()
+                .inspect_err(|_| self.failed_for_good = true)?;
             self.dirty = false;
             self.last_sync = Instant::now();
         }
@@ -1207,6 +1258,7 @@ impl Writer {
     }
 
     /// Starts a new active segment at `self.next` (the old one is written and synced).
+    /// On failure the old one stays active, as it was.
     fn roll(&mut self) -> std::io::Result<()> {
         let path = self.shared.dir.join(segment::file_name(self.next));
         let file = OpenOptions::new()
@@ -1214,7 +1266,11 @@ impl Writer {
             .write(true)
             .create_new(true)
             .open(&path)?;
-        super::sync_dir(&self.shared.dir)?;
+        if let Err(e) = super::sync_dir(&self.shared.dir) {
+            // Not left behind to make the next attempt's `create_new` fail.
+            let _ = fs::remove_file(&path);
+            return Err(e);
+        }
         let file = Arc::new(file);
         self.shared.write_state().segments.push(Segment {
             base: self.next,
@@ -1375,5 +1431,72 @@ fn retain_all(w: &Mutex<Writer>) {
         };
         delete_segment(&shared, &victim);
         drop(deleting);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(i: u64) -> NewItem {
+        NewItem {
+            frame: Bytes::from(format!("item-{i:04}")),
+            statements: 1,
+            source: String::new(),
+            headers: Vec::new(),
+        }
+    }
+
+    fn request(items: Vec<NewItem>) -> (Request, oneshot::Receiver<Result<Vec<u64>, LogError>>) {
+        let bytes = items
+            .iter()
+            .map(|it| (HEADER_LEN + record::body_len(it)) as u64)
+            .sum();
+        let (reply, rx) = oneshot::channel();
+        let req = Request {
+            items,
+            placed: None,
+            bytes,
+            reply,
+            _permit: None,
+        };
+        (req, rx)
+    }
+
+    /// A group whose second request fails to start a new segment: the first was
+    /// written, synced and is served, so it is answered with its offset, not the error.
+    #[test]
+    fn requests_written_before_a_failure_of_their_group_succeed_and_the_log_recovers() {
+        let dir = std::env::temp_dir().join(format!("jelly-log-group-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let one = (HEADER_LEN + record::body_len(&item(0))) as u64;
+        let opts = FileLogOptions {
+            segment_bytes: one * 3,
+            ..FileLogOptions::default()
+        };
+        let log = FileLog::open(&dir, opts).unwrap();
+        // Two items in the active segment; the next request that does not fit rolls to
+        // a segment at offset 3, whose name is taken so that it cannot be created.
+        let (r, _rx) = request(vec![item(0), item(1)]);
+        lock(&log.writer).commit(vec![r]);
+        fs::write(dir.join(segment::file_name(3)), b"").unwrap();
+        let (a, rx_a) = request(vec![item(2)]);
+        let (b, rx_b) = request(vec![item(3)]);
+        lock(&log.writer).commit(vec![a, b]);
+        assert_eq!(rx_a.blocking_recv().unwrap().unwrap(), [2]);
+        assert!(rx_b.blocking_recv().unwrap().is_err());
+        assert_eq!(log.next_offset(), 3);
+        // While the cause stays, appends fail; once it is gone, they go on where the
+        // log stands, without a restart.
+        let (c, rx_c) = request(vec![item(3)]);
+        lock(&log.writer).commit(vec![c]);
+        assert!(rx_c.blocking_recv().unwrap().is_err());
+        fs::remove_file(dir.join(segment::file_name(3))).unwrap();
+        let (d, rx_d) = request(vec![item(3)]);
+        lock(&log.writer).commit(vec![d]);
+        assert_eq!(rx_d.blocking_recv().unwrap().unwrap(), [3]);
+        assert_eq!(log.next_offset(), 4);
+        drop(log);
+        let _ = fs::remove_dir_all(&dir);
     }
 }
