@@ -886,7 +886,7 @@ pub enum TopicError {
     /// The request names a topic id (`topic_id`) that is not the topic's: the topic it
     /// was reading was deleted, and this is another one of the same name.
     #[error(
-        "topic `{topic}` with id {expected} was deleted; the topic of that name now is another one (id {actual}), whose offsets started over"
+        "topic `{topic}` with id {expected} was deleted (or the id was never this topic's): the topic of that name now is another one (id {actual}), whose offsets started over"
     )]
     Replaced {
         topic: String,

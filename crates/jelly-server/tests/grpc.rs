@@ -769,8 +769,6 @@ async fn publish_appends_while_the_stream_is_open() {
 /// not tonic's INTERNAL. Sent over plain HTTP/2, since a gRPC client cannot send it.
 #[tokio::test]
 async fn unreadable_publish_streams_are_invalid_argument() {
-    use http_body_util::{BodyExt as _, Full};
-    use hyper_util::rt::{TokioExecutor, TokioIo};
     let srv = Server::start(ServerConfig::ephemeral()).await.unwrap();
     for (what, body) in [
         ("cut inside a message", vec![0u8, 0, 0, 0, 100, 1, 2, 3]),
@@ -779,37 +777,56 @@ async fn unreadable_publish_streams_are_invalid_argument() {
             vec![1u8, 0, 0, 0, 1, 0],
         ),
     ] {
-        let tcp = tokio::net::TcpStream::connect(srv.local_addr())
-            .await
-            .unwrap();
-        let (mut send, conn) =
-            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
-                .await
-                .unwrap();
-        tokio::spawn(conn);
-        let req = hyper::Request::builder()
-            .method("POST")
-            .uri(format!("http://{}{PUBLISH_PATH}", srv.local_addr()))
-            .header("content-type", "application/grpc")
-            .header("te", "trailers")
-            .header("x-jelly-topic", "raw")
-            .body(Full::new(Bytes::from(body)))
-            .unwrap();
-        let resp = send.send_request(req).await.unwrap();
-        let headers = resp.headers().clone();
-        let collected = resp.into_body().collect().await.unwrap();
-        let trailers = collected.trailers().cloned().unwrap_or_default();
-        let status = headers
-            .get("grpc-status")
-            .or_else(|| trailers.get("grpc-status"))
-            .map(|v| v.to_str().unwrap().to_string());
-        assert_eq!(
-            status.as_deref(),
-            Some("3"),
-            "{what}: {headers:?} {trailers:?}"
-        );
+        let body = http_body_util::Full::new(Bytes::from(body));
+        let get = raw_grpc_call(&srv, PUBLISH_PATH, &[("x-jelly-topic", "raw")], body).await;
+        assert_eq!(get("grpc-status"), "3", "{what}");
     }
     srv.shutdown().await.unwrap();
+}
+
+/// A gRPC call made by hand over HTTP/2 (for what a tonic client would not send):
+/// POSTs `body` to `path` with `headers` and returns a lookup of the answer's headers
+/// and trailers together (a status may come in either).
+async fn raw_grpc_call<B>(
+    srv: &Server,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: B,
+) -> impl Fn(&str) -> String + use<B>
+where
+    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    use http_body_util::BodyExt as _;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    let tcp = tokio::net::TcpStream::connect(srv.local_addr())
+        .await
+        .unwrap();
+    let (mut send, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let mut req = hyper::Request::builder()
+        .method("POST")
+        .uri(format!("http://{}{path}", srv.local_addr()))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = tokio::time::timeout(LIMIT, send.send_request(req.body(body).unwrap()))
+        .await
+        .expect("an answer in time")
+        .unwrap();
+    let mut all = resp.headers().clone();
+    let collected = resp.into_body().collect().await.unwrap();
+    all.extend(collected.trailers().cloned().unwrap_or_default());
+    move |k: &str| {
+        all.get(k)
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default()
+    }
 }
 
 /// A `PublishRdf` call whose messages the client compresses with `enc`.
@@ -900,64 +917,31 @@ async fn calls_end_with_deadline_exceeded_at_their_grpc_timeout() {
 
     // A publish that keeps its stream open: what it sent stays appended. (A raw
     // HTTP/2 call: tonic's client would cancel at its own deadline first.)
-    {
-        use http_body_util::{BodyExt as _, StreamBody};
-        use hyper_util::rt::{TokioExecutor, TokioIo};
-        let tcp = tokio::net::TcpStream::connect(s.local_addr())
+    let (tx, rx) =
+        tokio::sync::mpsc::channel::<Result<http_body::Frame<Bytes>, std::convert::Infallible>>(4);
+    for f in frames(&quad_groups(2, 2), quads_opts()) {
+        let mut m = vec![0u8];
+        m.extend_from_slice(&(f.len() as u32).to_be_bytes());
+        m.extend_from_slice(&f);
+        tx.send(Ok(http_body::Frame::data(Bytes::from(m))))
             .await
             .unwrap();
-        let (mut send, conn) =
-            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
-                .await
-                .unwrap();
-        tokio::spawn(conn);
-        let (tx, rx) = tokio::sync::mpsc::channel::<
-            Result<http_body::Frame<Bytes>, std::convert::Infallible>,
-        >(4);
-        for f in frames(&quad_groups(2, 2), quads_opts()) {
-            let mut m = vec![0u8];
-            m.extend_from_slice(&(f.len() as u32).to_be_bytes());
-            m.extend_from_slice(&f);
-            tx.send(Ok(http_body::Frame::data(Bytes::from(m))))
-                .await
-                .unwrap();
-        }
-        let body = StreamBody::new(Box::pin(futures_util::stream::unfold(
-            rx,
-            |mut rx| async move { rx.recv().await.map(|f| (f, rx)) },
-        )));
-        let req = hyper::Request::builder()
-            .method("POST")
-            .uri(format!("http://{}{PUBLISH_PATH}", s.local_addr()))
-            .header("content-type", "application/grpc")
-            .header("te", "trailers")
-            .header("grpc-timeout", "300m")
-            .header("x-jelly-topic", "dl")
-            .body(body)
-            .unwrap();
-        let resp = tokio::time::timeout(LIMIT, send.send_request(req))
-            .await
-            .expect("the server ends the call at its deadline")
-            .unwrap();
-        let headers = resp.headers().clone();
-        let collected = resp.into_body().collect().await.unwrap();
-        let trailers = collected.trailers().cloned().unwrap_or_default();
-        let get = |k: &str| {
-            headers
-                .get(k)
-                .or_else(|| trailers.get(k))
-                .map(|v| v.to_str().unwrap().to_string())
-                .unwrap_or_default()
-        };
-        assert_eq!(get("grpc-status"), "4", "{headers:?} {trailers:?}");
-        assert!(
-            get("grpc-message").contains("grpc-timeout"),
-            "{headers:?} {trailers:?}"
-        );
-        assert_eq!(get("x-jelly-items"), "2");
-        assert_eq!(s.state().topics.get("dl").unwrap().log.next_offset(), 4);
-        drop(tx);
     }
+    let body = http_body_util::StreamBody::new(Box::pin(futures_util::stream::unfold(
+        rx,
+        |mut rx| async move { rx.recv().await.map(|f| (f, rx)) },
+    )));
+    let md = [("grpc-timeout", "300m"), ("x-jelly-topic", "dl")];
+    let get = raw_grpc_call(&s, PUBLISH_PATH, &md, body).await;
+    assert_eq!(get("grpc-status"), "4");
+    assert!(
+        get("grpc-message").contains("grpc-timeout"),
+        "{}",
+        get("grpc-message")
+    );
+    assert_eq!(get("x-jelly-items"), "2");
+    assert_eq!(s.state().topics.get("dl").unwrap().log.next_offset(), 4);
+    drop(tx);
 
     // A malformed timeout is refused.
     let mut g = Grpc::new(ch.clone());
@@ -982,8 +966,6 @@ async fn calls_end_with_deadline_exceeded_at_their_grpc_timeout() {
 
 #[tokio::test]
 async fn subscribe_requests_hold_exactly_one_message() {
-    use http_body_util::{BodyExt as _, Full};
-    use hyper_util::rt::{TokioExecutor, TokioIo};
     let srv = start().await;
     let ch = channel(&srv).await;
     publish(&ch, "one", frames(&quad_groups(1, 0), quads_opts()))
@@ -1003,32 +985,8 @@ async fn subscribe_requests_hold_exactly_one_message() {
             "no grpc-encoding",
         ),
     ] {
-        let tcp = tokio::net::TcpStream::connect(srv.local_addr())
-            .await
-            .unwrap();
-        let (mut send, conn) =
-            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
-                .await
-                .unwrap();
-        tokio::spawn(conn);
-        let req = hyper::Request::builder()
-            .method("POST")
-            .uri(format!("http://{}{SUBSCRIBE_PATH}", srv.local_addr()))
-            .header("content-type", "application/grpc")
-            .header("te", "trailers")
-            .body(Full::new(Bytes::from(body)))
-            .unwrap();
-        let resp = send.send_request(req).await.unwrap();
-        let headers = resp.headers().clone();
-        let collected = resp.into_body().collect().await.unwrap();
-        let trailers = collected.trailers().cloned().unwrap_or_default();
-        let get = |k: &str| {
-            headers
-                .get(k)
-                .or_else(|| trailers.get(k))
-                .map(|v| v.to_str().unwrap().to_string())
-                .unwrap_or_default()
-        };
+        let body = http_body_util::Full::new(Bytes::from(body));
+        let get = raw_grpc_call(&srv, SUBSCRIBE_PATH, &[], body).await;
         assert_eq!(get("grpc-status"), "3", "{what}");
         let m = get("grpc-message");
         assert!(
