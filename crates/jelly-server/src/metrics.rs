@@ -246,6 +246,16 @@ impl Metrics {
         for t in registry.unavailable().keys() {
             let _ = writeln!(s, "{name}{{topic=\"{}\"}} 1", label(t));
         }
+        let name = "jelly_topic_log_failed";
+        let _ = writeln!(
+            s,
+            "# HELP {name} 1 for a topic whose log refuses appends after a failed write or fsync (describe's log_failed says why).\n# TYPE {name} gauge"
+        );
+        for t in &topics {
+            if t.log.failure().is_some() {
+                let _ = writeln!(s, "{name}{{topic=\"{}\"}} 1", label(&t.name));
+            }
+        }
         let name = "jelly_subscriber_lag_items";
         let _ = writeln!(
             s,

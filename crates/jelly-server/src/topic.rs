@@ -352,6 +352,13 @@ impl TopicLog {
     pub fn close(&self) {
         dispatch!(self, l => l.close())
     }
+    /// Why the log refuses appends (a failed write or fsync), while it does.
+    pub fn failure(&self) -> Option<String> {
+        match self {
+            TopicLog::Memory(_) => None,
+            TopicLog::File(l) => l.failure(),
+        }
+    }
     /// Applies the retention limits of `options` to the live log. Items beyond the new
     /// limits go at once, so it may delete files: call it off the async threads.
     pub fn set_retention(&self, options: &TopicOptions) {

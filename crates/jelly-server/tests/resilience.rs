@@ -161,6 +161,70 @@ async fn a_log_without_its_topic_json_is_reported_not_reused() {
     assert!(std::fs::metadata(seg).unwrap().len() > 0);
 }
 
+/// A log that cannot start its next segment (here: the file names are taken, as on a
+/// disk out of inodes) refuses appends and says so in the description and in
+/// `/metrics`; once the cause is gone it takes appends again, without a restart.
+#[tokio::test]
+async fn a_topic_whose_log_cannot_write_says_so_and_recovers_by_itself() {
+    let dir = TempDir::new("logfail");
+    let srv = Server::start(jelly_server::ServerConfig {
+        log: jelly_server::config::LogKind::File,
+        data: dir.0.clone(),
+        segment_bytes: 2048,
+        ..jelly_server::ServerConfig::ephemeral()
+    })
+    .await
+    .unwrap();
+    let c = client();
+    let base = srv.url();
+    let body = |i: usize| jelly_stream(&frames(1, 4, i), StreamOptions::small());
+    assert_eq!(
+        publish(&c, &base, "f", body(0)).await.status(),
+        StatusCode::OK
+    );
+    // Every segment name the next appends could roll to is taken.
+    let log = dir.0.join("f/log");
+    let blockers: Vec<_> = (1..200)
+        .map(|o| log.join(format!("{o:020}.seg")))
+        .filter(|p| !p.exists())
+        .collect();
+    for p in &blockers {
+        std::fs::write(p, b"").unwrap();
+    }
+    let mut refused = 0;
+    for i in 1..200 {
+        let r = publish(&c, &base, "f", body(i)).await;
+        if r.status() == StatusCode::SERVICE_UNAVAILABLE {
+            refused = i;
+            break;
+        }
+        assert_eq!(r.status(), StatusCode::OK);
+    }
+    assert!(refused > 0, "no append needed a new segment");
+    let d = json(c.get(format!("{base}/topics/f")).send().await.unwrap()).await;
+    let why = d["log_failed"].as_str().unwrap_or_default();
+    assert!(why.contains("until one can be written again"), "{d}");
+    let m = metrics_text(&c, &base).await;
+    assert!(
+        m.lines()
+            .any(|l| l == "jelly_topic_log_failed{topic=\"f\"} 1"),
+        "{m}"
+    );
+    let next = d["next_offset"].as_u64().unwrap();
+
+    for p in &blockers {
+        std::fs::remove_file(p).unwrap();
+    }
+    let r = publish(&c, &base, "f", body(refused)).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(json(r).await["offsets"], serde_json::json!([next]));
+    let d = json(c.get(format!("{base}/topics/f")).send().await.unwrap()).await;
+    assert!(d.get("log_failed").is_none(), "{d}");
+    let m = metrics_text(&c, &base).await;
+    assert!(!m.contains("jelly_topic_log_failed{"), "{m}");
+    srv.shutdown().await.unwrap();
+}
+
 // ---------------------------------------------------------------------------------
 // Slow clients
 

@@ -55,6 +55,10 @@ pub fn describe_json(t: &Topic) -> Value {
     if let (Some(m), Value::Object(map)) = (&t.mirror, &mut v) {
         map.insert("mirror".into(), m.to_json(Some(next)));
     }
+    // A log that refuses appends (a full disk, a failed fsync) says so and why.
+    if let (Some(why), Value::Object(map)) = (t.log.failure(), &mut v) {
+        map.insert("log_failed".into(), json!(why));
+    }
     v
 }
 

@@ -209,6 +209,9 @@ struct Shared {
     /// directory synced), so that deletions stay in order; taken after the writer's
     /// lock, never before.
     deleting: Mutex<()>,
+    /// The writer's failure while appends are refused (see [`Writer::failed`]), for
+    /// describe and `/metrics` without taking the writer's lock.
+    failure: Mutex<Option<String>>,
 }
 
 struct State {
@@ -303,6 +306,7 @@ impl FileLog {
             watch,
             closed: AtomicBool::new(false),
             deleting: Mutex::new(()),
+            failure: Mutex::new(None),
         });
         let max_item_bytes = options.max_item_bytes.min(u32::MAX as usize);
         let max_inflight = options.max_inflight_bytes.clamp(1, u32::MAX as usize >> 1) as u32;
@@ -379,6 +383,11 @@ impl Drop for FileLog {
 }
 
 impl FileLog {
+    /// Why appends are refused (a failed write or fsync), while they are.
+    pub fn failure(&self) -> Option<String> {
+        lock(&self.shared.failure).clone()
+    }
+
     /// Whether appends commit inline, under the writer's lock, completing in their
     /// first poll (without fsync), rather than waiting for the writer's thread.
     pub fn commits_inline(&self) -> bool {
@@ -965,8 +974,8 @@ impl Writer {
         }
         if let Err(e) = self.active.sync_data() {
             tracing::error!(path = %self.active_path.display(), error = %e, "log: fsync failed");
-            self.failed = Some((e.kind(), e.to_string()));
             self.failed_for_good = true;
+            self.set_failed(&e);
         } else {
             self.dirty = false;
             self.last_sync = Instant::now();
@@ -1000,7 +1009,9 @@ impl Writer {
             }
             Err(e) => {
                 tracing::error!(path = %self.active_path.display(), error = %e, "log: write failed");
-                self.failed.get_or_insert((e.kind(), e.to_string()));
+                if self.failed.is_none() {
+                    self.set_failed(&e);
+                }
                 // The first `written` requests were written (and synced) before the
                 // failure, and readers see their items: they succeeded, and are told
                 // so, or a publisher would retry what is stored. Refusals of their own
@@ -1035,7 +1046,19 @@ impl Writer {
         }
         tracing::info!(path = %self.active_path.display(), "log: writing again after an earlier failure");
         self.failed = None;
+        *lock(&self.shared.failure) = None;
         true
+    }
+
+    /// Records a failure: appends are refused until [`Writer::recover`] clears it.
+    fn set_failed(&mut self, e: &std::io::Error) {
+        self.failed = Some((e.kind(), e.to_string()));
+        let how = if self.failed_for_good {
+            "appends are refused until the server restarts"
+        } else {
+            "appends are refused until one can be written again"
+        };
+        *lock(&self.shared.failure) = Some(format!("{}: {e}; {how}", self.active_path.display()));
     }
 
     fn failure(&self) -> LogError {
@@ -1491,11 +1514,14 @@ mod tests {
         let (c, rx_c) = request(vec![item(3)]);
         lock(&log.writer).commit(vec![c]);
         assert!(rx_c.blocking_recv().unwrap().is_err());
+        let why = log.failure().unwrap();
+        assert!(why.contains("until one can be written again"), "{why}");
         fs::remove_file(dir.join(segment::file_name(3))).unwrap();
         let (d, rx_d) = request(vec![item(3)]);
         lock(&log.writer).commit(vec![d]);
         assert_eq!(rx_d.blocking_recv().unwrap().unwrap(), [3]);
         assert_eq!(log.next_offset(), 4);
+        assert_eq!(log.failure(), None);
         drop(log);
         let _ = fs::remove_dir_all(&dir);
     }
