@@ -186,6 +186,51 @@ async fn reopen_restores_offsets_and_contents() {
     assert_eq!(all[..120], before[..]);
 }
 
+/// Newest segments that go missing (removed by hand, lost) are noticed on open: the
+/// log records where its newest segment started, so it does not quietly hand out
+/// their offsets again.
+#[tokio::test]
+async fn missing_newest_segments_are_refused_not_reused() {
+    let dir = TempDir::new("missing-newest");
+    let log = open(dir.path(), small(1500));
+    for i in 0..120 {
+        log.append(vec![item(i)]).await.unwrap();
+    }
+    drop(log);
+    let segs = seg_files(dir.path());
+    assert!(segs.len() >= 3, "{segs:?}");
+    let record = dir.path().join("newest-segment");
+    // The newest one gone: refused, naming the record and what is missing.
+    let newest = segs.last().unwrap().clone();
+    let kept = fs::read(&newest).unwrap();
+    fs::remove_file(&newest).unwrap();
+    match FileLog::open(dir.path(), small(1500)) {
+        Err(LogError::Corrupt { path, reason, .. }) => {
+            assert_eq!(Path::new(&path), record, "{reason}");
+            assert!(reason.contains("newest segments are missing"), "{reason}");
+        }
+        Err(e) => panic!("expected Corrupt, got {e}"),
+        Ok(l) => panic!("opened at next offset {}", l.next_offset()),
+    }
+    // All of them gone: refused too.
+    for p in &segs[..segs.len() - 1] {
+        fs::rename(p, p.with_extension("away")).unwrap();
+    }
+    assert!(FileLog::open(dir.path(), small(1500)).is_err());
+    // Put back, the log opens as it was.
+    for p in &segs[..segs.len() - 1] {
+        fs::rename(p.with_extension("away"), p).unwrap();
+    }
+    fs::write(&newest, kept).unwrap();
+    let log = open(dir.path(), small(1500));
+    assert_eq!(log.next_offset(), 120);
+    // Retention of old segments does not trip it: only the newest start counts.
+    drop(log);
+    fs::remove_file(&segs[0]).unwrap();
+    let log = open(dir.path(), small(1500));
+    assert_eq!(log.next_offset(), 120);
+}
+
 #[tokio::test]
 async fn read_limits_are_honoured() {
     let dir = TempDir::new("limits");

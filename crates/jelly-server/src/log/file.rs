@@ -568,6 +568,62 @@ fn scan_err(path: &Path, e: ScanError) -> LogError {
 // ---------------------------------------------------------------------------------
 // Recovery
 
+/// The file that records the first offset of the newest segment ever started, so that
+/// recovery notices newest segments that went missing (deleted by hand, lost with a
+/// disk): without it, their offsets would be handed out again under the same topic
+/// id, and a reader resuming past them would silently skip the new items.
+const NEWEST_SEGMENT_FILE: &str = "newest-segment";
+
+/// Records that segments up to `base` were started (atomically: a temporary file,
+/// synced, renamed over the old record, and the directory synced).
+fn note_newest_segment(dir: &Path, base: u64) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{NEWEST_SEGMENT_FILE}.tmp"));
+    {
+        let f = File::create(&tmp)?;
+        f.write_all_at(format!("{base}\n").as_bytes(), 0)?;
+        f.sync_all()?;
+    }
+    fs::rename(&tmp, dir.join(NEWEST_SEGMENT_FILE))?;
+    super::sync_dir(dir)
+}
+
+/// The newest segment start on record, if any.
+fn noted_newest_segment(dir: &Path) -> Result<Option<u64>, LogError> {
+    let path = dir.join(NEWEST_SEGMENT_FILE);
+    match fs::read_to_string(&path) {
+        Ok(text) => text
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| corrupt(&path, 0, format!("`{}` is not an offset", text.trim()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err(&path, e)),
+    }
+}
+
+/// Refuses a log whose newest segment starts before the newest one on record.
+fn check_newest_segment(dir: &Path, newest: Option<u64>) -> Result<(), LogError> {
+    let Some(noted) = noted_newest_segment(dir)? else {
+        return Ok(());
+    };
+    if newest.is_none_or(|base| base < noted) {
+        let found = match newest {
+            Some(base) => format!("the newest segment found starts at offset {base}"),
+            None => "no segment is left".to_string(),
+        };
+        return Err(corrupt(
+            &dir.join(NEWEST_SEGMENT_FILE),
+            0,
+            format!(
+                "a segment starting at offset {noted} was written, but {found}: the newest \
+                 segments are missing (removed or lost), and their offsets would be handed \
+                 out again"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn recover(dir: &Path, index_interval: u64) -> Result<Vec<Segment>, LogError> {
     let mut found = Vec::new();
     for entry in fs::read_dir(dir).map_err(|e| io_err(dir, e))? {
@@ -578,6 +634,7 @@ fn recover(dir: &Path, index_interval: u64) -> Result<Vec<Segment>, LogError> {
         }
     }
     found.sort_unstable_by_key(|(base, _)| *base);
+    check_newest_segment(dir, found.last().map(|(base, _)| *base))?;
     if found.is_empty() {
         let path = dir.join(segment::file_name(0));
         let file = OpenOptions::new()
@@ -1243,6 +1300,12 @@ impl Writer {
             .map(|s| s.path.clone())
             .collect();
         tracing::info!(dir = %self.shared.dir.display(), from = self.next, to = first, "log: starting over at a later offset");
+        // Off record first: a crash while the old segments go must leave a log that
+        // recovers (a suffix of the old one, or none), not one that looks damaged.
+        match fs::remove_file(self.shared.dir.join(NEWEST_SEGMENT_FILE)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => super::sync_dir(&self.shared.dir)?,
+        }
         for path in old {
             fs::remove_file(&path)?;
             super::sync_dir(&self.shared.dir)?;
@@ -1254,6 +1317,7 @@ impl Writer {
             .create_new(true)
             .open(&path)?;
         super::sync_dir(&self.shared.dir)?;
+        note_newest_segment(&self.shared.dir, first)?;
         let file = Arc::new(file);
         {
             let mut st = self.shared.write_state();
@@ -1289,7 +1353,9 @@ impl Writer {
             .write(true)
             .create_new(true)
             .open(&path)?;
-        if let Err(e) = super::sync_dir(&self.shared.dir) {
+        if let Err(e) = super::sync_dir(&self.shared.dir)
+            .and_then(|()| note_newest_segment(&self.shared.dir, self.next))
+        {
             // Not left behind to make the next attempt's `create_new` fail.
             let _ = fs::remove_file(&path);
             return Err(e);
