@@ -2349,6 +2349,22 @@ async fn compressed_publish_bodies_are_read_decompressed_within_the_limits() {
     brotli::BrotliCompress(&mut nq.as_bytes(), &mut br, &Default::default()).unwrap();
     let r = post("br", NQ, br, url.clone()).await;
     assert_eq!(offsets(r).await, [2]);
+    // A gzip body of two members is read whole (as gzip -d does); codings are
+    // case-insensitive, `x-gzip` is gzip, and `identity` adds nothing.
+    let two = format!("{nq}<http://ex.org/s2> <http://ex.org/p> <http://ex.org/o> .\n");
+    let mut members = gz(nq.as_bytes());
+    members.extend(gz(&two.as_bytes()[nq.len()..]));
+    for coding in ["gzip", "GZIP, identity", "x-gzip"] {
+        let r = post(coding, NQ, members.clone(), format!("{url}?split=none")).await;
+        assert_eq!(r.status(), StatusCode::OK, "{coding}");
+        let o = offsets(r).await;
+        let text = get_text(&c, &format!("{url}?follow=false&from={}", o[0]), NQ).await;
+        assert_eq!(
+            jelly::nquads::parse_document(&text).unwrap().len(),
+            2,
+            "{coding}"
+        );
+    }
     let jelly = jelly_stream(&sample_frames(3, 0), StreamOptions::small());
     let r = post(
         "zstd",
@@ -2363,7 +2379,7 @@ async fn compressed_publish_bodies_are_read_decompressed_within_the_limits() {
     let text = get_text(&c, &format!("{url}?follow=false&from=0"), NQ).await;
     assert_eq!(
         jelly::nquads::parse_document(&text).unwrap().len(),
-        3 + 3 * 2
+        3 + 3 * 2 + 3 * 2
     );
 
     // An unknown coding (415), a body that is not what its label says (400), and a
@@ -2374,12 +2390,40 @@ async fn compressed_publish_bodies_are_read_decompressed_within_the_limits() {
     assert!(v["error"].as_str().unwrap().contains("compress"), "{v}");
     let r = post("gzip", NQ, nq.as_bytes().to_vec(), url.clone()).await;
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    // Bytes after the compressed data are an error, not ignored.
+    let mut trailing = gz(nq.as_bytes());
+    trailing.extend_from_slice(b"garbage");
+    let r = post("gzip", NQ, trailing, url.clone()).await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    // More than one coding, or one given twice: a JSON 415.
+    for coding in ["gzip, br", "gzip, gzip"] {
+        let r = post(coding, NQ, gz(nq.as_bytes()), url.clone()).await;
+        assert_eq!(r.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE, "{coding}");
+        let v: Value = r.json().await.unwrap();
+        assert!(
+            v["error"].as_str().unwrap().contains("more than one"),
+            "{v}"
+        );
+    }
     let mut big = String::new();
     while big.len() <= 2 << 20 {
         big.push_str(nq);
     }
     let r = post("gzip", NQ, gz(big.as_bytes()), url.clone()).await;
     assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
-    assert_eq!(describe(&c, &base, "z").await["next_offset"], 6);
+    assert_eq!(describe(&c, &base, "z").await["next_offset"], 9);
+    // Topic options may come compressed too.
+    let r = c
+        .put(format!("{base}/topics/zt"))
+        .header("content-encoding", "gzip")
+        .body(gz(br#"{"physical":"triples"}"#))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    assert_eq!(
+        describe(&c, &base, "zt").await["options"]["physical"],
+        "triples"
+    );
     srv.shutdown().await.unwrap();
 }

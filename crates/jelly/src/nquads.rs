@@ -226,6 +226,9 @@ pub(crate) struct Parser<'a> {
     line: usize,
     /// Quoted triples open around the term being parsed.
     depth: usize,
+    /// `<_:label>` is a blank node (RDF Patch, as Jena writes it), whose label may
+    /// hold what an IRI cannot.
+    pub(crate) bnode_iris: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -235,6 +238,7 @@ impl<'a> Parser<'a> {
             pos: 0,
             line,
             depth: 0,
+            bnode_iris: false,
         }
     }
     pub(crate) fn err(&self, msg: &str) -> SyntaxError {
@@ -339,9 +343,25 @@ impl<'a> Parser<'a> {
     }
 
     /// An IRI after its '<'. Most have no escape: then it is a span of the line.
+    /// Characters an IRI cannot hold (spaces, `{`, `"`, …, also written as `\u`
+    /// escapes) are refused here: a decoder refuses them in a Jelly stream, so a
+    /// stream made from them could not be read back.
     fn iri(&mut self, scratch: &mut String) -> Result<Span, SyntaxError> {
         self.pos += 1;
-        self.delimited(b'>', "unterminated IRI", scratch, Self::uchar)
+        let start = self.pos;
+        let span = self.delimited(b'>', "unterminated IRI", scratch, Self::uchar)?;
+        let text = span.resolve(self.s, scratch);
+        if self.bnode_iris && text.starts_with("_:") {
+            return Ok(span);
+        }
+        if let Some(c) = crate::term::forbidden_iri_char(text) {
+            let end = self.pos;
+            self.pos = start;
+            let e = self.err(&format!("an IRI cannot hold {c:?}"));
+            self.pos = end;
+            return Err(e);
+        }
+        Ok(span)
     }
 
     /// The text up to the byte `close`, with `unescape` reading each escape after its
@@ -681,15 +701,31 @@ mod tests {
     #[test]
     fn round_trip_escapes_and_star() {
         let doc =
-            "<< _:a <p> \"x\\ny\"@en >> <http://ex/p\\u0020q> \"a\\\"b\\\\\"^^<http://dt> <g> .\n";
+            "<< _:a <p> \"x\\ny\"@en >> <http://ex/p\\u00E9q> \"a\\\"b\\\\\"^^<http://dt> <g> .\n";
         let st = parse_document(doc).unwrap();
         let again = parse_document(&format!("{}\n", st[0])).unwrap();
         assert_eq!(st, again);
         if let Term::Iri(p) = &st[0].predicate {
-            assert_eq!(p, "http://ex/p q");
+            assert_eq!(p, "http://ex/péq");
         } else {
             panic!("predicate should be an IRI");
         }
+    }
+
+    #[test]
+    fn iris_cannot_hold_what_an_iri_cannot_hold_written_or_escaped() {
+        for doc in [
+            "<http://e/a b> <p> <o> .\n",
+            "<s> <p> <http://e/{x}> .\n",
+            "<s> <p> <http://e/\\u0020> .\n",
+            "<s> <p> <http://e/\\u003E> .\n",
+            "<s> <p> \"x\"^^<http://e/d t> .\n",
+        ] {
+            let e = parse_document(doc).unwrap_err();
+            assert!(e.message.contains("an IRI cannot hold"), "{doc}: {e}");
+        }
+        let e = parse_document("<s> <p> <http://e/a b> .\n").unwrap_err();
+        assert_eq!(e.column, 10, "the column of the IRI: {e}");
     }
 
     #[test]
@@ -718,16 +754,16 @@ mod tests {
     #[test]
     fn escapes_between_runs_of_plain_text() {
         // Escapes at the start, in the middle and at the end, beside non-ASCII text.
-        let line = "<\\u0020é\\u003Ex\\U0001F600> <p> \"\\tä\\\"b\\\\\\u007F\\n\" .";
+        let line = "<\\u0041é\\u0042x\\U0001F600> <p> \"\\tä\\\"b\\\\\\u007F\\n\" .";
         let st = parse_line(line, 1).unwrap().unwrap();
-        assert_eq!(st.subject, Term::Iri(" é>x\u{1F600}".into()));
+        assert_eq!(st.subject, Term::Iri("AéBx\u{1F600}".into()));
         let Term::Literal(l) = &st.object else {
             panic!("object should be a literal")
         };
         assert_eq!(l.lex, "\tä\"b\\\u{7f}\n");
         assert_eq!(
             st.to_string(),
-            "<\\u0020é\\u003Ex\u{1F600}> <p> \"\\tä\\\"b\\\\\\u007F\\n\" ."
+            "<AéBx\u{1F600}> <p> \"\\tä\\\"b\\\\\\u007F\\n\" ."
         );
         let e = parse_line("<s> <p> <o", 3).unwrap_err();
         assert_eq!(

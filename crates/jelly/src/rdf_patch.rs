@@ -447,8 +447,10 @@ fn parse_row(
     line: usize,
     generalized: bool,
 ) -> Result<Option<PatchRow>, RdfPatchError> {
+    let mut p = Parser::new(text, line);
+    p.bnode_iris = true;
     let mut r = RowParser {
-        p: Parser::new(text, line),
+        p,
         line,
         generalized,
     };

@@ -123,7 +123,7 @@ fn sample_rows() -> Vec<PatchRow> {
         )),
         PatchRow::Delete(st(
             bnode("weird label/with:chars"),
-            iri("http://ex/p q>"),
+            iri("http://ex/pé"),
             bnode("0starts-with-digit"),
             Some(iri("http://ex/g")),
         )),
@@ -192,7 +192,7 @@ fn canonical_forms() {
     // Blank nodes are always written in Jena's <_:…> form, whatever their label.
     assert_eq!(
         lines[14],
-        "D <_:weird\\u0020label/with:chars> <http://ex/p\\u0020q\\u003E> <_:0starts-with-digit> <http://ex/g> ."
+        "D <_:weird\\u0020label/with:chars> <http://ex/pé> <_:0starts-with-digit> <http://ex/g> ."
     );
     assert_eq!(lines[15], "TA .");
     assert_eq!(

@@ -9,6 +9,7 @@
 //! legitimately be quiet for hours; see `publish::read_body` for what bounds them
 //! instead. Request heads are bounded in `accept`.
 
+pub mod body_coding;
 mod error;
 mod publish;
 pub mod publish_stream;
@@ -22,7 +23,7 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::header;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use tokio::sync::watch;
 
 pub use error::ApiError;
@@ -107,19 +108,19 @@ fn routes(state: AppState) -> Router {
         .route("/topics", get(topics::list))
         .route(
             "/topics/{name}",
-            get(topics::describe)
-                .put(topics::create)
-                .patch(topics::alter)
-                .delete(topics::delete),
+            get(topics::describe).delete(topics::delete).merge(
+                put(topics::create)
+                    .patch(topics::alter)
+                    .layer(axum::middleware::from_fn(body_coding::decode_request_body)),
+            ),
         )
         .route(
             "/topics/{name}/items",
             get(subscribe::stream).merge(
-                // Compressed publish bodies are read decompressed (the body limits
-                // then count decompressed bytes); unknown codings are refused first.
+                // Compressed bodies are read decompressed (the body limits then count
+                // decompressed bytes).
                 post(publish::publish)
-                    .layer(tower_http::decompression::RequestDecompressionLayer::new())
-                    .layer(axum::middleware::from_fn(refuse_unknown_coding)),
+                    .layer(axum::middleware::from_fn(body_coding::decode_request_body)),
             ),
         )
         .route("/topics/{name}/poll", get(subscribe::poll))
@@ -147,32 +148,6 @@ async fn fallback(req: axum::extract::Request) -> axum::response::Response {
     } else {
         ApiError::not_found("no such endpoint").into_response()
     }
-}
-
-/// The request codings a publish body may have (`Content-Encoding`).
-const BODY_CODINGS: [&str; 5] = ["identity", "gzip", "deflate", "br", "zstd"];
-
-/// Refuses a request body in a coding the server cannot read with a JSON 415 (the
-/// decompression layer's own answer is plain text).
-async fn refuse_unknown_coding(
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    for v in req.headers().get_all(header::CONTENT_ENCODING) {
-        let v = String::from_utf8_lossy(v.as_bytes()).to_ascii_lowercase();
-        for coding in v.split(',').map(str::trim).filter(|c| !c.is_empty()) {
-            if !BODY_CODINGS.contains(&coding) {
-                return ApiError::new(
-                    axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    format!(
-                        "unsupported Content-Encoding `{coding}`; use gzip, deflate, br or zstd (or none)"
-                    ),
-                )
-                .into_response();
-            }
-        }
-    }
-    next.run(req).await
 }
 
 /// axum answers a known path with the wrong method with an empty 405: made a JSON
