@@ -38,6 +38,30 @@ pub fn is_jelly_name(path: &str) -> bool {
         .is_some_and(|(_, ext)| ext.eq_ignore_ascii_case("jelly"))
 }
 
+/// Refuses a Jelly output file whose name says RDF text: Jelly written to `data.nt` is
+/// almost surely a mistake, and (the file being the input, converted in place) would
+/// replace the only text copy with binary. A `.jelly` file may be its own input: the
+/// output is written beside it and put in place once the command succeeds.
+///
+/// ```
+/// use jelly_cli::format::check_jelly_output;
+/// assert!(check_jelly_output("to-jelly", Some("out.jelly")).is_ok());
+/// assert!(check_jelly_output("to-jelly", Some("in.nt")).is_err());
+/// assert!(check_jelly_output("transcode", Some("out.nq.gz")).is_err());
+/// ```
+pub fn check_jelly_output(verb: &str, to: Option<&str>) -> CliResult<()> {
+    let Some(path) = to.filter(|p| *p != "-") else {
+        return Ok(());
+    };
+    if let Some(f) = Format::from_path(path) {
+        return Err(CliError::usage(format!(
+            "`{path}` is named as {} text, but {verb} writes Jelly: give the output a .jelly name",
+            f.name()
+        )));
+    }
+    Ok(())
+}
+
 impl Format {
     /// Guesses the format from a file name (after stripping `.gz` / `.zst`).
     pub fn from_path(path: &str) -> Option<Format> {

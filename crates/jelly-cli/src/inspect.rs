@@ -64,11 +64,15 @@ impl<R: BufRead> RawFrames<R> {
                 .read_to_end(buf)
                 .map_err(|e| e.to_string())?;
             if buf.len() as u64 > self.max {
-                return Err(format!("frame {index}: larger than {} bytes", self.max));
+                return Err(format!(
+                    "frame {index} (byte {}): larger than {} bytes",
+                    self.offset, self.max
+                ));
             }
             self.offset += buf.len() as u64;
             return Ok(index == 0 || !buf.is_empty());
         }
+        let prefix_at = self.offset;
         let mut len = 0u64;
         let mut shift = 0;
         let mut n = 0;
@@ -81,12 +85,14 @@ impl<R: BufRead> RawFrames<R> {
                     return Ok(false);
                 }
                 return Err(format!(
-                    "frame {index}: the input ends inside a length prefix"
+                    "frame {index} (byte {prefix_at}): the input ends inside a length prefix"
                 ));
             }
             n += 1;
             if shift > 63 {
-                return Err(format!("frame {index}: malformed length prefix"));
+                return Err(format!(
+                    "frame {index} (byte {prefix_at}): malformed length prefix"
+                ));
             }
             len |= u64::from(b[0] & 0x7f) << shift;
             shift += 7;
@@ -97,7 +103,7 @@ impl<R: BufRead> RawFrames<R> {
         self.offset += n;
         if len > self.max {
             return Err(format!(
-                "frame {index}: {len} bytes exceeds the limit of {} bytes",
+                "frame {index} (byte {prefix_at}): {len} bytes exceeds the limit of {} bytes",
                 self.max
             ));
         }
@@ -108,7 +114,8 @@ impl<R: BufRead> RawFrames<R> {
         self.offset += got as u64;
         if (got as u64) < len {
             return Err(format!(
-                "frame {index}: the input ends in the middle of a frame (expected {len} bytes, got {got})"
+                "frame {index} (byte {}): the input ends in the middle of a frame (expected {len} bytes, got {got})",
+                self.offset - got as u64
             ));
         }
         Ok(true)
@@ -332,10 +339,13 @@ pub fn inspect(args: &InspectArgs, quiet: bool) -> CliResult<Value> {
             if !more {
                 break;
             }
+            // Where the frame's message starts, after its length prefix: the byte the
+            // other verbs' errors name.
+            let message_at = frames.offset - buf.len() as u64;
             scan_tables(&buf, &mut tables);
             let before = dec.stats().clone();
             let mut st_in_frame = 0u64;
-            let mut f = dec.frame_at(&buf, start);
+            let mut f = dec.frame_at(&buf, message_at);
             if f.metadata().map(|m| !m.is_empty()).unwrap_or(false) {
                 metadata_frames += 1;
             }

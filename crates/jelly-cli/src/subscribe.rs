@@ -85,9 +85,9 @@ pub struct SubscribeArgs {
     /// Where to start: earliest, latest, an offset, ts:<ms> or last:<n>.
     #[arg(long, default_value = "earliest", value_name = "FROM", value_parser = start_position)]
     pub from: String,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "nq", value_name = "FORMAT")]
-    pub format: SubFormat,
+    /// Output format (default: from the --to file's extension, else nq).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<SubFormat>,
     /// Output file (default stdout).
     #[arg(long = "to", short = 'o', value_name = "FILE")]
     pub to: Option<String>,
@@ -330,10 +330,39 @@ async fn connection(
     }
 }
 
+/// The output format: `--format`, else the one the `--to` file's name says (a `.jelly`
+/// file gets Jelly, `.ttl` Turtle, …), else N-Quads. A name that says RDF/XML or
+/// JSON-LD, which a subscription cannot write, is refused rather than filled with
+/// another syntax.
+pub fn output_format(given: Option<SubFormat>, to: Option<&str>) -> CliResult<SubFormat> {
+    if let Some(f) = given {
+        return Ok(f);
+    }
+    let Some(path) = to else {
+        return Ok(SubFormat::Nq);
+    };
+    if crate::format::is_jelly_name(path) {
+        return Ok(SubFormat::Jelly);
+    }
+    Ok(match crate::format::Format::from_path(path) {
+        None | Some(crate::format::Format::Nq) => SubFormat::Nq,
+        Some(crate::format::Format::Nt) => SubFormat::Nt,
+        Some(crate::format::Format::Ttl) => SubFormat::Ttl,
+        Some(crate::format::Format::Trig) => SubFormat::Trig,
+        Some(other) => {
+            return Err(CliError::usage(format!(
+                "`{path}` names {other:?}, which subscribe does not write: give --format \
+                 (jelly, nq, nt, trig, ttl) to write one of those there anyway"
+            )));
+        }
+    })
+}
+
 pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
+    let format = output_format(a.format, a.to.as_deref())?;
     let out = open_output_live(a.to.as_deref())?;
     let mut sink = Sink {
-        format: a.format,
+        format,
         out,
         enc: None,
         buf: Vec::new(),
@@ -424,4 +453,23 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
         eprintln!("jelly subscribe: {} items", st.written);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_output_format_follows_the_file_name_unless_given() {
+        let f = |given, to| output_format(given, to).unwrap();
+        assert_eq!(f(None, None), SubFormat::Nq);
+        assert_eq!(f(None, Some("live.jelly")), SubFormat::Jelly);
+        assert_eq!(f(None, Some("live.jelly.gz")), SubFormat::Jelly);
+        assert_eq!(f(None, Some("out.ttl")), SubFormat::Ttl);
+        assert_eq!(f(None, Some("out.trig")), SubFormat::Trig);
+        assert_eq!(f(None, Some("out.nt")), SubFormat::Nt);
+        assert_eq!(f(None, Some("out.log")), SubFormat::Nq);
+        assert_eq!(f(Some(SubFormat::Nq), Some("x.jelly")), SubFormat::Nq);
+        assert!(output_format(None, Some("out.rdf")).is_err());
+    }
 }

@@ -44,6 +44,7 @@ pub fn run(args: &ToJellyArgs, quiet: bool) -> CliResult {
     if inputs.iter().filter(|i| *i == "-").count() > 1 {
         return Err(CliError::usage("stdin (`-`) can be read only once"));
     }
+    crate::format::check_jelly_output("to-jelly", args.to.as_deref())?;
     let formats = inputs
         .iter()
         .map(|i| input_format(i, args.in_format))

@@ -18,6 +18,7 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
     if inputs.iter().filter(|i| *i == "-").count() > 1 {
         return Err(CliError::usage("stdin (`-`) can be read only once"));
     }
+    crate::format::check_jelly_output("transcode", args.to.as_deref())?;
     // Keep the input's frame boundaries unless asked to re-frame.
     let frame_per = match (args.framing.frame_per, args.framing.rows_per_frame) {
         (Some(f), _) => Some(f),

@@ -16,6 +16,17 @@ use crate::rdf_read::read_rdf_file;
 /// Runs the command.
 pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
     let in_path = args.input.as_deref().unwrap_or("-");
+    let stdin_readers = [
+        Some(in_path),
+        args.compare_to_rdf_file.as_deref(),
+        args.options_file.as_deref(),
+    ]
+    .into_iter()
+    .filter(|p| *p == Some("-"))
+    .count();
+    if stdin_readers > 1 {
+        return Err(CliError::usage("stdin (`-`) can be read only once"));
+    }
     let range = match &args.compare_frame_indices {
         Some(r) => FrameRange::parse(r)?,
         None => FrameRange::ALL,

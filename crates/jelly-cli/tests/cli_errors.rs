@@ -140,6 +140,16 @@ fn usage_and_io_errors_exit_2() {
     let r = jelly(&["rdf", "from-jelly", "--take-frames", "x..y"], Some(b""));
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("frame range"), "{}", r.stderr);
+    // stdin cannot be both the stream and what it is compared with.
+    for args in [
+        vec!["rdf", "validate", "-", "--compare-to-rdf-file", "-"],
+        vec!["rdf", "validate", "--compare-to-rdf-file", "-"],
+        vec!["rdf", "to-jelly", "-", "-"],
+    ] {
+        let r = jelly(&args, Some(b""));
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains("only once"), "{args:?}: {}", r.stderr);
+    }
     let r = jelly(
         &[
             "rdf",
@@ -440,10 +450,15 @@ fn failed_commands_leave_the_output_file_alone() {
         .collect();
     assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
 
-    // In place: the file is converted, not emptied.
-    let same = d.join("same.nq");
-    std::fs::copy(&src, &same).unwrap();
-    ok(&["rdf", "to-jelly", s(&same), "-o", s(&same)], None);
+    // In place: a text file is not replaced by Jelly (refused, left as it was), and a
+    // Jelly file is transcoded into itself, not emptied.
+    let text = d.join("text.nq");
+    std::fs::copy(&src, &text).unwrap();
+    let r = jelly(&["rdf", "to-jelly", s(&text), "-o", s(&text)], None);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(std::fs::read(&text).unwrap(), std::fs::read(&src).unwrap());
+    let same = d.join("same.jelly");
+    ok(&["rdf", "to-jelly", s(&src), "-o", s(&same)], None);
     let back = ok(&["rdf", "from-jelly", s(&same)], None);
     assert_iso(
         &parse(&back.stdout),
@@ -772,4 +787,61 @@ fn rdf_xml_entity_bombs_are_refused() {
     );
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("expansion bomb"), "{}", r.stderr);
+}
+
+/// The byte an error names, if it names one.
+fn named_byte(stderr: &str) -> Option<u64> {
+    let at = stderr.find("byte ")? + 5;
+    let digits: String = stderr[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// The verbs that decode row by row name the same byte for the same damage (inspect
+/// named a byte one length prefix too early). `transcode` checks a frame's protobuf
+/// before its rows, so its errors may name other damage first.
+#[test]
+fn verbs_name_the_same_byte_for_the_same_damage() {
+    let d = tmp("same-byte");
+    let j = small_jelly(&d);
+    let bytes = std::fs::read(&j).unwrap();
+    let bad = d.join("bad.jelly");
+    let mut compared = 0;
+    for at in (bytes.len() / 3..bytes.len()).step_by(97) {
+        let mut b = bytes.clone();
+        b[at] ^= 0x5a;
+        std::fs::write(&bad, &b).unwrap();
+        let named: Vec<Option<u64>> = ["from-jelly", "inspect", "validate"]
+            .iter()
+            .map(|verb| named_byte(&jelly(&["rdf", verb, s(&bad)], None).stderr))
+            .collect();
+        if named.iter().all(Option::is_some) {
+            assert!(
+                named.windows(2).all(|w| w[0] == w[1]),
+                "flip at {at}: {named:?}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared > 0, "no damage was named by every verb");
+}
+
+/// Jelly is never written into a file named as RDF text.
+#[test]
+fn jelly_output_never_goes_to_a_text_name() {
+    let d = tmp("text-name");
+    let src = head(NANOPUBS, 50, &d, "np.nq");
+    let j = small_jelly(&d);
+    for (verb, input, out) in [
+        ("to-jelly", s(&src), "out.nt"),
+        ("transcode", s(&j), "out.nq"),
+    ] {
+        let out = d.join(out);
+        let r = jelly(&["rdf", verb, input, "-o", s(&out)], None);
+        assert_eq!(r.code, 2, "{verb}: {}", r.stderr);
+        assert!(r.stderr.contains("writes Jelly"), "{verb}: {}", r.stderr);
+        assert!(!out.exists(), "{verb}");
+    }
 }

@@ -573,3 +573,18 @@ impl TermBuf {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forbidden_iri_chars_are_the_controls_space_and_the_nine_delimiters() {
+        for b in 0u8..128 {
+            let iri = format!("http://ex.org/a{}b", char::from(b));
+            let want = (b <= b' ' || b"<>\"{}|^`\\".contains(&b)).then_some(char::from(b));
+            assert_eq!(forbidden_iri_char(&iri), want, "byte {b}");
+        }
+        assert_eq!(forbidden_iri_char("http://ex.org/é😀"), None);
+    }
+}
