@@ -14,6 +14,35 @@ use crate::error::{CliError, CliResult, decode_error, not_jelly_hint};
 use crate::format::Format;
 use crate::io::{Output, Progress, display_name, open_input, open_output};
 
+/// The output of an oxrdfio serializer. For RDF/XML, each carriage return (which only
+/// literal text can hold) is written as `&#13;`: XML readers turn a raw CR (or CR LF)
+/// into a line feed, so `"a\r\nb"` would be read back as `"a\nb"`, and the serializer
+/// writes it raw.
+struct OxOutput {
+    out: Output,
+    escape_cr: bool,
+}
+
+impl Write for OxOutput {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !self.escape_cr {
+            return self.out.write(buf);
+        }
+        let mut rest = buf;
+        while let Some(i) = rest.iter().position(|&b| b == b'\r') {
+            self.out.write_all(&rest[..i])?;
+            self.out.write_all(b"&#13;")?;
+            rest = &rest[i + 1..];
+        }
+        self.out.write_all(rest)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
 /// Where statements go: the fast N-Triples/N-Quads writer, or oxrdfio.
 enum Sink {
     NQuads {
@@ -23,7 +52,7 @@ enum Sink {
     Ox {
         format: Format,
         out: Option<Output>,
-        ser: Option<Box<WriterQuadSerializer<Output>>>,
+        ser: Option<Box<WriterQuadSerializer<OxOutput>>>,
     },
 }
 
@@ -86,6 +115,10 @@ impl Sink {
                         }
                     }
                     if let Some(o) = out.take() {
+                        let o = OxOutput {
+                            out: o,
+                            escape_cr: *format == Format::Rdfxml,
+                        };
                         *ser = Some(Box::new(s.for_writer(o)));
                     }
                 }
@@ -146,7 +179,7 @@ impl Sink {
                     None => return Ok(()),
                 }
             }
-            Sink::Ox { ser: Some(s), .. } => s.finish().map_err(io)?,
+            Sink::Ox { ser: Some(s), .. } => s.finish().map_err(io)?.out,
         };
         if newline {
             std::io::Write::write_all(&mut out, b"\n").map_err(io)?;

@@ -176,10 +176,24 @@ fn convert_one<W: io::Write>(
                 }
                 let mut holder = None;
                 let mut st: StatementRef<'_> = from_ox_quad(q.as_ref(), &mut holder);
-                if !format.is_dataset() {
+                // N3 formulas ({ … }) come as statements in a graph named by a blank
+                // node: they are not asserted, so they keep that graph (and need a
+                // quads stream) rather than become triples of the default graph.
+                let in_formula = format == Format::N3
+                    && !matches!(st.graph, None | Some(jelly::TermRef::DefaultGraph));
+                if !format.is_dataset() && !in_formula {
                     st.graph = None;
                 }
-                w.add(st, &|| format!("{name}: statement {n}"))?;
+                w.add(st, &|| format!("{name}: statement {n}"))
+                    .map_err(|mut e| {
+                        if in_formula {
+                            e.message.push_str(
+                                " (it is inside an N3 formula { … }: write formulas as quads, \
+                                 with --opt.physical-type quads)",
+                            );
+                        }
+                        e
+                    })?;
                 progress.statement();
             }
             if want_ns {

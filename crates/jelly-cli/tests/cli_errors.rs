@@ -845,3 +845,39 @@ fn jelly_output_never_goes_to_a_text_name() {
         assert!(!out.exists(), "{verb}");
     }
 }
+
+/// N3 formula contents are not asserted: they are refused in a triples stream, and
+/// kept in their graph in a quads stream, never written as default-graph triples.
+#[test]
+fn n3_formulas_stay_in_their_graphs() {
+    let d = tmp("n3-formula");
+    let n3 = d.join("f.n3");
+    std::fs::write(
+        &n3,
+        "@prefix : <http://ex.org/> .\n:x :y :z .\n{ :a :b :c } => { :a :d :c } .\n",
+    )
+    .unwrap();
+    let out = d.join("f.jelly");
+    let r = jelly(&["rdf", "to-jelly", s(&n3), "-o", s(&out)], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("N3 formula"), "{}", r.stderr);
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&n3),
+            "--opt.physical-type",
+            "quads",
+            "-o",
+            s(&out),
+        ],
+        None,
+    );
+    let st = parse(&ok(&["rdf", "from-jelly", s(&out)], None).stdout);
+    assert_eq!(st.len(), 4);
+    let in_graphs = st
+        .iter()
+        .filter(|q| q.graph.is_some() && q.graph != Some(jelly::Term::DefaultGraph))
+        .count();
+    assert_eq!(in_graphs, 2, "{st:?}");
+}

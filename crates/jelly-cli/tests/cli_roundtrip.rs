@@ -571,3 +571,36 @@ fn output_formats_refuse_what_they_cannot_write() {
         ttl.out()
     );
 }
+
+/// A carriage return in a literal survives RDF/XML: it is written as `&#13;`, since
+/// XML readers turn a raw one into a line feed.
+#[test]
+fn carriage_returns_survive_rdfxml() {
+    let d = tmp("rdfxml-cr");
+    let nq = d.join("cr.nq");
+    std::fs::write(
+        &nq,
+        "<http://ex.org/s> <http://ex.org/p> \"line1\\r\\nline2\\r\" .\n",
+    )
+    .unwrap();
+    let j = d.join("cr.jelly");
+    ok(&["rdf", "to-jelly", s(&nq), "-o", s(&j)], None);
+    let xml = d.join("cr.rdf");
+    ok(&["rdf", "from-jelly", s(&j), "-o", s(&xml)], None);
+    let text = std::fs::read(&xml).unwrap();
+    assert!(!text.contains(&b'\r'), "{}", String::from_utf8_lossy(&text));
+    assert_eq!(
+        String::from_utf8_lossy(&text).matches("&#13;").count(),
+        2,
+        "{}",
+        String::from_utf8_lossy(&text)
+    );
+    let back = d.join("back.jelly");
+    ok(&["rdf", "to-jelly", s(&xml), "-o", s(&back)], None);
+    let out = ok(&["rdf", "from-jelly", s(&back)], None);
+    assert_iso(
+        &parse(&out.stdout),
+        &parse(&std::fs::read(&nq).unwrap()),
+        "CR",
+    );
+}
