@@ -553,6 +553,16 @@ async fn sse_events_and_last_event_id_resume() {
         .await
         .unwrap();
     assert_eq!(r.status(), 400);
+    let r = c
+        .get(format!("{base}/topics/e/sse?follow=false"))
+        .header(
+            "last-event-id",
+            reqwest::header::HeaderValue::from_bytes(b"1\xff").unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400, "not ignored (a replay from 0)");
 
     // Live SSE with base64 Jelly frames, decoded in order with one decoder.
     let mut r = c
@@ -1586,6 +1596,9 @@ async fn malformed_query_values_get_json_errors() {
         ("items?follow=maybe", "follow"),
         ("sse?window=x", "window"),
         ("poll?wait_ms=-1", "wait_ms"),
+        ("items?from=soon", "from"),
+        ("items?format=xml", "format"),
+        ("items?mode=fast", "mode"),
     ] {
         let r = c
             .get(format!("{base}/topics/q/{path}"))

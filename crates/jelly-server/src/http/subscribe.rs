@@ -95,7 +95,7 @@ pub(super) async fn resolve_from(
     position::resolve_from(t, from, default)
         .await
         .map_err(|e| match e {
-            FromError::Bad(_) => ApiError::bad_request(e.to_string()),
+            FromError::Bad(_) => ApiError::bad_request(e.to_string()).with("parameter", "from"),
             FromError::Gone { requested, first } => ApiError::gone(requested, first),
             FromError::PastEnd { next, .. } => {
                 ApiError::new(StatusCode::RANGE_NOT_SATISFIABLE, e.to_string())
@@ -117,6 +117,7 @@ pub(super) fn pick_format(
             ApiError::bad_request(format!(
                 "unknown format `{f}` (jelly, nquads, ntriples, trig, turtle)"
             ))
+            .with("parameter", "format")
         })?,
         None => {
             let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
@@ -154,6 +155,7 @@ pub(super) fn pick_mode(mode: Option<&str>) -> Result<JellyMode, ApiError> {
         None => Ok(JellyMode::Splice),
         Some(m) => JellyMode::parse(m).ok_or_else(|| {
             ApiError::bad_request(format!("unknown mode `{m}` (splice or compact)"))
+                .with("parameter", "mode")
         }),
     }
 }
@@ -459,6 +461,7 @@ pub async fn sse(
             ApiError::bad_request(format!(
                 "unknown format `{f}` (jelly, nquads, ntriples, trig, turtle)"
             ))
+            .with("parameter", "format")
         })?,
         None => OutFormat::NQuads,
     };
@@ -468,11 +471,14 @@ pub async fn sse(
     let mode = pick_mode(q.mode.as_deref())?;
     let window = pick_window(q.window)?;
     let encoding = pick_encoding(&headers);
-    let last_id = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|v| !v.is_empty());
+    let last_id = match headers.get("last-event-id").map(|v| v.to_str()) {
+        None => None,
+        Some(Ok(v)) => Some(v.trim()).filter(|v| !v.is_empty()),
+        // Not ignored: a replay from the start would repeat what the client has.
+        Some(Err(_)) => {
+            return Err(ApiError::bad_request("Last-Event-ID is not visible ASCII"));
+        }
+    };
     let start = match last_id {
         Some(id) => {
             let id = crate::position::number(id).ok_or_else(|| {
