@@ -973,20 +973,29 @@ async fn subscribe_requests_hold_exactly_one_message() {
         .unwrap();
     // RdfStreamSubscribe { topic: "one" }, as a gRPC message.
     let msg = |flag: u8| vec![flag, 0, 0, 0, 5, 0x0a, 3, b'o', b'n', b'e'];
-    for (what, body, want) in [
+    let identity = [("grpc-encoding", "identity")];
+    for (what, body, md, want) in [
         (
             "two messages",
             [msg(0), msg(0)].concat(),
+            &[][..],
             "one request message",
         ),
         (
             "compressed flag, no grpc-encoding",
             msg(1),
+            &[][..],
             "no grpc-encoding",
+        ),
+        (
+            "compressed flag, grpc-encoding identity",
+            msg(1),
+            &identity[..],
+            "grpc-encoding is identity",
         ),
     ] {
         let body = http_body_util::Full::new(Bytes::from(body));
-        let get = raw_grpc_call(&srv, SUBSCRIBE_PATH, &[], body).await;
+        let get = raw_grpc_call(&srv, SUBSCRIBE_PATH, md, body).await;
         assert_eq!(get("grpc-status"), "3", "{what}");
         let m = get("grpc-message");
         assert!(

@@ -109,6 +109,11 @@ async fn read_request(headers: &HeaderMap, body: Body) -> Result<Subscribe, Stat
                     .read_to_end(&mut out),
                 "zstd" => zstd::stream::read::Decoder::new(payload)
                     .and_then(|d| d.take(limit).read_to_end(&mut out)),
+                "identity" => {
+                    return Err(Status::invalid_argument(
+                        "the request message is flagged compressed, but the call's grpc-encoding is identity",
+                    ));
+                }
                 other => {
                     return Err(Status::unimplemented(format!(
                         "request compressed with `{other}`; this server reads gzip and zstd"

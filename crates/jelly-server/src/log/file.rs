@@ -1164,9 +1164,10 @@ impl Writer {
                         replies.push((req.reply, Err(e)));
                         continue;
                     }
+                    // Not counted as written: a restart that fails may have deleted
+                    // them already (it drops every earlier record).
                     result = self
                         .flush(&mut pending, true)
-                        .inspect(|()| *written = replies.len())
                         .and_then(|()| self.restart_at(p.first))
                         .inspect_err(|_| self.failed_for_good = true);
                 }
