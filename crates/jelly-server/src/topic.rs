@@ -494,6 +494,22 @@ impl Storage {
         })
     }
 
+    /// Removes the `log` folder of a topic that is being created, if one is there
+    /// (holding no items: [`Storage::orphan_log`] refused those), so that the topic
+    /// starts at offset 0.
+    fn clear_stale_log(&self, name: &str) -> Result<(), TopicError> {
+        if self.kind != LogKind::File {
+            return Ok(());
+        }
+        let log = self.topic_dir(name).join("log");
+        match std::fs::remove_dir_all(&log) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(TopicError::Storage(format!("{}: {e}", log.display())))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Opens (or creates) the log of a topic.
     fn open(&self, name: &str, options: &TopicOptions) -> Result<TopicLog, TopicError> {
         match self.kind {
@@ -1226,6 +1242,9 @@ impl Registry {
             if let Some(reason) = self.storage.orphan_log(name) {
                 return Err(TopicError::Storage(reason));
             }
+            // A log without items left from an earlier topic (its topic.json lost) would
+            // start the new topic at that log's old offset, not at 0.
+            self.storage.clear_stale_log(name)?;
             let id = new_topic_id();
             self.storage.save(name, &options, &id)?;
             let log = self.storage.open(name, &options)?;
