@@ -77,7 +77,42 @@ pub struct PublishMeta {
     pub base_iri: Option<String>,
 }
 
+/// Why a publisher's header cannot be stored with its items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderRefusal {
+    /// Nothing after the prefix (`X-Jelly-Header-` alone).
+    NoName,
+    /// The same name twice: there is no one value to store, and keeping the first or
+    /// the last without saying so would lose the other.
+    Twice,
+}
+
 impl PublishMeta {
+    /// The prefix of the request headers (HTTP) and metadata keys (gRPC) that are
+    /// stored with each item, as `h:<name>`.
+    pub const HEADER_PREFIX: &str = "x-jelly-header-";
+
+    /// Adds header `name` (what follows [`HEADER_PREFIX`](Self::HEADER_PREFIX) in the
+    /// request's key), unless it is empty or already there.
+    ///
+    /// ```
+    /// use jelly_server::ingest::{HeaderRefusal, PublishMeta};
+    /// let mut m = PublishMeta::default();
+    /// assert_eq!(m.add_header("unit", "C"), Ok(()));
+    /// assert_eq!(m.add_header("unit", "F"), Err(HeaderRefusal::Twice));
+    /// assert_eq!(m.add_header("", "x"), Err(HeaderRefusal::NoName));
+    /// ```
+    pub fn add_header(&mut self, name: &str, value: &str) -> Result<(), HeaderRefusal> {
+        if name.is_empty() {
+            return Err(HeaderRefusal::NoName);
+        }
+        if self.headers.iter().any(|(n, _)| n == name) {
+            return Err(HeaderRefusal::Twice);
+        }
+        self.headers.push((name.to_string(), value.to_string()));
+        Ok(())
+    }
+
     /// Most bytes of metadata a publisher may give each item: its source and its
     /// headers, names and values. Well below the 64 KiB a log record holds besides its
     /// frame, so that an item within `max_item_bytes` always fits its record.

@@ -19,11 +19,8 @@ use super::messages::{Frame, Received};
 use super::{SOURCE_METADATA, TOPIC_METADATA, ascii_metadata};
 use crate::http::AppState;
 use crate::http::publish_stream::{FrameError, StreamPublisher};
-use crate::ingest::PublishMeta;
+use crate::ingest::{HeaderRefusal, PublishMeta};
 use crate::topic::{Physical, TopicOptions};
-
-/// Prefix of the metadata keys stored with each item as headers (as over HTTP).
-const HEADER_PREFIX: &str = "x-jelly-header-";
 
 /// The `PublishRdf` handler, as the service tonic calls, with the call's
 /// `grpc-timeout` ([`super::deadline`]).
@@ -133,33 +130,27 @@ impl Publish {
         })?;
         crate::auth::check_grpc(s, md, &name, crate::auth::Right::Publish)?;
         let source = ascii_metadata(md, SOURCE_METADATA)?.unwrap_or_default();
-        let mut headers = Vec::new();
+        let mut meta = PublishMeta {
+            source,
+            ..PublishMeta::default()
+        };
         for kv in md.iter() {
             if let tonic::metadata::KeyAndValueRef::Ascii(k, v) = kv
-                && let Some(h) = k.as_str().strip_prefix(HEADER_PREFIX)
+                && let Some(h) = k.as_str().strip_prefix(PublishMeta::HEADER_PREFIX)
             {
-                if h.is_empty() {
-                    return Err(Status::invalid_argument(format!(
-                        "metadata {k} has no name after the prefix (x-jelly-header-<name>)"
-                    )));
-                }
-                // A key given twice has no one value to store (as over HTTP).
-                if headers.iter().any(|(n, _): &(String, String)| n == h) {
-                    return Err(Status::invalid_argument(format!(
-                        "metadata {k} is given more than once"
-                    )));
-                }
                 let v = v.to_str().map_err(|_| {
                     Status::invalid_argument(format!("metadata {k} is not visible ASCII"))
                 })?;
-                headers.push((h.to_string(), v.to_string()));
+                meta.add_header(h, v).map_err(|r| {
+                    Status::invalid_argument(match r {
+                        HeaderRefusal::NoName => format!(
+                            "metadata {k} has no name after the prefix (x-jelly-header-<name>)"
+                        ),
+                        HeaderRefusal::Twice => format!("metadata {k} is given more than once"),
+                    })
+                })?;
             }
         }
-        let meta = PublishMeta {
-            source,
-            headers,
-            ..PublishMeta::default()
-        };
         meta.check_size().map_err(Status::invalid_argument)?;
         let p = StreamPublisher::new(s, &name, meta).map_err(|e| status_of(FrameError::from(e)))?;
         Ok(Publish {

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::{ApiError, AppState, JsonQuery};
 use crate::ingest::{
-    ACCEPTED_CONTENT_TYPES, IngestError, InputFormat, PublishMeta, ingest_with_paths,
+    ACCEPTED_CONTENT_TYPES, HeaderRefusal, IngestError, InputFormat, PublishMeta, ingest_with_paths,
 };
 use crate::log::LogError;
 use crate::topic::valid_name;
@@ -33,9 +33,6 @@ pub struct PublishQuery {
 /// Bodies below this size are ingested on the request's task (see `publish_inner`).
 const INLINE_INGEST_BYTES: usize = 64 << 10;
 
-/// Prefix of the headers stored with each item.
-const HEADER_PREFIX: &str = "x-jelly-header-";
-
 pub(super) fn meta_from(headers: &HeaderMap, q: &PublishQuery) -> Result<PublishMeta, ApiError> {
     let text = |name: &str, v: &axum::http::HeaderValue| {
         v.to_str()
@@ -52,18 +49,23 @@ pub(super) fn meta_from(headers: &HeaderMap, q: &PublishQuery) -> Result<Publish
         (Some(v), None) => text("X-Jelly-Source", v)?,
         (None, _) => String::new(),
     };
-    let mut hs: Vec<(String, String)> = Vec::new();
+    let mut meta = PublishMeta {
+        source,
+        base_iri: q.base.clone(),
+        ..PublishMeta::default()
+    };
     for (k, v) in headers {
-        if let Some(name) = k.as_str().strip_prefix(HEADER_PREFIX) {
-            if name.is_empty() {
+        let Some(name) = k.as_str().strip_prefix(PublishMeta::HEADER_PREFIX) else {
+            continue;
+        };
+        match meta.add_header(name, &text(k.as_str(), v)?) {
+            Ok(()) => {}
+            Err(HeaderRefusal::NoName) => {
                 return Err(ApiError::bad_request(format!(
                     "header {k} has no name after the prefix (X-Jelly-Header-<name>)"
                 )));
             }
-            if hs.iter().any(|(n, _)| n == name) {
-                return Err(twice(k.as_str()));
-            }
-            hs.push((name.to_string(), text(k.as_str(), v)?));
+            Err(HeaderRefusal::Twice) => return Err(twice(k.as_str())),
         }
     }
     let split_graph = match q.split.as_deref() {
@@ -75,12 +77,7 @@ pub(super) fn meta_from(headers: &HeaderMap, q: &PublishQuery) -> Result<Publish
             )));
         }
     };
-    let meta = PublishMeta {
-        source,
-        headers: hs,
-        split_graph,
-        base_iri: q.base.clone(),
-    };
+    meta.split_graph = split_graph;
     meta.check_size()
         .map_err(|m| ApiError::new(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, m))?;
     Ok(meta)
