@@ -225,6 +225,31 @@ async fn a_topic_whose_log_cannot_write_says_so_and_recovers_by_itself() {
     assert!(d.get("log_failed").is_none(), "{d}");
     let m = metrics_text(&c, &base).await;
     assert!(!m.contains("jelly_topic_log_failed{"), "{m}");
+
+    // A streaming publish whose append fails: none of the failed batch is appended,
+    // so the error names the batch's first frame, not where the reader stood.
+    let blockers: Vec<_> = (next + 1..next + 200)
+        .map(|o| log.join(format!("{o:020}.seg")))
+        .collect();
+    for p in &blockers {
+        std::fs::write(p, b"").unwrap();
+    }
+    // Items larger than a segment: each needs a new one.
+    let big = jelly_stream(&frames(5, 40, 500), StreamOptions::small());
+    let r = c
+        .post(format!("{base}/topics/f/items?stream=true"))
+        .header("content-type", JELLY)
+        .body(big.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let v = json(r).await;
+    assert_eq!(v["items_accepted"], 0, "{v}");
+    assert_eq!(v["frame"], 0, "{v}");
+    let first_message =
+        jelly_proto::wire::varint_len(jelly_proto::wire::Reader::new(&big).varint().unwrap());
+    assert_eq!(v["byte_offset"], first_message as u64, "{v}");
     srv.shutdown().await.unwrap();
 }
 

@@ -428,9 +428,10 @@ pub async fn publish_stream(
         offset: 0,
         message: None,
     };
-    // Where the pending batch's first frame is: an append that fails appends none of
-    // the batch, so its error names that frame.
-    let mut batch: Option<Position> = None;
+    // Where the pending batch's first frame is (each frame that finds nothing pending
+    // sets it): an append that fails appends none of the batch, so its error names
+    // that frame.
+    let mut batch = pos;
     macro_rules! fail {
         ($e:expr) => {{
             let e: FrameError = $e;
@@ -438,9 +439,7 @@ pub async fn publish_stream(
             let e = match p.flush().await {
                 Ok(_) => e,
                 Err(fe) => {
-                    if let Some(b) = batch.take() {
-                        pos = b;
-                    }
+                    pos = batch;
                     fe
                 }
             };
@@ -449,17 +448,12 @@ pub async fn publish_stream(
         }};
     }
     macro_rules! flush {
-        () => {{
-            match p.flush().await {
-                Ok(_) => batch = None,
-                Err(e) => {
-                    if let Some(b) = batch.take() {
-                        pos = b;
-                    }
-                    fail!(e)
-                }
+        () => {
+            if let Err(e) = p.flush().await {
+                pos = batch;
+                fail!(e)
             }
-        }};
+        };
     }
     loop {
         // Data that is ready is taken at once; when the body stalls, the pending
@@ -510,12 +504,11 @@ pub async fn publish_stream(
             }
             let _ = buf.split_to(n);
             let frame = buf.split_to(len).freeze();
-            let at = pos;
+            if p.pending() == 0 {
+                batch = pos;
+            }
             if let Err(e) = p.frame(frame, pos.offset + n as u64).await {
                 fail!(e);
-            }
-            if batch.is_none() && p.pending() > 0 {
-                batch = Some(at);
             }
             pos.frame += 1;
             pos.offset += (n + len) as u64;
@@ -539,12 +532,7 @@ pub async fn publish_stream(
             message,
         });
     }
-    if let Err(e) = p.flush().await {
-        if let Some(b) = batch.take() {
-            pos = b;
-        }
-        fail!(e);
-    }
+    flush!();
     if p.accepted == 0 {
         // Refused as a whole; the error names the end of the body.
         s.metrics.publish_rejected.fetch_add(1, Ordering::Relaxed);
