@@ -471,6 +471,11 @@ impl Storage {
         self.data.join(name)
     }
 
+    /// The folder of a topic's file log.
+    fn log_dir(&self, name: &str) -> PathBuf {
+        self.topic_dir(name).join("log")
+    }
+
     /// Why a topic's folder may not be made a new topic: its log holds items although
     /// its `topic.json` is missing (lost or removed by hand). Its options and id are
     /// unknown, so its items would be served under the new topic's; it needs an
@@ -479,7 +484,7 @@ impl Storage {
         if self.kind != LogKind::File {
             return None;
         }
-        let log = self.topic_dir(name).join("log");
+        let log = self.log_dir(name);
         let held = std::fs::read_dir(&log).ok()?.flatten().any(|e| {
             e.path().extension().is_some_and(|x| x == "seg")
                 && e.metadata().is_ok_and(|m| m.len() > 0)
@@ -501,7 +506,7 @@ impl Storage {
         if self.kind != LogKind::File {
             return Ok(());
         }
-        let log = self.topic_dir(name).join("log");
+        let log = self.log_dir(name);
         match std::fs::remove_dir_all(&log) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(TopicError::Storage(format!("{}: {e}", log.display())))
@@ -518,8 +523,7 @@ impl Storage {
                 let mut fo = self.file.clone();
                 fo.retention_bytes = options.retention_bytes_limit();
                 fo.retention_age = options.retention_age();
-                let dir = self.topic_dir(name);
-                FileLog::open(dir.join("log"), fo)
+                FileLog::open(self.log_dir(name), fo)
                     .map(TopicLog::File)
                     .map_err(|e| TopicError::Storage(e.to_string()))
             }
