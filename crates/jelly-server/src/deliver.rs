@@ -118,10 +118,8 @@ impl OutFormat {
             for (i, f) in Self::ALL.into_iter().enumerate() {
                 let specificity = match mime.as_str() {
                     "*/*" => 1,
-                    m if m.strip_suffix("/*").is_some_and(|t| {
-                        f.content_type().starts_with(t)
-                            && f.content_type().as_bytes().get(t.len()) == Some(&b'/')
-                    }) =>
+                    m if m.strip_suffix("/*")
+                        == f.content_type().split_once('/').map(|(ty, _)| ty) =>
                     {
                         2
                     }
@@ -133,7 +131,7 @@ impl OutFormat {
                 }
             }
         }
-        let mut best: Option<(f32, usize, bool, OutFormat)> = None;
+        let mut best: Option<(f32, usize, OutFormat)> = None;
         for (i, f) in Self::ALL.into_iter().enumerate() {
             let Some((_, q, pos)) = got[i] else { continue };
             if q <= 0.0 || !usable(f) {
@@ -141,16 +139,17 @@ impl OutFormat {
             }
             let better = match best {
                 None => true,
-                Some((bq, bpos, bdefault, _)) => {
+                Some((bq, bpos, bf)) => {
                     q > bq
-                        || (q == bq && (pos < bpos || (pos == bpos && f == default && !bdefault)))
+                        || (q == bq
+                            && (pos < bpos || (pos == bpos && f == default && bf != default)))
                 }
             };
             if better {
-                best = Some((q, pos, f == default, f));
+                best = Some((q, pos, f));
             }
         }
-        best.map(|(_, _, _, f)| f)
+        best.map(|(_, _, f)| f)
     }
 
     /// Whether the format can carry the topic's statements (named graphs need a dataset format).
