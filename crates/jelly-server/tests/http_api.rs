@@ -288,6 +288,31 @@ async fn publish_text_formats_and_subscribe_in_each_format() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::NOT_ACCEPTABLE);
+    assert_eq!(r.headers()["vary"], "accept");
+    // A type the server never offers: the answer lists only the types this topic can
+    // be served in.
+    let r = c
+        .get(format!("{base}/topics/ds/items"))
+        .header("accept", "image/png")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_ACCEPTABLE);
+    assert_eq!(r.headers()["vary"], "accept");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body["offered"],
+        serde_json::json!([
+            "application/x-jelly-rdf",
+            "application/n-quads",
+            "application/trig"
+        ]),
+        "{body}"
+    );
+    assert!(
+        !body["error"].as_str().unwrap().contains("turtle"),
+        "{body}"
+    );
     // ... but a type it can take, accepted further down, is chosen (RFC 9110 §12.5.1),
     // and a response that depends on `Accept` says so to caches.
     for (accept, want) in [

@@ -1,7 +1,7 @@
 //! Error answers: a status and a JSON body `{"error": "...", ...}`.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
@@ -13,6 +13,9 @@ use crate::topic::TopicError;
 pub struct ApiError {
     pub status: StatusCode,
     pub body: Value,
+    /// The request headers the answer depended on (a `Vary` header), for answers
+    /// such as a 406 that a cache must not reuse for a request with other headers.
+    pub vary: Option<&'static str>,
 }
 
 impl ApiError {
@@ -20,7 +23,14 @@ impl ApiError {
         ApiError {
             status,
             body: json!({ "error": message.into() }),
+            vary: None,
         }
+    }
+
+    /// Names the request headers the answer depended on, sent as `Vary`.
+    pub fn varying_on(mut self, headers: &'static str) -> ApiError {
+        self.vary = Some(headers);
+        self
     }
 
     /// Adds a field to the JSON body.
@@ -57,7 +67,12 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(self.body)).into_response()
+        let mut r = (self.status, Json(self.body)).into_response();
+        if let Some(v) = self.vary {
+            r.headers_mut()
+                .insert(header::VARY, HeaderValue::from_static(v));
+        }
+        r
     }
 }
 

@@ -126,25 +126,40 @@ pub(super) fn pick_format(
                 Some(f) => f,
                 // Acceptable formats that cannot carry the topic get the reason below.
                 None => OutFormat::negotiate(accept, default, |_| true).ok_or_else(|| {
+                    let offered: Vec<&str> = OutFormat::ALL
+                        .into_iter()
+                        .filter(|f| f.fits(&options))
+                        .map(OutFormat::content_type)
+                        .collect();
                     ApiError::new(
                         StatusCode::NOT_ACCEPTABLE,
-                        "none of the accepted types is offered: application/x-jelly-rdf, \
-                         application/n-quads, application/n-triples, application/trig, \
-                         text/turtle",
+                        format!(
+                            "none of the accepted types is offered for topic `{}`: {}",
+                            t.name,
+                            offered.join(", ")
+                        ),
                     )
+                    .with("offered", offered)
+                    .varying_on("accept")
                 })?,
             }
         }
     };
     if !f.fits(&t.options()) {
-        return Err(ApiError::new(
+        let err = ApiError::new(
             StatusCode::NOT_ACCEPTABLE,
             format!(
                 "topic `{}` holds quads; {} cannot carry named graphs (use n-quads, trig or jelly)",
                 t.name,
                 f.content_type()
             ),
-        ));
+        );
+        // Chosen by `Accept` when no `?format=` was given.
+        return Err(if format.is_none() {
+            err.varying_on("accept")
+        } else {
+            err
+        });
     }
     Ok(f)
 }
