@@ -110,6 +110,25 @@ async fn a_corrupt_topic_fails_alone_and_nothing_is_truncated() {
             "{e}"
         );
     }
+    // The list shows the topics served, and `r` apart with its reason.
+    let list = json(c.get(format!("{base}/topics")).send().await.unwrap()).await;
+    let names: Vec<&str> = list["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ok"], "{list}");
+    let un = list["unavailable"].as_array().unwrap();
+    assert_eq!(un.len(), 1, "{list}");
+    assert_eq!(un[0]["name"], "r", "{list}");
+    assert!(
+        un[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("corrupt log segment"),
+        "{list}"
+    );
     let m = metrics_text(&c, &base).await;
     assert!(
         m.lines()

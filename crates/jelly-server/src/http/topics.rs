@@ -62,7 +62,9 @@ pub fn describe_json(t: &Topic) -> Value {
     v
 }
 
-/// The topics the caller may subscribe to (all of them on an open server).
+/// The topics the caller may subscribe to (all of them on an open server), and
+/// under `unavailable` those of them that could not be opened, with the reason (an
+/// operator's view of what needs attention; they answer 503 elsewhere).
 pub async fn list(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -74,7 +76,14 @@ pub async fn list(
         .filter(|t| caller.allows(Some(&t.name), Right::Subscribe))
         .map(|t| describe_json(t))
         .collect();
-    Json(json!({ "topics": topics }))
+    let unavailable: Vec<Value> = s
+        .topics
+        .unavailable()
+        .into_iter()
+        .filter(|(name, _)| caller.allows(Some(name), Right::Subscribe))
+        .map(|(name, reason)| json!({ "name": name, "reason": reason }))
+        .collect();
+    Json(json!({ "topics": topics, "unavailable": unavailable }))
 }
 
 pub async fn describe(
