@@ -861,6 +861,14 @@ async fn publishers_may_compress_their_messages_within_the_size_limit() {
             .await
             .unwrap();
         assert_eq!(md_u64(&r, "x-jelly-items"), 3, "{enc:?}");
+        // The answer says which encodings the server reads.
+        assert_eq!(
+            r.metadata()
+                .get("grpc-accept-encoding")
+                .map(|v| v.to_str().unwrap()),
+            Some("gzip,zstd"),
+            "{enc:?}"
+        );
         let mut rd = Reader::new(subscribe(&ch, &topic, None, None).await.unwrap());
         assert_eq!(flat(&rd.take(3).await), groups.concat(), "{enc:?}");
         // A message that decompresses past the limit (`max_item_bytes`, 16 MiB here)

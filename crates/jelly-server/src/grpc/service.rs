@@ -5,7 +5,7 @@
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use tonic::Status;
@@ -23,6 +23,11 @@ pub const SERVICE_NAME: &str = "eu.ostrzyciel.jelly.core.proto.v1.RdfStreamServi
 pub const SUBSCRIBE_PATH: &str = "/eu.ostrzyciel.jelly.core.proto.v1.RdfStreamService/SubscribeRdf";
 /// Path of `PublishRdf`.
 pub const PUBLISH_PATH: &str = "/eu.ostrzyciel.jelly.core.proto.v1.RdfStreamService/PublishRdf";
+
+/// The metadata key naming the encodings the server reads.
+pub const ACCEPT_ENCODING_METADATA: &str = "grpc-accept-encoding";
+/// The encodings both methods read and SubscribeRdf can send.
+pub const ACCEPTED_ENCODINGS: &str = "gzip,zstd";
 
 /// Smallest message size limit (gRPC's customary 4 MiB).
 const MIN_MESSAGE_LIMIT: usize = 4 << 20;
@@ -87,7 +92,14 @@ async fn publish_rdf(State(s): State<AppState>, req: Request) -> Response {
         .max_decoding_message_size(limit)
         .accept_compressed(CompressionEncoding::Gzip)
         .accept_compressed(CompressionEncoding::Zstd);
-    grpc.client_streaming(PublishService(s, timeout), req)
+    let mut r = grpc
+        .client_streaming(PublishService(s, timeout), req)
         .await
-        .map(Body::new)
+        .map(Body::new);
+    // Tells clients which encodings they may compress messages with (tonic reads
+    // them but does not say so on a client-streaming answer).
+    r.headers_mut()
+        .entry(ACCEPT_ENCODING_METADATA)
+        .or_insert(HeaderValue::from_static(ACCEPTED_ENCODINGS));
+    r
 }

@@ -231,8 +231,8 @@ async fn subscribe(s: AppState, req: Request) -> Result<Response, Status> {
         h.insert("grpc-encoding", HeaderValue::from_static(name));
     }
     h.insert(
-        "grpc-accept-encoding",
-        HeaderValue::from_static("gzip,zstd"),
+        super::service::ACCEPT_ENCODING_METADATA,
+        HeaderValue::from_static(super::service::ACCEPTED_ENCODINGS),
     );
     h.insert("x-jelly-start-offset", HeaderValue::from(start));
     h.insert(TOPIC_ID_METADATA, id);
