@@ -308,7 +308,49 @@ fn completions() {
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert!(stderr.starts_with("jelly: <stdout>: "), "{stderr}");
         assert!(!stderr.contains("internal error"), "{stderr}");
+        // So does help or the version that cannot be written.
+        for args in [
+            &["--help"][..],
+            &["--version"],
+            &["rdf", "to-jelly", "--help"],
+        ] {
+            let full = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap();
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_jelly"))
+                .args(args)
+                .stdout(full)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert!(
+                stderr.starts_with("jelly: <stdout>: "),
+                "{args:?}: {stderr}"
+            );
+        }
     }
+    // Help to a reader that has gone is still success, and a usage error keeps its
+    // code and message.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_jelly"))
+        .arg("--help")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_jelly"))
+        .arg("--no-such-flag")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--no-such-flag"),
+        "{out:?}"
+    );
 }
 
 /// N-Triples are parsed in ~1 MiB chunks on a second thread: a syntax error far into the
