@@ -31,13 +31,6 @@ pub enum Format {
     N3,
 }
 
-/// Whether a file name ends in `.jelly` (before `.gz` / `.zst`).
-pub fn is_jelly_name(path: &str) -> bool {
-    let (base, _) = strip_compression(path);
-    base.rsplit_once('.')
-        .is_some_and(|(_, ext)| ext.eq_ignore_ascii_case("jelly"))
-}
-
 /// Refuses a Jelly output file whose name says RDF text: Jelly written to `data.nt` is
 /// almost surely a mistake, and (the file being the input, converted in place) would
 /// replace the only text copy with binary. A `.jelly` file may be its own input: the
@@ -97,7 +90,7 @@ impl Format {
         let Some(path) = to else {
             return Ok(Format::Nq);
         };
-        if is_jelly_name(path) {
+        if is_jelly_path(path) {
             return Err(CliError::usage(format!(
                 "`{path}` names a Jelly file, but from-jelly writes RDF text: use `jelly rdf \
                  transcode` to write Jelly, or give --out-format to write text there anyway"
@@ -153,10 +146,18 @@ impl Format {
     }
 }
 
-/// True if the path names a Jelly file (`.jelly`, `.jelly.gz`, …).
+/// True if the path names a Jelly file: it ends in `.jelly` in any case, before a
+/// compression suffix (`.gz`, `.zst`, …).
+///
+/// ```
+/// use jelly_cli::format::is_jelly_path;
+/// assert!(is_jelly_path("feed.JELLY.gz"));
+/// assert!(!is_jelly_path("feed.jelly.nt"));
+/// ```
 pub fn is_jelly_path(path: &str) -> bool {
     let (base, _) = strip_compression(path);
-    base.to_ascii_lowercase().ends_with(".jelly")
+    base.rsplit_once('.')
+        .is_some_and(|(_, ext)| ext.eq_ignore_ascii_case("jelly"))
 }
 
 /// Why `st` cannot be written as RDF/XML, or `None`: text that XML 1.0 cannot hold

@@ -341,7 +341,7 @@ pub fn output_format(given: Option<SubFormat>, to: Option<&str>) -> CliResult<Su
     let Some(path) = to else {
         return Ok(SubFormat::Nq);
     };
-    if crate::format::is_jelly_name(path) {
+    if crate::format::is_jelly_path(path) {
         return Ok(SubFormat::Jelly);
     }
     Ok(match crate::format::Format::from_path(path) {
