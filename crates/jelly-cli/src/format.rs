@@ -146,6 +146,30 @@ impl Format {
     }
 }
 
+/// The error for an input whose format its name does not tell, `hint` naming the
+/// option that would: but a path that is a directory or does not exist says that
+/// instead, since no option would help.
+///
+/// ```
+/// use jelly_cli::format::unknown_format;
+/// let e = unknown_format("/", "--in-format");
+/// assert!(e.to_string().contains("is a directory"));
+/// let e = unknown_format("Cargo.toml", "--in-format");
+/// assert!(e.to_string().contains("use --in-format"));
+/// let e = unknown_format("no-such-file.rdfx", "--in-format");
+/// assert!(e.to_string().contains("no-such-file.rdfx"));
+/// assert!(!e.to_string().contains("--in-format"));
+/// ```
+pub fn unknown_format(path: &str, hint: &str) -> CliError {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => CliError::usage(format!("{path}: is a directory")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => CliError::io(path, &e),
+        _ => CliError::usage(format!(
+            "{path}: cannot tell the RDF format from the file name; use {hint}"
+        )),
+    }
+}
+
 /// True if the path names a Jelly file: it ends in `.jelly` in any case, before a
 /// compression suffix (`.gz`, `.zst`, …).
 ///

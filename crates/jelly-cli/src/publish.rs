@@ -5,7 +5,7 @@ use std::io::Read;
 use clap::Args;
 
 use crate::error::{CliError, CliResult};
-use crate::format::{Format, is_jelly_path};
+use crate::format::{Format, is_jelly_path, unknown_format};
 use crate::io::open_input;
 
 pub const PUBLISH_HELP: &str = "\
@@ -77,11 +77,9 @@ fn content_type(path: &str, a: &PublishArgs) -> CliResult<&'static str> {
     let f = match a.in_format {
         Some(f) => f,
         None if path == "-" => Format::Nq,
-        None => Format::from_path(path).ok_or_else(|| {
-            CliError::usage(format!(
-                "{path}: cannot tell the format from the name; use --in-format or --jelly"
-            ))
-        })?,
+        None => {
+            Format::from_path(path).ok_or_else(|| unknown_format(path, "--in-format or --jelly"))?
+        }
     };
     Ok(match f {
         Format::Nq => "application/n-quads",

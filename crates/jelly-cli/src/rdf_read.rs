@@ -32,9 +32,7 @@ pub fn read_rdf_file(path: &str, format: Option<Format>) -> CliResult<Vec<Statem
     let format = match format.or_else(|| Format::from_path(path)) {
         Some(f) => f,
         None => {
-            return Err(CliError::usage(format!(
-                "{path}: cannot tell the RDF format from the file name; use --compare-to-format"
-            )));
+            return Err(crate::format::unknown_format(path, "--compare-to-format"));
         }
     };
     let mut input = open_input(path)?;

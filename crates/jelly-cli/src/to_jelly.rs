@@ -10,7 +10,7 @@ use crate::cli::{FramePer, ToJellyArgs};
 use crate::common::{GroupingWriter, apply_option_flags, base_options, logical_for_frame_per};
 use crate::common::{for_each_nquads_line, input_io_err};
 use crate::error::{CliError, CliResult};
-use crate::format::{Format, is_jelly_path};
+use crate::format::{Format, is_jelly_path, unknown_format};
 use crate::io::{Input, Output, Progress, display_name, open_input, open_output};
 use crate::rdf_source::RdfSource;
 
@@ -27,11 +27,7 @@ pub fn input_format(input: &str, given: Option<Format>) -> CliResult<Format> {
             "{input}: this is a Jelly file; use `jelly rdf transcode` to re-encode it"
         )));
     }
-    Format::from_path(input).ok_or_else(|| {
-        CliError::usage(format!(
-            "{input}: cannot tell the RDF format from the file name; use --in-format"
-        ))
-    })
+    Format::from_path(input).ok_or_else(|| unknown_format(input, "--in-format"))
 }
 
 /// Runs the command.

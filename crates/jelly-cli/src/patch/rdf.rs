@@ -10,7 +10,7 @@ use oxrdfio::RdfSerializer;
 use super::common::{Dataset, normalize};
 use crate::common::for_each_nquads_line;
 use crate::error::{CliError, CliResult, decode_error};
-use crate::format::{Format, is_jelly_path};
+use crate::format::{Format, is_jelly_path, unknown_format};
 use crate::io::{Output, Progress, open_input};
 use crate::rdf_source::RdfSource;
 
@@ -38,11 +38,7 @@ pub fn load_rdf(path: &str, format: Option<Format>, quiet: bool) -> CliResult<Lo
         Some(f) => Some(f),
         None if path == "-" => Some(Format::Nq),
         None if jelly => None,
-        None => Some(Format::from_path(path).ok_or_else(|| {
-            CliError::usage(format!(
-                "{path}: cannot tell the RDF format from the file name; use --in-format"
-            ))
-        })?),
+        None => Some(Format::from_path(path).ok_or_else(|| unknown_format(path, "--in-format"))?),
     };
     let mut input = open_input(path)?;
     if format.is_some() {
