@@ -33,6 +33,7 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
     let mut output: Option<Output> = Some(open_output(args.to.as_deref())?);
     let mut writer: Option<GroupingWriter<Output>> = None;
     let mut progress: Option<Progress> = None;
+    let mut frames_seen = 0u64;
     let result = (|| -> CliResult {
         for (n, path) in inputs.iter().enumerate() {
             let input = open_input(path)?;
@@ -49,6 +50,7 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
                 |e: jelly::DecodeError| not_jelly_hint(decode_error(&name, &e), path, e.frame);
             while let Some(mut frame) = reader.next_frame().map_err(bad)? {
                 let i = frame.index();
+                frames_seen += 1;
                 // Kept frame by frame, so the metadata stays with its frame; re-framed
                 // output has no frame to carry it.
                 let metadata: Vec<(String, Vec<u8>)> = if frame_per == Some(FramePer::Frame) {
@@ -143,8 +145,18 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
             .finish()?
             .finish()
             .map_err(|e| CliError::io(&out_name, &e)),
-        None => Err(CliError::invalid(
-            "no stream options found in the input (is it empty?)",
-        )),
+        // No input had a statement or options row (a stream's first row is its
+        // options, so the frames, if any, were empty).
+        None => {
+            let names: Vec<String> = inputs.iter().map(|p| display_name(p, true)).collect();
+            let what = match frames_seen {
+                0 => "empty (no frames)".to_string(),
+                n => format!("without rows ({n} empty frame(s))"),
+            };
+            Err(CliError::invalid(match names.as_slice() {
+                [one] => format!("{one}: input is {what}"),
+                all => format!("every input is {what}: {}", all.join(", ")),
+            }))
+        }
     }
 }

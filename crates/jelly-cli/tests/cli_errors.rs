@@ -114,7 +114,18 @@ fn empty_files() {
         let r = jelly(&["rdf", verb, s(&e)], None);
         assert_eq!(r.code, 1, "{verb}: {}", r.stderr);
         assert!(r.stderr.contains("empty"), "{verb}: {}", r.stderr);
+        assert!(r.stderr.contains("empty.jelly"), "{verb}: {}", r.stderr);
     }
+    // Several empty inputs to transcode are all named.
+    let e2 = d.join("empty2.jelly");
+    std::fs::write(&e2, b"").unwrap();
+    let r = jelly(&["rdf", "transcode", s(&e), s(&e2)], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("empty.jelly") && r.stderr.contains("empty2.jelly"),
+        "{}",
+        r.stderr
+    );
     let r = jelly(&["rdf", "from-jelly"], Some(b""));
     assert_eq!(r.code, 1);
     // An empty RDF file is a valid empty graph: a stream with only the options.
@@ -133,6 +144,25 @@ fn usage_and_io_errors_exit_2() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("missing.jelly"), "{}", r.stderr);
     assert_eq!(jelly(&["rdf", "bogus"], None).code, 2);
+    // A folder, or a file that is not there, is named as such, not as a name whose
+    // format is unknown.
+    for args in [
+        vec!["rdf", "to-jelly", s(&d)],
+        vec!["publish", "t", s(&d)],
+        vec!["patch", "diff", s(&d), s(&d)],
+        vec!["rdf", "validate", "--compare-to-rdf-file", s(&d)],
+    ] {
+        let mut args = args;
+        if args[1] == "validate" {
+            args.insert(2, "-");
+        }
+        let r = jelly(&args, Some(b""));
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains("is a directory"), "{args:?}: {}", r.stderr);
+    }
+    let r = jelly(&["rdf", "to-jelly", s(&d.join("missing"))], None);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("No such file"), "{}", r.stderr);
     assert_eq!(
         jelly(&["rdf", "to-jelly", "--opt.physical-type", "trees"], None).code,
         2
