@@ -1354,6 +1354,9 @@ impl Writer {
             .write(true)
             .create_new(true)
             .open(&path)?;
+        // Synced whatever the durability policy (one roll per segment, so the cost is
+        // small): the record must never name a segment that a crash could still lose,
+        // or recovery would call a log that merely lost unsynced writes damaged.
         if let Err(e) = super::sync_dir(&self.shared.dir)
             .and_then(|()| note_newest_segment(&self.shared.dir, self.next))
         {
