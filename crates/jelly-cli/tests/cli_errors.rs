@@ -158,7 +158,11 @@ fn usage_and_io_errors_exit_2() {
         }
         let r = jelly(&args, Some(b""));
         assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
-        assert!(r.stderr.contains("is a directory"), "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("is a directory"),
+            "{args:?}: {}",
+            r.stderr
+        );
     }
     let r = jelly(&["rdf", "to-jelly", s(&d.join("missing"))], None);
     assert_eq!(r.code, 2, "{}", r.stderr);
