@@ -1,0 +1,241 @@
+//! Where topics live on disk: their folders, option and id files, and logs.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{TopicError, TopicLog, TopicOptions};
+use crate::config::LogKind;
+use crate::log::{Durability, FileLog, FileLogOptions, MemoryLog, sync_dir};
+
+/// Where the logs live and how they are opened.
+#[derive(Clone)]
+pub(super) struct Storage {
+    pub(super) kind: LogKind,
+    pub(super) data: PathBuf,
+    pub(super) file: FileLogOptions,
+}
+
+/// The file with a topic's options, next to its `log/` directory.
+pub(super) const TOPIC_FILE: &str = "topic.json";
+
+/// Name prefix of a deleted topic's directory until its files are removed. It starts
+/// with `.`, which no topic name does.
+pub(super) const TRASH_PREFIX: &str = ".deleted.";
+
+/// The file with a topic's id ([`Topic::id`]), next to `topic.json`.
+pub(super) const ID_FILE: &str = "id";
+
+/// A new topic id: the creation time in nanoseconds and a counter, in hex. Unique
+/// among the topics one data directory ever holds, unless the clock goes back.
+pub(super) fn new_topic_id() -> String {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed) & 0xffff;
+    format!("{nanos:x}{seq:04x}")
+}
+
+/// The reason an [`Registry::unavailable`] name gives while its deletion runs.
+pub(super) const BEING_DELETED: &str = "it is being deleted";
+
+impl Storage {
+    pub(super) fn topic_dir(&self, name: &str) -> PathBuf {
+        self.data.join(name)
+    }
+
+    /// The folder of a topic's file log.
+    pub(super) fn log_dir(&self, name: &str) -> PathBuf {
+        self.topic_dir(name).join("log")
+    }
+
+    /// Why a topic's folder may not be made a new topic: its log holds items although
+    /// its `topic.json` is missing (lost or removed by hand). Its options and id are
+    /// unknown, so its items would be served under the new topic's; it needs an
+    /// operator. `None` when the folder holds no items (or the log is in memory).
+    pub(super) fn orphan_log(&self, name: &str) -> Option<String> {
+        if self.kind != LogKind::File {
+            return None;
+        }
+        let log = self.log_dir(name);
+        let held = std::fs::read_dir(&log).ok()?.flatten().any(|e| {
+            e.path().extension().is_some_and(|x| x == "seg")
+                && e.metadata().is_ok_and(|m| m.len() > 0)
+        });
+        held.then(|| {
+            format!(
+                "{} holds items but {} is missing: restore it (or move the folder away) \
+                 and restart",
+                log.display(),
+                self.topic_dir(name).join(TOPIC_FILE).display()
+            )
+        })
+    }
+
+    /// Removes the `log` folder of a topic that is being created, if one is there
+    /// (holding no items: [`Storage::orphan_log`] refused those), so that the topic
+    /// starts at offset 0.
+    pub(super) fn clear_stale_log(&self, name: &str) -> Result<(), TopicError> {
+        if self.kind != LogKind::File {
+            return Ok(());
+        }
+        let log = self.log_dir(name);
+        match std::fs::remove_dir_all(&log) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(TopicError::Storage(format!("{}: {e}", log.display())))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Opens (or creates) the log of a topic.
+    pub(super) fn open(&self, name: &str, options: &TopicOptions) -> Result<TopicLog, TopicError> {
+        match self.kind {
+            LogKind::Memory => Ok(TopicLog::Memory(MemoryLog::new(options.memory_capacity()))),
+            LogKind::File => {
+                let mut fo = self.file.clone();
+                fo.retention_bytes = options.retention_bytes_limit();
+                fo.retention_age = options.retention_age();
+                FileLog::open(self.log_dir(name), fo)
+                    .map(TopicLog::File)
+                    .map_err(|e| TopicError::Storage(e.to_string()))
+            }
+        }
+    }
+
+    /// Opens a topic found on disk: its options from `file` (its `topic.json`) and its
+    /// log. The error is the reason, naming the file and, for a corrupt segment, the
+    /// byte.
+    pub(super) fn open_existing(
+        &self,
+        name: &str,
+        file: &std::path::Path,
+    ) -> Result<(TopicOptions, TopicLog, String), String> {
+        let text = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let options: TopicOptions =
+            serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        let log = self.open(name, &options).map_err(|e| match e {
+            TopicError::Storage(m) => m,
+            e => e.to_string(),
+        })?;
+        // A topic from before ids were kept gets one now.
+        let id_file = file.with_file_name(ID_FILE);
+        let id = match std::fs::read_to_string(&id_file) {
+            Ok(id) if !id.trim().is_empty() => id.trim().to_string(),
+            _ => {
+                let id = new_topic_id();
+                if let Err(e) = std::fs::write(&id_file, &id) {
+                    tracing::warn!(path = %id_file.display(), error = %e, "cannot keep the topic's id; it changes at the next start");
+                }
+                id
+            }
+        };
+        Ok((options, log, id))
+    }
+
+    /// Takes a deleted topic's directory out of the data directory (file log): it is
+    /// renamed to a hidden name, which startup never opens as a topic, and the data
+    /// directory is synced, so the deletion holds after a crash. Returns the hidden
+    /// directory, for [`Storage::purge`]; `None` when there is nothing on disk.
+    pub(super) fn remove(&self, name: &str) -> Result<Option<PathBuf>, TopicError> {
+        if self.kind != LogKind::File {
+            return Ok(None);
+        }
+        let dir = self.topic_dir(name);
+        if !dir.exists() {
+            return Ok(None);
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let trash = self.data.join(format!("{TRASH_PREFIX}{name}.{nanos}"));
+        let err = |e: std::io::Error| TopicError::Storage(format!("{}: {e}", dir.display()));
+        std::fs::rename(&dir, &trash).map_err(err)?;
+        if let Err(e) = sync_dir(&self.data) {
+            // The rename is done; only its durability across a power loss is in doubt
+            // (the topic could come back after one), which is no reason to fail.
+            tracing::warn!(path = %self.data.display(), error = %e, "cannot sync the data directory after a deletion");
+        }
+        Ok(Some(trash))
+    }
+
+    /// Deletes a directory [`Storage::remove`] hid (or startup found). A failure is
+    /// logged: the next start tries again.
+    pub(super) fn purge(trash: &std::path::Path) {
+        match std::fs::remove_dir_all(trash) {
+            Ok(()) => tracing::debug!(path = %trash.display(), "deleted topic's files removed"),
+            Err(e) => tracing::warn!(
+                path = %trash.display(),
+                error = %e,
+                "cannot remove a deleted topic's files; the next start tries again"
+            ),
+        }
+    }
+
+    /// Writes a new topic's id and options (file log), each atomically, and durably
+    /// unless the log's durability is `none` (see [`Storage::write_file`]).
+    pub(super) fn save(
+        &self,
+        name: &str,
+        options: &TopicOptions,
+        id: &str,
+    ) -> Result<(), TopicError> {
+        if self.kind != LogKind::File {
+            return Ok(());
+        }
+        let dir = self.topic_dir(name);
+        let err = |e: std::io::Error| TopicError::Storage(format!("{}: {e}", dir.display()));
+        std::fs::create_dir_all(&dir).map_err(err)?;
+        if self.syncs() {
+            // The topic's directory entry, so that a crash cannot lose it.
+            sync_dir(&self.data).map_err(err)?;
+        }
+        self.write_file(name, ID_FILE, id.as_bytes())?;
+        self.save_options(name, options)
+    }
+
+    /// Writes a topic's options (file log) over the old ones, as [`Storage::save`].
+    pub(super) fn save_options(
+        &self,
+        name: &str,
+        options: &TopicOptions,
+    ) -> Result<(), TopicError> {
+        if self.kind != LogKind::File {
+            return Ok(());
+        }
+        let json = serde_json::to_vec_pretty(options).expect("options serialize");
+        self.write_file(name, TOPIC_FILE, &json)
+    }
+
+    /// Whether topic files are synced: as the items are, so with any durability but
+    /// `none`, under which a crash may lose recent items and so recent topics too.
+    pub(super) fn syncs(&self) -> bool {
+        self.file.durability != Durability::None
+    }
+
+    /// Writes `file` of a topic's directory through a temporary file and a rename, so
+    /// that it is whole or absent, and (see [`Storage::syncs`]) syncs both before it
+    /// returns, so that a change that was answered holds after a crash.
+    pub(super) fn write_file(
+        &self,
+        name: &str,
+        file: &str,
+        bytes: &[u8],
+    ) -> Result<(), TopicError> {
+        let dir = self.topic_dir(name);
+        let write = || -> std::io::Result<()> {
+            let tmp = dir.join(format!("{file}.tmp"));
+            let mut f = std::fs::File::create(&tmp)?;
+            std::io::Write::write_all(&mut f, bytes)?;
+            if self.syncs() {
+                f.sync_all()?;
+            }
+            std::fs::rename(&tmp, dir.join(file))?;
+            if self.syncs() {
+                sync_dir(&dir)?;
+            }
+            Ok(())
+        };
+        write().map_err(|e| TopicError::Storage(format!("{}: {e}", dir.join(file).display())))
+    }
+}
