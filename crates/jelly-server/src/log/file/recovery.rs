@@ -1,0 +1,211 @@
+//! Opening a log: finding its segments, checking every record, cutting a torn tail.
+
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{corrupt, io_err, scan_err};
+use crate::log::LogError;
+use crate::log::record;
+use crate::log::segment::{self, After, IndexEntry, RecordReader, ScanError, Segment};
+
+/// The file that records the first offset of the newest segment ever started, so that
+/// recovery notices newest segments that went missing (deleted by hand, lost with a
+/// disk): without it, their offsets would be handed out again under the same topic
+/// id, and a reader resuming past them would silently skip the new items.
+pub(super) const NEWEST_SEGMENT_FILE: &str = "newest-segment";
+
+/// Records that segments up to `base` were started (atomically: a temporary file,
+/// synced, renamed over the old record, and the directory synced).
+pub(super) fn note_newest_segment(dir: &Path, base: u64) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{NEWEST_SEGMENT_FILE}.tmp"));
+    {
+        let f = File::create(&tmp)?;
+        f.write_all_at(format!("{base}\n").as_bytes(), 0)?;
+        f.sync_all()?;
+    }
+    fs::rename(&tmp, dir.join(NEWEST_SEGMENT_FILE))?;
+    crate::log::sync_dir(dir)
+}
+
+/// The newest segment start on record, if any.
+fn noted_newest_segment(dir: &Path) -> Result<Option<u64>, LogError> {
+    let path = dir.join(NEWEST_SEGMENT_FILE);
+    match fs::read_to_string(&path) {
+        Ok(text) => text
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| corrupt(&path, 0, format!("`{}` is not an offset", text.trim()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err(&path, e)),
+    }
+}
+
+/// Refuses a log whose newest segment starts before the newest one on record.
+fn check_newest_segment(dir: &Path, newest: Option<u64>) -> Result<(), LogError> {
+    let Some(noted) = noted_newest_segment(dir)? else {
+        return Ok(());
+    };
+    if newest.is_none_or(|base| base < noted) {
+        let found = match newest {
+            Some(base) => format!("the newest segment found starts at offset {base}"),
+            None => "no segment is left".to_string(),
+        };
+        return Err(corrupt(
+            &dir.join(NEWEST_SEGMENT_FILE),
+            0,
+            format!(
+                "a segment starting at offset {noted} was written, but {found}: the newest \
+                 segments are missing (removed or lost), and their offsets would be handed \
+                 out again"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn recover(dir: &Path, index_interval: u64) -> Result<Vec<Segment>, LogError> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(dir).map_err(|e| io_err(dir, e))? {
+        let entry = entry.map_err(|e| io_err(dir, e))?;
+        let name = entry.file_name();
+        if let Some(base) = name.to_str().and_then(segment::parse_file_name) {
+            found.push((base, entry.path()));
+        }
+    }
+    found.sort_unstable_by_key(|(base, _)| *base);
+    check_newest_segment(dir, found.last().map(|(base, _)| *base))?;
+    if found.is_empty() {
+        let path = dir.join(segment::file_name(0));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| io_err(&path, e))?;
+        sync_dir(dir)?;
+        return Ok(vec![empty_segment(0, path, file)]);
+    }
+    let n = found.len();
+    let mut segments: Vec<Segment> = Vec::with_capacity(n);
+    for (i, (base, path)) in found.into_iter().enumerate() {
+        if let Some(prev) = segments.last()
+            && prev.next != base
+        {
+            return Err(corrupt(
+                &path,
+                0,
+                format!(
+                    "segment starts at offset {base} but the previous one ends at {}",
+                    prev.next
+                ),
+            ));
+        }
+        segments.push(scan_segment(base, path, i + 1 == n, index_interval)?);
+    }
+    Ok(segments)
+}
+
+fn empty_segment(base: u64, path: PathBuf, file: File) -> Segment {
+    Segment {
+        base,
+        path,
+        file: Arc::new(file),
+        len: 0,
+        next: base,
+        first_ts: 0,
+        last_ts: 0,
+        index: Vec::new(),
+    }
+}
+
+/// Reads a segment, checking every record and building its sparse index.
+///
+/// In the last segment, a bad record with nothing valid after it is a torn tail (a
+/// write cut short by a crash, which can only hit the end of the newest segment): the
+/// file is truncated there. A bad record followed by a valid one is damage in the
+/// middle of the log ([`segment::valid_after`]); truncating would drop acknowledged
+/// records and hand their offsets out again, so it is [`LogError::Corrupt`] like a
+/// bad record in any older segment, and the file is left as it is.
+fn scan_segment(base: u64, path: PathBuf, last: bool, interval: u64) -> Result<Segment, LogError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(last)
+        .open(&path)
+        .map_err(|e| io_err(&path, e))?;
+    let file_len = file.metadata().map_err(|e| io_err(&path, e))?.len();
+    let mut seg = empty_segment(base, path, file);
+    let file = seg.file.clone();
+    let mut reader = RecordReader::new(&file, 0, file_len);
+    let mut last_indexed: Option<u64> = None;
+    loop {
+        match reader.next() {
+            Ok(Some(pos)) => {
+                let Some((offset, ts)) = record::peek(reader.body()) else {
+                    return Err(corrupt(&seg.path, pos, "record body too short"));
+                };
+                if offset != seg.next {
+                    // A record with a valid checksum but the wrong offset is not a torn
+                    // write; cutting it off could drop acknowledged data.
+                    return Err(corrupt(
+                        &seg.path,
+                        pos,
+                        format!("record has offset {offset}, expected {}", seg.next),
+                    ));
+                }
+                if seg.is_empty() {
+                    seg.first_ts = ts;
+                }
+                seg.last_ts = seg.last_ts.max(ts);
+                if last_indexed.is_none_or(|p| pos - p >= interval) {
+                    seg.index.push(IndexEntry {
+                        offset,
+                        pos,
+                        timestamp_ms: ts,
+                    });
+                    last_indexed = Some(pos);
+                }
+                seg.next += 1;
+                seg.len = reader.pos();
+            }
+            Ok(None) => break,
+            Err(ScanError::Bad { pos, reason }) => {
+                let after = segment::valid_after(&file, pos, file_len, seg.next)
+                    .map_err(|e| io_err(&seg.path, e))?;
+                if !last || after != After::Nothing {
+                    return Err(corrupt(&seg.path, pos, damage_reason(&reason, &after)));
+                }
+                tracing::warn!(
+                    path = %seg.path.display(),
+                    pos,
+                    dropped_bytes = file_len - pos,
+                    %reason,
+                    "log: truncating torn tail"
+                );
+                file.set_len(pos).map_err(|e| io_err(&seg.path, e))?;
+                file.sync_all().map_err(|e| io_err(&seg.path, e))?;
+                break;
+            }
+            Err(e) => return Err(scan_err(&seg.path, e)),
+        }
+    }
+    Ok(seg)
+}
+
+/// The reason of a [`LogError::Corrupt`] for a bad record, with what follows it.
+fn damage_reason(reason: &str, after: &After) -> String {
+    match after {
+        After::Nothing => format!("{reason}; no valid record follows"),
+        After::Records(s) => format!("{reason}; {s}, so this is damage, not a torn write"),
+        After::Unknown => format!(
+            "{reason}; the search for valid records after it hit its work limit, so it \
+             is not treated as a torn write"
+        ),
+    }
+}
+
+pub(super) fn sync_dir(dir: &Path) -> Result<(), LogError> {
+    crate::log::sync_dir(dir).map_err(|e| io_err(dir, e))
+}

@@ -1,0 +1,718 @@
+//! Writing: the single writer that appends, group-commits, rolls segments and applies retention.
+
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::recovery::{NEWEST_SEGMENT_FILE, note_newest_segment, sync_dir};
+use super::{Durability, FileLogOptions, Reply, Request, Shared, corrupt, io_err, lock};
+use crate::item::Item;
+use crate::log::LogError;
+use crate::log::record;
+use crate::log::segment::{self, IndexEntry, Segment};
+
+pub(super) struct Writer {
+    shared: Arc<Shared>,
+    pub(super) opts: FileLogOptions,
+    active: Arc<File>,
+    active_path: PathBuf,
+    /// Bytes written to the active segment.
+    len: u64,
+    /// Next offset to assign.
+    next: u64,
+    /// Newest timestamp assigned; timestamps never go backwards.
+    last_ts: u64,
+    /// Position of the active segment's newest index entry.
+    last_indexed: Option<u64>,
+    /// Written but not yet fsynced.
+    dirty: bool,
+    last_sync: Instant,
+    last_retention: Instant,
+    /// Set after a failed write or fsync; later appends fail with it until
+    /// [`Writer::recover`] clears it.
+    failed: Option<(std::io::ErrorKind, String)>,
+    /// The failure cannot be recovered from in place: after a failed fsync the state
+    /// of the file's unsynced pages is unknown, and a failed restart leaves the
+    /// segments half replaced. Reopening the log (a restart) recovers from the files.
+    failed_for_good: bool,
+    /// Set by [`Log::close`]: appends fail with [`LogError::Closed`], and neither
+    /// fsyncs nor retention touch the files any more (they are being deleted).
+    pub(super) closed: bool,
+    buf: Vec<u8>,
+}
+
+/// Records of a group not yet written, for the active segment.
+#[derive(Default)]
+struct Pending {
+    count: u64,
+    first_ts: u64,
+    /// Newest timestamp of the records.
+    last_ts: u64,
+    index: Vec<IndexEntry>,
+    /// The items, for the tail cache.
+    items: Vec<Item>,
+}
+
+impl Writer {
+    pub(super) fn new(shared: Arc<Shared>, opts: FileLogOptions) -> Result<Writer, LogError> {
+        let st = shared.read_state();
+        let Some(seg) = st.segments.last() else {
+            return Err(corrupt(&shared.dir, 0, "no segment"));
+        };
+        let active = seg.file.clone();
+        let active_path = seg.path.clone();
+        let len = seg.len;
+        let next = st.next;
+        let last_ts = st.segments.iter().map(|s| s.last_ts).max().unwrap_or(0);
+        let last_indexed = seg.index.last().map(|e| e.pos);
+        drop(st);
+        let now = Instant::now();
+        Ok(Writer {
+            shared,
+            opts,
+            active,
+            active_path,
+            len,
+            next,
+            last_ts,
+            last_indexed,
+            dirty: false,
+            last_sync: now,
+            last_retention: now,
+            failed: None,
+            failed_for_good: false,
+            closed: false,
+            buf: Vec::new(),
+        })
+    }
+
+    /// The writer thread: takes queued appends as one group, and between them runs
+    /// timed fsyncs and retention. Ends when the log is dropped.
+    pub(super) fn run(w: &Mutex<Writer>, rx: &mpsc::Receiver<Request>) {
+        retain_all(w);
+        loop {
+            let wait = lock(w).wait_time();
+            match rx.recv_timeout(wait) {
+                Ok(first) => {
+                    let mut group = vec![first];
+                    while let Ok(more) = rx.try_recv() {
+                        group.push(more);
+                    }
+                    lock(w).commit(group);
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            let mut g = lock(w);
+            if g.dirty
+                && let Durability::Interval(d) = g.opts.durability
+                && g.last_sync.elapsed() >= d
+            {
+                g.sync_quietly();
+            }
+            let check = g.last_retention.elapsed() >= g.opts.retention_check_interval;
+            drop(g);
+            if check {
+                retain_all(w);
+            }
+        }
+        let mut g = lock(w);
+        if g.dirty {
+            g.sync_quietly();
+        }
+    }
+
+    fn wait_time(&self) -> Duration {
+        let mut wait = self
+            .opts
+            .retention_check_interval
+            .saturating_sub(self.last_retention.elapsed());
+        if self.dirty
+            && let Durability::Interval(d) = self.opts.durability
+        {
+            wait = wait.min(d.saturating_sub(self.last_sync.elapsed()));
+        }
+        wait.max(Duration::from_millis(1))
+    }
+
+    fn sync_quietly(&mut self) {
+        if self.failed.is_some() || self.closed {
+            return;
+        }
+        if let Err(e) = self.active.sync_data() {
+            tracing::error!(path = %self.active_path.display(), error = %e, "log: fsync failed");
+            self.failed_for_good = true;
+            self.set_failed(&e);
+        } else {
+            self.dirty = false;
+            self.last_sync = Instant::now();
+        }
+    }
+
+    /// Writes a group of appends, makes it durable per the policy, publishes it, applies
+    /// retention and answers the appenders.
+    pub(super) fn commit(&mut self, group: Vec<Request>) {
+        if self.closed {
+            for req in group {
+                let _ = req.reply.send(Err(LogError::Closed));
+            }
+            return;
+        }
+        let mut replies = Vec::with_capacity(group.len());
+        let mut written = 0;
+        let result = self.write_group(group, &mut replies, &mut written);
+        let next = self.shared.read_state().next;
+        self.shared.watch.publish(next);
+        // Before answering, so that an appender sees the retention its append caused.
+        // A few segments at most: an append makes about one more, and a backlog (new
+        // limits, a clock jump) is for `retain_all`, which lets appends go on meanwhile.
+        self.retain_some(RETAIN_PER_COMMIT);
+        match result {
+            Ok(()) => {
+                for (reply, answer) in replies {
+                    // The appender may have gone away; its items are written anyway.
+                    let _ = reply.send(answer);
+                }
+            }
+            Err(e) => {
+                tracing::error!(path = %self.active_path.display(), error = %e, "log: write failed");
+                if self.failed.is_none() {
+                    self.set_failed(&e);
+                }
+                // The first `written` requests were written (and synced) before the
+                // failure, and readers see their items: they succeeded, and are told
+                // so, or a publisher would retry what is stored. Refusals of their own
+                // keep their reason.
+                for (i, (reply, answer)) in replies.into_iter().enumerate() {
+                    let answer = match answer {
+                        Ok(_) if i >= written => Err(self.failure()),
+                        a => a,
+                    };
+                    let _ = reply.send(answer);
+                }
+            }
+        }
+    }
+
+    /// Tries to write again after a failed write or segment roll (a full disk, no
+    /// inodes left): the active segment is cut back to its last whole record, which is
+    /// where the writer stands, and the failure is cleared. Not after a failed fsync
+    /// or restart ([`Writer::failed_for_good`]). Each later group tries once, so a disk
+    /// with room again takes appends again without a restart.
+    fn recover(&mut self) -> bool {
+        if self.failed_for_good || self.closed {
+            return false;
+        }
+        let at_record_end = match self.active.metadata() {
+            Ok(m) if m.len() == self.len => true,
+            Ok(_) => self.active.set_len(self.len).is_ok(),
+            Err(_) => false,
+        };
+        if !at_record_end {
+            return false;
+        }
+        tracing::info!(path = %self.active_path.display(), "log: writing again after an earlier failure");
+        self.failed = None;
+        *lock(&self.shared.failure) = None;
+        true
+    }
+
+    /// Records a failure: appends are refused until [`Writer::recover`] clears it.
+    fn set_failed(&mut self, e: &std::io::Error) {
+        self.failed = Some((e.kind(), e.to_string()));
+        let how = if self.failed_for_good {
+            "appends are refused until the server restarts"
+        } else {
+            "appends are refused until one can be written again"
+        };
+        *lock(&self.shared.failure) = Some(format!("{}: {e}; {how}", self.active_path.display()));
+    }
+
+    fn failure(&self) -> LogError {
+        let (kind, msg) = self
+            .failed
+            .clone()
+            .unwrap_or((std::io::ErrorKind::Other, "unknown".into()));
+        io_err(
+            &self.active_path,
+            std::io::Error::new(kind, format!("log failed earlier: {msg}")),
+        )
+    }
+
+    /// Writes the records of a group. A request refused on its own (an
+    /// [`Log::append_at`] at the wrong offset) gets its error in `replies` and does not
+    /// fail the group; an I/O error does. `written` counts the replies whose records
+    /// were written and synced before such an error.
+    fn write_group(
+        &mut self,
+        group: Vec<Request>,
+        replies: &mut Vec<(Reply, Result<Vec<u64>, LogError>)>,
+        written: &mut usize,
+    ) -> std::io::Result<()> {
+        if self.failed.is_some() && !self.recover() {
+            for req in group {
+                replies.push((req.reply, Ok(Vec::new())));
+            }
+            return Err(std::io::Error::other("log failed earlier"));
+        }
+        let now = self.opts.clock.now_ms().max(self.last_ts);
+        let mut pending = Pending::default();
+        self.buf.clear();
+        let mut result = Ok(());
+        for req in group {
+            if result.is_ok()
+                && let Some(p) = &req.placed
+            {
+                let expected = self.next + pending.count;
+                if p.first != expected {
+                    let empty = self.shared.read_state().first() == expected;
+                    if p.first < expected || !(p.restart || empty) {
+                        let e = LogError::OffsetMismatch {
+                            expected,
+                            got: p.first,
+                        };
+                        replies.push((req.reply, Err(e)));
+                        continue;
+                    }
+                    // Not counted as written: a restart that fails may have deleted
+                    // them already (it drops every earlier record).
+                    result = self
+                        .flush(&mut pending, true)
+                        .and_then(|()| self.restart_at(p.first))
+                        .inspect_err(|_| self.failed_for_good = true);
+                }
+            }
+            if result.is_ok() {
+                let used = self.len + self.buf.len() as u64;
+                if used > 0
+                    && (used + req.bytes > self.opts.segment_bytes
+                        || self.active_older_than_retention(now, &pending))
+                {
+                    result = self
+                        .flush(&mut pending, true)
+                        .inspect(|()| *written = replies.len())
+                        .and_then(|()| self.roll());
+                }
+            }
+            if result.is_err() {
+                replies.push((req.reply, Ok(Vec::new())));
+                continue;
+            }
+            let mut offsets = Vec::with_capacity(req.items.len());
+            for (i, item) in req.items.iter().enumerate() {
+                let offset = self.next + pending.count;
+                let ts = match &req.placed {
+                    Some(p) => p.timestamps.get(i).copied().unwrap_or(now),
+                    None => now.max(pending.last_ts),
+                };
+                let pos = self.len + self.buf.len() as u64;
+                if self
+                    .last_indexed
+                    .is_none_or(|p| pos - p >= self.opts.index_interval_bytes)
+                {
+                    pending.index.push(IndexEntry {
+                        offset,
+                        pos,
+                        timestamp_ms: ts,
+                    });
+                    self.last_indexed = Some(pos);
+                }
+                record::encode(offset, ts, item, &mut self.buf);
+                if self.opts.tail_cache_bytes > 0 {
+                    pending.items.push(Item {
+                        offset,
+                        timestamp_ms: ts,
+                        frame: item.frame.clone(),
+                        statements: item.statements,
+                        source: item.source.clone(),
+                        headers: item.headers.clone(),
+                    });
+                }
+                if pending.count == 0 {
+                    pending.first_ts = ts;
+                }
+                pending.last_ts = pending.last_ts.max(ts);
+                pending.count += 1;
+                offsets.push(offset);
+            }
+            replies.push((req.reply, Ok(offsets)));
+        }
+        result?;
+        let sync = match self.opts.durability {
+            Durability::Fsync => true,
+            Durability::Interval(d) => self.last_sync.elapsed() >= d,
+            Durability::None => false,
+        };
+        self.flush(&mut pending, sync)
+    }
+
+    /// Writes the buffered records to the active segment, fsyncs if `sync` (or if
+    /// asked to and earlier writes are unsynced), and publishes them to readers.
+    fn flush(&mut self, pending: &mut Pending, sync: bool) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            if let Err(e) = self.active.write_all_at(&self.buf, self.len) {
+                // Best effort: do not leave a partial record behind a later one.
+                let _ = self.active.set_len(self.len);
+                return Err(e);
+            }
+            self.dirty = true;
+        }
+        if sync && self.dirty {
+            self.active
+                .sync_data()
+                .inspect_err(|_| self.failed_for_good = true)?;
+            self.dirty = false;
+            self.last_sync = Instant::now();
+        }
+        if pending.count > 0 {
+            let written = self.buf.len() as u64;
+            let mut st = self.shared.write_state();
+            if let Some(seg) = st.segments.last_mut() {
+                if seg.is_empty() {
+                    seg.first_ts = pending.first_ts;
+                }
+                seg.last_ts = seg.last_ts.max(pending.last_ts);
+                seg.len += written;
+                seg.next += pending.count;
+                seg.index.append(&mut pending.index);
+            }
+            st.next += pending.count;
+            for item in pending.items.drain(..) {
+                st.tail_bytes += item.frame.len();
+                st.tail.push_back(item);
+            }
+            while st.tail_bytes > self.opts.tail_cache_bytes {
+                let Some(old) = st.tail.pop_front() else {
+                    break;
+                };
+                st.tail_bytes -= old.frame.len();
+            }
+            drop(st);
+            self.len += written;
+            self.next += pending.count;
+            self.last_ts = self.last_ts.max(pending.last_ts);
+        }
+        self.buf.clear();
+        *pending = Pending::default();
+        Ok(())
+    }
+
+    /// Drops every record and starts over with an empty segment at `first` (for an
+    /// [`Log::append_at`] past the end). Segments are deleted oldest first, each
+    /// deletion durable before the next, and the new segment is only created once
+    /// they are all gone: a crash in between leaves a log that recovers (a suffix of
+    /// the old one, or an empty log at 0), never one with a gap.
+    fn restart_at(&mut self, first: u64) -> std::io::Result<()> {
+        let old: Vec<PathBuf> = self
+            .shared
+            .read_state()
+            .segments
+            .iter()
+            .map(|s| s.path.clone())
+            .collect();
+        tracing::info!(dir = %self.shared.dir.display(), from = self.next, to = first, "log: starting over at a later offset");
+        // Off record first: a crash while the old segments go must leave a log that
+        // recovers (a suffix of the old one, or none), not one that looks damaged.
+        match fs::remove_file(self.shared.dir.join(NEWEST_SEGMENT_FILE)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => crate::log::sync_dir(&self.shared.dir)?,
+        }
+        for path in old {
+            fs::remove_file(&path)?;
+            crate::log::sync_dir(&self.shared.dir)?;
+        }
+        let path = self.shared.dir.join(segment::file_name(first));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        crate::log::sync_dir(&self.shared.dir)?;
+        note_newest_segment(&self.shared.dir, first)?;
+        let file = Arc::new(file);
+        {
+            let mut st = self.shared.write_state();
+            st.segments = vec![Segment {
+                base: first,
+                path: path.clone(),
+                file: file.clone(),
+                len: 0,
+                next: first,
+                first_ts: 0,
+                last_ts: 0,
+                index: Vec::new(),
+            }];
+            st.next = first;
+            st.tail.clear();
+            st.tail_bytes = 0;
+        }
+        self.active = file;
+        self.active_path = path;
+        self.len = 0;
+        self.next = first;
+        self.last_indexed = None;
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// Starts a new active segment at `self.next` (the old one is written and synced).
+    /// On failure the old one stays active, as it was.
+    fn roll(&mut self) -> std::io::Result<()> {
+        let path = self.shared.dir.join(segment::file_name(self.next));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        // Synced whatever the durability policy (one roll per segment, so the cost is
+        // small): the record must never name a segment that a crash could still lose,
+        // or recovery would call a log that merely lost unsynced writes damaged.
+        if let Err(e) = crate::log::sync_dir(&self.shared.dir)
+            .and_then(|()| note_newest_segment(&self.shared.dir, self.next))
+        {
+            // Not left behind to make the next attempt's `create_new` fail.
+            let _ = fs::remove_file(&path);
+            return Err(e);
+        }
+        let file = Arc::new(file);
+        self.shared.write_state().segments.push(Segment {
+            base: self.next,
+            path: path.clone(),
+            file: file.clone(),
+            len: 0,
+            next: self.next,
+            first_ts: 0,
+            last_ts: 0,
+            index: Vec::new(),
+        });
+        self.active = file;
+        self.active_path = path;
+        self.len = 0;
+        self.last_indexed = None;
+        Ok(())
+    }
+
+    /// The age limit of retention in milliseconds, if there is one.
+    fn age_limit_ms(&self) -> Option<u64> {
+        self.opts
+            .retention_age
+            .map(|age| u64::try_from(age.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// Whether the active segment's first item is older than the age limit, so that
+    /// the next item starts a new segment: retention deletes whole segments, and a
+    /// segment that a slow topic takes months to fill would otherwise keep its first
+    /// items that long. With this, no item outlives the limit by more than about the
+    /// limit again.
+    fn active_older_than_retention(&self, now: u64, pending: &Pending) -> bool {
+        let Some(age_ms) = self.age_limit_ms() else {
+            return false;
+        };
+        let first = match self.shared.read_state().segments.last() {
+            Some(seg) if !seg.is_empty() => seg.first_ts,
+            // Nothing flushed into it yet: its first item is the pending batch's.
+            _ if pending.count > 0 => pending.first_ts,
+            _ => return false,
+        };
+        now.saturating_sub(first) > age_ms
+    }
+
+    /// On a quiet topic all the items may sit in the active segment, which retention
+    /// never deletes: once every item in it is past the age limit, a new active
+    /// segment is started, so that the old one can go. The old one is synced first,
+    /// so that a crash cannot leave it shorter than where the new one begins.
+    fn roll_if_expired(&mut self, now: u64) {
+        let Some(age_ms) = self.age_limit_ms() else {
+            return;
+        };
+        if self.failed.is_some() {
+            return;
+        }
+        let expired = self
+            .shared
+            .read_state()
+            .segments
+            .last()
+            .is_some_and(|s| !s.is_empty() && now.saturating_sub(s.last_ts) > age_ms);
+        if !expired {
+            return;
+        }
+        let rolled = if self.dirty {
+            self.active.sync_data().map(|()| self.dirty = false)
+        } else {
+            Ok(())
+        }
+        .and_then(|()| self.roll());
+        if let Err(e) = rolled {
+            tracing::warn!(path = %self.active_path.display(), error = %e, "log: cannot roll an expired segment");
+        }
+    }
+
+    /// The time of a retention pass, after the active segment is closed if all of it
+    /// is too old; `None` when there is nothing to retain by (no limit, or closed).
+    fn start_retention(&mut self) -> Option<u64> {
+        if self.closed || (self.opts.retention_bytes.is_none() && self.opts.retention_age.is_none())
+        {
+            return None;
+        }
+        let now = self.opts.clock.now_ms();
+        self.roll_if_expired(now);
+        Some(now)
+    }
+
+    /// Deletes up to `most` old segments beyond the size or age limit (never the
+    /// active one, which [`Writer::roll_if_expired`] first replaces when all of it is
+    /// too old).
+    fn retain_some(&mut self, most: usize) {
+        let Some(now) = self.start_retention() else {
+            return;
+        };
+        for _ in 0..most {
+            let _deleting = lock(&self.shared.deleting);
+            let Some(victim) = self.take_expired_segment(now) else {
+                break;
+            };
+            delete_segment(&self.shared, &victim);
+        }
+    }
+
+    /// Takes the oldest segment out of the log if it is beyond the size or age limit
+    /// (never the active one). Its file is left for [`delete_segment`].
+    fn take_expired_segment(&self, now: u64) -> Option<Segment> {
+        if self.closed {
+            return None;
+        }
+        let mut st = self.shared.write_state();
+        if st.segments.len() <= 1 {
+            return None;
+        }
+        let total: u64 = st.segments.iter().map(|s| s.len).sum();
+        let oldest = &st.segments[0];
+        let too_big = self.opts.retention_bytes.is_some_and(|max| total > max);
+        let too_old = self
+            .age_limit_ms()
+            .is_some_and(|age_ms| now.saturating_sub(oldest.last_ts) > age_ms);
+        (too_big || too_old).then(|| st.segments.remove(0))
+    }
+}
+
+/// Deletes the file of a segment taken out of the log, and makes that durable before
+/// the next one goes: a crash must not bring back an old segment with a gap after it
+/// (recovery would call that corrupt). Called with `deleting` held.
+fn delete_segment(shared: &Shared, victim: &Segment) {
+    tracing::debug!(path = %victim.path.display(), "log: retention deletes segment");
+    if let Err(e) = fs::remove_file(&victim.path) {
+        tracing::warn!(path = %victim.path.display(), error = %e, "log: cannot delete segment");
+    }
+    if let Err(e) = sync_dir(&shared.dir) {
+        tracing::warn!(error = %e, "log: cannot sync directory after retention");
+    }
+}
+
+/// Segments an append's commit deletes at most ([`Writer::retain_some`]).
+const RETAIN_PER_COMMIT: usize = 4;
+
+/// Deletes every segment beyond the retention limits. The writer's lock is taken for
+/// each segment and released before its file is deleted and the directory synced, so
+/// appends (which commit under that lock without `fsync`) go on while many go.
+pub(super) fn retain_all(w: &Mutex<Writer>) {
+    let (shared, now) = {
+        let mut g = lock(w);
+        g.last_retention = Instant::now();
+        let Some(now) = g.start_retention() else {
+            return;
+        };
+        (g.shared.clone(), now)
+    };
+    loop {
+        let g = lock(w);
+        let deleting = lock(&shared.deleting);
+        let victim = g.take_expired_segment(now);
+        drop(g);
+        let Some(victim) = victim else {
+            break;
+        };
+        delete_segment(&shared, &victim);
+        drop(deleting);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use tokio::sync::oneshot;
+
+    use super::*;
+    use crate::item::NewItem;
+    use crate::log::Log;
+    use crate::log::file::FileLog;
+    use crate::log::record::HEADER_LEN;
+
+    fn item(i: u64) -> NewItem {
+        NewItem {
+            frame: Bytes::from(format!("item-{i:04}")),
+            statements: 1,
+            source: String::new(),
+            headers: Vec::new(),
+        }
+    }
+
+    fn request(items: Vec<NewItem>) -> (Request, oneshot::Receiver<Result<Vec<u64>, LogError>>) {
+        let bytes = items
+            .iter()
+            .map(|it| (HEADER_LEN + record::body_len(it)) as u64)
+            .sum();
+        let (reply, rx) = oneshot::channel();
+        let req = Request {
+            items,
+            placed: None,
+            bytes,
+            reply,
+            _permit: None,
+        };
+        (req, rx)
+    }
+
+    /// A group whose second request fails to start a new segment: the first was
+    /// written, synced and is served, so it is answered with its offset, not the error.
+    #[test]
+    fn requests_written_before_a_failure_of_their_group_succeed_and_the_log_recovers() {
+        let dir = std::env::temp_dir().join(format!("jelly-log-group-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let one = (HEADER_LEN + record::body_len(&item(0))) as u64;
+        let opts = FileLogOptions {
+            segment_bytes: one * 3,
+            ..FileLogOptions::default()
+        };
+        let log = FileLog::open(&dir, opts).unwrap();
+        // Two items in the active segment; the next request that does not fit rolls to
+        // a segment at offset 3, whose name is taken so that it cannot be created.
+        let (r, _rx) = request(vec![item(0), item(1)]);
+        lock(&log.writer).commit(vec![r]);
+        fs::write(dir.join(segment::file_name(3)), b"").unwrap();
+        let (a, rx_a) = request(vec![item(2)]);
+        let (b, rx_b) = request(vec![item(3)]);
+        lock(&log.writer).commit(vec![a, b]);
+        assert_eq!(rx_a.blocking_recv().unwrap().unwrap(), [2]);
+        assert!(rx_b.blocking_recv().unwrap().is_err());
+        assert_eq!(log.next_offset(), 3);
+        // While the cause stays, appends fail; once it is gone, they go on where the
+        // log stands, without a restart.
+        let (c, rx_c) = request(vec![item(3)]);
+        lock(&log.writer).commit(vec![c]);
+        assert!(rx_c.blocking_recv().unwrap().is_err());
+        let why = log.failure().unwrap();
+        assert!(why.contains("until one can be written again"), "{why}");
+        fs::remove_file(dir.join(segment::file_name(3))).unwrap();
+        let (d, rx_d) = request(vec![item(3)]);
+        lock(&log.writer).commit(vec![d]);
+        assert_eq!(rx_d.blocking_recv().unwrap().unwrap(), [3]);
+        assert_eq!(log.next_offset(), 4);
+        assert_eq!(log.failure(), None);
+        drop(log);
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
