@@ -225,7 +225,8 @@ pub(crate) struct Parser<'a> {
     pub(crate) pos: usize,
     line: usize,
     /// Quoted triples open around the term being parsed.
-    depth: usize,
+    /// How deep the term being read is nested in quoted triples.
+    pub(crate) depth: usize,
     /// `<_:label>` is a blank node (RDF Patch, as Jena writes it), whose label may
     /// hold what an IRI cannot.
     pub(crate) bnode_iris: bool,

@@ -768,6 +768,15 @@ impl<'a> RowParser<'a> {
 
     /// `<<( s p o )>>` (RDF 1.2, what Jena writes) or `<< s p o >>` (RDF-star).
     fn triple_term(&mut self) -> Result<Term, RdfPatchError> {
+        // Each level recurses: a line of thousands would overflow the stack. The limit
+        // is the one N-Triples and N-Quads lines have.
+        if self.p.depth >= crate::text_nesting::MAX_TEXT_NESTING {
+            return Err(self.err(&format!(
+                "triple terms nested deeper than {} levels",
+                crate::text_nesting::MAX_TEXT_NESTING
+            )));
+        }
+        self.p.depth += 1;
         let paren = self.p.rest().starts_with("<<(");
         self.p.pos += if paren { 3 } else { 2 };
         self.p.ws();
@@ -776,6 +785,7 @@ impl<'a> RowParser<'a> {
         let predicate = self.term(Role::Predicate)?;
         self.p.ws();
         let object = self.term(Role::Object)?;
+        self.p.depth -= 1;
         self.p.ws();
         let close = if paren { ")>>" } else { ">>" };
         if !self.p.rest().starts_with(close) {

@@ -675,3 +675,29 @@ fn validate_reports_parse_errors() {
     let e = validate(&b"TX .\nQ .\n"[..]).unwrap_err();
     assert_eq!(e.line(), 2);
 }
+
+/// Triple terms nested deeper than N-Triples allows are refused with the line, at any
+/// depth (each level recursed once: 20 000 levels overflowed the stack), and a depth
+/// within the limit still reads.
+#[test]
+fn deeply_nested_triple_terms_are_refused_not_overflowed() {
+    let nested = |n: usize, open: &str, close: &str| {
+        format!(
+            "TX .\nA {}<http://e/a>{} <http://e/p> <http://e/o> .\nTC .\n",
+            open.repeat(n),
+            format!(" <http://e/b> <http://e/c> {close}").repeat(n)
+        )
+    };
+    for (open, close) in [("<< ", ">>"), ("<<( ", ")>>")] {
+        let ok = parse_str(&nested(100, open, close)).unwrap();
+        assert_eq!(ok.len(), 3);
+        for n in [101, 20_000] {
+            let e = parse_str(&nested(n, open, close)).unwrap_err();
+            assert_eq!(e.line(), 2, "{e}");
+            assert!(e.to_string().contains("nested deeper than 100"), "{e}");
+        }
+    }
+    // The validator reads rows with the same parser.
+    let e = validate(nested(20_000, "<< ", ">>").as_bytes()).unwrap_err();
+    assert!(e.to_string().contains("nested deeper"), "{e}");
+}
