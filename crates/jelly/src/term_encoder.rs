@@ -965,7 +965,14 @@ impl TermEncoder {
         out: &mut Vec<u8>,
         depth: usize,
     ) -> Result<(), EncodeError> {
-        self.check_term(t, position.min(3))?;
+        // A header value may be any term, as an object; the other places outside a
+        // statement are graph names.
+        let rules = if position == AT_PATCH_HEADER {
+            2
+        } else {
+            position.min(3)
+        };
+        self.check_term(t, rules)?;
         // Field numbers: S/P/O use base+0..3 (iri, bnode, literal, triple); the quad
         // graph uses 13 (iri), 14 (bnode), 15 (default), 16 (literal); graph_start 1..4.
         let (f_iri, f_bnode, f_lit, f_other) = term_fields(position);

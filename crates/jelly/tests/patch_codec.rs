@@ -482,3 +482,51 @@ fn encoder_refuses_what_the_rules_forbid() {
         "a FRAME patch cannot end inside a transaction"
     );
 }
+
+/// A header value may be any RDF term (`h_iri | h_bnode | h_literal | h_triple_term`):
+/// a literal needs no generalized statements, a triple term only RDF-star, as in an
+/// object; a header is metadata, not a graph name.
+#[test]
+fn header_values_of_every_kind_round_trip() {
+    use jelly::{Literal, OwnedLiteralKind, Triple};
+    let lit = |lex: &str, kind| {
+        Term::Literal(Literal {
+            lex: lex.into(),
+            kind,
+        })
+    };
+    let quoted = Term::Triple(Box::new(Triple {
+        subject: Term::Iri("http://e/a".into()),
+        predicate: Term::Iri("http://e/b".into()),
+        object: lit("c", OwnedLiteralKind::Lang("en".into())),
+    }));
+    let events = vec![
+        Ev::Header("id".into(), Term::Iri("uuid:1".into())),
+        Ev::Header("b".into(), Term::BlankNode("x".into())),
+        Ev::Header("t".into(), lit("2026-11-28", OwnedLiteralKind::Simple)),
+        Ev::Header(
+            "n".into(),
+            lit(
+                "42",
+                OwnedLiteralKind::Typed("http://www.w3.org/2001/XMLSchema#integer".into()),
+            ),
+        ),
+        Ev::Header("q".into(), quoted.clone()),
+        Ev::Tx,
+        Ev::Tc,
+    ];
+    let mut opts = PatchOptions::small(St::Triples, Sty::Frame);
+    opts.rdf_star = true;
+    assert!(!opts.generalized_statements);
+    let got = read(&write(opts, &events, 1)).unwrap();
+    let got: Vec<Ev> = got.into_iter().map(|(_, e)| e).collect();
+    assert_eq!(got, events);
+    // Without RDF-star, the triple term is refused, as it would be in an object.
+    let mut enc = PatchEncoder::new(PatchOptions::small(St::Triples, Sty::Frame)).unwrap();
+    assert!(matches!(
+        enc.header("q", quoted.as_ref()),
+        Err(EncodeError::RdfStarNotEnabled(_))
+    ));
+    let l = lit("v", OwnedLiteralKind::Simple);
+    enc.header("t", l.as_ref()).unwrap();
+}
