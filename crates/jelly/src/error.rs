@@ -141,6 +141,10 @@ pub enum DecodeErrorKind {
     PatchNamespaceWithoutIri,
     #[error("header without a value")]
     HeaderWithoutValue,
+    /// Tables grow with the entries a stream sets, up to the size it asked for; this
+    /// is an entry whose slot could not be allocated (a limit raised past memory).
+    #[error("cannot allocate room for entry {id} of the {table} table")]
+    TableAllocation { table: Table, id: u64 },
 }
 
 /// A decoding error with its location.

@@ -21,10 +21,10 @@ struct StrSlots {
 }
 
 impl StrSlots {
-    fn reset(&mut self, slots: usize) {
+    /// Empties every slot; slots are made as they are set (see [`grow_to`]).
+    fn reset(&mut self) {
         self.text.clear();
         self.spans.clear();
-        self.spans.resize(slots, (0, 0));
         self.live = 0;
     }
 
@@ -47,7 +47,7 @@ impl StrSlots {
         }
     }
 
-    /// Sets the text of `slot` (which must exist).
+    /// Sets the text of `slot` (which must exist: see [`grow_to`]).
     #[inline]
     fn set(&mut self, slot: usize, value: &str) {
         let Some(&(_, old)) = self.spans.get(slot) else {
@@ -90,12 +90,14 @@ struct Lookup {
 }
 
 impl Lookup {
+    /// Empties the table and sets its size. Nothing is allocated for the size: the
+    /// slots grow with the ids set, so a stream that asks for a large table (under a
+    /// raised limit) costs memory only for the entries it defines.
     fn reset(&mut self, max: u32) {
         self.max = max;
         self.last_id = 0;
-        self.values.reset(max as usize + 1);
+        self.values.reset();
         self.defined.clear();
-        self.defined.resize(max as usize + 1, false);
     }
 
     #[inline(always)]
@@ -156,11 +158,33 @@ impl Lookup {
             });
         }
         let i = id as usize;
+        if i >= self.defined.len() {
+            grow_to(&mut self.defined, i + 1, false)
+                .and_then(|()| grow_to(&mut self.values.spans, i + 1, (0, 0)))
+                .map_err(|()| K::TableAllocation { table, id })?;
+        }
         self.values.set(i, value);
         self.defined[i] = true;
         self.last_id = id as u32;
         Ok(())
     }
+}
+
+/// Lengthens `v` to `len` with `fill` (never shortens it). Growth at least doubles the
+/// capacity, so ids set in order cost amortized constant time; a length that cannot
+/// be allocated is an error rather than an abort.
+fn grow_to<T: Clone>(v: &mut Vec<T>, len: usize, fill: T) -> Result<(), ()> {
+    if len <= v.len() {
+        return Ok(());
+    }
+    if len > v.capacity() {
+        let want = len.max(v.capacity().saturating_mul(2));
+        if v.try_reserve_exact(want - v.len()).is_err() {
+            v.try_reserve_exact(len - v.len()).map_err(|_| ())?;
+        }
+    }
+    v.resize(len, fill);
+    Ok(())
 }
 
 /// A full IRI built from a name entry and a prefix entry, kept so that statements
@@ -208,6 +232,21 @@ impl Default for CachedIri {
             iri: String::new(),
         }
     }
+}
+
+/// [`grow_to`] for the IRI cache, whose entries are made empty.
+fn grow_cache(cache: &mut Vec<CachedIri>, len: usize) -> Result<(), ()> {
+    if len <= cache.len() {
+        return Ok(());
+    }
+    if len > cache.capacity() {
+        let want = len.max(cache.capacity().saturating_mul(2));
+        if cache.try_reserve_exact(want - cache.len()).is_err() {
+            cache.try_reserve_exact(len - cache.len()).map_err(|_| ())?;
+        }
+    }
+    cache.resize_with(len, CachedIri::default);
+    Ok(())
 }
 
 /// Most bytes the IRI cache's buffers may hold together. An entry per name id holds
@@ -817,14 +856,15 @@ impl TermDecoder {
         st.datatypes.reset(datatypes);
         // Entries keep their buffers, so a decoder reused for many short streams (the
         // server's items) builds its cached IRIs without allocating again.
+        // Like the tables, the cache and the prefix versions grow with the entries set
+        // (in `entry_row`); what a larger earlier stream left beyond this one's tables
+        // is dropped.
+        st.iri_cache.truncate(names as usize + 1);
         for e in &mut st.iri_cache {
             e.key = NO_IRI;
         }
-        st.iri_cache
-            .resize_with(names as usize + 1, CachedIri::default);
         st.iri_cache_bytes = st.iri_cache.iter().map(|e| e.iri.capacity()).sum();
         st.prefix_ver.clear();
-        st.prefix_ver.resize(prefixes as usize + 1, 0);
         st.generalized = generalized;
         st.rdf_star = rdf_star;
     }
@@ -850,13 +890,29 @@ impl TermDecoder {
             Table::Name => {
                 // Terms still pointing at the cached IRI of this name keep their own copy.
                 Self::release(&mut self.cur, &self.state.iri_cache, id);
-                if let Some(e) = self.state.iri_cache.get_mut(id as usize) {
-                    e.key = NO_IRI;
+                let cache = &mut self.state.iri_cache;
+                match cache.get_mut(id as usize) {
+                    Some(e) => e.key = NO_IRI,
+                    None => {
+                        grow_cache(cache, id as usize + 1).map_err(|()| K::TableAllocation {
+                            table,
+                            id: u64::from(id),
+                        })?
+                    }
                 }
             }
             Table::Prefix => {
-                if let Some(v) = self.state.prefix_ver.get_mut(id as usize) {
-                    *v = v.wrapping_add(1);
+                let vers = &mut self.state.prefix_ver;
+                match vers.get_mut(id as usize) {
+                    Some(v) => *v = v.wrapping_add(1),
+                    // A new entry's version starts at 1, above the 0 of "no prefix".
+                    None => {
+                        grow_to(vers, id as usize + 1, 0).map_err(|()| K::TableAllocation {
+                            table,
+                            id: u64::from(id),
+                        })?;
+                        vers[id as usize] = 1;
+                    }
                 }
             }
             Table::Datatype => {}
@@ -1054,7 +1110,13 @@ impl TermDecoder {
             }
             // The entry is about to change: terms still pointing at it keep their own copy.
             Self::release(&mut self.cur, &st.iri_cache, nid);
-            let e = &mut st.iri_cache[nid as usize];
+            // Every defined name has its cache slot (made when it was set).
+            let Some(e) = st.iri_cache.get_mut(nid as usize) else {
+                self.cur[i].set_iri2(prefix, name);
+                st.last_prefix_id = pid;
+                st.last_name_id = nid;
+                return Ok(());
+            };
             if old_cap < len {
                 // A fresh buffer with room to spare, rather than growing the old one
                 // part by part (copying stale text): later IRIs of this id then fit.
@@ -1159,7 +1221,8 @@ mod tests {
     #[test]
     fn str_slots_keep_every_value_through_compactions() {
         let mut s = StrSlots::default();
-        s.reset(50);
+        s.reset();
+        grow_to(&mut s.spans, 50, (0, 0)).unwrap();
         let mut model = vec![String::new(); 50];
         for i in 0..20_000usize {
             let slot = (i * 7919) % 50;

@@ -235,3 +235,70 @@ fn long_iris_nested_in_quoted_triples_hit_the_frame_limit() {
         .unwrap();
     assert_eq!(n, 1);
 }
+
+/// A stream asking for huge lookup tables (accepted under raised limits) costs memory
+/// for the entries it sets, not for the sizes it asks for: 10 million names and a
+/// million prefixes and datatypes used to be allocated up front, about 0.5 GB for a
+/// stream of a hundred bytes.
+#[test]
+fn large_declared_tables_cost_only_the_entries_set() {
+    use jelly_proto::fields::{entry, frame as ff, iri as iri_f, options as of, row, statement};
+    use jelly_proto::wire::{put_bytes_field, put_uint_field, put_varint};
+    let field = |f: u32, body: &[u8]| {
+        let mut b = Vec::new();
+        put_bytes_field(&mut b, f, body);
+        b
+    };
+    let mut opts = Vec::new();
+    put_uint_field(&mut opts, of::PHYSICAL_TYPE, 1);
+    put_uint_field(&mut opts, of::MAX_NAME_TABLE_SIZE, 10_000_000);
+    put_uint_field(&mut opts, of::MAX_PREFIX_TABLE_SIZE, 1_000_000);
+    put_uint_field(&mut opts, of::MAX_DATATYPE_TABLE_SIZE, 1_000_000);
+    put_uint_field(&mut opts, of::VERSION, 1);
+    let mut rows = vec![field(row::OPTIONS, &opts)];
+    let mut prefix = Vec::new();
+    put_uint_field(&mut prefix, entry::ID, 1);
+    put_bytes_field(&mut prefix, entry::VALUE, b"http://ex.org/");
+    rows.push(field(row::PREFIX, &prefix));
+    for (id, name) in [(1u64, "s"), (2, "p"), (3, "o")] {
+        let mut e = Vec::new();
+        put_uint_field(&mut e, entry::ID, id);
+        put_bytes_field(&mut e, entry::VALUE, name.as_bytes());
+        rows.push(field(row::NAME, &e));
+    }
+    let iri = |p: u64, n: u64| {
+        let mut b = Vec::new();
+        put_uint_field(&mut b, iri_f::PREFIX_ID, p);
+        put_uint_field(&mut b, iri_f::NAME_ID, n);
+        b
+    };
+    let mut t = Vec::new();
+    put_bytes_field(&mut t, statement::S_IRI, &iri(1, 1));
+    put_bytes_field(&mut t, statement::P_IRI, &iri(1, 2));
+    put_bytes_field(&mut t, statement::O_IRI, &iri(1, 3));
+    rows.push(field(row::TRIPLE, &t));
+    let mut frame = Vec::new();
+    for r in &rows {
+        put_bytes_field(&mut frame, ff::ROWS, r);
+    }
+    let mut bytes = Vec::new();
+    put_varint(&mut bytes, frame.len() as u64);
+    bytes.extend_from_slice(&frame);
+    let raised = DecoderOptions {
+        max_name_table_size: 10_000_000,
+        max_prefix_table_size: 1_000_000,
+        max_datatype_table_size: 1_000_000,
+        ..DecoderOptions::default()
+    };
+    let (r, _, peak) = measure(|| {
+        let mut got = Vec::new();
+        JellyReader::from_slice_with_options(&bytes, raised, Delimiting::Auto)
+            .for_each_statement(|st| got.push(st.to_owned()))
+            .map(|()| got)
+    });
+    let got = r.unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].subject, Term::Iri("http://ex.org/s".into()));
+    assert_eq!(got[0].object, Term::Iri("http://ex.org/o".into()));
+    assert!(peak < 1 << 20, "decoding held {} KiB", peak >> 10);
+}
