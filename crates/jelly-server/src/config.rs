@@ -258,6 +258,16 @@ impl MirrorConfig {
                 self.topic, self.upstream
             ));
         }
+        // It would be shown wherever the upstream is (topic descriptions, metrics,
+        // error answers, logs), and the server takes bearer tokens anyway.
+        if !u.username().is_empty() || u.password().is_some() {
+            return Err(format!(
+                "mirror of `{}`: upstream `{}` has a user name or password in it; give \
+                 the upstream's bearer token as `token` (--mirror-token) instead",
+                self.topic,
+                redacted(&u)
+            ));
+        }
         if u.query().is_some() || u.fragment().is_some() {
             return Err(format!(
                 "mirror of `{}`: upstream `{}` must not have a query or fragment",
@@ -279,6 +289,15 @@ impl MirrorConfig {
         }
         self.upstream_url().map(|_| ())
     }
+}
+
+/// `u` with its password, if any, replaced by `***`, for messages.
+fn redacted(u: &reqwest::Url) -> String {
+    let mut u = u.clone();
+    if u.password().is_some() {
+        let _ = u.set_password(Some("***"));
+    }
+    u.to_string()
 }
 
 impl Default for ServerConfig {
@@ -776,5 +795,12 @@ mod tests {
         );
         assert!(MirrorConfig::from_topic_url("http://h:1/weather").is_err());
         assert!(MirrorConfig::from_topic_url("http://h:1/topics/").is_err());
+        // Credentials in the URL are refused, and the refusal does not repeat the
+        // password.
+        for url in ["http://u:s3cret@h:1/topics/w", "http://u@h:1/topics/w"] {
+            let e = MirrorConfig::from_topic_url(url).unwrap_err();
+            assert!(e.contains("token"), "{e}");
+            assert!(!e.contains("s3cret"), "{e}");
+        }
     }
 }
