@@ -597,6 +597,34 @@ pub fn check_grpc(
     Ok(caller)
 }
 
+/// Identifies a gRPC caller and checks that it may subscribe to some topic, before
+/// the request message that names the topic is read: refused callers are answered at
+/// once.
+pub fn check_grpc_subscriber(s: &AppState, md: &MetadataMap) -> Result<Caller, Status> {
+    let refused = |e: AuthError| {
+        s.metrics.count_auth_refusal(e.is_unauthenticated());
+        e.to_status()
+    };
+    let caller = s.auth.identify_grpc(md).map_err(refused)?;
+    if !caller.grants().subscribes_somewhere() {
+        caller.check(None, Right::Subscribe).map_err(refused)?;
+    }
+    Ok(caller)
+}
+
+/// [`check_grpc`] for a caller already identified.
+pub fn check_grpc_caller(
+    s: &AppState,
+    caller: &Caller,
+    topic: &str,
+    right: Right,
+) -> Result<(), Status> {
+    caller.check(Some(topic), right).map_err(|e| {
+        s.metrics.count_auth_refusal(e.is_unauthenticated());
+        e.to_status()
+    })
+}
+
 /// Checks an HTTP request for `right` on `topic` (header token only).
 pub fn check(
     s: &AppState,

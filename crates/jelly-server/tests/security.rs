@@ -1383,3 +1383,93 @@ async fn a_mirror_follows_an_https_upstream_with_its_ca_and_token() {
     downstream.shutdown().await.unwrap();
     upstream.shutdown().await.unwrap();
 }
+
+/// The `grpc-status` (and message) of a raw SubscribeRdf call on its own HTTP/2
+/// connection, whose request body is `body`; `None` if no answer came within `wait`.
+async fn raw_subscribe<B>(
+    srv: &Server,
+    token: Option<&str>,
+    body: B,
+    wait: Duration,
+) -> Option<(String, String)>
+where
+    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    use http_body_util::BodyExt as _;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    let tcp = TcpStream::connect(srv.local_addr()).await.unwrap();
+    let (mut send, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let mut req = hyper::Request::builder()
+        .method("POST")
+        .uri(format!("http://{}{SUBSCRIBE_PATH}", srv.local_addr()))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers");
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    let answer = async {
+        let resp = send.send_request(req.body(body).unwrap()).await.unwrap();
+        let mut all = resp.headers().clone();
+        if all.get("grpc-status").is_none() {
+            let collected = resp.into_body().collect().await.unwrap();
+            all.extend(collected.trailers().cloned().unwrap_or_default());
+        }
+        let get = |k: &str| {
+            all.get(k)
+                .map(|v| v.to_str().unwrap().to_string())
+                .unwrap_or_default()
+        };
+        // grpc-message is percent-encoded; spaces are all these tests need back.
+        (get("grpc-status"), get("grpc-message").replace("%20", " "))
+    };
+    tokio::time::timeout(wait, answer).await.ok()
+}
+
+/// SubscribeRdf is refused on its token before its request message is read (the
+/// topic is in the message, but a caller with no token, an unknown one or one with no
+/// subscribe right anywhere is answered at once), an authorized caller whose message
+/// does not come is answered at `header_read_timeout_ms`, and the message is small.
+#[tokio::test]
+async fn grpc_subscribe_refuses_before_reading_and_bounds_the_request() {
+    use http_body_util::{Full, StreamBody};
+    let mut c = ServerConfig::ephemeral();
+    c.auth = Some(auth_config(false));
+    c.header_read_timeout_ms = 400;
+    let srv = Server::start(c).await.unwrap();
+    let never = || {
+        StreamBody::new(futures_util::stream::pending::<
+            Result<http_body::Frame<Bytes>, std::convert::Infallible>,
+        >())
+    };
+    for (token, code) in [(None, "16"), (Some("unknown"), "16"), (Some(PUB), "7")] {
+        let got = raw_subscribe(&srv, token, never(), Duration::from_millis(300))
+            .await
+            .unwrap_or_else(|| panic!("{token:?}: no answer before the request was read"));
+        assert_eq!(got.0, code, "{token:?}: {got:?}");
+    }
+    let got = raw_subscribe(&srv, Some(SUB), never(), Duration::from_secs(5))
+        .await
+        .expect("an answer at header_read_timeout_ms");
+    assert_eq!(got.0, "4", "{got:?}");
+    assert!(got.1.contains("did not arrive within 400 ms"), "{got:?}");
+    // A message far larger than any RdfStreamSubscribe is refused without being held.
+    let mut big = vec![0u8];
+    big.extend_from_slice(&(1u32 << 20).to_be_bytes());
+    big.extend(std::iter::repeat_n(0u8, 1 << 20));
+    let got = raw_subscribe(
+        &srv,
+        Some(SUB),
+        Full::new(Bytes::from(big)),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("an answer");
+    assert_eq!(got.0, "8", "{got:?}");
+    assert!(got.1.contains("over 65536 bytes"), "{got:?}");
+    srv.shutdown().await.unwrap();
+}

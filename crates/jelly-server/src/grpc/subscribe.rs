@@ -34,7 +34,10 @@ use crate::log::ReadLimits;
 use crate::position::{FromError, resolve_from};
 
 /// Largest `RdfStreamSubscribe` message accepted (compressed or not).
-const MAX_REQUEST_BYTES: usize = 4 << 20;
+/// Largest request message: an `RdfStreamSubscribe` is a topic name (at most 200
+/// bytes) and a few stream options, so this leaves ample room while an unauthorized
+/// or hostile caller cannot make the server hold megabytes per call.
+const MAX_REQUEST_BYTES: usize = 64 << 10;
 
 fn from_error(e: FromError) -> Status {
     match e {
@@ -72,7 +75,15 @@ async fn read_request(headers: &HeaderMap, body: Body) -> Result<Subscribe, Stat
     let bytes = http_body_util::Limited::new(body, MAX_REQUEST_BYTES + 5)
         .collect()
         .await
-        .map_err(|e| Status::invalid_argument(format!("cannot read the request: {e}")))?
+        .map_err(|e| {
+            if e.is::<http_body_util::LengthLimitError>() {
+                Status::resource_exhausted(format!(
+                    "the request message is over {MAX_REQUEST_BYTES} bytes"
+                ))
+            } else {
+                Status::invalid_argument(format!("cannot read the request: {e}"))
+            }
+        })?
         .to_bytes();
     if bytes.len() < 5 {
         return Err(Status::invalid_argument(
@@ -141,6 +152,9 @@ async fn read_request(headers: &HeaderMap, body: Body) -> Result<Subscribe, Stat
 async fn subscribe(s: AppState, req: Request) -> Result<Response, Status> {
     let (parts, body) = req.into_parts();
     let md = MetadataMap::from_headers(parts.headers.clone());
+    // Refusals come before anything else: the token, and some subscribe right at all,
+    // before the request is read (its topic is checked once it is).
+    let caller = crate::auth::check_grpc_subscriber(&s, &md)?;
     let from = ascii_metadata(&md, FROM_METADATA)?;
     let topic_id = ascii_metadata(&md, TOPIC_ID_METADATA)?;
     let window = window(&md)?;
@@ -154,13 +168,34 @@ async fn subscribe(s: AppState, req: Request) -> Result<Response, Status> {
             .and_then(|v| v.to_str().ok()),
     );
     let timeout = super::deadline::timeout(&parts.headers)?;
-    let msg = match timeout {
-        None => read_request(&parts.headers, body).await?,
-        Some(t) => tokio::time::timeout(t, read_request(&parts.headers, body))
-            .await
-            .map_err(|_| super::deadline::exceeded(t))??,
+    // Clients send the one small message with the call: one that has not arrived by
+    // `header_read_timeout_ms` is a stalled or hostile client, like a slow request head.
+    let read_limit = match s.config.header_read_timeout_ms {
+        0 => None,
+        ms => Some(std::time::Duration::from_millis(ms)),
     };
-    crate::auth::check_grpc(&s, &md, &msg.topic, crate::auth::Right::Subscribe)?;
+    // The sooner of the two; the call's own deadline answers as such.
+    let (limit, own_deadline) = match (timeout, read_limit) {
+        (Some(t), Some(l)) if l < t => (Some(l), false),
+        (Some(t), _) => (Some(t), true),
+        (None, l) => (l, false),
+    };
+    let msg = match limit {
+        None => read_request(&parts.headers, body).await?,
+        Some(l) => tokio::time::timeout(l, read_request(&parts.headers, body))
+            .await
+            .map_err(|_| {
+                if own_deadline {
+                    super::deadline::exceeded(l)
+                } else {
+                    Status::deadline_exceeded(format!(
+                        "the RdfStreamSubscribe message did not arrive within {} ms",
+                        l.as_millis()
+                    ))
+                }
+            })??,
+    };
+    crate::auth::check_grpc_caller(&s, &caller, &msg.topic, crate::auth::Right::Subscribe)?;
     s.topics
         .check_available(&msg.topic)
         .map_err(|e| Status::unavailable(e.to_string()))?;
