@@ -438,7 +438,14 @@ impl Auth {
 
     /// Builds the rules of an `[auth]` section (reading its token file, if any).
     pub fn from_config(c: &AuthConfig) -> Result<Auth, AuthConfigError> {
-        let mut configs = c.tokens.clone();
+        // Each token with where it was given, for messages: `#N` counts within the
+        // inline list or within the token file.
+        let mut configs: Vec<(TokenConfig, String)> = c
+            .tokens
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.clone(), format!("#{} of [auth] tokens", i + 1)))
+            .collect();
         if let Some(path) = &c.token_file {
             let p = path.display().to_string();
             let text = std::fs::read_to_string(path).map_err(|source| AuthConfigError::Io {
@@ -446,21 +453,40 @@ impl Auth {
                 source,
             })?;
             let file: TokenFile = toml::from_str(&text).map_err(|e| AuthConfigError::Parse {
-                path: p,
+                path: p.clone(),
                 message: e.to_string(),
             })?;
-            configs.extend(file.tokens);
+            configs.extend(
+                file.tokens
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, t)| (t, format!("#{} of token file {p}", i + 1))),
+            );
         }
         let mut tokens: Vec<TokenEntry> = Vec::with_capacity(configs.len());
-        for (i, t) in configs.iter().enumerate() {
+        for (t, place) in &configs {
             let label: Arc<str> = match &t.name {
                 Some(n) => format!("token `{n}`").into(),
-                None => format!("token #{}", i + 1).into(),
+                None => format!("token {place}").into(),
             };
             let invalid = |message: &str| AuthConfigError::Invalid {
-                what: format!("auth {label}"),
+                what: match &t.name {
+                    Some(_) => format!("auth {label} ({place})"),
+                    None => format!("auth {label}"),
+                },
                 message: message.to_string(),
             };
+            if let Some(n) = &t.name
+                && configs
+                    .iter()
+                    .filter(|(o, _)| o.name.as_deref() == Some(n))
+                    .count()
+                    > 1
+            {
+                return Err(invalid(
+                    "another token has the same name (names tell tokens apart in answers and logs)",
+                ));
+            }
             let digest = match (&t.token, &t.token_sha256) {
                 (Some(tok), None) if tok.is_empty() => return Err(invalid("empty token")),
                 (Some(tok), None) if !tok.bytes().all(|b| b.is_ascii_graphic()) => {
@@ -469,16 +495,36 @@ impl Auth {
                     ));
                 }
                 (Some(tok), None) => sha256(tok.as_bytes()),
-                (None, Some(h)) => parse_hex_digest(h)
-                    .ok_or_else(|| invalid("token_sha256 must be 64 hex digits"))?,
+                (None, Some(h)) => match parse_hex_digest(h) {
+                    None => return Err(invalid("token_sha256 must be 64 hex digits")),
+                    Some(d) if d == sha256(b"") => {
+                        return Err(invalid(
+                            "token_sha256 is the digest of the empty token, which no request can present",
+                        ));
+                    }
+                    Some(d) => d,
+                },
                 (Some(_), Some(_)) => return Err(invalid("give token or token_sha256, not both")),
                 (None, None) => return Err(invalid("needs token or token_sha256")),
             };
             if tokens.iter().any(|e| e.digest == digest) {
                 return Err(invalid("the same token is given twice"));
             }
-            let grants =
-                Grants::parse(&format!("auth {label}"), &t.publish, &t.subscribe, t.admin)?;
+            // A token adds to what every caller may do without one: it never has fewer
+            // rights than the anonymous caller.
+            let publish: Vec<String> = t
+                .publish
+                .iter()
+                .chain(&c.anonymous_publish)
+                .cloned()
+                .collect();
+            let subscribe: Vec<String> = t
+                .subscribe
+                .iter()
+                .chain(&c.anonymous_subscribe)
+                .cloned()
+                .collect();
+            let grants = Grants::parse(&format!("auth {label}"), &publish, &subscribe, t.admin)?;
             tokens.push(TokenEntry {
                 digest,
                 label,
@@ -491,6 +537,18 @@ impl Auth {
             &c.anonymous_subscribe,
             false,
         )?;
+        if tokens.is_empty() && anonymous.publish.is_empty() && anonymous.subscribe.is_empty() {
+            tracing::warn!(
+                "auth is on with no tokens and no anonymous rights: every request but /health is refused"
+            );
+        } else {
+            tracing::info!(
+                tokens = tokens.len(),
+                anonymous_subscribe = ?c.anonymous_subscribe,
+                anonymous_publish = ?c.anonymous_publish,
+                "auth: bearer tokens required"
+            );
+        }
         Ok(Auth {
             rules: Some(Rules {
                 tokens,
@@ -800,7 +858,9 @@ mod tests {
         assert!(!p.allows(Some("news"), Right::Subscribe));
         let e = p.check(Some("news"), Right::Subscribe).unwrap_err();
         assert!(!e.is_unauthenticated());
-        assert!(e.to_string().contains("token #1"), "{e}");
+        assert!(e.to_string().contains("token #1 of [auth] tokens"), "{e}");
+        // A token keeps the anonymous rights: it adds to them.
+        assert!(p.allows(Some("public.a"), Right::Subscribe));
         let r = a.identify(Some("secret")).unwrap();
         assert!(r.allows(Some("x"), Right::Subscribe));
         assert!(!r.allows(Some("x"), Right::Publish));
@@ -842,6 +902,41 @@ mod tests {
         assert!(bad("[[tokens]]\ntoken = \"a b\"").contains("visible ASCII"));
         assert!(bad("[[tokens]]\ntoken = \"a\"\npublish = [\"x*y\"]").contains("`*`"));
         assert!(bad("[[tokens]]\ntoken = \"a\"\n[[tokens]]\ntoken = \"a\"").contains("twice"));
+        // Two tokens of one name could not be told apart.
+        let e =
+            bad("[[tokens]]\nname = \"n\"\ntoken = \"a\"\n[[tokens]]\nname = \"n\"\ntoken = \"b\"");
+        assert!(
+            e.contains("same name") && e.contains("#1 of [auth] tokens"),
+            "{e}"
+        );
+        // The digest of the empty token can never be presented.
+        let empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+        assert!(bad(&format!("[[tokens]]\ntoken_sha256 = \"{empty}\"")).contains("empty token"));
+        // A bad entry of a token file names the file and the entry's place in it.
+        let dir = std::env::temp_dir().join(format!("jelly-auth-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("tokens.toml");
+        std::fs::write(
+            &file,
+            "[[tokens]]\ntoken = \"ok\"\n[[tokens]]\ntoken = \"\"\n",
+        )
+        .unwrap();
+        let e = Auth::from_config(&AuthConfig {
+            tokens: vec![TokenConfig {
+                token: Some("inline".into()),
+                ..TokenConfig::default()
+            }],
+            token_file: Some(file.clone()),
+            ..AuthConfig::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(&format!("#2 of token file {}", file.display()))
+                && e.contains("empty token"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
         assert!(toml::from_str::<AuthConfig>("tokenz = []").is_err());
     }
 

@@ -865,8 +865,11 @@ async fn listings_rights_anonymous_and_query_tokens() {
         }
         async move { r.send().await.unwrap().json::<Value>().await.unwrap() }
     };
-    // Listings show what the caller may read.
-    assert_eq!(names(list(Some(SUB)).await), ["t"]);
+    // Listings show what the caller may read: a token's rights add to the anonymous
+    // ones.
+    assert_eq!(names(list(Some(SUB)).await), ["public-x", "t"]);
+    let r = get_with(&http, &format!("{base}/topics/public-x/items?follow=false"), PUB).await;
+    assert_eq!(r.status(), StatusCode::OK, "a publish-only token reads public topics");
     assert_eq!(names(list(Some(ADMIN)).await), ["public-x", "t", "u"]);
     assert_eq!(names(list(None).await), ["public-x"]);
 
@@ -1382,6 +1385,10 @@ async fn a_mirror_follows_an_https_upstream_with_its_ca_and_token() {
     assert!(next("untrusted").unwrap_or(0) == 0);
     downstream.shutdown().await.unwrap();
     upstream.shutdown().await.unwrap();
+}
+
+async fn get_with(http: &reqwest::Client, url: &str, token: &str) -> reqwest::Response {
+    http.get(url).bearer_auth(token).send().await.unwrap()
 }
 
 /// The `grpc-status` (and message) of a raw SubscribeRdf call on its own HTTP/2
