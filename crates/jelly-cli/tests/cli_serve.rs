@@ -208,6 +208,15 @@ fn serve_publish_subscribe_round_trip() {
     let r = jelly(&["subscribe", "nope", "--server", s, "--no-follow"], None);
     assert_eq!(r.code, 1, "{}", r.stderr);
 
+    // SIGHUP (a "reload" to many servers) is logged and ignored: the server goes on.
+    let st = std::process::Command::new("kill")
+        .args(["-HUP", &srv.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::thread::sleep(Duration::from_millis(300));
+    ok(&["topics", "list", "--server", s], None);
+
     assert_eq!(srv.stop(), 0);
     // Nobody listening: exit 2 (after the retry budget).
     let r = jelly(

@@ -298,6 +298,8 @@ pub enum AuthError {
     MissingToken { right: Right, topic: Option<String> },
     #[error("the Authorization header is not `Bearer <token>`")]
     BadHeader,
+    #[error("the request has more than one Authorization header")]
+    SeveralHeaders,
     #[error("the bearer token is not known")]
     UnknownToken,
     #[error("{who} lacks {}", scope(*right, topic.as_deref()))]
@@ -338,7 +340,9 @@ impl IntoResponse for AuthError {
         // RFC 6750 §3: the challenge, with an error code when a token was sent.
         let challenge = match &self {
             AuthError::MissingToken { .. } => "Bearer realm=\"jellyfish\"",
-            AuthError::BadHeader => "Bearer realm=\"jellyfish\", error=\"invalid_request\"",
+            AuthError::BadHeader | AuthError::SeveralHeaders => {
+                "Bearer realm=\"jellyfish\", error=\"invalid_request\""
+            }
             AuthError::UnknownToken => "Bearer realm=\"jellyfish\", error=\"invalid_token\"",
             AuthError::Forbidden { .. } => {
                 "Bearer realm=\"jellyfish\", error=\"insufficient_scope\""
@@ -596,6 +600,16 @@ impl Auth {
         if self.is_open() {
             return Ok(self.open.clone());
         }
+        // One `Authorization` field only (RFC 9110 §11.6.2): with two, a proxy in front
+        // may act on the other one than this server does.
+        if headers
+            .get_all(header::AUTHORIZATION)
+            .iter()
+            .nth(1)
+            .is_some()
+        {
+            return Err(AuthError::SeveralHeaders);
+        }
         let from_header = match headers.get(header::AUTHORIZATION) {
             None => None,
             Some(v) => Some(bearer(v.to_str().map_err(|_| AuthError::BadHeader)?)?),
@@ -612,6 +626,9 @@ impl Auth {
     pub fn identify_grpc(&self, md: &MetadataMap) -> Result<Caller, AuthError> {
         if self.is_open() {
             return Ok(self.open.clone());
+        }
+        if md.get_all("authorization").iter().nth(1).is_some() {
+            return Err(AuthError::SeveralHeaders);
         }
         let token = match md.get("authorization") {
             None => None,
@@ -711,6 +728,9 @@ pub enum Need {
     Admin,
     /// Checked by the handler (gRPC: the topic is in the message or metadata).
     Handler,
+    /// A method no route of this path takes: the router answers 405 with `Allow`,
+    /// which no right would change (rather than a refusal that suggests one would).
+    NoSuchMethod,
 }
 
 /// The right each route needs. Unknown routes need admin.
@@ -734,6 +754,14 @@ pub fn need_of(method: &Method, path: &str) -> Need {
         "/topics/{name}/ws" if read => topic(Right::Subscribe, true),
         "/topics/{name}/ws/publish" if read => topic(Right::Publish, true),
         crate::grpc::SUBSCRIBE_PATH | crate::grpc::PUBLISH_PATH => Need::Handler,
+        "/metrics"
+        | "/topics"
+        | "/topics/{name}"
+        | "/topics/{name}/items"
+        | "/topics/{name}/poll"
+        | "/topics/{name}/sse"
+        | "/topics/{name}/ws"
+        | "/topics/{name}/ws/publish" => Need::NoSuchMethod,
         _ => Need::Admin,
     }
 }
@@ -761,7 +789,7 @@ pub async fn guard(State(s): State<AppState>, mut req: Request, next: Next) -> R
         }
     );
     let caller = match need {
-        Need::Nothing | Need::Handler => None,
+        Need::Nothing | Need::Handler | Need::NoSuchMethod => None,
         _ => match s
             .auth
             .identify_http(req.headers(), req.uri().query(), query_token)
@@ -783,7 +811,7 @@ pub async fn guard(State(s): State<AppState>, mut req: Request, next: Next) -> R
             Need::Listing => c.check(None, Right::Subscribe),
             Need::Metrics if s.auth.rules.as_ref().is_some_and(|r| r.public_metrics) => Ok(()),
             Need::Metrics | Need::Admin => c.check(None, Right::Admin),
-            Need::Nothing | Need::Handler => Ok(()),
+            Need::Nothing | Need::Handler | Need::NoSuchMethod => Ok(()),
         };
         if let Err(e) = verdict {
             return refuse(e);

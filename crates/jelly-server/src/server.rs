@@ -166,11 +166,23 @@ impl Server {
     }
 }
 
-/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+/// Completes on SIGINT (Ctrl-C) or SIGTERM. SIGHUP, which many servers take as "reload",
+/// is caught and logged rather than left to kill the process without a graceful
+/// shutdown: this server reads its certificates and tokens only at start.
 pub async fn termination_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
+    #[cfg(unix)]
+    if let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        tokio::spawn(async move {
+            while hup.recv().await.is_some() {
+                tracing::warn!(
+                    "SIGHUP ignored: configuration, certificates and tokens are read at start; restart to reload (SIGTERM stops gracefully)"
+                );
+            }
+        });
+    }
     #[cfg(unix)]
     let term = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {

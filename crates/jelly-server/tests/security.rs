@@ -868,8 +868,27 @@ async fn listings_rights_anonymous_and_query_tokens() {
     // Listings show what the caller may read: a token's rights add to the anonymous
     // ones.
     assert_eq!(names(list(Some(SUB)).await), ["public-x", "t"]);
-    let r = get_with(&http, &format!("{base}/topics/public-x/items?follow=false"), PUB).await;
-    assert_eq!(r.status(), StatusCode::OK, "a publish-only token reads public topics");
+    let r = get_with(
+        &http,
+        &format!("{base}/topics/public-x/items?follow=false"),
+        PUB,
+    )
+    .await;
+    assert_eq!(
+        r.status(),
+        StatusCode::OK,
+        "a publish-only token reads public topics"
+    );
+    // A method no route takes is 405 with `Allow`, for anyone: no right would help.
+    for token in [None, Some(SUB)] {
+        let mut r = http.post(format!("{base}/topics"));
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        let r = r.send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED, "{token:?}");
+        assert!(r.headers().contains_key("allow"));
+    }
     assert_eq!(names(list(Some(ADMIN)).await), ["public-x", "t", "u"]);
     assert_eq!(names(list(None).await), ["public-x"]);
 
@@ -931,6 +950,21 @@ async fn listings_rights_anonymous_and_query_tokens() {
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     let ch = r.headers()["www-authenticate"].to_str().unwrap();
     assert!(ch.contains("invalid_request"), "{ch}");
+    // So are two Authorization headers, even if one is good: a proxy in front may
+    // act on the other one.
+    let r = http
+        .get(format!("{base}/topics/t"))
+        .header("authorization", format!("Bearer {SUB}"))
+        .header("authorization", "Bearer nope")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let e: Value = r.json().await.unwrap();
+    assert!(
+        e["error"].as_str().unwrap().contains("more than one"),
+        "{e}"
+    );
 
     // ?access_token= on SSE and WebSocket routes (browsers cannot set headers there),
     // and nowhere else.
@@ -1297,6 +1331,13 @@ fn every_route_has_a_right() {
             admin_only,
             "{method} {path}: {need:?} (give it its right in auth::need_of)"
         );
+        // A routed method is never taken for one the router refuses (it would then
+        // run unchecked).
+        assert_ne!(need, Need::NoSuchMethod, "{method} {path}");
+    }
+    // A method no route takes gets the router's 405, not a refusal naming a right.
+    for (method, path) in [("POST", "/topics"), ("DELETE", "/topics/{name}/items")] {
+        assert_eq!(need_of(&method.parse().unwrap(), path), Need::NoSuchMethod);
     }
 }
 
