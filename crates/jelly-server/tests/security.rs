@@ -869,7 +869,7 @@ async fn listings_rights_anonymous_and_query_tokens() {
     // ones.
     assert_eq!(names(list(Some(SUB)).await), ["public-x", "t"]);
     let r = get_with(
-        &http,
+        http,
         &format!("{base}/topics/public-x/items?follow=false"),
         PUB,
     )
