@@ -224,11 +224,25 @@ async fn mirror_starts_at_the_upstreams_first_retained_offset() {
     assert_mirrored(&a, &b, "short", "short").await;
     let t = b.state().topics.get("short").unwrap();
     assert_eq!((t.log.first_offset(), t.log.next_offset()), (7, 12));
-    assert_eq!(t.options().retention_items, 5, "the upstream's options");
-    // Which it keeps: a change of its retention is refused.
+    // Its stream options are the upstream's; its retention is this server's default
+    // (a memory log's item count means nothing to B's file log).
+    assert_eq!(t.options().physical, jelly_server::topic::Physical::Triples);
+    assert_eq!(
+        t.options().retention_items,
+        ServerConfig::ephemeral().topic_defaults.retention_items
+    );
+    // And it is changed here like any topic's: a byte limit for the file log.
     let r = c
         .patch(format!("{}/topics/short", b.url()))
-        .json(&json!({ "retention_items": 50 }))
+        .json(&json!({ "retention_bytes": 1_000_000 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    assert_eq!(t.options().retention_bytes, 1_000_000);
+    // Its items stay the mirror's: deleting it is refused.
+    let r = c
+        .delete(format!("{}/topics/short", b.url()))
         .send()
         .await
         .unwrap();
@@ -238,7 +252,16 @@ async fn mirror_starts_at_the_upstreams_first_retained_offset() {
         err["error"].as_str().unwrap().contains("is a mirror of"),
         "{err}"
     );
-    assert_eq!(t.options().retention_items, 5);
+    // New items still arrive after the change.
+    let r = c
+        .post(format!("{}/topics/short/items", a.url()))
+        .header("content-type", "application/n-triples")
+        .body("<http://ex.org/s> <http://ex.org/p> \"12\" .\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    wait_for("item 12", || async { next_offset(&b, "short") == Some(13) }).await;
     b.shutdown().await.unwrap();
     a.shutdown().await.unwrap();
 }
@@ -456,6 +479,111 @@ async fn a_mirror_behind_upstream_retention_stops_or_skips() {
     wait_for("item 20", || async { next_offset(&b, "t") == Some(21) }).await;
     // A's memory log keeps 5 items; B's file log does not apply `retention_items`.
     assert_eq!(items(&b, "t").await[1..], items(&a, "t").await[..]);
+    b.shutdown().await.unwrap();
+    a.shutdown().await.unwrap();
+}
+
+/// An upstream topic deleted and created again is another topic (a new id, offsets
+/// from 0): the mirror does not splice its items onto the old copy. By default it
+/// stops, even across its own restart (the id is kept in the topic's folder); with
+/// `on_gone = "skip"` it deletes the local copy and copies the new topic from its
+/// start under a new local id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_of_a_replaced_upstream_topic_stops_or_starts_over() {
+    let c = client();
+    let a = start(|_| {}).await;
+    for i in 0..6 {
+        publish(&c, &a, "t", i).await;
+    }
+    let dir = TempDir::new("replaced");
+    let b_config = |on_gone| ServerConfig {
+        mirrors: vec![MirrorConfig {
+            on_gone,
+            ..mirror_of(&a, "t", "t")
+        }],
+        ..file_config(dir.path(), "127.0.0.1:0".parse().unwrap())
+    };
+    let b = Server::start(b_config(OnGone::Stop)).await.unwrap();
+    assert_mirrored(&a, &b, "t", "t").await;
+    let old_local_id = b.state().topics.get("t").unwrap().id.clone();
+    b.shutdown().await.unwrap();
+    // While B is down, A's topic is replaced by one that grows past B's offset.
+    let r = c
+        .delete(format!("{}/topics/t", a.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    for i in 100..110 {
+        publish(&c, &a, "t", i).await;
+    }
+    let b = Server::start(b_config(OnGone::Stop)).await.unwrap();
+    let m = b.state().topics.mirror("t").unwrap();
+    wait_for("the mirror to stop", || async {
+        m.state() == jelly_server::mirror::MirrorState::Stopped
+    })
+    .await;
+    let (_, d) = describe(&c, &b, "t").await;
+    let err = d["mirror"]["last_error"].as_str().unwrap();
+    assert!(err.contains("deleted and created again"), "{err}");
+    assert_eq!(d["next_offset"], 6, "nothing of the new topic was appended");
+    assert_eq!(d["id"], old_local_id.as_str());
+    b.shutdown().await.unwrap();
+
+    // With on_gone = "skip": a new local topic, the new upstream topic's items only.
+    let b = Server::start(b_config(OnGone::Skip)).await.unwrap();
+    assert_mirrored(&a, &b, "t", "t").await;
+    let t = b.state().topics.get("t").unwrap();
+    assert_ne!(t.id, old_local_id, "the local copy is a new topic");
+    assert_eq!((t.log.first_offset(), t.log.next_offset()), (0, 10));
+    // And it goes on following the new topic, live.
+    publish(&c, &a, "t", 110).await;
+    wait_for("item 10", || async { next_offset(&b, "t") == Some(11) }).await;
+    b.shutdown().await.unwrap();
+    a.shutdown().await.unwrap();
+}
+
+/// An upstream item larger than this server takes (`max_item_bytes`) stops the mirror
+/// with the reason, instead of fetching the same item again every few seconds for ever;
+/// the items before it are kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_item_over_max_item_bytes_stops_the_mirror() {
+    let c = client();
+    let a = start(|_| {}).await;
+    publish(&c, &a, "t", 0).await;
+    let big: String = (0..2000)
+        .map(|i| {
+            format!(
+                "<http://ex.org/s{i}> <http://ex.org/p> \"{i}{}\" .\n",
+                "x".repeat(100)
+            )
+        })
+        .collect();
+    let r = c
+        .post(format!("{}/topics/t/items", a.url()))
+        .header("content-type", "application/n-quads")
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let b = start(|cfg| {
+        cfg.max_item_bytes = 50_000;
+        cfg.mirrors = vec![mirror_of(&a, "t", "t")];
+    })
+    .await;
+    let m = b.state().topics.mirror("t").unwrap();
+    wait_for("the mirror to stop", || async {
+        m.state() == jelly_server::mirror::MirrorState::Stopped
+    })
+    .await;
+    let (_, d) = describe(&c, &b, "t").await;
+    let err = d["mirror"]["last_error"].as_str().unwrap();
+    assert!(
+        err.contains("item 1") && err.contains("max_item_bytes"),
+        "{err}"
+    );
+    assert_eq!(d["next_offset"], 1, "the item before it is kept");
     b.shutdown().await.unwrap();
     a.shutdown().await.unwrap();
 }

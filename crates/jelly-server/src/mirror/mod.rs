@@ -124,6 +124,7 @@ pub fn spawn(
         shutdown,
         skip_to_first: false,
         connected_at: None,
+        source: None,
     };
     Some(tokio::spawn(m.run()))
 }
@@ -154,6 +155,10 @@ struct Mirror {
     skip_to_first: bool,
     /// When the current session's subscription was answered.
     connected_at: Option<Instant>,
+    /// The id of the upstream topic the local copy is of (from the topic's folder
+    /// once, then kept here): an upstream topic deleted and created again under the
+    /// same name is another topic, whose offsets start over.
+    source: Option<String>,
 }
 
 /// What the upstream says about its topic.
@@ -161,6 +166,8 @@ struct Upstream {
     options: TopicOptions,
     first: u64,
     next: u64,
+    /// Which topic of that name it is (`None` from a server that does not say).
+    id: Option<String>,
 }
 
 impl Mirror {
@@ -238,10 +245,22 @@ impl Mirror {
             },
             _ = crate::http::wait_shutdown(&mut shutdown) => return End::Shutdown,
         };
+        if let Err(e) = self.check_source(&up).await {
+            return e;
+        }
         let topic = match self.local_topic(&up.options) {
             Ok(t) => t,
             Err(e) => return e,
         };
+        // Recorded before anything is copied, so that a restart checks against it.
+        if let Some(id) = &up.id
+            && self.source.as_deref() != Some(id)
+        {
+            if let Err(e) = self.state.topics.save_mirror_source(&self.config.topic, id) {
+                return End::Retry(format!("cannot record the upstream topic's id: {e}"));
+            }
+            self.source = Some(id.clone());
+        }
         let local_first = topic.log.first_offset();
         let local_next = topic.log.next_offset();
         // An empty local log starts at the upstream's first retained item.
@@ -251,6 +270,7 @@ impl Mirror {
         } else {
             local_next
         };
+        self.status.set_upstream_next(up.next, true);
         if from > up.next {
             return End::Retry(format!(
                 "the local topic is ahead of the upstream (local next offset {from}, upstream next offset {}): \
@@ -258,11 +278,16 @@ impl Mirror {
                 up.next
             ));
         }
-        self.status.set_upstream_next(up.next, true);
+        // With the id, a topic replaced between the describe and this request is
+        // refused (404) rather than read from `from`.
+        let id_param = match &up.id {
+            Some(id) => format!("&topic_id={id}"),
+            None => String::new(),
+        };
         let resp = tokio::select! {
             r = tokio::time::timeout(
                 REQUEST_TIMEOUT,
-                self.get(&format!("/topics/{name}/items?from={from}&format=jelly")).send(),
+                self.get(&format!("/topics/{name}/items?from={from}&format=jelly{id_param}")).send(),
             ) => match r {
                 Ok(r) => r,
                 Err(_) => return End::Retry("the upstream did not answer the subscription".into()),
@@ -318,6 +343,51 @@ impl Mirror {
         self.copy(resp, &topic, from, restart).await
     }
 
+    /// Checks that the upstream topic is the one the local copy is of. One deleted
+    /// and created again under the same name (a new id) stops the mirror, or with
+    /// `on_gone = "skip"` deletes the local copy, so that the new topic is copied
+    /// from its start under a new local id: its subscribers see their topic end, as
+    /// the upstream's did, rather than the other topic's items spliced on at the old
+    /// offsets.
+    async fn check_source(&mut self, up: &Upstream) -> Result<(), End> {
+        let name = self.config.topic.clone();
+        if self.source.is_none() {
+            self.source = self.state.topics.mirror_source(&name);
+        }
+        let (Some(known), Some(id)) = (&self.source, &up.id) else {
+            return Ok(());
+        };
+        if known == id {
+            return Ok(());
+        }
+        let e = format!(
+            "the upstream topic was deleted and created again: its id is now {id}, the local \
+             copy is of {known}"
+        );
+        if self.config.on_gone == OnGone::Stop {
+            return Err(End::Fatal(format!(
+                "{e}; mirroring stopped (on_gone = \"stop\"): delete the local topic to copy \
+                 the new one"
+            )));
+        }
+        tracing::warn!(topic = %name, error = %e, "mirror: starting the local copy over");
+        let state = self.state.clone();
+        let deleted = tokio::task::spawn_blocking(move || state.topics.delete_mirrored(&name))
+            .await
+            .map_err(|e| End::Retry(format!("deleting the local copy: {e}")))?;
+        match deleted {
+            Ok(_) | Err(crate::topic::TopicError::NotFound(_)) => {}
+            Err(err) => {
+                return Err(End::Retry(format!(
+                    "{e}; cannot delete the local copy: {err}"
+                )));
+            }
+        }
+        self.source = None;
+        self.skip_to_first = false;
+        Ok(())
+    }
+
     /// `GET /topics/{name}` on the upstream.
     async fn describe(&self, name: &str) -> Result<Upstream, End> {
         let resp = self
@@ -339,6 +409,14 @@ impl Mirror {
             .map_err(|e| End::Retry(format!("describing the upstream topic: {e}")))?;
         let v: Value = serde_json::from_slice(&body)
             .map_err(|e| End::Retry(format!("describing the upstream topic: {e}")))?;
+        // An answer without options is not a topic description (the wrong service
+        // behind a proxy, say): retried like any unusable answer. Options that are
+        // there but not understood need an operator.
+        if !v["options"].is_object() {
+            return Err(End::Retry(
+                "the upstream's answer is not a topic description (no `options`)".into(),
+            ));
+        }
         let options: TopicOptions = serde_json::from_value(v["options"].clone()).map_err(|e| {
             End::Fatal(format!(
                 "the upstream topic's options are not understood: {e}"
@@ -352,6 +430,7 @@ impl Mirror {
             options,
             first: offset("first_offset")?,
             next: offset("next_offset")?,
+            id: v["id"].as_str().map(str::to_string),
         })
     }
 
@@ -360,7 +439,7 @@ impl Mirror {
         let name = &self.config.topic;
         let topic = match self.state.topics.get(name) {
             Some(t) => t,
-            None => match self.state.topics.create_mirrored(name, options.clone()) {
+            None => match self.state.topics.create_mirrored(name, options) {
                 Ok((t, _)) => t,
                 Err(e) => return Err(End::Retry(format!("cannot create the local topic: {e}"))),
             },
@@ -368,9 +447,9 @@ impl Mirror {
         if !topic.options().same_items(options) {
             return Err(End::Fatal(format!(
                 "the local topic `{name}` has other stream options than the upstream topic \
-                 (local {:?}, upstream {:?})",
-                topic.options(),
-                options
+                 (local {}, upstream {})",
+                serde_json::to_string(&*topic.options()).unwrap_or_default(),
+                serde_json::to_string(options).unwrap_or_default()
             )));
         }
         Ok(topic)
@@ -427,33 +506,48 @@ impl Mirror {
                 }
             };
             buf.extend_from_slice(&chunk);
-            loop {
+            // A bad frame ends the session, but the good items before it are kept.
+            let failed = 'frames: loop {
                 let (len, n) = match crate::http::publish_stream::varint(&buf) {
                     Ok(Some(v)) => v,
-                    Ok(None) => break,
-                    Err(()) => return End::Retry(format!("item {expect}: bad frame length")),
+                    Ok(None) => break 'frames None,
+                    Err(()) => {
+                        break 'frames Some(End::Retry(format!("item {expect}: bad frame length")));
+                    }
                 };
+                // Retrying would fetch the same item again and again: an operator
+                // has to raise the limit (or the upstream's items are not what they seem).
                 if len > max_frame {
-                    return End::Retry(format!(
-                        "item {expect}: a frame of {len} bytes, over the limit of {max_frame}"
-                    ));
+                    break 'frames Some(End::Fatal(format!(
+                        "item {expect}: a frame of {len} bytes, over this server's limit of \
+                         {max_frame} (max_item_bytes and 64 KiB of metadata): give it at least \
+                         the upstream's max_item_bytes"
+                    )));
                 }
                 let len = len as usize;
                 if buf.len() < n + len {
                     buf.reserve(n + len - buf.len());
-                    break;
+                    break 'frames None;
                 }
                 buf.advance(n);
                 let delivered = buf.split_to(len).freeze();
                 let item = match unsplice.item(delivered) {
                     Ok(it) => it,
-                    Err(e) => return End::Retry(format!("item {expect}: {e}")),
+                    Err(e) => break 'frames Some(End::Retry(format!("item {expect}: {e}"))),
                 };
+                let max_item = self.state.config.max_item_bytes;
+                if item.frame.len() > max_item {
+                    break 'frames Some(End::Fatal(format!(
+                        "item {expect}: {} bytes, over this server's max_item_bytes of \
+                         {max_item}: give it at least the upstream's",
+                        item.frame.len()
+                    )));
+                }
                 if item.offset != expect {
-                    return End::Retry(format!(
+                    break 'frames Some(End::Retry(format!(
                         "the upstream sent offset {} where {expect} was expected",
                         item.offset
-                    ));
+                    )));
                 }
                 expect += 1;
                 batch_bytes += item.frame.len();
@@ -464,6 +558,13 @@ impl Mirror {
                     }
                     batch_bytes = 0;
                 }
+            };
+            if let Some(end) = failed {
+                return self
+                    .append(topic, &mut batch, &mut restart)
+                    .await
+                    .err()
+                    .unwrap_or(end);
             }
         }
     }

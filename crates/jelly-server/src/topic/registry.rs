@@ -225,13 +225,23 @@ impl Registry {
         self.create_inner(name, options)
     }
 
-    /// Creates a mirrored topic (for its mirror), or returns it if it exists with
-    /// the same options.
+    /// Creates a mirrored topic (for its mirror), or returns it if it exists: the
+    /// upstream topic's stream options (its items are copied as they are) with this
+    /// server's default retention. Retention is this server's business: the
+    /// upstream's may be for another kind of log, and a mirror often keeps more or
+    /// less than its upstream. It is changed with [`Registry::alter`] like any topic's.
     pub(crate) fn create_mirrored(
         &self,
         name: &str,
-        options: TopicOptions,
+        upstream: &TopicOptions,
     ) -> Result<(Arc<Topic>, bool), TopicError> {
+        let options = TopicOptions {
+            physical: upstream.physical,
+            logical: upstream.logical.clone(),
+            rdf_star: upstream.rdf_star,
+            generalized: upstream.generalized,
+            ..self.defaults.clone()
+        };
         self.create_inner(name, Some(options))
     }
 
@@ -346,6 +356,28 @@ impl Registry {
     /// ```
     pub fn delete(&self, name: &str) -> Result<DeletedTopic, TopicError> {
         self.check_own_name(name)?;
+        self.delete_unchecked(name)
+    }
+
+    /// Deletes a mirrored topic, for its mirror (its upstream topic was replaced by
+    /// another of the same name, whose copy starts over).
+    pub(crate) fn delete_mirrored(&self, name: &str) -> Result<DeletedTopic, TopicError> {
+        self.delete_unchecked(name)
+    }
+
+    /// The id of the upstream topic a mirrored topic is a copy of, as its mirror
+    /// recorded it (file log; `None` with the memory log, or before the first copy).
+    pub(crate) fn mirror_source(&self, name: &str) -> Option<String> {
+        self.storage.mirror_source(name)
+    }
+
+    /// Records the id of the upstream topic a mirrored topic copies (file log: in
+    /// its folder, durably as the items are).
+    pub(crate) fn save_mirror_source(&self, name: &str, id: &str) -> Result<(), TopicError> {
+        self.storage.save_mirror_source(name, id)
+    }
+
+    fn delete_unchecked(&self, name: &str) -> Result<DeletedTopic, TopicError> {
         // Under the write lock the name goes out of service: the topic leaves the
         // registry and the name becomes unavailable, so that a create of the same name
         // (which checks under the same lock) cannot open the old files. The slow part
@@ -437,7 +469,10 @@ impl Registry {
     /// assert!(topics.alter("nope", &change).is_err());
     /// ```
     pub fn alter(&self, name: &str, change: &RetentionChange) -> Result<Arc<Topic>, TopicError> {
-        self.check_own_name(name)?;
+        // A mirrored topic's retention is local too (its items and offsets are not).
+        if !valid_name(name) {
+            return Err(TopicError::BadName(name.to_string()));
+        }
         self.check_available(name)?;
         let topic = self
             .get(name)

@@ -25,6 +25,9 @@ pub(super) const TRASH_PREFIX: &str = ".deleted.";
 /// The file with a topic's id ([`Topic::id`]), next to `topic.json`.
 pub(super) const ID_FILE: &str = "id";
 
+/// The file with the id of the upstream topic a mirrored topic copies, next to `id`.
+pub(super) const MIRROR_SOURCE_FILE: &str = "upstream-id";
+
 /// A new topic id: the creation time in nanoseconds and a counter, in hex. Unique
 /// among the topics one data directory ever holds, unless the clock goes back.
 pub(super) fn new_topic_id() -> String {
@@ -192,6 +195,25 @@ impl Storage {
         }
         self.write_file(name, ID_FILE, id.as_bytes())?;
         self.save_options(name, options)
+    }
+
+    /// The recorded upstream topic id of a mirrored topic (file log).
+    pub(super) fn mirror_source(&self, name: &str) -> Option<String> {
+        if self.kind != LogKind::File {
+            return None;
+        }
+        let text = std::fs::read_to_string(self.topic_dir(name).join(MIRROR_SOURCE_FILE)).ok()?;
+        let id = text.trim();
+        (!id.is_empty()).then(|| id.to_string())
+    }
+
+    /// Records the upstream topic id of a mirrored topic (file log), as
+    /// [`Storage::write_file`] writes.
+    pub(super) fn save_mirror_source(&self, name: &str, id: &str) -> Result<(), TopicError> {
+        if self.kind != LogKind::File {
+            return Ok(());
+        }
+        self.write_file(name, MIRROR_SOURCE_FILE, id.as_bytes())
     }
 
     /// Writes a topic's options (file log) over the old ones, as [`Storage::save`].
