@@ -42,15 +42,20 @@ pub fn jelly_reader<R: std::io::Read>(input: R) -> JellyReader<R> {
 /// (this tool without `--max-*`, and other implementations with similar caps), or
 /// `None`.
 pub fn writer_note(o: &StreamOptions) -> Option<String> {
+    table_note(
+        o.max_name_table_size,
+        o.max_prefix_table_size,
+        o.max_datatype_table_size,
+    )
+}
+
+/// [`writer_note`] for any stream's table sizes (Jelly-RDF or Jelly-Patch).
+pub fn table_note(name: u32, prefix: u32, datatype: u32) -> Option<String> {
     let d = DecoderOptions::default();
     let over: Vec<String> = [
-        ("name", o.max_name_table_size, d.max_name_table_size),
-        ("prefix", o.max_prefix_table_size, d.max_prefix_table_size),
-        (
-            "datatype",
-            o.max_datatype_table_size,
-            d.max_datatype_table_size,
-        ),
+        ("name", name, d.max_name_table_size),
+        ("prefix", prefix, d.max_prefix_table_size),
+        ("datatype", datatype, d.max_datatype_table_size),
     ]
     .into_iter()
     .filter(|(_, asked, cap)| asked > cap)

@@ -966,3 +966,82 @@ fn bad_input_never_panics() {
         assert!(r.stderr.contains("<stdin>:"), "{}", r.stderr);
     }
 }
+
+/// A Jelly-Patch `PD` row may carry the prefix's IRI, which RDF Patch text has no place
+/// for: re-encoding Jelly-Patch to Jelly-Patch keeps it.
+#[test]
+fn binary_to_binary_keeps_the_iri_of_a_prefix_delete() {
+    let d = tmp("patch-pd-iri");
+    let mut e = encoder(PatchStreamType::Frame);
+    e.transaction_start().expect("tx");
+    e.delete_namespace("ex", Some("http://example.org/"), None)
+        .expect("pd");
+    e.delete_namespace("g", None, None).expect("pd");
+    e.transaction_commit().expect("tc");
+    let input = d.join("in.jellyp");
+    std::fs::write(&input, delimited(&[e.finish_frame()])).expect("write");
+    let out = d.join("out.jellyp");
+    ok(&["patch", "to-jelly", s(&input), "-o", s(&out)], None);
+    let bytes = std::fs::read(&out).expect("read");
+    let mut pds = Vec::new();
+    PatchReader::new(&bytes[..])
+        .for_each_event(|_, ev| {
+            if let PatchEvent::DeleteNamespace { name, iri, .. } = ev {
+                pds.push((name.to_string(), iri.map(str::to_string)));
+            }
+        })
+        .expect("decodes");
+    assert_eq!(
+        pds,
+        [
+            ("ex".to_string(), Some("http://example.org/".to_string())),
+            ("g".to_string(), None)
+        ]
+    );
+}
+
+/// Messages name the real trouble: a damaged compressed file is not "empty", empty
+/// input is not "RDF Patch text", and tables that default readers refuse get a note.
+#[test]
+fn patch_messages_name_the_real_trouble() {
+    use std::io::Write as _;
+    let d = tmp("patch-messages");
+    let text = d.join("p.rdfp");
+    std::fs::write(
+        &text,
+        "TX .\nA <http://e/s> <http://e/p> <http://e/o> .\nTC .\n",
+    )
+    .expect("write");
+    let bin = d.join("p.jellyp");
+    ok(&["patch", "to-jelly", s(&text), "-o", s(&bin)], None);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&std::fs::read(&bin).expect("read"))
+        .expect("gzip");
+    let gz = gz.finish().expect("gzip");
+    let cut = d.join("cut.jellyp.gz");
+    std::fs::write(&cut, &gz[..12]).expect("write");
+    for verb in ["from-jelly", "inspect", "validate"] {
+        let r = jelly(&["patch", verb, s(&cut)], None);
+        assert_eq!(r.code, 1, "{verb}: {}", r.stderr);
+        assert!(!r.stderr.contains("empty"), "{verb}: {}", r.stderr);
+        assert!(r.stderr.contains("cut.jellyp.gz"), "{verb}: {}", r.stderr);
+    }
+    for verb in ["from-jelly", "inspect"] {
+        let r = jelly(&["patch", verb], Some(b""));
+        assert_eq!(r.code, 1, "{verb}: {}", r.stderr);
+        assert!(r.stderr.contains("input is empty"), "{verb}: {}", r.stderr);
+    }
+    let r = ok(
+        &[
+            "patch",
+            "to-jelly",
+            s(&text),
+            "--opt.max-name-table-size",
+            "5000",
+            "-o",
+            s(&d.join("big.jellyp")),
+        ],
+        None,
+    );
+    assert!(r.stderr.contains("name table 5000"), "{}", r.stderr);
+}

@@ -162,7 +162,9 @@ pub fn run(args: &PatchApplyArgs, quiet: bool) -> CliResult {
                 let mut v = RdfPatchValidator::new().allow_late_headers(true);
                 let mut last_line = 0usize;
                 read_text(input.reader, &name, true, &mut progress, |loc, op| {
-                    let Op::Row(r) = op else { return Ok(()) };
+                    let Op::Row { row: r, .. } = op else {
+                        return Ok(());
+                    };
                     if let Loc::Line(l) = loc {
                         last_line = l;
                         if let Some(p) = v.check(l, r) {
@@ -188,7 +190,7 @@ pub fn run(args: &PatchApplyArgs, quiet: bool) -> CliResult {
                 FrameRange::ALL,
                 &mut progress,
                 |loc, op| match op {
-                    Op::Row(r) => state.row(r, &|| loc.at(&name)),
+                    Op::Row { row: r, .. } => state.row(r, &|| loc.at(&name)),
                     _ => Ok(()),
                 },
             )

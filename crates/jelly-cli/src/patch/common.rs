@@ -67,6 +67,15 @@ pub fn detect(
     })
 }
 
+/// True when `input` holds no bytes at all (nothing to call text or binary).
+pub fn is_empty_input(input: &mut Input) -> CliResult<bool> {
+    input
+        .reader
+        .fill_buf()
+        .map(<[u8]>::is_empty)
+        .map_err(|e| input_io_err(&input.name, e))
+}
+
 /// Where a row is.
 #[derive(Debug, Clone, Copy)]
 pub enum Loc {
@@ -92,8 +101,13 @@ impl Loc {
 
 /// One item of a patch, text or binary.
 pub enum Op<'a> {
-    /// A row with an RDF Patch text equivalent (`PD` loses its optional IRI).
-    Row(PatchRowRef<'a>),
+    /// A row with an RDF Patch text equivalent.
+    Row {
+        row: PatchRowRef<'a>,
+        /// The IRI of a Jelly-Patch `PD` row that has one: RDF Patch text has no place
+        /// for it, but a Jelly-Patch output keeps it.
+        pd_iri: Option<&'a str>,
+    },
     /// The end of a patch in a PUNCTUATED stream.
     Punctuation,
     /// The end of a binary frame, with the counters so far. `patch_end`: the stream is
@@ -140,7 +154,13 @@ pub fn read_text(
     while let Some(r) = parser.next() {
         let row = r.map_err(|e| text_err(name, e))?;
         progress.statement();
-        f(Loc::Line(parser.line()), Op::Row(row.as_ref()))?;
+        f(
+            Loc::Line(parser.line()),
+            Op::Row {
+                row: row.as_ref(),
+                pd_iri: None,
+            },
+        )?;
     }
     Ok(())
 }
@@ -235,10 +255,12 @@ pub fn read_binary(
         check_features: true,
         ..crate::limits::decoder_options()
     };
-    // A hint for text given as binary (by extension or --in-format).
-    let text_like = reader
-        .fill_buf()
-        .is_ok_and(|h| !h.is_empty() && looks_like_text(h));
+    // A hint for text given as binary (by extension or --in-format). A read error here
+    // (a damaged compressed file) is the answer, not an empty input.
+    let text_like = match reader.fill_buf() {
+        Ok(h) => !h.is_empty() && looks_like_text(h),
+        Err(e) => return Err(input_io_err(name, e)),
+    };
     let mut frames = FrameReader::new(reader, Delimiting::Auto, cfg.max_frame_bytes);
     let mut dec = PatchDecoder::new(cfg);
     let mut options_seen = false;
@@ -298,7 +320,11 @@ pub fn read_binary(
                 f(loc, Op::Punctuation)?;
             } else if let Some(r) = event_row(&ev) {
                 progress.statement();
-                f(loc, Op::Row(r))?;
+                let pd_iri = match ev {
+                    PatchEvent::DeleteNamespace { iri, .. } => iri,
+                    _ => None,
+                };
+                f(loc, Op::Row { row: r, pd_iri })?;
             }
         }
         if take {
@@ -429,8 +455,14 @@ impl<W: Write> PatchOut<W> {
         CliError::invalid(format!("{}: {e}{hint}", at()))
     }
 
-    /// Writes one row; a `Z` segment row ends the patch.
-    pub fn row(&mut self, r: PatchRowRef<'_>, at: &dyn Fn() -> String) -> CliResult {
+    /// Writes one row (`pd_iri`: the IRI of a `PD` row, if it has one); a `Z` segment
+    /// row ends the patch.
+    pub fn row(
+        &mut self,
+        r: PatchRowRef<'_>,
+        pd_iri: Option<&str>,
+        at: &dyn Fn() -> String,
+    ) -> CliResult {
         let e = &mut self.enc;
         let res = match r {
             PatchRowRef::Header { key, value } => e.header(key, value),
@@ -439,7 +471,9 @@ impl<W: Write> PatchOut<W> {
             PatchRowRef::TxAbort => e.transaction_abort(),
             PatchRowRef::Segment => return self.end_patch(at),
             PatchRowRef::PrefixAdd { prefix, iri, graph } => e.add_namespace(prefix, iri, graph),
-            PatchRowRef::PrefixDelete { prefix, graph } => e.delete_namespace(prefix, None, graph),
+            PatchRowRef::PrefixDelete { prefix, graph } => {
+                e.delete_namespace(prefix, pd_iri, graph)
+            }
             PatchRowRef::Add(s) => e.add(s),
             PatchRowRef::Delete(s) => e.delete(s),
         };

@@ -81,7 +81,7 @@ pub fn run(args: &PatchDiffArgs, quiet: bool) -> CliResult {
             o.generalized_statements = old.data.has_generalized() || new.data.has_generalized();
             let mut w = PatchOut::new(out, &out_name, o, 256, true)?;
             for (i, r) in rows.iter().enumerate() {
-                w.row(*r, &|| at(i))?;
+                w.row(*r, None, &|| at(i))?;
             }
             w.finish(&|| format!("{out_name}: end"))?
         }

@@ -21,7 +21,10 @@ pub fn run(args: &PatchFromJellyArgs, quiet: bool) -> CliResult {
     };
     let mut input = open_input(in_path)?;
     let name = input.name.clone();
-    if detect(&mut input, in_path, None)? == PatchFormat::Rdfp {
+    // Empty input is reported as such below, not as text.
+    if detect(&mut input, in_path, None)? == PatchFormat::Rdfp
+        && !crate::patch::common::is_empty_input(&mut input)?
+    {
         return Err(CliError::invalid(format!(
             "{name}: this looks like RDF Patch text, not Jelly-Patch (use `jelly patch to-jelly` to convert it)"
         )));
@@ -55,7 +58,7 @@ pub fn run(args: &PatchFromJellyArgs, quiet: bool) -> CliResult {
         range,
         &mut progress,
         |loc, op| match op {
-            Op::Row(r) => w
+            Op::Row { row: r, .. } => w
                 .write(r)
                 .map_err(|e| text_write_err(e, &|| loc.at(&name), &out_name)),
             Op::Punctuation => end_patch(&mut w),

@@ -82,7 +82,10 @@ pub fn inspect(args: &PatchInspectArgs, quiet: bool) -> CliResult<Value> {
     let in_path = args.input.as_deref().unwrap_or("-");
     let mut input = open_input(in_path)?;
     let name = input.name.clone();
-    if detect(&mut input, in_path, None)? == PatchFormat::Rdfp {
+    // Empty input is reported as such below, not as text.
+    if detect(&mut input, in_path, None)? == PatchFormat::Rdfp
+        && !crate::patch::common::is_empty_input(&mut input)?
+    {
         return Err(CliError::invalid(format!(
             "{name}: this looks like RDF Patch text, not Jelly-Patch (`jelly patch validate` checks text patches)"
         )));

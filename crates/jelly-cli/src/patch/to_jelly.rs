@@ -19,6 +19,15 @@ pub fn run(args: &PatchToJellyArgs, quiet: bool) -> CliResult {
         return Err(CliError::usage("stdin (`-`) can be read only once"));
     }
     let options = options_from_flags(&args.opts, true)?;
+    if !quiet
+        && let Some(note) = crate::limits::table_note(
+            options.max_name_table_size,
+            options.max_prefix_table_size,
+            options.max_datatype_table_size,
+        )
+    {
+        eprintln!("jelly: {note}");
+    }
     let generalized = options.generalized_statements;
     let out_name = display_name(args.to.as_deref().unwrap_or("-"), false);
     let output = open_output(args.to.as_deref())?;
@@ -40,8 +49,8 @@ pub fn run(args: &PatchToJellyArgs, quiet: bool) -> CliResult {
         let on_op = |loc: Loc, op: Op<'_>| -> CliResult {
             let at = || loc.at(&name);
             match op {
-                Op::Row(r) => {
-                    w.row(r, &at)?;
+                Op::Row { row: r, pd_iri } => {
+                    w.row(r, pd_iri, &at)?;
                     if per_tx && matches!(r, PatchRowRef::TxCommit | PatchRowRef::TxAbort) {
                         w.end_patch(&at)?;
                     }

@@ -28,7 +28,7 @@ pub fn run(args: &PatchValidateArgs, quiet: bool) -> CliResult {
                 FrameRange::ALL,
                 &mut progress,
                 |_, op| {
-                    if let super::common::Op::Row(_) = op {
+                    if let super::common::Op::Row { .. } = op {
                         ops += 1;
                     }
                     Ok(())
