@@ -1045,3 +1045,49 @@ fn patch_messages_name_the_real_trouble() {
     );
     assert!(r.stderr.contains("name table 5000"), "{}", r.stderr);
 }
+
+/// A PUNCTUATED stream whose rows go on after its last punctuation (a stream cut at a
+/// frame boundary, say) is not valid, and inspect counts and flags that last patch.
+#[test]
+fn an_unended_last_patch_of_a_punctuated_stream() {
+    let d = tmp("patch-unended");
+    let mut e = encoder(PatchStreamType::Punctuated);
+    e.transaction_start().expect("tx");
+    e.add(StatementRef::triple(
+        iri("http://e/s"),
+        iri("http://e/p"),
+        iri("http://e/o"),
+    ))
+    .expect("add");
+    e.transaction_commit().expect("tc");
+    e.punctuation().expect("punct");
+    let ended = e.finish_frame();
+    e.transaction_start().expect("tx");
+    e.transaction_commit().expect("tc");
+    let cut = d.join("cut.jellyp");
+    std::fs::write(&cut, delimited(&[ended.clone(), e.finish_frame()])).expect("write");
+    let r = jelly(&["patch", "validate", s(&cut)], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("2 row(s) after the last punctuation"),
+        "{}",
+        r.stderr
+    );
+    let r = ok(&["patch", "inspect", s(&cut), "--json"], None);
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).expect("json");
+    assert_eq!(v["patches"], 2, "{v}");
+    assert_eq!(v["last_patch_unterminated"], true, "{v}");
+    // The stream that ends with its punctuation is valid and not flagged.
+    let whole = d.join("whole.jellyp");
+    std::fs::write(&whole, delimited(&[ended])).expect("write");
+    ok(&["patch", "validate", s(&whole)], None);
+    let r = ok(&["patch", "inspect", s(&whole), "--json"], None);
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).expect("json");
+    assert_eq!(
+        (
+            v["patches"].as_u64(),
+            v["last_patch_unterminated"].as_bool()
+        ),
+        (Some(1), Some(false))
+    );
+}

@@ -43,7 +43,9 @@ terms, costs next to nothing when all statements are in the default graph. With
 Patches (--stream-type frame: one frame each; punctuated: each ends with a punctuation
 row; flat: the whole stream is one patch) end at the end of each input file, at each
 `Z .` segment row, and with --patch-per transaction after each top-level TC/TA.
-Empty patches are not written.
+Empty patches are not written, except that input with no rows at all still makes a
+stream: its options row, which in a FRAME stream is a frame and so one empty patch.
+A Jelly-Patch input is re-encoded row by row: a PD row keeps its IRI.
 
 Exit codes: 0 success, 1 invalid input, 2 usage or I/O error.";
 

@@ -96,12 +96,18 @@ pub fn inspect(args: &PatchInspectArgs, quiet: bool) -> CliResult<Value> {
     let mut per_frame = Vec::new();
     let mut prev = PatchStats::default();
     let want_frames = args.per_frame;
+    let mut open_rows = 0u64;
     let r = read_binary(
         input.reader,
         &name,
         FrameRange::ALL,
         &mut progress,
         |_, op| {
+            match op {
+                Op::Row { .. } => open_rows += 1,
+                Op::Punctuation => open_rows = 0,
+                Op::FrameEnd { .. } => {}
+            }
             if let Op::FrameEnd {
                 index,
                 bytes,
@@ -132,9 +138,12 @@ pub fn inspect(args: &PatchInspectArgs, quiet: bool) -> CliResult<Value> {
     };
     let s = &summary.stats;
     let ops = operations(s);
+    // Rows after a PUNCTUATED stream's last punctuation are a patch not ended
+    // (counted, and flagged below).
+    let unterminated = options.stream_type == PatchStreamType::Punctuated && open_rows > 0;
     let patches = match options.stream_type {
         PatchStreamType::Frame => summary.frames,
-        PatchStreamType::Punctuated => s.punctuations,
+        PatchStreamType::Punctuated => s.punctuations + u64::from(unterminated),
         _ => 1,
     };
     let mut fields = vec![
@@ -145,6 +154,7 @@ pub fn inspect(args: &PatchInspectArgs, quiet: bool) -> CliResult<Value> {
         ),
         ("frames", summary.frames.into()),
         ("patches", patches.into()),
+        ("last_patch_unterminated", unterminated.into()),
         ("operations", ops.into()),
         ("statements", (s.adds + s.deletes).into()),
         ("rows", rows_value(s)),
