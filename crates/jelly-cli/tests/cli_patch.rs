@@ -1091,3 +1091,55 @@ fn an_unended_last_patch_of_a_punctuated_stream() {
         (Some(1), Some(false))
     );
 }
+
+/// A log of patches written with `Z .` separators (from-jelly --patch-separator segment)
+/// validates: each segment is a patch with its own header.
+#[test]
+fn a_segmented_patch_log_validates() {
+    let d = tmp("patch-segments");
+    let one = d.join("1.rdfp");
+    let two = d.join("2.rdfp");
+    std::fs::write(
+        &one,
+        "H id <uuid:1> .\nTX .\nA <http://e/a> <http://e/p> <http://e/o> .\nTC .\n",
+    )
+    .expect("write");
+    std::fs::write(
+        &two,
+        "H id <uuid:2> .\nH prev <uuid:1> .\nTX .\nD <http://e/a> <http://e/p> <http://e/o> .\nTC .\n",
+    )
+    .expect("write");
+    let log = d.join("log.jellyp");
+    ok(
+        &[
+            "patch",
+            "to-jelly",
+            s(&one),
+            s(&two),
+            "--stream-type",
+            "frame",
+            "-o",
+            s(&log),
+        ],
+        None,
+    );
+    let text = ok(
+        &[
+            "patch",
+            "from-jelly",
+            s(&log),
+            "--patch-separator",
+            "segment",
+        ],
+        None,
+    )
+    .stdout;
+    ok(&["patch", "validate", "--in-format", "rdfp"], Some(&text));
+    // A transaction cut by a segment is not.
+    let r = jelly(
+        &["patch", "validate", "--in-format", "rdfp"],
+        Some(b"TX .\nA <http://e/a> <http://e/p> <http://e/o> .\nZ .\nTC .\n"),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("not ended"), "{}", r.stderr);
+}

@@ -1125,7 +1125,9 @@ pub struct Violation {
 ///
 /// Changes outside `TX`…`TC` are valid: the spec makes explicit transactions optional
 /// (the patch is then applied atomically), so mixing is not flagged. `Z` (segment)
-/// has no rules.
+/// ends a patch and the next one begins: a transaction open at it is reported, and
+/// the next patch may have its own header (a log of patches written one after the
+/// other, as `jelly patch from-jelly --patch-separator segment` writes it).
 ///
 /// ```
 /// use jelly::rdf_patch::{parse_str, RdfPatchValidator, ViolationKind};
@@ -1158,6 +1160,14 @@ impl RdfPatchValidator {
     /// Checks the row at 1-based `line`, in order.
     pub fn check<'r>(&mut self, line: usize, row: impl Into<PatchRowRef<'r>>) -> Option<Violation> {
         let row = row.into();
+        if row == PatchRowRef::Segment {
+            // The patch ends here; the next starts afresh, header included.
+            self.first_change_line = None;
+            return self.open_tx.take().map(|tx_line| Violation {
+                line: tx_line,
+                kind: ViolationKind::UnterminatedTransaction,
+            });
+        }
         let kind = match row {
             PatchRowRef::Header { .. } => match self.first_change_line {
                 Some(first_change_line) if !self.allow_late_headers => {

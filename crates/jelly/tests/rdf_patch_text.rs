@@ -663,6 +663,22 @@ fn validation_rules() {
             .all(|(i, r)| v.check(i + 1, r).is_none())
     );
     assert!(v.finish().is_none());
+    // `Z` ends a patch: the next one may have its own header, and a transaction open
+    // at it is not ended.
+    assert!(
+        violations(concat!(
+            "H id <uuid:1> .\nTX .\nA <s> <p> <o> .\nTC .\nZ .\n",
+            "H id <uuid:2> .\nH prev <uuid:1> .\nTX .\nD <s> <p> <o> .\nTC .\nZ .\n",
+        ))
+        .is_empty()
+    );
+    assert_eq!(
+        violations("TX .\nA <s> <p> <o> .\nZ .\nTC .\n"),
+        [
+            (1, ViolationKind::UnterminatedTransaction),
+            (4, ViolationKind::CommitOutsideTransaction)
+        ]
+    );
     let msg = validate(&b"TX .\nTX .\n"[..]).unwrap()[0].to_string();
     assert_eq!(
         msg,
