@@ -28,6 +28,11 @@ pub enum TlsError {
         path: String,
         message: String,
     },
+    #[error(
+        "tls: the key in {key} does not belong to the first certificate in {cert} (the \
+         chain must start with the server's own certificate, then its issuers)"
+    )]
+    Mismatch { cert: String, key: String },
     #[error("tls: {0}")]
     Config(#[from] rustls::Error),
 }
@@ -37,6 +42,25 @@ fn file_error(what: &'static str, path: &Path, message: impl ToString) -> TlsErr
         what,
         path: path.display().to_string(),
         message: message.to_string(),
+    }
+}
+
+/// A PEM file's error in words (the library's own prints markers as byte lists).
+fn pem_message(e: &rustls::pki_types::pem::Error, wanted: &str) -> String {
+    use rustls::pki_types::pem::Error as E;
+    match e {
+        // The marker is the label (`CERTIFICATE`), without its dashes.
+        E::MissingSectionEnd { end_marker } => format!(
+            "a PEM section is not ended (no `-----END {}-----` line): the file is cut short",
+            String::from_utf8_lossy(end_marker).trim()
+        ),
+        E::IllegalSectionStart { line } => format!(
+            "a bad PEM section start: `{}`",
+            String::from_utf8_lossy(line).trim()
+        ),
+        E::Base64Decode(m) => format!("a PEM section is not valid base64: {m}"),
+        E::NoItemsFound => format!("no {wanted} in the file"),
+        other => other.to_string(),
     }
 }
 
@@ -74,19 +98,44 @@ pub fn root_certificates(pem: &[u8]) -> Result<Vec<reqwest::Certificate>, String
 /// The acceptor for a `[tls]` section: reads the chain and the key and checks they
 /// belong together.
 pub fn acceptor(c: &TlsConfig) -> Result<TlsAcceptor, TlsError> {
+    let cert_err = |e| file_error("cert", &c.cert, pem_message(&e, "CERTIFICATE"));
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&c.cert)
-        .map_err(|e| file_error("cert", &c.cert, e))?
+        .map_err(cert_err)?
         .collect::<Result<_, _>>()
-        .map_err(|e| file_error("cert", &c.cert, e))?;
+        .map_err(cert_err)?;
     if chain.is_empty() {
         return Err(file_error("cert", &c.cert, "no CERTIFICATE in the file"));
     }
-    let key = PrivateKeyDer::from_pem_file(&c.key).map_err(|e| file_error("key", &c.key, e))?;
+    let key = PrivateKeyDer::from_pem_file(&c.key).map_err(|e| {
+        file_error(
+            "key",
+            &c.key,
+            pem_message(
+                &e,
+                "private key (PKCS#8, PKCS#1 or SEC1; an encrypted key must be decrypted \
+                 first, e.g. `openssl pkey -in KEY -out PLAIN`)",
+            ),
+        )
+    })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
         .with_no_client_auth()
-        .with_single_cert(chain, key)?;
+        .with_single_cert(chain, key)
+        .map_err(|e| match e {
+            rustls::Error::InconsistentKeys(_) => TlsError::Mismatch {
+                cert: c.cert.display().to_string(),
+                key: c.key.display().to_string(),
+            },
+            rustls::Error::General(m) if m.contains("failed to parse private key") => file_error(
+                "key",
+                &c.key,
+                format!(
+                    "{m} (ring takes RSA keys of 2048 bits or more, ECDSA P-256/P-384, Ed25519)"
+                ),
+            ),
+            e => TlsError::Config(e),
+        })?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(TlsAcceptor::from(Arc::new(config)))
 }

@@ -1783,6 +1783,7 @@ async fn cors_is_off_by_default_and_answers_configured_origins() {
         .unwrap()
         .to_ascii_lowercase();
     assert!(exposed.contains("x-jelly-next-offset"), "{exposed}");
+    assert!(exposed.contains("www-authenticate"), "{exposed}");
     // Another origin gets no grant.
     let r = c
         .get(format!("{base}/topics/c/poll"))

@@ -1521,3 +1521,50 @@ async fn grpc_subscribe_refuses_before_reading_and_bounds_the_request() {
     assert!(got.1.contains("over 65536 bytes"), "{got:?}");
     srv.shutdown().await.unwrap();
 }
+
+/// Certificate and key files that cannot be used are refused at start with the
+/// reason in words, naming the files.
+#[test]
+fn tls_files_that_cannot_be_used_are_named_with_the_reason() {
+    let pki = pki();
+    let err = |cert: &std::path::Path, key: &std::path::Path| {
+        jelly_server::tls::acceptor(&jelly_server::tls::TlsConfig {
+            cert: cert.to_path_buf(),
+            key: key.to_path_buf(),
+        })
+        .err()
+        .expect("refused")
+        .to_string()
+    };
+    assert!(
+        jelly_server::tls::acceptor(&jelly_server::tls::TlsConfig {
+            cert: pki.cert.clone(),
+            key: pki.key.clone(),
+        })
+        .is_ok()
+    );
+    // A key of another pair.
+    let other = pki.dir.join("other.key");
+    std::fs::write(&other, rcgen::KeyPair::generate().unwrap().serialize_pem()).unwrap();
+    let e = err(&pki.cert, &other);
+    assert!(
+        e.contains("does not belong") && e.contains("other.key") && e.contains("cert.pem"),
+        "{e}"
+    );
+    // The chain in the wrong order (the CA first).
+    let wrong = pki.dir.join("wrong-order.pem");
+    let leaf = std::fs::read_to_string(&pki.cert).unwrap();
+    std::fs::write(&wrong, format!("{}{leaf}", pki.ca_pem)).unwrap();
+    assert!(err(&wrong, &pki.key).contains("must start with the server's own"));
+    // A certificate file cut short.
+    let cut = pki.dir.join("cut.pem");
+    std::fs::write(&cut, &leaf[..leaf.len() / 2]).unwrap();
+    let e = err(&cut, &pki.key);
+    assert!(
+        e.contains("cut.pem") && e.contains("-----END CERTIFICATE-----"),
+        "{e}"
+    );
+    // A key file without a key.
+    let e = err(&pki.cert, &pki.cert);
+    assert!(e.contains("no private key"), "{e}");
+}

@@ -80,6 +80,8 @@ fn cors_layer(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
         "x-jelly-start-offset",
         "x-jelly-items",
         "x-jelly-topic-id",
+        // A 401/403's challenge says why (`invalid_token`, `insufficient_scope`).
+        "www-authenticate",
     ]
     .map(HeaderName::from_static);
     Some(
