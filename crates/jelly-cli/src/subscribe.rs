@@ -255,6 +255,14 @@ async fn connection(
     }
     let mut resp = match client.get(&url).send().await {
         Ok(r) => r,
+        // A certificate that fails verification will fail again: exit, as publish does.
+        Err(e) if jelly_server::tls::is_certificate_error(&e) => {
+            return Err(CliError::usage(format!(
+                "cannot reach {}: {} (a private CA needs --cacert)",
+                a.server,
+                crate::server_client::describe(&e)
+            )));
+        }
         Err(e) => {
             return Ok(Ended::Broken(format!(
                 "cannot reach {}: {}",

@@ -421,6 +421,22 @@ fn serve_with_tls_and_tokens_from_flags() {
         None,
     );
     assert_eq!(r.out(), nq);
+    // Without the CA, subscribe stops at once (exit 2): retrying cannot fix a
+    // certificate.
+    let r = jelly(
+        &[
+            "subscribe",
+            "t",
+            "--server",
+            &srv.url,
+            "--token",
+            "cli-secret",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--cacert"), "{}", r.stderr);
+    assert!(!r.stderr.contains("retrying"), "{}", r.stderr);
     // A repeater of the TLS server, trusting its CA, with the token.
     let edge = ServeProc::start_with(
         &dir.join("edge"),

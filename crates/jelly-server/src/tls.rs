@@ -95,6 +95,29 @@ pub fn root_certificates(pem: &[u8]) -> Result<Vec<reqwest::Certificate>, String
     Ok(certs)
 }
 
+/// True when an HTTP client error is the server's certificate failing verification
+/// (an unknown issuer, expired, another name): trying again cannot help, unlike a
+/// refused or dropped connection.
+pub fn is_certificate_error(e: &reqwest::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(t) = c.downcast_ref::<rustls::Error>() {
+            return matches!(
+                t,
+                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
+            );
+        }
+        // rustls' error travels inside io::Errors, whose `source` skips what they wrap.
+        cause = match c.downcast_ref::<std::io::Error>() {
+            Some(io) => io
+                .get_ref()
+                .map(|inner| inner as &(dyn std::error::Error + 'static)),
+            None => c.source(),
+        };
+    }
+    false
+}
+
 /// The acceptor for a `[tls]` section: reads the chain and the key and checks they
 /// belong together.
 pub fn acceptor(c: &TlsConfig) -> Result<TlsAcceptor, TlsError> {
