@@ -466,6 +466,23 @@ impl EndReason {
         }
     }
 
+    /// For a streamed HTTP body: the error that cuts the response off when the
+    /// subscription failed (an item it cannot write, a log it cannot read), so that the
+    /// client cannot take a truncated response for a complete one (a `follow=false`
+    /// replay ends cleanly only when it is whole); `None` for an orderly end. Pass the
+    /// reason through [`EndReason::of_topic`] first.
+    pub fn body_error(&self) -> Option<std::io::Error> {
+        match self {
+            EndReason::ReadFailed(m) => Some(std::io::Error::other(format!(
+                "the subscription failed: the log could not be read: {m}"
+            ))),
+            EndReason::DeliverFailed(e) => Some(std::io::Error::other(format!(
+                "the subscription failed: {e}"
+            ))),
+            _ => None,
+        }
+    }
+
     /// The reason as the subscriber should hear it: a closed log, or a read that
     /// failed because of it, is a deletion when the topic was deleted.
     pub fn of_topic(self, topic: &Topic) -> EndReason {
@@ -781,9 +798,19 @@ impl Follow {
     }
 
     /// The subscription as a body stream.
+    /// The subscription as a body stream, which a failure ends with an error (see
+    /// [`EndReason::body_error`]).
     pub fn into_stream(self) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Send {
-        futures_util::stream::unfold(self, |mut f| async move {
-            f.next_chunk().await.map(|b| (Ok(b), f))
+        futures_util::stream::unfold(Some(self), |f| async move {
+            let mut f = f?;
+            match f.next_batch().await {
+                Batch::Items { data, .. } => Some((Ok(data), Some(f))),
+                Batch::KeepAlive => Some((Ok(Bytes::from_static(b": keep-alive\n\n")), Some(f))),
+                Batch::End(reason) => {
+                    let e = reason.of_topic(&f.topic).body_error()?;
+                    Some((Err(e), None))
+                }
+            }
         })
     }
 }

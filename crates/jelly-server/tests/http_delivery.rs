@@ -255,3 +255,58 @@ async fn a_stalled_subscriber_slows_down_nobody() {
     drop(stalled);
     srv.shutdown().await.unwrap();
 }
+
+/// A stored item that cannot be delivered (here a damaged frame, as a faulty mirror
+/// upstream could plant) cuts the response off: the client gets the items before it
+/// and then a broken body, never a clean end it would take for the whole replay.
+#[tokio::test]
+async fn a_failed_delivery_cuts_the_body_off_rather_than_ending_it() {
+    let (srv, c, _) =
+        start_with_items("<http://ex.org/s> <http://ex.org/p> \"good\" <http://ex.org/g> .\n")
+            .await;
+    let t = srv.state().topics.get("np").unwrap();
+    let damaged = jelly_server::item::Item {
+        offset: 1,
+        timestamp_ms: 1,
+        // An options row, then a quad row naming name entry 127, never defined.
+        frame: bytes::Bytes::from_static(&[
+            0x0a, 0x0a, 0x0a, 0x08, 0x10, 0x02, 0x20, 0x80, 0x20, 0x78, 0x01, 0x0a, 0x0a, 0x1a,
+            0x08, 0x0a, 0x02, 0x10, 0x7f, 0x12, 0x02, 0x10, 0x7f,
+        ]),
+        statements: 1,
+        source: String::new(),
+        headers: Vec::new(),
+    };
+    t.append_at(vec![damaged], false, &srv.state().metrics)
+        .await
+        .unwrap();
+    for (format, encoding) in [
+        ("nquads", "identity"),
+        ("nquads", "gzip"),
+        ("trig", "identity"),
+    ] {
+        for follow in ["false", "true"] {
+            let whole = async {
+                let r = c
+                    .get(format!(
+                        "{}/topics/np/items?format={format}&follow={follow}",
+                        srv.url()
+                    ))
+                    .header("accept-encoding", encoding)
+                    .send()
+                    .await?;
+                assert!(r.status().is_success());
+                r.bytes().await
+            };
+            // (The head may go out with the first items or be cut off with them.)
+            let got = tokio::time::timeout(Duration::from_secs(10), whole)
+                .await
+                .expect("the response ends");
+            assert!(
+                got.is_err(),
+                "{format} {encoding} follow={follow}: a clean end after a failed item"
+            );
+        }
+    }
+    srv.shutdown().await.unwrap();
+}

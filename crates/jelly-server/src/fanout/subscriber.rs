@@ -369,16 +369,21 @@ impl Subscription {
 
     /// The subscription as an HTTP body ([`Framing::Stream`], [`Framing::Sse`]).
     pub fn into_stream(self) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Send {
-        let state = (self, VecDeque::<Bytes>::new());
-        futures_util::stream::unfold(state, |(mut sub, mut queue)| async move {
+        let state = (Some(self), VecDeque::<Bytes>::new());
+        futures_util::stream::unfold(state, |(sub, mut queue)| async move {
+            let mut sub = sub?;
             loop {
                 if let Some(b) = queue.pop_front() {
-                    return Some((Ok(b), (sub, queue)));
+                    return Some((Ok(b), (Some(sub), queue)));
                 }
                 match sub.next_step().await {
                     Step::Data(d) => queue.extend(d),
                     Step::KeepAlive => {}
-                    Step::End(_) => return None,
+                    // A failure cuts the body off (see `EndReason::body_error`).
+                    Step::End(reason) => {
+                        let e = reason.of_topic(&sub.topic).body_error()?;
+                        return Some((Err(e), (None, queue)));
+                    }
                 }
             }
         })

@@ -379,17 +379,21 @@ fn private_body(f: Follow, encoding: Encoding) -> Body {
             if done {
                 return None;
             }
-            match f.next_chunk().await {
-                Some(chunk) => {
-                    let b = crate::fanout::encode::block(encoding, chunk.to_vec());
-                    let out = st.block(&b);
-                    Some((Ok(out), (f, st, None, false)))
-                }
-                None => {
+            let chunk = match f.next_batch().await {
+                crate::deliver::Batch::Items { data, .. } => data,
+                crate::deliver::Batch::KeepAlive => bytes::Bytes::from_static(b": keep-alive\n\n"),
+                crate::deliver::Batch::End(reason) => {
+                    // A failure cuts the body off without its trailer, as uncompressed.
+                    if let Some(e) = reason.of_topic(&f.topic).body_error() {
+                        return Some((Err(e), (f, st, None, true)));
+                    }
                     let t = st.trailer();
-                    Some((Ok(t), (f, st, None, true)))
+                    return Some((Ok(t), (f, st, None, true)));
                 }
-            }
+            };
+            let b = crate::fanout::encode::block(encoding, chunk.to_vec());
+            let out = st.block(&b);
+            Some((Ok(out), (f, st, None, false)))
         },
     ))
 }
