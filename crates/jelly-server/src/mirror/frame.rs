@@ -29,6 +29,8 @@ pub enum FrameError {
     Missing(&'static str),
     #[error("metadata `{key}` is not {what}")]
     BadValue { key: String, what: &'static str },
+    #[error("a frame carries other stream options than the stream's first")]
+    OptionsChanged,
 }
 
 /// Turns the frames of one upstream subscription back into items. Keeps the options
@@ -49,6 +51,11 @@ impl Unsplicer {
         let (options, body) = match options_row_len(&delivered) {
             Some(n) => {
                 let options = delivered.slice(..n);
+                // A splice stream sends its options once; the same row again is
+                // harmless, other options would make items its readers refuse.
+                if self.options_row.as_ref().is_some_and(|o| *o != options) {
+                    return Err(FrameError::OptionsChanged);
+                }
                 self.options_row = Some(options.clone());
                 (options, delivered.slice(n..))
             }
@@ -225,5 +232,17 @@ mod tests {
             u.item(Bytes::from(bad)),
             Err(FrameError::BadValue { .. })
         ));
+        // A later frame with other stream options than the first.
+        let mut enc = Encoder::new(StreamOptions::small()).unwrap();
+        enc.add(StatementRef::triple(
+            TermRef::Iri("http://ex.org/s"),
+            TermRef::Iri("http://ex.org/p"),
+            TermRef::Iri("http://ex.org/o"),
+        ))
+        .unwrap();
+        let mut other = enc.finish_frame();
+        jelly::splice::push_metadata(&mut other, "offset", b"42");
+        jelly::splice::push_metadata(&mut other, "ts", b"1");
+        assert_eq!(u.item(Bytes::from(other)), Err(FrameError::OptionsChanged));
     }
 }

@@ -465,6 +465,8 @@ impl Mirror {
     ) -> End {
         let max_frame = self.state.config.max_item_bytes as u64 + METADATA_BYTES as u64;
         let mut unsplice = Unsplicer::new();
+        // The stream's options row once checked against the local topic's options.
+        let mut checked_options = false;
         let mut buf = BytesMut::new();
         let mut batch: Vec<Item> = Vec::new();
         let mut batch_bytes = 0usize;
@@ -535,6 +537,12 @@ impl Mirror {
                     Ok(it) => it,
                     Err(e) => break 'frames Some(End::Retry(format!("item {expect}: {e}"))),
                 };
+                if !checked_options {
+                    if let Err(e) = check_item_options(topic, &item.frame) {
+                        break 'frames Some(End::Fatal(format!("item {expect}: {e}")));
+                    }
+                    checked_options = true;
+                }
                 let max_item = self.state.config.max_item_bytes;
                 if item.frame.len() > max_item {
                     break 'frames Some(End::Fatal(format!(
@@ -595,6 +603,32 @@ impl Mirror {
     }
 }
 
+/// Checks that a copied item's stream options (its options row) are what the local
+/// topic's items must have: the physical type and features its readers expect. The
+/// upstream's description said so; its frames must agree, or the copies would be
+/// items that the topic's subscribers cannot read.
+fn check_item_options(topic: &Topic, frame: &[u8]) -> Result<(), String> {
+    let got = crate::grpc::publish::first_frame_options(frame)?;
+    let want = topic.options().stream_options();
+    if got.physical_type != want.physical_type
+        || got.rdf_star != want.rdf_star
+        || got.generalized_statements != want.generalized_statements
+    {
+        return Err(format!(
+            "its stream options ({:?}, rdf_star {}, generalized {}) are not the topic's \
+             ({:?}, rdf_star {}, generalized {}): the upstream's items do not match its \
+             description",
+            got.physical_type,
+            got.rdf_star,
+            got.generalized_statements,
+            want.physical_type,
+            want.rdf_star,
+            want.generalized_statements
+        ));
+    }
+    Ok(())
+}
+
 /// The JSON body of an error answer (`Null` if there is none).
 async fn error_body(resp: reqwest::Response) -> Value {
     match read_capped(resp, ERROR_BYTES).await {
@@ -613,4 +647,40 @@ async fn read_capped(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>,
         out.extend_from_slice(&c);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jelly::{Encoder, PhysicalType, StatementRef, StreamOptions, TermRef};
+
+    fn frame(physical: PhysicalType) -> Vec<u8> {
+        let mut enc = Encoder::new(StreamOptions::big().with_physical_type(physical)).unwrap();
+        let (s, p, o) = (
+            TermRef::Iri("http://ex.org/s"),
+            TermRef::Iri("http://ex.org/p"),
+            TermRef::Iri("http://ex.org/o"),
+        );
+        let st = match physical {
+            PhysicalType::Triples => StatementRef::triple(s, p, o),
+            _ => StatementRef::quad(s, p, o, TermRef::Iri("http://ex.org/g")),
+        };
+        enc.add(st).unwrap();
+        enc.finish_frame()
+    }
+
+    /// Copied items must have the stream options the local topic's readers expect.
+    #[test]
+    fn copied_items_must_match_the_topics_options() {
+        let r = crate::topic::Registry::open(&crate::ServerConfig::ephemeral()).unwrap();
+        let triples = TopicOptions {
+            physical: crate::topic::Physical::Triples,
+            ..TopicOptions::default()
+        };
+        let (t, _) = r.create("t", Some(triples)).unwrap();
+        assert!(check_item_options(&t, &frame(PhysicalType::Triples)).is_ok());
+        let e = check_item_options(&t, &frame(PhysicalType::Quads)).unwrap_err();
+        assert!(e.contains("do not match its description"), "{e}");
+        assert!(check_item_options(&t, b"\x0a\x00").is_err());
+    }
 }
