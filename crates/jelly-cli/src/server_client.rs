@@ -109,7 +109,13 @@ pub fn refused(what: &str, status: reqwest::StatusCode, text: &str) -> CliError 
     }
 }
 
-/// An HTTP error with its causes (see [`jelly_server::mirror::describe`]).
+/// An HTTP error with its causes (see [`jelly_server::mirror::describe`]), and a hint
+/// when it looks like `https://` given for a plain HTTP server.
 pub fn describe(e: &reqwest::Error) -> String {
-    jelly_server::mirror::describe(e)
+    let text = jelly_server::mirror::describe(e);
+    // rustls' words for a server that answered a ClientHello with plain HTTP.
+    if text.contains("InvalidContentType") {
+        return format!("{text} (is the server plain http://?)");
+    }
+    text
 }

@@ -216,6 +216,15 @@ fn serve_publish_subscribe_round_trip() {
     assert!(st.success());
     std::thread::sleep(Duration::from_millis(300));
     ok(&["topics", "list", "--server", s], None);
+    // https:// for this plain server: the error says what is likely wrong.
+    let https = s.replace("http://", "https://");
+    let r = jelly(&["topics", "list", "--server", &https], None);
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("is the server plain http://?"),
+        "{}",
+        r.stderr
+    );
 
     assert_eq!(srv.stop(), 0);
     // Nobody listening: exit 2 (after the retry budget).

@@ -205,6 +205,24 @@ impl Drop for OpenGauge {
     }
 }
 
+/// Answers a plain HTTP request made to the TLS listener with a 400 that says so,
+/// then closes; the error is what the handshake failure is logged as.
+async fn plain_http_to_tls(mut tcp: TcpStream) -> std::io::Error {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    // The request head, read so that closing does not reset the connection under the
+    // answer (a small request has arrived by now; a larger one is cut short anyway).
+    let mut head = [0u8; 8192];
+    let _ = tokio::time::timeout(Duration::from_millis(50), tcp.read(&mut head)).await;
+    const BODY: &str = "{\"error\":\"this port speaks TLS: use https://\"}";
+    let answer = format!(
+        "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{BODY}",
+        BODY.len()
+    );
+    let _ = tcp.write_all(answer.as_bytes()).await;
+    let _ = tcp.shutdown().await;
+    std::io::Error::other("a plain HTTP request on the TLS listener")
+}
+
 /// One accepted connection and what it holds until it ends.
 struct Connection {
     acceptor: Arc<Acceptor>,
@@ -220,7 +238,16 @@ impl Connection {
             return self.serve_http(tcp, stop).await;
         };
         let handshake = tokio::select! {
-            r = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, tls.accept(tcp)) => r,
+            r = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, async {
+                // A TLS client opens with a handshake record (0x16). A letter is a plain
+                // HTTP request head: answer it in plain HTTP, as a wrong scheme, rather
+                // than with a TLS alert its client cannot show.
+                let mut first = [0u8; 1];
+                if matches!(tcp.peek(&mut first).await, Ok(1) if first[0].is_ascii_uppercase()) {
+                    return Err(plain_http_to_tls(tcp).await);
+                }
+                tls.accept(tcp).await
+            }) => r,
             _ = stop.wait_for(|s| *s) => return,
         };
         match handshake {

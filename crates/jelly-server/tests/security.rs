@@ -253,10 +253,14 @@ async fn https_with_a_test_ca_publish_and_subscribe() {
         .await
         .unwrap_err();
     assert!(e.starts_with("TLS handshake"), "{e}");
-    // Plain HTTP to the TLS port gets no HTTP answer either.
+    // Plain HTTP to the TLS port is answered in plain HTTP: a 400 that names the
+    // mistake, not a TLS alert the client would show as garbage.
     let plain = reqwest::Client::builder().timeout(LIMIT).build().unwrap();
     let url = format!("http://{addr}/health");
-    assert!(plain.get(url).send().await.is_err());
+    let r = plain.get(url).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let v: Value = r.json().await.unwrap();
+    assert!(v["error"].as_str().unwrap().contains("use https://"), "{v}");
     // The server counted the failed handshakes (they end on their own task).
     let m = &srv.state().metrics;
     let t0 = std::time::Instant::now();
