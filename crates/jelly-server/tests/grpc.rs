@@ -797,31 +797,9 @@ where
     B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    use http_body_util::BodyExt as _;
-    use hyper_util::rt::{TokioExecutor, TokioIo};
-    let tcp = tokio::net::TcpStream::connect(srv.local_addr())
+    let all = support::raw_grpc(srv.local_addr(), path, headers, body, LIMIT)
         .await
-        .unwrap();
-    let (mut send, conn) =
-        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
-    let mut req = hyper::Request::builder()
-        .method("POST")
-        .uri(format!("http://{}{path}", srv.local_addr()))
-        .header("content-type", "application/grpc")
-        .header("te", "trailers");
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let resp = tokio::time::timeout(LIMIT, send.send_request(req.body(body).unwrap()))
-        .await
-        .expect("an answer in time")
-        .unwrap();
-    let mut all = resp.headers().clone();
-    let collected = resp.into_body().collect().await.unwrap();
-    all.extend(collected.trailers().cloned().unwrap_or_default());
+        .expect("an answer in time");
     move |k: &str| {
         all.get(k)
             .map(|v| v.to_str().unwrap().to_string())

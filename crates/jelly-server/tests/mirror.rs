@@ -53,6 +53,26 @@ fn file_config(dir: &Path, listen: SocketAddr) -> ServerConfig {
     }
 }
 
+/// A server with the file log in `dir` mirroring `topic` of `upstream` (same name).
+fn file_mirror_of(upstream: &Server, topic: &str, dir: &Path, on_gone: OnGone) -> ServerConfig {
+    ServerConfig {
+        mirrors: vec![MirrorConfig {
+            on_gone,
+            ..mirror_of(upstream, topic, topic)
+        }],
+        ..file_config(dir, "127.0.0.1:0".parse().unwrap())
+    }
+}
+
+/// Waits until the mirror of `topic` on `s` has stopped.
+async fn wait_stopped(s: &Server, topic: &str) {
+    let m = s.state().topics.mirror(topic).unwrap();
+    wait_for("the mirror to stop", || async {
+        m.state() == jelly_server::mirror::MirrorState::Stopped
+    })
+    .await;
+}
+
 async fn wait_for<F: Future<Output = bool>>(what: &str, mut cond: impl FnMut() -> F) {
     let t0 = std::time::Instant::now();
     while !cond().await {
@@ -435,13 +455,7 @@ async fn a_mirror_behind_upstream_retention_stops_or_skips() {
         publish(&c, &a, "t", i).await;
     }
     let dir = TempDir::new("gone");
-    let b_config = |on_gone| ServerConfig {
-        mirrors: vec![MirrorConfig {
-            on_gone,
-            ..mirror_of(&a, "t", "t")
-        }],
-        ..file_config(dir.path(), "127.0.0.1:0".parse().unwrap())
-    };
+    let b_config = |on_gone| file_mirror_of(&a, "t", dir.path(), on_gone);
     let b = Server::start(b_config(OnGone::Stop)).await.unwrap();
     assert_mirrored(&a, &b, "t", "t").await;
     b.shutdown().await.unwrap();
@@ -450,11 +464,7 @@ async fn a_mirror_behind_upstream_retention_stops_or_skips() {
         publish(&c, &a, "t", i).await;
     }
     let b = Server::start(b_config(OnGone::Stop)).await.unwrap();
-    let m = b.state().topics.mirror("t").unwrap();
-    wait_for("the mirror to stop", || async {
-        m.state() == jelly_server::mirror::MirrorState::Stopped
-    })
-    .await;
+    wait_stopped(&b, "t").await;
     let (_, d) = describe(&c, &b, "t").await;
     let err = d["mirror"]["last_error"].as_str().unwrap();
     assert!(err.contains("no longer retains offset 5"), "{err}");
@@ -496,13 +506,7 @@ async fn a_mirror_of_a_replaced_upstream_topic_stops_or_starts_over() {
         publish(&c, &a, "t", i).await;
     }
     let dir = TempDir::new("replaced");
-    let b_config = |on_gone| ServerConfig {
-        mirrors: vec![MirrorConfig {
-            on_gone,
-            ..mirror_of(&a, "t", "t")
-        }],
-        ..file_config(dir.path(), "127.0.0.1:0".parse().unwrap())
-    };
+    let b_config = |on_gone| file_mirror_of(&a, "t", dir.path(), on_gone);
     let b = Server::start(b_config(OnGone::Stop)).await.unwrap();
     assert_mirrored(&a, &b, "t", "t").await;
     let old_local_id = b.state().topics.get("t").unwrap().id.clone();
@@ -518,11 +522,7 @@ async fn a_mirror_of_a_replaced_upstream_topic_stops_or_starts_over() {
         publish(&c, &a, "t", i).await;
     }
     let b = Server::start(b_config(OnGone::Stop)).await.unwrap();
-    let m = b.state().topics.mirror("t").unwrap();
-    wait_for("the mirror to stop", || async {
-        m.state() == jelly_server::mirror::MirrorState::Stopped
-    })
-    .await;
+    wait_stopped(&b, "t").await;
     let (_, d) = describe(&c, &b, "t").await;
     let err = d["mirror"]["last_error"].as_str().unwrap();
     assert!(err.contains("deleted and created again"), "{err}");
@@ -572,11 +572,7 @@ async fn an_upstream_item_over_max_item_bytes_stops_the_mirror() {
         cfg.mirrors = vec![mirror_of(&a, "t", "t")];
     })
     .await;
-    let m = b.state().topics.mirror("t").unwrap();
-    wait_for("the mirror to stop", || async {
-        m.state() == jelly_server::mirror::MirrorState::Stopped
-    })
-    .await;
+    wait_stopped(&b, "t").await;
     let (_, d) = describe(&c, &b, "t").await;
     let err = d["mirror"]["last_error"].as_str().unwrap();
     assert!(

@@ -1436,8 +1436,8 @@ async fn get_with(http: &reqwest::Client, url: &str, token: &str) -> reqwest::Re
     http.get(url).bearer_auth(token).send().await.unwrap()
 }
 
-/// The `grpc-status` (and message) of a raw SubscribeRdf call on its own HTTP/2
-/// connection, whose request body is `body`; `None` if no answer came within `wait`.
+/// The `grpc-status` (and message) of a raw SubscribeRdf call whose request body is
+/// `body`; `None` if no answer came within `wait`.
 async fn raw_subscribe<B>(
     srv: &Server,
     token: Option<&str>,
@@ -1448,38 +1448,16 @@ where
     B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    use http_body_util::BodyExt as _;
-    use hyper_util::rt::{TokioExecutor, TokioIo};
-    let tcp = TcpStream::connect(srv.local_addr()).await.unwrap();
-    let (mut send, conn) =
-        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
-    let mut req = hyper::Request::builder()
-        .method("POST")
-        .uri(format!("http://{}{SUBSCRIBE_PATH}", srv.local_addr()))
-        .header("content-type", "application/grpc")
-        .header("te", "trailers");
-    if let Some(t) = token {
-        req = req.header("authorization", format!("Bearer {t}"));
-    }
-    let answer = async {
-        let resp = send.send_request(req.body(body).unwrap()).await.unwrap();
-        let mut all = resp.headers().clone();
-        if all.get("grpc-status").is_none() {
-            let collected = resp.into_body().collect().await.unwrap();
-            all.extend(collected.trailers().cloned().unwrap_or_default());
-        }
-        let get = |k: &str| {
-            all.get(k)
-                .map(|v| v.to_str().unwrap().to_string())
-                .unwrap_or_default()
-        };
-        // grpc-message is percent-encoded; spaces are all these tests need back.
-        (get("grpc-status"), get("grpc-message").replace("%20", " "))
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("authorization", a.as_str())).collect();
+    let all = support::raw_grpc(srv.local_addr(), SUBSCRIBE_PATH, &headers, body, wait).await?;
+    let get = |k: &str| {
+        all.get(k)
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default()
     };
-    tokio::time::timeout(wait, answer).await.ok()
+    // grpc-message is percent-encoded; spaces are all these tests need back.
+    Some((get("grpc-status"), get("grpc-message").replace("%20", " ")))
 }
 
 /// SubscribeRdf is refused on its token before its request message is read (the

@@ -269,3 +269,48 @@ pub async fn grpc_subscribe(
     .await
     .map(tonic::Response::into_inner)
 }
+
+/// The response headers and trailers (merged) of one raw gRPC call on its own HTTP/2
+/// connection to `addr`, whose request body is `body`; `None` if the whole answer did
+/// not come within `wait`. For requests no gRPC client would send (a body that never
+/// ends, a bad compressed flag, odd metadata).
+pub async fn raw_grpc<B>(
+    addr: std::net::SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: B,
+    wait: Duration,
+) -> Option<axum::http::HeaderMap>
+where
+    B: http_body::Body<Data = bytes::Bytes> + Send + Unpin + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    use http_body_util::BodyExt as _;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut send, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let mut req = hyper::Request::builder()
+        .method("POST")
+        .uri(format!("http://{addr}{path}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let answer = async {
+        let resp = send.send_request(req.body(body).unwrap()).await.unwrap();
+        let mut all = resp.headers().clone();
+        // A trailers-only answer has its status in the headers; otherwise it follows
+        // the messages.
+        if all.get("grpc-status").is_none() {
+            let collected = resp.into_body().collect().await.unwrap();
+            all.extend(collected.trailers().cloned().unwrap_or_default());
+        }
+        all
+    };
+    tokio::time::timeout(wait, answer).await.ok()
+}
