@@ -98,6 +98,11 @@ impl Lookup {
         self.last_id = 0;
         self.values.reset();
         self.defined.clear();
+        // Room for tables of the usual sizes (up to the default limits), so that they
+        // grow without reallocating; reserved, not filled, so it costs no work.
+        let room = presized(max);
+        let _ = self.defined.try_reserve(room);
+        let _ = self.values.spans.try_reserve(room);
     }
 
     #[inline(always)]
@@ -159,8 +164,9 @@ impl Lookup {
         }
         let i = id as usize;
         if i >= self.defined.len() {
-            grow_to(&mut self.defined, i + 1, false)
-                .and_then(|()| grow_to(&mut self.values.spans, i + 1, (0, 0)))
+            let len = grown_len(i, self.defined.len(), self.max);
+            grow_to(&mut self.defined, len, false)
+                .and_then(|()| grow_to(&mut self.values.spans, len, (0, 0)))
                 .map_err(|()| K::TableAllocation { table, id })?;
         }
         self.values.set(i, value);
@@ -168,6 +174,22 @@ impl Lookup {
         self.last_id = id as u32;
         Ok(())
     }
+}
+
+/// Slots reserved ahead for a table of size `max`: all of them up to 4,096 (the
+/// default name table limit), then that many.
+fn presized(max: u32) -> usize {
+    (max as usize + 1).min(4097)
+}
+
+/// The length a table's slots grow to for id `i`: at least twice the present length
+/// (so that ids set in order grow it a few times, not once per entry), never past
+/// the table's size `max` (ids run to `max`, slot 0 is unused).
+fn grown_len(i: usize, len: usize, max: u32) -> usize {
+    (i + 1)
+        .max(len.saturating_mul(2))
+        .max(16)
+        .min(max as usize + 1)
 }
 
 /// Lengthens `v` to `len` with `fill` (never shortens it). Growth at least doubles the
@@ -865,6 +887,10 @@ impl TermDecoder {
         }
         st.iri_cache_bytes = st.iri_cache.iter().map(|e| e.iri.capacity()).sum();
         st.prefix_ver.clear();
+        let _ = st.prefix_ver.try_reserve(presized(prefixes));
+        let _ = st
+            .iri_cache
+            .try_reserve(presized(names).saturating_sub(st.iri_cache.len()));
         st.generalized = generalized;
         st.rdf_star = rdf_star;
     }
@@ -894,7 +920,8 @@ impl TermDecoder {
                 match cache.get_mut(id as usize) {
                     Some(e) => e.key = NO_IRI,
                     None => {
-                        grow_cache(cache, id as usize + 1).map_err(|()| K::TableAllocation {
+                        let len = grown_len(id as usize, cache.len(), self.state.names.max);
+                        grow_cache(cache, len).map_err(|()| K::TableAllocation {
                             table,
                             id: u64::from(id),
                         })?
@@ -903,16 +930,16 @@ impl TermDecoder {
             }
             Table::Prefix => {
                 let vers = &mut self.state.prefix_ver;
-                match vers.get_mut(id as usize) {
-                    Some(v) => *v = v.wrapping_add(1),
-                    // A new entry's version starts at 1, above the 0 of "no prefix".
-                    None => {
-                        grow_to(vers, id as usize + 1, 0).map_err(|()| K::TableAllocation {
-                            table,
-                            id: u64::from(id),
-                        })?;
-                        vers[id as usize] = 1;
-                    }
+                if id as usize >= vers.len() {
+                    let len = grown_len(id as usize, vers.len(), self.state.prefixes.max);
+                    grow_to(vers, len, 0).map_err(|()| K::TableAllocation {
+                        table,
+                        id: u64::from(id),
+                    })?;
+                }
+                // A new entry's version goes from 0 to 1, above the 0 of "no prefix".
+                if let Some(v) = vers.get_mut(id as usize) {
+                    *v = v.wrapping_add(1);
                 }
             }
             Table::Datatype => {}
@@ -1101,8 +1128,12 @@ impl TermDecoder {
                 .get(nid as usize)
                 .map_or(0, |e| e.iri.capacity());
             let cap = len.next_power_of_two().max(64);
-            if old_cap < len && st.iri_cache_bytes - old_cap + cap > IRI_CACHE_BYTES_MAX {
-                // Over the cache's budget: this IRI goes into the term itself.
+            // Over the cache's budget, or (never, as every defined name has its slot,
+            // made when it was set) no slot: this IRI goes into the term itself.
+            let slot = nid as usize;
+            if slot >= st.iri_cache.len()
+                || (old_cap < len && st.iri_cache_bytes - old_cap + cap > IRI_CACHE_BYTES_MAX)
+            {
                 self.cur[i].set_iri2(prefix, name);
                 st.last_prefix_id = pid;
                 st.last_name_id = nid;
@@ -1110,13 +1141,8 @@ impl TermDecoder {
             }
             // The entry is about to change: terms still pointing at it keep their own copy.
             Self::release(&mut self.cur, &st.iri_cache, nid);
-            // Every defined name has its cache slot (made when it was set).
-            let Some(e) = st.iri_cache.get_mut(nid as usize) else {
-                self.cur[i].set_iri2(prefix, name);
-                st.last_prefix_id = pid;
-                st.last_name_id = nid;
-                return Ok(());
-            };
+            // In bounds: checked just above, and `release` only reads the cache.
+            let e = &mut st.iri_cache[slot];
             if old_cap < len {
                 // A fresh buffer with room to spare, rather than growing the old one
                 // part by part (copying stale text): later IRIs of this id then fit.
