@@ -446,6 +446,24 @@ impl ServerConfig {
         millis(self.busy_poll_idle_ms)
     }
 
+    /// True when `u` names this server's listener by address: its IP (or, for a
+    /// listener on all addresses, a loopback one) and port. A host name is not looked
+    /// up, so a mirror of itself under a name goes unnoticed here.
+    fn is_own_address(&self, u: &reqwest::Url) -> bool {
+        let Some(ip) = u.host_str().and_then(|h| {
+            h.trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .ok()
+        }) else {
+            return false;
+        };
+        let port = u.port_or_known_default();
+        port == Some(self.listen.port())
+            && self.listen.port() != 0
+            && (ip == self.listen.ip() || (self.listen.ip().is_unspecified() && ip.is_loopback()))
+    }
+
     /// Checks what serde cannot: the durability policy, the runtime and the mirrors.
     pub fn check(&self) -> Result<(), String> {
         self.durability()?;
@@ -460,6 +478,13 @@ impl ServerConfig {
             m.check()?;
             if !seen.insert(&m.topic) {
                 return Err(format!("topic `{}` is mirrored twice", m.topic));
+            }
+            if m.topic == m.upstream_topic() && self.is_own_address(&m.upstream_url()?) {
+                return Err(format!(
+                    "mirror of `{}`: the upstream {} is this server's own listener and topic \
+                     (a mirror of itself never gets an item)",
+                    m.topic, m.upstream
+                ));
             }
         }
         for o in &self.cors_origins {
@@ -795,6 +820,32 @@ mod tests {
         );
         assert!(MirrorConfig::from_topic_url("http://h:1/weather").is_err());
         assert!(MirrorConfig::from_topic_url("http://h:1/topics/").is_err());
+        // A mirror of this server's own listener and topic is refused; of another
+        // topic on it, or of another port, it is not.
+        let on = |listen: &str, url: &str| ServerConfig {
+            listen: listen.parse().unwrap(),
+            mirrors: vec![MirrorConfig::from_topic_url(url).unwrap()],
+            ..ServerConfig::default()
+        };
+        let e = on("127.0.0.1:8686", "http://127.0.0.1:8686/topics/x")
+            .check()
+            .unwrap_err();
+        assert!(e.contains("mirror of itself"), "{e}");
+        assert!(
+            on("0.0.0.0:8686", "http://127.0.0.1:8686/topics/x")
+                .check()
+                .is_err()
+        );
+        assert!(
+            on("127.0.0.1:8686", "http://127.0.0.1:8686/topics/x=y")
+                .check()
+                .is_ok()
+        );
+        assert!(
+            on("127.0.0.1:8686", "http://127.0.0.1:8687/topics/x")
+                .check()
+                .is_ok()
+        );
         // Credentials in the URL are refused, and the refusal does not repeat the
         // password.
         for url in ["http://u:s3cret@h:1/topics/w", "http://u@h:1/topics/w"] {
