@@ -1026,6 +1026,16 @@ fn patch_messages_name_the_real_trouble() {
         assert!(!r.stderr.contains("empty"), "{verb}: {}", r.stderr);
         assert!(r.stderr.contains("cut.jellyp.gz"), "{verb}: {}", r.stderr);
     }
+    // A cut compressed text patch: named once, with the line.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&std::fs::read(&text).expect("read"))
+        .expect("gzip");
+    let gz = gz.finish().expect("gzip");
+    let cut_text = d.join("cut.rdfp.gz");
+    std::fs::write(&cut_text, &gz[..gz.len() / 2]).expect("write");
+    let r = jelly(&["patch", "validate", s(&cut_text)], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stderr.matches("cut.rdfp.gz").count(), 1, "{}", r.stderr);
     for verb in ["from-jelly", "inspect"] {
         let r = jelly(&["patch", verb], Some(b""));
         assert_eq!(r.code, 1, "{verb}: {}", r.stderr);

@@ -134,8 +134,14 @@ pub fn text_err(name: &str, e: RdfPatchError) -> CliError {
         )),
         RdfPatchError::Io { line, source } => {
             let mut e = input_io_err(name, source);
+            // Damaged input (a cut compressed file): where it was found, named once.
             if e.code == crate::error::EXIT_INVALID {
-                e.message = format!("{name}:{line}: {}", e.message);
+                let detail = e
+                    .message
+                    .strip_prefix(&format!("{name}: "))
+                    .unwrap_or(&e.message)
+                    .to_string();
+                e.message = format!("{name}:{line}: {detail}");
             }
             e
         }
