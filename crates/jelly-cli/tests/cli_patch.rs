@@ -1153,3 +1153,35 @@ fn a_segmented_patch_log_validates() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("not ended"), "{}", r.stderr);
 }
+
+/// With `--take-frames`, patches keep the numbers they have in the whole stream.
+#[test]
+fn taken_frames_keep_their_patch_numbers() {
+    let d = tmp("patch-take");
+    let mut inputs = Vec::new();
+    for i in 0..4 {
+        let p = d.join(format!("{i}.rdfp"));
+        std::fs::write(
+            &p,
+            format!("TX .\nA <http://e/a{i}> <http://e/p> <http://e/o> .\nTC .\n"),
+        )
+        .expect("write");
+        inputs.push(p);
+    }
+    let names: Vec<&str> = inputs.iter().map(|p| s(p)).collect();
+    let log = d.join("log.jellyp");
+    let mut args = vec!["patch", "to-jelly"];
+    args.extend(&names);
+    args.extend(["--stream-type", "frame", "-o", s(&log)]);
+    ok(&args, None);
+    let out = ok(
+        &["patch", "from-jelly", s(&log), "--take-frames", "2.."],
+        None,
+    )
+    .out();
+    let ends: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("# end of patch"))
+        .collect();
+    assert_eq!(ends, ["# end of patch 2", "# end of patch 3"], "{out}");
+}

@@ -119,6 +119,14 @@ pub enum Op<'a> {
         stats: &'a PatchStats,
         patch_end: bool,
     },
+    /// A frame outside the frames taken (`--take-frames`), decoded for its tables and
+    /// counters only: what came before the first frame taken.
+    FrameSkipped {
+        index: u64,
+        stats: &'a PatchStats,
+        /// As in `FrameEnd`: the frame was a whole patch.
+        patch_end: bool,
+    },
 }
 
 /// `FILE:LINE:COLUMN: message` for a text parse error.
@@ -332,6 +340,19 @@ pub fn read_binary(
                 };
                 f(loc, Op::Row { row: r, pd_iri })?;
             }
+        }
+        if !take {
+            f(
+                Loc::Row {
+                    frame: index,
+                    row: None,
+                },
+                Op::FrameSkipped {
+                    index,
+                    stats: dec.stats(),
+                    patch_end: dec.options().map(|o| o.stream_type) == Some(PatchStreamType::Frame),
+                },
+            )?;
         }
         if take {
             f(

@@ -35,9 +35,10 @@ pub fn run(args: &PatchFromJellyArgs, quiet: bool) -> CliResult {
     let mut raw = Shared(shared.clone());
     let io_err = |e: std::io::Error| CliError::io(&out_name, &e);
     let mut progress = Progress::new(quiet, input.bytes_read.clone());
-    let mut patch = 0u64;
+    let next_patch = RefCell::new(0u64);
     let sep = args.separator;
     let mut end_patch = |w: &mut RdfPatchWriter<_>| -> CliResult {
+        let patch = *next_patch.borrow();
         let res = match sep {
             Separator::Comment => {
                 let line = format!("# end of patch {patch}\n");
@@ -49,7 +50,7 @@ pub fn run(args: &PatchFromJellyArgs, quiet: bool) -> CliResult {
                 .map_err(|e| text_write_err(e, &|| name.clone(), &out_name)),
             Separator::None => Ok(()),
         };
-        patch += 1;
+        *next_patch.borrow_mut() += 1;
         res
     };
     let r = read_binary(
@@ -64,6 +65,20 @@ pub fn run(args: &PatchFromJellyArgs, quiet: bool) -> CliResult {
             Op::Punctuation => end_patch(&mut w),
             Op::FrameEnd { patch_end, .. } if patch_end => end_patch(&mut w),
             Op::FrameEnd { .. } => Ok(()),
+            // Patches are numbered as in the whole stream: those of the frames before
+            // the range taken are counted too.
+            Op::FrameSkipped {
+                index,
+                stats,
+                patch_end,
+            } => {
+                *next_patch.borrow_mut() = if patch_end {
+                    index + 1
+                } else {
+                    stats.punctuations
+                };
+                Ok(())
+            }
         },
     );
     progress.finish();

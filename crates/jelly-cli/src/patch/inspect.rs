@@ -106,7 +106,7 @@ pub fn inspect(args: &PatchInspectArgs, quiet: bool) -> CliResult<Value> {
             match op {
                 Op::Row { .. } => open_rows += 1,
                 Op::Punctuation => open_rows = 0,
-                Op::FrameEnd { .. } => {}
+                Op::FrameEnd { .. } | Op::FrameSkipped { .. } => {}
             }
             if let Op::FrameEnd {
                 index,

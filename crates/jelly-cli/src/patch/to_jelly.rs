@@ -60,7 +60,7 @@ pub fn run(args: &PatchToJellyArgs, quiet: bool) -> CliResult {
                 Op::Punctuation => w.end_patch(&at),
                 // In a FRAME input each frame is a patch.
                 Op::FrameEnd { patch_end, .. } if patch_end => w.end_patch(&at),
-                Op::FrameEnd { .. } => Ok(()),
+                Op::FrameEnd { .. } | Op::FrameSkipped { .. } => Ok(()),
             }
         };
         let r = match kind {

@@ -37,7 +37,8 @@ pub fn run(args: &PatchValidateArgs, quiet: bool) -> CliResult {
                             open_rows += 1;
                         }
                         super::common::Op::Punctuation => open_rows = 0,
-                        super::common::Op::FrameEnd { .. } => {}
+                        super::common::Op::FrameEnd { .. }
+                        | super::common::Op::FrameSkipped { .. } => {}
                     }
                     Ok(())
                 },
