@@ -9,7 +9,9 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  success (for validate: the stream is valid and matches)
   1  invalid input data, failed validation or comparison, failed conformance cases
-  2  usage error, or an I/O error (missing file, unwritable output)";
+  2  usage error, or an I/O error (missing file, unwritable output)
+  130, 143  stopped by SIGINT (Ctrl-C) or SIGTERM; an output file being written is
+     removed, and the file it would have replaced is left as it was";
 
 /// Convert, inspect, validate and transcode Jelly-RDF and Jelly-Patch streams.
 #[derive(Debug, Parser)]

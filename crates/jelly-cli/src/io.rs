@@ -159,9 +159,15 @@ struct PendingFile {
 }
 
 impl PendingFile {
+    /// `tmp` as [`temp_beside`] made it (registered for removal on a signal).
+    fn new(tmp: PathBuf, dest: PathBuf) -> PendingFile {
+        PendingFile { tmp, dest }
+    }
+
     fn commit(self) -> io::Result<()> {
         let r = fs::rename(&self.tmp, &self.dest);
         if r.is_ok() {
+            crate::interrupt::unregister(&self.tmp);
             std::mem::forget(self);
         }
         r
@@ -171,6 +177,7 @@ impl PendingFile {
 impl Drop for PendingFile {
     fn drop(&mut self) {
         let _ = fs::remove_file(&self.tmp);
+        crate::interrupt::unregister(&self.tmp);
     }
 }
 
@@ -267,7 +274,7 @@ fn open(path: Option<&str>, replace_at_end: bool) -> CliResult<Output> {
                         // Best effort: the replaced file's permissions carry over.
                         let _ = fs::set_permissions(&tmp, m.permissions());
                     }
-                    pending = Some(PendingFile { tmp, dest });
+                    pending = Some(PendingFile::new(tmp, dest));
                     Some(f)
                 }
                 // A folder we may not create files in, holding a file we may write:
@@ -306,14 +313,21 @@ fn temp_beside(dest: &Path) -> io::Result<(File, PathBuf)> {
     let mut last = None;
     for n in 0..100u32 {
         let tmp = dir.join(format!(".{base}.{}.{n}.tmp", std::process::id()));
+        // Registered before it exists, so that no signal finds it made but unknown.
+        crate::interrupt::register(&tmp);
         match fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&tmp)
         {
             Ok(f) => return Ok((f, tmp)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(e),
+            Err(e) => {
+                crate::interrupt::unregister(&tmp);
+                if e.kind() != io::ErrorKind::AlreadyExists {
+                    return Err(e);
+                }
+                last = Some(e);
+            }
         }
     }
     Err(last.unwrap_or_else(|| io::Error::other("no free temporary name")))

@@ -9,6 +9,7 @@ pub mod error;
 pub mod format;
 pub mod from_jelly;
 pub mod inspect;
+pub mod interrupt;
 pub mod io;
 pub mod limits;
 pub mod patch;

@@ -957,3 +957,47 @@ fn n3_formulas_stay_in_their_graphs() {
         .count();
     assert_eq!(in_graphs, 2, "{st:?}");
 }
+
+/// A command stopped by a signal (Ctrl-C, `timeout`) removes its temporary output and
+/// leaves the file it would have replaced as it was, exiting as the signal would.
+#[test]
+fn an_interrupted_command_removes_its_temporary_output() {
+    let d = tmp("interrupt");
+    let out = d.join("out.jelly");
+    std::fs::write(&out, b"the old output").unwrap();
+    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+        // stdin stays open: the command waits for more input with its output pending.
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_jelly"))
+            .args(["rdf", "to-jelly", "--in-format", "nt", "-q", "-o", s(&out)])
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let temp = || {
+            std::fs::read_dir(&d)
+                .unwrap()
+                .filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".tmp"))
+                .collect::<Vec<_>>()
+        };
+        let t0 = std::time::Instant::now();
+        while temp().is_empty() {
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(10),
+                "no temporary file"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let st = std::process::Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let status = child.wait().unwrap();
+        drop(child.stdin.take());
+        assert_eq!(status.code(), Some(code), "{signal}");
+        assert!(temp().is_empty(), "{signal}: {:?}", temp());
+        assert_eq!(std::fs::read(&out).unwrap(), b"the old output");
+    }
+}
