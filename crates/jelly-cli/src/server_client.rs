@@ -36,6 +36,13 @@ pub fn client(token: Option<&str>, cacert: Option<&Path>) -> CliResult<reqwest::
     jelly_server::tls::install_crypto_provider();
     let mut headers = HeaderMap::new();
     if let Some(t) = token {
+        // The server takes visible ASCII only (as its token files do): anything else
+        // would be sent as raw bytes and refused there as a malformed header.
+        if !t.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(CliError::usage(
+                "the token must be visible ASCII (no spaces, control or non-ASCII characters)",
+            ));
+        }
         let mut v = HeaderValue::from_str(&format!("Bearer {t}")).map_err(|_| {
             CliError::usage("the token holds characters an HTTP header cannot carry")
         })?;

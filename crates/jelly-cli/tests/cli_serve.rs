@@ -528,6 +528,12 @@ fn publish_and_subscribe_send_a_bearer_token() {
     assert!(r.stderr.contains("403"), "{}", r.stderr);
     let r = publish(&["--token", "writer-secret"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
+    // A token the server could never know is refused here, before any request.
+    for bad in ["sécret", "two words"] {
+        let r = publish(&["--token", bad]);
+        assert_eq!(r.code, 2, "{bad}: {}", r.stderr);
+        assert!(r.stderr.contains("visible ASCII"), "{bad}: {}", r.stderr);
+    }
 
     let subscribe = |token_env: Option<&str>, extra: &[&str]| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_jelly"));
