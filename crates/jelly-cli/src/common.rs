@@ -355,6 +355,43 @@ pub fn input_io_err(name: &str, io: io::Error) -> CliError {
     }
 }
 
+/// Longest line of N-Triples / N-Quads input (as for RDF Patch text).
+pub const MAX_LINE: usize = 64 << 20;
+
+/// Appends to `buf` the rest of the current line and its end: LF, CRLF or a lone CR
+/// (N-Triples' EOL is `[#xD#xA]+`). Nothing at the end of the input. A line longer
+/// than [`MAX_LINE`] is an error, so that input with no line breaks is not read whole
+/// into memory.
+pub fn read_through_line_end(r: &mut dyn BufRead, buf: &mut Vec<u8>) -> io::Result<()> {
+    let start = buf.len();
+    loop {
+        let avail = r.fill_buf()?;
+        if avail.is_empty() {
+            return Ok(());
+        }
+        if let Some(i) = memchr::memchr2(b'\n', b'\r', avail) {
+            let cr = avail[i] == b'\r';
+            buf.extend_from_slice(&avail[..=i]);
+            r.consume(i + 1);
+            // A CRLF cut between two reads keeps its LF with its CR.
+            if cr && r.fill_buf()?.first() == Some(&b'\n') {
+                buf.push(b'\n');
+                r.consume(1);
+            }
+            return Ok(());
+        }
+        if buf.len() - start + avail.len() > MAX_LINE {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("a line longer than {MAX_LINE} bytes (is this N-Triples or N-Quads?)"),
+            ));
+        }
+        let n = avail.len();
+        buf.extend_from_slice(avail);
+        r.consume(n);
+    }
+}
+
 /// Reads N-Triples / N-Quads line by line with jelly's own parser (generalized
 /// statements, quoted triples in any position) and calls `f` with each statement and
 /// its 1-based line number. Errors name `name:line:column`.
@@ -367,11 +404,8 @@ pub fn for_each_nquads_line(
     let mut line_no = 0usize;
     loop {
         buf.clear();
-        if reader
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| input_io_err(name, e))?
-            == 0
-        {
+        read_through_line_end(&mut reader, &mut buf).map_err(|e| input_io_err(name, e))?;
+        if buf.is_empty() {
             return Ok(());
         }
         line_no += 1;

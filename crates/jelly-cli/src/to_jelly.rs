@@ -336,7 +336,8 @@ fn read_chunk(r: &mut dyn io::BufRead) -> io::Result<Vec<u8>> {
         buf.extend_from_slice(&avail[..take]);
         r.consume(take);
     }
-    r.read_until(b'\n', &mut buf)?;
+    // Then to the end of the line.
+    crate::common::read_through_line_end(r, &mut buf)?;
     Ok(buf)
 }
 

@@ -1001,3 +1001,28 @@ fn an_interrupted_command_removes_its_temporary_output() {
         assert_eq!(std::fs::read(&out).unwrap(), b"the old output");
     }
 }
+
+/// N-Triples lines may end with a lone CR (EOL is `[#xD#xA]+`), on both parsers; and
+/// input with no line break at all is refused at 64 MiB instead of read whole.
+#[test]
+fn line_ends_and_the_longest_line() {
+    let d = tmp("line-ends");
+    let nt = d.join("cr.nt");
+    std::fs::write(
+        &nt,
+        "<http://e/a> <http://e/b> <http://e/c> .\r<http://e/d> <http://e/e> <http://e/f> .\r",
+    )
+    .unwrap();
+    for extra in [&[][..], &["--opt.rdf-star=true"]] {
+        let mut args = vec!["rdf", "to-jelly", s(&nt)];
+        args.extend_from_slice(extra);
+        let j = ok(&args, None).stdout;
+        let out = ok(&["rdf", "from-jelly"], Some(&j));
+        assert_eq!(out.out().lines().count(), 2, "{extra:?}: {}", out.out());
+    }
+    let mut long = b"<http://e/a> <http://e/b> \"".to_vec();
+    long.resize(70 << 20, b'x');
+    let r = jelly(&["rdf", "to-jelly", "--in-format", "nt"], Some(&long));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("a line longer than"), "{}", r.stderr);
+}
