@@ -295,6 +295,127 @@ const ASK_PARSE_STACK: usize = 256 << 20;
 /// recurses as deep; a legitimate filter stays far below.
 const MAX_ASK_DEPTH: usize = 96;
 
+/// Most triple patterns (path steps included) in an `ask` query: evaluation joins them
+/// one inside the other, and its cost grows faster than their number. A filter
+/// rarely needs more than a dozen.
+const MAX_ASK_PATTERNS: usize = 64;
+
+/// Whether `p` joins two parts that both read the item and share no variable: a
+/// cross product, evaluated in memory (no dataset access, so no work budget spent)
+/// at a cost that is the product of the parts' sizes. Parts that do not read the item
+/// (`VALUES`, `BIND`) give a few rows and are left alone.
+fn has_cross_product(p: &spargebra::algebra::GraphPattern) -> bool {
+    use spargebra::algebra::GraphPattern as G;
+    match p {
+        G::Join { left, right } => {
+            crosses(left, right) || has_cross_product(left) || has_cross_product(right)
+        }
+        // OPTIONAL with nothing in common is a cross product too; MINUS with nothing in
+        // common removes nothing and costs nothing.
+        G::LeftJoin { left, right, .. } => {
+            crosses(left, right) || has_cross_product(left) || has_cross_product(right)
+        }
+        G::Union { left, right } | G::Minus { left, right } => {
+            has_cross_product(left) || has_cross_product(right)
+        }
+        G::Filter { inner, .. }
+        | G::Graph { inner, .. }
+        | G::Extend { inner, .. }
+        | G::OrderBy { inner, .. }
+        | G::Project { inner, .. }
+        | G::Distinct { inner }
+        | G::Reduced { inner }
+        | G::Slice { inner, .. }
+        | G::Group { inner, .. }
+        | G::Service { inner, .. } => has_cross_product(inner),
+        // The parser merges adjacent groups into one BGP: patterns in parts that share
+        // no variable are a cross product too.
+        G::Bgp { patterns } => bgp_parts(patterns) > 1,
+        G::Path { .. } | G::Values { .. } => false,
+    }
+}
+
+/// How many parts the patterns with variables form, two patterns being in one part
+/// when they share a variable (blank nodes of a query are variables).
+fn bgp_parts(patterns: &[spargebra::term::TriplePattern]) -> usize {
+    use spargebra::term::{NamedNodePattern, TermPattern, TriplePattern};
+    fn vars(t: &TriplePattern, out: &mut Vec<String>) {
+        fn term(t: &TermPattern, out: &mut Vec<String>) {
+            match t {
+                TermPattern::Variable(v) => out.push(format!("?{}", v.as_str())),
+                TermPattern::BlankNode(b) => out.push(format!("_:{}", b.as_str())),
+                TermPattern::Triple(t) => vars(t, out),
+                TermPattern::NamedNode(_) | TermPattern::Literal(_) => {}
+            }
+        }
+        term(&t.subject, out);
+        if let NamedNodePattern::Variable(v) = &t.predicate {
+            out.push(format!("?{}", v.as_str()));
+        }
+        term(&t.object, out);
+    }
+    // Each pattern's variables; parts merged while any two share one.
+    let mut parts: Vec<std::collections::HashSet<String>> = Vec::new();
+    for p in patterns {
+        let mut v = Vec::new();
+        vars(p, &mut v);
+        if v.is_empty() {
+            continue;
+        }
+        let mut merged: std::collections::HashSet<String> = v.into_iter().collect();
+        parts.retain(|part| {
+            if part.is_disjoint(&merged) {
+                true
+            } else {
+                merged.extend(part.iter().cloned());
+                false
+            }
+        });
+        parts.push(merged);
+    }
+    parts.len()
+}
+
+/// Whether joining `a` and `b` is a cross product of two parts that read the item.
+fn crosses(a: &spargebra::algebra::GraphPattern, b: &spargebra::algebra::GraphPattern) -> bool {
+    if !reads_item(a) || !reads_item(b) {
+        return false;
+    }
+    let mut left = std::collections::HashSet::new();
+    a.on_in_scope_variable(|v| {
+        left.insert(v.as_str());
+    });
+    let mut right = Vec::new();
+    b.on_in_scope_variable(|v| right.push(v.as_str()));
+    !left.is_empty() && !right.is_empty() && right.iter().all(|v| !left.contains(v))
+}
+
+/// Whether a pattern matches statements of the item (a BGP or a path somewhere in it).
+fn reads_item(p: &spargebra::algebra::GraphPattern) -> bool {
+    use spargebra::algebra::GraphPattern as G;
+    match p {
+        G::Bgp { patterns } => !patterns.is_empty(),
+        G::Path { .. } => true,
+        G::Values { .. } => false,
+        // An aggregate without GROUP BY gives one row, whatever it reads.
+        G::Group { variables, .. } if variables.is_empty() => false,
+        G::Join { left, right }
+        | G::LeftJoin { left, right, .. }
+        | G::Union { left, right }
+        | G::Minus { left, right } => reads_item(left) || reads_item(right),
+        G::Filter { inner, .. }
+        | G::Graph { inner, .. }
+        | G::Extend { inner, .. }
+        | G::OrderBy { inner, .. }
+        | G::Project { inner, .. }
+        | G::Distinct { inner }
+        | G::Reduced { inner }
+        | G::Slice { inner, .. }
+        | G::Group { inner, .. }
+        | G::Service { inner, .. } => reads_item(inner),
+    }
+}
+
 /// How deeply `(`, `[` and `{` nest in `debug`, outside its quoted strings (a debug
 /// form escapes `"` and `\` inside them).
 fn debug_depth(debug: &str) -> usize {
@@ -332,13 +453,37 @@ fn parse_ask_deep(text: &str) -> Result<Query, FilterError> {
             .map_err(|e| FilterError::AskSyntax {
                 message: e.to_string(),
             })?;
-        let depth = debug_depth(&format!("{query:?}"));
+        let debug = format!("{query:?}");
+        let depth = debug_depth(&debug);
         if depth > MAX_ASK_DEPTH {
             return Err(FilterError::Invalid {
                 param: "ask",
                 message: format!(
                     "the query nests {depth} levels deep; at most {MAX_ASK_DEPTH} are accepted"
                 ),
+            });
+        }
+        // A sequence path `a/b/c/…` is parsed as a flat list of patterns, which the
+        // depth above does not see but evaluation joins one inside the other.
+        let patterns = debug.matches("TriplePattern {").count() + debug.matches("Path {").count();
+        if patterns > MAX_ASK_PATTERNS {
+            return Err(FilterError::Invalid {
+                param: "ask",
+                message: format!(
+                    "the query has {patterns} triple patterns (path steps included); at most \
+                     {MAX_ASK_PATTERNS} are accepted"
+                ),
+            });
+        }
+        if let Query::Ask { pattern, .. } = &query
+            && has_cross_product(pattern)
+        {
+            return Err(FilterError::Invalid {
+                param: "ask",
+                message: "the query joins groups that share no variable (a cross product, \
+                          whose cost is the product of the groups' sizes on every item): \
+                          give them a variable in common"
+                    .into(),
             });
         }
         if calls_service(&query.to_string()) {
@@ -480,7 +625,7 @@ impl ItemFilter {
             if let Event::Statement(st) = ev
                 && let Ok(q) = st.to_oxrdf_quad()
             {
-                dataset.insert(q.as_ref());
+                dataset.insert(lower_case_tags(q).as_ref());
             }
         }
         let left = Cell::new(self.ask_budget);
@@ -505,6 +650,44 @@ impl ItemFilter {
     fn with_ask_budget(mut self, budget: u64) -> ItemFilter {
         self.ask_budget = budget;
         self
+    }
+}
+
+/// The quad with its language tags in lower case, as the SPARQL parser writes the
+/// query's (tags are case-insensitive; `"x"@en-US` in a query must match the item's).
+fn lower_case_tags(q: oxrdf::Quad) -> oxrdf::Quad {
+    fn term(t: oxrdf::Term) -> oxrdf::Term {
+        match t {
+            oxrdf::Term::Literal(l) => match l.language() {
+                Some(tag) if tag.bytes().any(|b| b.is_ascii_uppercase()) => {
+                    let tag = tag.to_ascii_lowercase();
+                    let (value, _, _, direction) = l.destruct();
+                    let lit = match direction {
+                        Some(d) => {
+                            oxrdf::Literal::new_directional_language_tagged_literal_unchecked(
+                                value, tag, d,
+                            )
+                        }
+                        None => oxrdf::Literal::new_language_tagged_literal_unchecked(value, tag),
+                    };
+                    oxrdf::Term::Literal(lit)
+                }
+                _ => oxrdf::Term::Literal(l),
+            },
+            oxrdf::Term::Triple(tr) => {
+                let tr = *tr;
+                oxrdf::Term::Triple(Box::new(oxrdf::Triple {
+                    subject: tr.subject,
+                    predicate: tr.predicate,
+                    object: term(tr.object),
+                }))
+            }
+            t => t,
+        }
+    }
+    oxrdf::Quad {
+        object: term(q.object),
+        ..q
     }
 }
 
@@ -1311,7 +1494,8 @@ mod tests {
             })
             .collect();
         let it = item("", &statements);
-        let q = "ASK { ?a ?p ?b . ?c ?q ?d . ?e ?r ?f \
+        // Connected through the shared predicate, yet 40^3 rows on this item.
+        let q = "ASK { ?a ?p ?b . ?c ?p ?d . ?e ?p ?f \
                  FILTER(STR(?a) = CONCAT(STR(?c), STR(?e), 'never')) }";
         let f = FilterParams {
             ask: Some(q.into()),
@@ -1324,6 +1508,67 @@ mod tests {
         let e = f.accepts(&it).unwrap_err();
         assert!(e.to_string().contains("work budget"), "{e}");
         assert_eq!(e.parameter(), None);
+    }
+
+    /// Queries whose evaluation cost escapes the work budget are refused up front: a
+    /// long sequence path (a flat list of patterns, joined one inside the other: 1,400
+    /// steps overflowed a worker's stack), and groups joined with no variable in
+    /// common (a cross product computed in memory). Joins that share a variable, or
+    /// whose other side reads nothing (VALUES, an aggregate), are fine.
+    #[test]
+    fn asks_that_cost_beyond_the_budget_are_refused() {
+        let refused = |q: &str| match filter(|f| f.ask = Some(q.into())) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("accepted: {q}"),
+        };
+        let path = format!("ASK {{ ?s {} ?o }}", vec!["<http://p>"; 1400].join("/"));
+        assert!(refused(&path).contains("triple patterns"), "{path}");
+        let chain: String = (0..100)
+            .map(|i| format!("?v{i} <http://p> ?v{} . ", i + 1))
+            .collect();
+        assert!(refused(&format!("ASK {{ {chain} }}")).contains("at most 64"));
+        for q in [
+            "ASK { {?a ?b ?c} {?d ?e ?f} {?g ?h ?i} FILTER(!sameTerm(?c, ?i)) }",
+            "ASK { {?a ?b ?c} {?d ?e ?f} }",
+            "ASK { ?a ?b ?c OPTIONAL { ?d ?e ?f } }",
+        ] {
+            assert!(refused(q).contains("cross product"), "{q}");
+        }
+        for q in [
+            "ASK { {?s ?p ?o} {?s ?q ?r} }",
+            "ASK { ?s ?p ?o OPTIONAL { ?o ?q ?r } }",
+            "ASK { VALUES ?v { 1 2 } ?s ?p ?o }",
+            "ASK { ?s ?p ?o { SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c } } }",
+            &format!("ASK {{ ?s {} ?o }}", vec!["<http://p>"; 20].join("/")),
+        ] {
+            assert!(filter(|f| f.ask = Some(q.into())).is_ok(), "{q}");
+        }
+    }
+
+    /// Language tags are case-insensitive: a query's tag (which the SPARQL parser
+    /// lower-cases) matches the item's in any case.
+    #[test]
+    fn ask_matches_language_tags_in_any_case() {
+        let it = item(
+            "",
+            &[st(
+                iri("http://a/s"),
+                iri("http://a/p"),
+                Term::Literal(jelly::Literal {
+                    lex: "color".into(),
+                    kind: jelly::OwnedLiteralKind::Lang("en-US".into()),
+                }),
+                None,
+            )],
+        );
+        for q in [
+            "ASK { ?s ?p \"color\"@en-US }",
+            "ASK { ?s ?p \"color\"@en-us }",
+            "ASK { ?s ?p ?o FILTER(sameTerm(?o, \"color\"@EN-us)) }",
+        ] {
+            let f = filter(|f| f.ask = Some(q.into())).unwrap();
+            assert!(f.accepts(&it).unwrap(), "{q}");
+        }
     }
 
     #[test]
