@@ -111,7 +111,7 @@ impl Group {
             metrics: metrics.clone(),
         };
         // Without a window, appenders write new items into the ring themselves.
-        let writer = if key.window_ms == 0 {
+        let writer = if writes_inline(&key) {
             Writer::Inline(Arc::new(Pump {
                 producer,
                 next: Mutex::new(Some(start)),
@@ -211,7 +211,12 @@ impl GroupTask {
             }
             let deadline = Instant::now() + window;
             let mut enc = BatchEncoder::new(&self.producer.key, false);
-            let mut failed = self.producer.encode(&items, &mut enc, &mut next);
+            let Some(verdicts) = self.verdicts(&items).await else {
+                return;
+            };
+            let mut failed =
+                self.producer
+                    .encode_judged(&items, verdicts.as_deref(), &mut enc, &mut next);
             // More items within the window (none with a window of 0).
             while failed.is_none()
                 && !window.is_zero()
@@ -220,7 +225,15 @@ impl GroupTask {
             {
                 match self.read(next).await {
                     Ok(Some(items)) if !items.is_empty() => {
-                        failed = self.producer.encode(&items, &mut enc, &mut next);
+                        let Some(verdicts) = self.verdicts(&items).await else {
+                            return;
+                        };
+                        failed = self.producer.encode_judged(
+                            &items,
+                            verdicts.as_deref(),
+                            &mut enc,
+                            &mut next,
+                        );
                         continue;
                     }
                     Ok(Some(_)) => {}
@@ -270,6 +283,43 @@ impl GroupTask {
     }
 
     /// Waits for items past `next`, the deadline, or the end.
+    /// With a costly filter, whether it takes each item, worked out on a blocking
+    /// thread so that the evaluation holds no async worker (the server's other
+    /// requests and subscribers go on meanwhile); `None` inside when the filter is
+    /// cheap (checked inline), and `None` outside when the group stopped meanwhile
+    /// (its last subscriber left: the evaluation stops at the next item).
+    async fn verdicts(&mut self, items: &[Item]) -> Option<Option<Vec<bool>>> {
+        let Some(filter) = self.producer.key.filter.clone().filter(|f| f.is_costly()) else {
+            return Some(None);
+        };
+        let stopped = Arc::new(AtomicBool::new(false));
+        let job = {
+            let stopped = stopped.clone();
+            let items = items.to_vec();
+            tokio::task::spawn_blocking(move || {
+                let mut out = Vec::with_capacity(items.len());
+                for it in &items {
+                    if stopped.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    out.push(filter_accepts(&filter, it));
+                }
+                out
+            })
+        };
+        tokio::select! {
+            r = job => Some(Some(r.unwrap_or_default())),
+            _ = &mut self.stop => {
+                stopped.store(true, Ordering::Relaxed);
+                None
+            }
+            _ = self.shutdown.wait_for(|s| *s) => {
+                stopped.store(true, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
     async fn wait(
         &mut self,
         watch: &mut watch::Receiver<u64>,
@@ -294,10 +344,24 @@ impl GroupTask {
 impl Producer {
     /// Writes the items the filter accepts; `next` moves past every item handled.
     fn encode(&self, items: &[Item], enc: &mut BatchEncoder, next: &mut u64) -> Option<GroupEnd> {
-        for it in items {
-            if accepts(&self.key, it)
-                && let Err(e) = enc.push(it)
-            {
+        self.encode_judged(items, None, enc, next)
+    }
+
+    /// [`Producer::encode`] with the filter's verdicts worked out beforehand (one per
+    /// item, in order; an item without one, as after a stop, is left out).
+    fn encode_judged(
+        &self,
+        items: &[Item],
+        verdicts: Option<&[bool]>,
+        enc: &mut BatchEncoder,
+        next: &mut u64,
+    ) -> Option<GroupEnd> {
+        for (i, it) in items.iter().enumerate() {
+            let taken = match verdicts {
+                Some(v) => v.get(i).copied().unwrap_or(false),
+                None => accepts(&self.key, it),
+            };
+            if taken && let Err(e) = enc.push(it) {
                 return Some(GroupEnd::DeliverFailed {
                     offset: e.offset,
                     message: e.message,
@@ -484,16 +548,28 @@ impl AppendListener for Pump {
     }
 }
 
+/// Whether appenders write a group's blocks themselves (see [`Writer`]): without a
+/// window, and without a costly filter (an ASK query), whose evaluation would then
+/// run in every publisher's request and delay every other subscriber's delivery; the
+/// group's task evaluates it on a blocking thread instead.
+fn writes_inline(key: &GroupKey) -> bool {
+    key.window_ms == 0 && !key.filter.as_ref().is_some_and(|f| f.is_costly())
+}
+
 /// Whether the key's filter takes the item. A filter that cannot be evaluated on an
 /// item leaves it out (the item is not the subscriber's fault, nor the filter's).
 pub(super) fn accepts(key: &GroupKey, item: &Item) -> bool {
     match &key.filter {
         None => true,
-        Some(f) => f.accepts(item).unwrap_or_else(|e| {
-            tracing::debug!(offset = item.offset, error = %e, "filter failed on an item; left out");
-            false
-        }),
+        Some(f) => filter_accepts(f, item),
     }
+}
+
+fn filter_accepts(f: &crate::filter::ItemFilter, item: &Item) -> bool {
+    f.accepts(item).unwrap_or_else(|e| {
+        tracing::debug!(offset = item.offset, error = %e, "filter failed on an item; left out");
+        false
+    })
 }
 
 #[cfg(test)]
@@ -506,6 +582,72 @@ mod tests {
     use crate::ingest::{InputFormat, PublishMeta, ingest};
     use crate::log::{Durability, FileLog, FileLogOptions, MemoryLog};
     use crate::topic::{TopicLog, TopicOptions};
+
+    /// An ASK filter is evaluated by the group's task (on a blocking thread), not by
+    /// the appenders; the subscriber gets exactly the items it takes.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_costly_filter_is_left_to_the_groups_task() {
+        let plain = GroupKey::new("t", OutFormat::NQuads, Framing::Stream);
+        assert!(writes_inline(&plain));
+        let ask = crate::filter::FilterParams {
+            ask: Some("ASK { ?s ?p \"keep\" }".into()),
+            ..Default::default()
+        }
+        .build()
+        .unwrap();
+        let key = GroupKey {
+            filter: ask,
+            ..plain
+        };
+        assert!(!writes_inline(&key));
+        let log = TopicLog::Memory(MemoryLog::new(usize::MAX));
+        let topic = Arc::new(Topic::new("t".into(), TopicOptions::default(), log, None));
+        let (_tx, shutdown) = watch::channel(false);
+        let fanout = Fanout::new(
+            RingLimits::default(),
+            ReadLimits {
+                max_items: 7,
+                max_bytes: 1 << 20,
+            },
+            Duration::from_secs(60),
+            shutdown,
+            Arc::new(Metrics::default()),
+        );
+        let mut sub = fanout.subscribe(topic.clone(), key, "stream", 0);
+        let metrics = Arc::new(Metrics::default());
+        for i in 0..20 {
+            let word = if i % 4 == 0 { "keep" } else { "drop" };
+            let body = format!("<http://e/{i}> <http://e/p> \"{word}\" .\n");
+            let items = ingest(
+                body.as_bytes(),
+                InputFormat::NQuads,
+                &topic.options(),
+                &PublishMeta::default(),
+                1 << 20,
+            )
+            .unwrap();
+            topic.append(items, &metrics).await.unwrap();
+        }
+        let mut text = String::new();
+        while text.matches("\"keep\"").count() < 5 {
+            match tokio::time::timeout(Duration::from_secs(20), sub.next_step()).await {
+                Ok(Step::Data(parts)) => {
+                    for p in parts {
+                        text.push_str(std::str::from_utf8(&p).unwrap());
+                    }
+                }
+                Ok(Step::KeepAlive) => {}
+                Ok(Step::End(why)) => panic!("ended: {why:?}"),
+                Err(_) => panic!("stuck: {text}"),
+            }
+        }
+        assert!(!text.contains("drop"), "{text}");
+        let offsets: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# offset "))
+            .collect();
+        assert_eq!(offsets, ["0", "4", "8", "12", "16"]);
+    }
 
     const APPENDERS: usize = 4;
     const EACH: usize = 50;
