@@ -117,6 +117,7 @@ pub fn percent_encode(v: &str) -> String {
 }
 
 pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
+    crate::server_client::check_topic(&a.topic)?;
     let inputs = if a.inputs.is_empty() {
         vec!["-".to_string()]
     } else {
@@ -143,7 +144,7 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
         .enable_all()
         .build()
         .map_err(|e| CliError::io("tokio runtime", &e))?;
-    let client = crate::server_client::client(
+    let client = crate::server_client::write_client(
         crate::server_client::token(a.token.as_deref()).as_deref(),
         a.cacert.as_deref(),
     )?;
@@ -201,7 +202,9 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
         if !status.is_success() {
             return Err(state(crate::server_client::refused(&name, status, &text)));
         }
-        println!("{}", text.trim());
+        // Published: a failure to say so is reported (naming what stays unpublished),
+        // not a panic.
+        crate::server_client::print_line(text.trim())?;
         if !quiet {
             let n = serde_json::from_str::<serde_json::Value>(&text)
                 .ok()

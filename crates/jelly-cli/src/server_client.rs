@@ -33,6 +33,31 @@ pub fn token(flag: Option<&str>) -> Option<String> {
 /// # drop(client);
 /// ```
 pub fn client(token: Option<&str>, cacert: Option<&Path>) -> CliResult<reqwest::Client> {
+    build_client(token, cacert, reqwest::redirect::Policy::default())
+}
+
+/// [`client`] for requests that send data (`jelly publish`): a redirect is followed
+/// only when it keeps the method and body (307, 308). A 301, 302 or 303 would turn
+/// the POST into a GET without its body, and the data would be silently lost (or the
+/// GET would be a live subscription that never ends); it is reported instead.
+pub fn write_client(token: Option<&str>, cacert: Option<&Path>) -> CliResult<reqwest::Client> {
+    let policy = reqwest::redirect::Policy::custom(|attempt| {
+        if attempt.previous().len() >= 10 {
+            attempt.error("too many redirects")
+        } else if matches!(attempt.status().as_u16(), 307 | 308) {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    });
+    build_client(token, cacert, policy)
+}
+
+fn build_client(
+    token: Option<&str>,
+    cacert: Option<&Path>,
+    redirects: reqwest::redirect::Policy,
+) -> CliResult<reqwest::Client> {
     jelly_server::tls::install_crypto_provider();
     let mut headers = HeaderMap::new();
     if let Some(t) = token {
@@ -49,7 +74,12 @@ pub fn client(token: Option<&str>, cacert: Option<&Path>) -> CliResult<reqwest::
         v.set_sensitive(true);
         headers.insert(AUTHORIZATION, v);
     }
-    let mut b = reqwest::Client::builder().default_headers(headers);
+    // A server that does not accept the connection within this is reported, not
+    // waited for (an answer may take long: a big publish, a subscription).
+    let mut b = reqwest::Client::builder()
+        .default_headers(headers)
+        .redirect(redirects)
+        .connect_timeout(std::time::Duration::from_secs(10));
     if let Some(path) = cacert {
         let name = path.display().to_string();
         let pem = std::fs::read(path).map_err(|e| CliError::io(&name, &e))?;
@@ -65,6 +95,27 @@ pub fn client(token: Option<&str>, cacert: Option<&Path>) -> CliResult<reqwest::
 
 /// Sends `req` to `server` and reads the whole answer: its status and body text. A
 /// server that cannot be reached, or whose answer breaks off, is a usage error (exit 2).
+/// Checks a topic name before it goes into a URL: a name with `/`, `?` or spaces
+/// would reach another endpoint or add query parameters.
+pub fn check_topic(topic: &str) -> CliResult {
+    if jelly_server::topic::valid_name(topic) {
+        Ok(())
+    } else {
+        Err(CliError::usage(
+            jelly_server::topic::TopicError::BadName(topic.to_string()).to_string(),
+        ))
+    }
+}
+
+/// A line on stdout; a closed pipe (`| head`) or a full disk is reported, not a panic.
+pub fn print_line(text: &str) -> CliResult {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::io("<stdout>", &e))
+}
+
 pub async fn send(
     req: reqwest::RequestBuilder,
     server: &str,

@@ -24,9 +24,12 @@ Examples:
   jelly subscribe weather --from ts:1700000000000 --no-follow --format trig
 
 --from takes earliest, latest, an offset, ts:<ms since the epoch> or last:<n>.
-Without --no-follow the subscription follows new items until interrupted; when the
-connection breaks it reconnects from the offset after the last item written (giving
-up after --retry-secs without success). A topic that does not exist yet is waited
+Without --no-follow the subscription follows new items until interrupted (Ctrl-C or
+SIGTERM: the output is finished, a compressed file included, and it exits 0); when the
+connection breaks it reconnects from the offset after the last item written, or where
+the first connection started (giving up after --retry-secs without success, counted
+from the loss). Frames over --max-frame-size and answers that are not Jelly are
+errors (exit 1). A topic that does not exist yet is waited
 for; one that is deleted while followed ends the command with an error (exit 1), even
 when a new topic of the same name appears, whose offsets start over. Jelly output
 keeps each item as one frame with its metadata (offset, ts, source, h:*).
@@ -189,12 +192,16 @@ impl Sink {
 }
 
 /// Splits one delimited frame off the front of `buf`, if it is complete.
-fn split_frame(buf: &mut Vec<u8>) -> Option<Vec<u8>> {
+fn split_frame(buf: &mut Vec<u8>, max: u64) -> Result<Option<Vec<u8>>, CliError> {
     let (mut len, mut shift, mut i) = (0u64, 0, 0);
     loop {
-        let b = *buf.get(i)?;
+        let Some(&b) = buf.get(i) else {
+            return Ok(None);
+        };
         if shift > 63 {
-            return None;
+            return Err(CliError::invalid(
+                "bad frame from the server: a frame length longer than 10 bytes",
+            ));
         }
         len |= u64::from(b & 0x7f) << shift;
         i += 1;
@@ -203,13 +210,20 @@ fn split_frame(buf: &mut Vec<u8>) -> Option<Vec<u8>> {
         }
         shift += 7;
     }
-    let end = i.checked_add(usize::try_from(len).ok()?)?;
+    // Refused from its length prefix: the frame is never buffered.
+    if len > max {
+        return Err(CliError::invalid(format!(
+            "bad frame from the server: a frame of {len} bytes, over the limit of {max} \
+             (--max-frame-size)"
+        )));
+    }
+    let end = i + len as usize;
     if buf.len() < end {
-        return None;
+        return Ok(None);
     }
     let frame = buf[i..end].to_vec();
     buf.drain(..end);
-    Some(frame)
+    Ok(Some(frame))
 }
 
 /// How one connection ended.
@@ -288,6 +302,19 @@ async fn connection(
         }
         return Err(CliError::invalid(format!("{status}: {msg}")));
     }
+    // A 200 that is not a Jelly stream (a proxy's page, a wrong URL) is not retried as
+    // if the connection had broken.
+    let content_type = resp
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !content_type.starts_with("application/x-jelly-rdf") {
+        return Err(CliError::invalid(format!(
+            "{}: the answer is not a Jelly stream (content-type `{content_type}`)",
+            a.server
+        )));
+    }
     *connected = Instant::now();
     if let Some(id) = resp
         .headers()
@@ -296,10 +323,24 @@ async fn connection(
     {
         st.topic_id = Some(id.to_string());
     }
-    let mut dec = Decoder::default();
+    // Where this stream starts: a `from` such as `latest` is resolved once, so that a
+    // reconnection before the first item goes on from there, not from a later
+    // `latest` (items published in between would be skipped).
+    if st.next.is_none()
+        && let Some(start) = resp
+            .headers()
+            .get("x-jelly-start-offset")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+    {
+        st.next = Some(start);
+    }
+    let limits = crate::limits::decoder_options();
+    let max_frame = limits.max_frame_bytes;
+    let mut dec = Decoder::new(limits);
     let mut buf = Vec::new();
     loop {
-        while let Some(frame) = split_frame(&mut buf) {
+        while let Some(frame) = split_frame(&mut buf, max_frame)? {
             let mut cur = dec.frame(&frame);
             let meta: Vec<(String, Vec<u8>)> = cur
                 .metadata()
@@ -367,6 +408,7 @@ pub fn output_format(given: Option<SubFormat>, to: Option<&str>) -> CliResult<Su
 }
 
 pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
+    crate::server_client::check_topic(&a.topic)?;
     let format = output_format(a.format, a.to.as_deref())?;
     let out = open_output_live(a.to.as_deref())?;
     let mut sink = Sink {
@@ -391,7 +433,52 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
         written: 0,
         topic_id: None,
     };
+    let mut interrupted = false;
     let result = rt.block_on(async {
+        // Ctrl-C or SIGTERM is the way to stop following: the items written so far
+        // stay, and the output is finished (a compressed file gets its trailer).
+        let stop = async {
+            let term = async {
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(mut s) => {
+                        s.recv().await;
+                    }
+                    Err(_) => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                () = term => {}
+            }
+        };
+        let follow = follow_topic(a, quiet, &client, &mut st, &mut sink);
+        tokio::select! {
+            r = follow => r,
+            () = stop => {
+                interrupted = true;
+                Ok(())
+            }
+        }
+    });
+    let finish = sink.out.finish().map_err(|e| CliError::io("output", &e));
+    result.and(finish)?;
+    if !quiet {
+        let how = if interrupted { "interrupted; " } else { "" };
+        eprintln!("jelly subscribe: {how}{} items", st.written);
+    }
+    Ok(())
+}
+
+/// Follows the topic until `--max-items`, the end of a `--no-follow` replay, or an
+/// error, reconnecting after a broken connection.
+async fn follow_topic(
+    a: &SubscribeArgs,
+    quiet: bool,
+    client: &reqwest::Client,
+    st: &mut State,
+    sink: &mut Sink,
+) -> CliResult {
+    {
         let mut last_ok = Instant::now();
         let mut backoff = Duration::from_millis(250);
         let mut waiting_for_topic = false;
@@ -399,21 +486,26 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
             if a.max_items == Some(0) {
                 return Ok(());
             }
-            match connection(&client, a, &mut st, &mut sink, &mut last_ok).await? {
+            match connection(client, a, st, sink, &mut last_ok).await? {
                 Ended::Done => return Ok(()),
                 Ended::BodyEnd if a.no_follow => return Ok(()),
                 Ended::BodyEnd => {
                     if !quiet {
                         eprintln!("jelly subscribe: the server closed the stream; reconnecting");
                     }
+                    // The connection was good until now: the retry budget starts here,
+                    // however long the topic was quiet.
+                    last_ok = Instant::now();
                 }
                 Ended::NoTopic(why) if st.topic_id.is_some() => {
                     // It was there and is gone: it was deleted. Resuming in a topic
                     // created again under its name, whose offsets start over at 0,
                     // would skip or mix items.
                     let when = match st.next {
-                        Some(n) => format!("after its item {}", n.saturating_sub(1)),
-                        None => "before any item arrived".to_string(),
+                        Some(n) if st.written > 0 => {
+                            format!("after its item {}", n.saturating_sub(1))
+                        }
+                        _ => "before any item arrived".to_string(),
                     };
                     return Err(CliError::invalid(format!(
                         "topic `{}` is gone {when} (deleted, or lost in a restart of a server with an in-memory log); not resuming (the server says: {why})",
@@ -454,13 +546,7 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
             backoff = Duration::from_millis(250);
             tokio::time::sleep(backoff).await;
         }
-    });
-    let finish = sink.out.finish().map_err(|e| CliError::io("output", &e));
-    result.and(finish)?;
-    if !quiet {
-        eprintln!("jelly subscribe: {} items", st.written);
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -166,22 +166,11 @@ fn expect_success(what: &str, (status, text): (reqwest::StatusCode, String)) -> 
 /// The path of a topic, with its name checked first: a name with `/` or `?` would
 /// reach another endpoint.
 fn topic_path(topic: &str) -> CliResult<String> {
-    if !jelly_server::topic::valid_name(topic) {
-        return Err(CliError::usage(
-            jelly_server::topic::TopicError::BadName(topic.to_string()).to_string(),
-        ));
-    }
+    crate::server_client::check_topic(topic)?;
     Ok(format!("/topics/{topic}"))
 }
 
-/// A line on stdout; a closed pipe (`| head`) is reported, not a panic.
-fn print_line(text: &str) -> CliResult {
-    use std::io::Write as _;
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{text}")
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::io("stdout", &e))
-}
+use crate::server_client::print_line;
 
 fn print_json(v: &Value) -> CliResult {
     let text = serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());

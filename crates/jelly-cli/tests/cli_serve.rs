@@ -1083,3 +1083,153 @@ fn serve_set_overrides_config_keys() {
     assert_eq!(srv.stop(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A follower of a quiet topic, started at `latest`, keeps following across a server
+/// restart that comes after more than `--retry-secs` of quiet (the budget starts when
+/// the connection is lost), and misses no item published after it started (`latest`
+/// is resolved once, at the first connection).
+#[test]
+fn a_quiet_follower_from_latest_survives_a_restart() {
+    let dir = temp_dir("quiet-latest");
+    let data = dir.join("data");
+    let srv = ServeProc::start(&data);
+    let url = srv.url.clone();
+    let addr = url.trim_start_matches("http://").to_string();
+    let publish = |i: u32| {
+        let line = format!("<http://ex.org/s> <http://ex.org/p> \"{i}\" .\n");
+        ok(
+            &["publish", "q", "-", "--server", &url, "-q"],
+            Some(line.as_bytes()),
+        );
+    };
+    publish(0);
+    let follower = spawn_jelly(&[
+        "subscribe",
+        "q",
+        "--server",
+        &url,
+        "--from",
+        "latest",
+        "--max-items",
+        "2",
+        "--retry-secs",
+        "2",
+    ]);
+    // Quiet for longer than the retry budget, then the server goes away and comes back.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(srv.stop(), 0);
+    let srv = ServeProc::try_start_with(&data, &addr, &[]).expect("restart on the same address");
+    publish(1);
+    publish(2);
+    let out = follower.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("\"1\"") && text.contains("\"2\""), "{text}");
+    assert!(!text.contains("\"0\""), "{text}");
+    assert_eq!(srv.stop(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A one-connection HTTP server that answers every request with `answer`.
+fn fake_server(answer: &'static [u8]) -> String {
+    use std::io::{Read as _, Write as _};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in l.incoming().flatten().take(50) {
+            let mut conn = conn;
+            let mut head = [0u8; 4096];
+            let _ = conn.read(&mut head);
+            let _ = conn.write_all(answer);
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// Servers that misbehave get clear errors, never a hang, a silent success or a
+/// huge allocation: a frame length of 2^40, a 200 that is not Jelly, a redirect that
+/// would turn a publish into a GET; and names that are not topic names are refused
+/// before anything is sent.
+#[test]
+fn misbehaving_servers_and_bad_topic_names() {
+    let huge = fake_server(
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/x-jelly-rdf\r\ncontent-length: 12\r\n\r\n\x80\x80\x80\x80\x80\x20\0\0\0\0\0\0",
+    );
+    let r = jelly(&["subscribe", "t", "--no-follow", "--server", &huge], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("over the limit"), "{}", r.stderr);
+    let text =
+        fake_server(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nOK");
+    let r = jelly(&["subscribe", "t", "--no-follow", "--server", &text], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("not a Jelly stream"), "{}", r.stderr);
+    let moved =
+        fake_server(b"HTTP/1.1 302 Found\r\nlocation: /health\r\ncontent-length: 0\r\n\r\n");
+    let r = jelly(
+        &["publish", "t", "-", "--in-format", "nq", "--server", &moved],
+        Some(b"<http://e/s> <http://e/p> <http://e/o> .\n"),
+    );
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("302"), "{}", r.stderr);
+    for verb in ["publish", "subscribe"] {
+        let r = jelly(&[verb, "t/items?from=0", "--server", &text], Some(b""));
+        assert_eq!(r.code, 2, "{verb}: {}", r.stderr);
+        assert!(r.stderr.contains("topic name"), "{verb}: {}", r.stderr);
+    }
+}
+
+/// Ctrl-C (or SIGTERM) stops a follower cleanly: a compressed output file is
+/// finished (its trailer written) and holds every item received.
+#[test]
+fn an_interrupted_follower_finishes_its_compressed_output() {
+    use std::io::Read as _;
+    let dir = temp_dir("sub-interrupt");
+    let srv = ServeProc::start(&dir.join("data"));
+    let url = srv.url.clone();
+    for i in 0..3 {
+        let line = format!("<http://ex.org/s> <http://ex.org/p> \"{i}\" .\n");
+        ok(
+            &["publish", "z", "-", "--server", &url, "-q"],
+            Some(line.as_bytes()),
+        );
+    }
+    for signal in ["-INT", "-TERM"] {
+        let out = dir.join(format!("out{signal}.nq.gz"));
+        let mut follower = Command::new(env!("CARGO_BIN_EXE_jelly"))
+            .args([
+                "subscribe",
+                "z",
+                "--server",
+                &url,
+                "--from",
+                "earliest",
+                "-o",
+            ])
+            .arg(&out)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Until the three items are in (the file grows as they are written).
+        let t0 = std::time::Instant::now();
+        while std::fs::metadata(&out).map_or(0, |m| m.len()) < 40 {
+            assert!(t0.elapsed() < Duration::from_secs(20), "no output");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let st = Command::new("kill")
+            .args([signal, &follower.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let status = follower.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "{signal}");
+        let mut text = String::new();
+        flate2::read::MultiGzDecoder::new(std::fs::File::open(&out).unwrap())
+            .read_to_string(&mut text)
+            .expect("a whole gzip file");
+        assert_eq!(text.lines().count(), 3, "{signal}: {text}");
+    }
+    assert_eq!(srv.stop(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
