@@ -612,6 +612,16 @@ fn ingest_text(
                             i + 1
                         )));
                     }
+                    // N-Triples and N-Quads hold absolute IRIs only; a relative one would
+                    // reach subscribers as text no N-Triples parser reads back.
+                    if let Some(iri) = relative_iri(&st) {
+                        return Err(IngestError::Invalid(format!(
+                            "line {}: the IRI <{iri}> is relative (N-Triples and N-Quads take \
+                             absolute IRIs; Turtle and TriG resolve relative ones against \
+                             X-Jelly-Base-IRI)",
+                            i + 1
+                        )));
+                    }
                     g.add(st)?;
                 }
             }
@@ -687,6 +697,39 @@ fn ingest_text(
 /// The error of a publisher's base IRI (`?base=`) that is no IRI.
 fn bad_base_iri(e: impl std::fmt::Display) -> IngestError {
     IngestError::Invalid(format!("bad base IRI: {e}"))
+}
+
+/// The first IRI of the statement (any position, datatypes, quoted triples) without a
+/// scheme (`[A-Za-z][A-Za-z0-9+.-]*:`), if any.
+fn relative_iri<'a>(st: &jelly::StatementRef<'a>) -> Option<&'a str> {
+    fn term<'a>(t: jelly::TermRef<'a>) -> Option<&'a str> {
+        match t {
+            jelly::TermRef::Iri(i) => (!has_scheme(i)).then_some(i),
+            jelly::TermRef::Literal(jelly::LiteralRef {
+                kind: jelly::LiteralKind::Typed(dt),
+                ..
+            }) => (!has_scheme(dt)).then_some(dt),
+            jelly::TermRef::Triple(tr) => (0..3).find_map(|i| term(tr.term(i))),
+            _ => None,
+        }
+    }
+    term(st.subject)
+        .or_else(|| term(st.predicate))
+        .or_else(|| term(st.object))
+        .or_else(|| st.graph.and_then(term))
+}
+
+fn has_scheme(iri: &str) -> bool {
+    let b = iri.as_bytes();
+    match b.iter().position(|&c| c == b':') {
+        Some(n) if n > 0 => {
+            b[0].is_ascii_alphabetic()
+                && b[1..n]
+                    .iter()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.'))
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -772,6 +815,51 @@ mod tests {
         }
     }
 
+    /// N-Triples and N-Quads take absolute IRIs only: a relative one (in any
+    /// position, a datatype or a quoted triple) is refused with its line.
+    #[test]
+    fn relative_iris_in_n_triples_are_refused() {
+        let t = TopicOptions {
+            rdf_star: true,
+            ..TopicOptions::default()
+        };
+        let m = PublishMeta::default();
+        for (body, iri) in [
+            (
+                "<http://e/s> <http://e/p> <http://e/o> .\n<s> <http://e/p> <http://e/o> .\n",
+                "s",
+            ),
+            ("<http://e/s> <http://e/p> \"1\"^^<int> .\n", "int"),
+            (
+                "<http://e/s> <http://e/p> <<( <http://e/a> <b> <http://e/c> )>> .\n",
+                "b",
+            ),
+            ("<http://e/s> <http://e/p> <http://e/o> <g> .\n", "g"),
+        ] {
+            let e = ingest(body.as_bytes(), InputFormat::NQuads, &t, &m, 1 << 20).unwrap_err();
+            let text = e.to_string();
+            assert!(text.contains(&format!("<{iri}> is relative")), "{text}");
+        }
+        let e = ingest(
+            b"\n\n<s> <p> <o> .\n",
+            InputFormat::NTriples,
+            &t,
+            &m,
+            1 << 20,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("line 3"), "{e}");
+        for ok in [
+            "<urn:x:1> <http://e/p> <mailto:a@b.c> .\n",
+            "_:b <tag:x,2024:p> \"v\" .\n",
+        ] {
+            assert!(
+                ingest(ok.as_bytes(), InputFormat::NTriples, &t, &m, 1 << 20).is_ok(),
+                "{ok}"
+            );
+        }
+    }
+
     #[test]
     fn trig_split_by_graph() {
         let body =
@@ -843,7 +931,13 @@ mod tests {
         };
         let m = PublishMeta::default();
         assert!(matches!(
-            ingest(b"<s> <p> <o> <g> .\n", InputFormat::NQuads, &t, &m, 1 << 20),
+            ingest(
+                b"<http://e/s> <http://e/p> <http://e/o> <http://e/g> .\n",
+                InputFormat::NQuads,
+                &t,
+                &m,
+                1 << 20
+            ),
             Err(IngestError::NotAllowed(_))
         ));
         assert!(matches!(
