@@ -618,7 +618,7 @@ fn ingest_text(
                         return Err(IngestError::Invalid(format!(
                             "line {}: the IRI <{iri}> is relative (N-Triples and N-Quads take \
                              absolute IRIs; Turtle and TriG resolve relative ones against \
-                             X-Jelly-Base-IRI)",
+                             ?base=)",
                             i + 1
                         )));
                     }
