@@ -218,6 +218,14 @@ fn table(v: &Value) -> String {
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
     }
+    // Topics that could not be opened: below the table, each with its reason.
+    for u in v["unavailable"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "{}  UNAVAILABLE: {}\n",
+            u["name"].as_str().unwrap_or("?"),
+            u["reason"].as_str().unwrap_or("")
+        ));
+    }
     out
 }
 
@@ -312,6 +320,19 @@ pub fn run(a: &TopicsArgs, quiet: bool) -> CliResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn table_lists_unavailable_topics_below() {
+        let v = serde_json::json!({
+            "topics": [{"name": "t", "first_offset": 0, "next_offset": 1, "items": 1, "subscribers": []}],
+            "unavailable": [{"name": "r", "reason": "corrupt log segment x at byte 9"}],
+        });
+        let t = table(&v);
+        assert!(
+            t.ends_with("r  UNAVAILABLE: corrupt log segment x at byte 9\n"),
+            "{t}"
+        );
+    }
 
     #[test]
     fn table_aligns_columns() {
