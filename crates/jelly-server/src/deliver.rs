@@ -608,6 +608,24 @@ impl Follow {
         }
     }
 
+    /// [`Follow::accepts`] on a blocking thread (for a costly filter).
+    async fn accepts_off_thread(&self, item: &Item) -> bool {
+        let Some(f) = self.filter.clone() else {
+            return true;
+        };
+        let item = item.clone();
+        let topic = self.topic.name.clone();
+        tokio::task::spawn_blocking(move || match f.accepts(&item) {
+            Ok(yes) => yes,
+            Err(e) => {
+                tracing::debug!(topic = %topic, error = %e, "filter cannot check item; skipped");
+                false
+            }
+        })
+        .await
+        .unwrap_or(false)
+    }
+
     /// The next chunk of output, or `None` when the subscription ends (shutdown,
     /// `follow=false` reached its end, or the subscriber fell behind retention).
     pub async fn next_chunk(&mut self) -> Option<Bytes> {
@@ -635,12 +653,15 @@ impl Follow {
             self.offsets.clear();
             let costly = self.filter.as_ref().is_some_and(|f| f.is_costly());
             for it in &items {
-                if costly {
-                    // Between ask evaluations: other tasks run, and a subscription
-                    // whose client has gone is dropped here rather than after the batch.
-                    tokio::task::yield_now().await;
-                }
-                if !self.accepts(it) {
+                let taken = if costly {
+                    // Each ASK evaluation on a blocking thread, so that it holds no async
+                    // worker; between them a subscription whose client has gone is
+                    // dropped (stopping after the item being evaluated).
+                    self.accepts_off_thread(it).await
+                } else {
+                    self.accepts(it)
+                };
+                if !taken {
                     self.next = it.offset + 1;
                     continue;
                 }

@@ -416,8 +416,24 @@ async fn encode_range(
             }
             Err(e) => return Err(EndReason::ReadFailed(e.to_string())),
         };
-        for it in items.iter().take_while(|it| it.offset < end) {
-            if accepts(&key, it) {
+        let items: Vec<crate::item::Item> =
+            items.into_iter().take_while(|it| it.offset < end).collect();
+        // A costly filter (an ASK query) is evaluated on a blocking thread, so that it
+        // holds no async worker.
+        let verdicts = if key.filter.as_ref().is_some_and(|f| f.is_costly()) {
+            let (k, its) = (key.clone(), items.clone());
+            let judged =
+                tokio::task::spawn_blocking(move || its.iter().map(|it| accepts(&k, it)).collect());
+            Some(judged.await.unwrap_or_else(|_| Vec::new()))
+        } else {
+            None
+        };
+        for (i, it) in items.iter().enumerate() {
+            let taken = match &verdicts {
+                Some(v) => v.get(i).copied().unwrap_or(false),
+                None => accepts(&key, it),
+            };
+            if taken {
                 enc.push(it).map_err(EndReason::DeliverFailed)?;
             }
             next = it.offset + 1;
