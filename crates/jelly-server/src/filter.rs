@@ -775,7 +775,8 @@ impl StatementPattern {
                 if tok.starts_with("<<(") && has_wildcard_inside(tok) {
                     return Err(bad(
                         "a quoted triple in a pattern is matched exactly: give its three \
-                         terms, not `*` or `?name`"
+                         terms (IRIs and literals), not `*`, `?name` or `_:name` (blank node \
+                         labels are the publisher's, so they are never matched by label)"
                             .into(),
                     ));
                 }
@@ -920,7 +921,7 @@ fn has_wildcard_inside(tok: &str) -> bool {
         if t.is_empty() {
             return false;
         }
-        if t.starts_with('*') || t.starts_with('?') || t.starts_with('$') {
+        if t.starts_with('*') || t.starts_with('?') || t.starts_with('$') || t.starts_with("_:") {
             return true;
         }
         let Ok(n) = term_len(t, 0) else {
@@ -1388,6 +1389,12 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.to_string().contains("matched exactly"), "{e}");
+        // A blank node inside is refused too: labels are the publisher's.
+        let e = filter(|f| {
+            f.pattern = Some("<http://a/s> * <<( <http://a/x> <http://a/p> _:q )>>".into())
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("never matched by label"), "{e}");
         assert!(
             filter(
                 |f| f.pattern = Some("<<( <http://a/s> <http://a/p> <http://a/o> )>> * *".into())
