@@ -353,6 +353,12 @@ async fn long_poll_moves_past_skipped_items_and_waits_for_a_match() {
     assert_eq!(poll(0, q).await, (vec![0, 2, 4], 7));
     let q = vec![("pattern", "* <http://x/p> *".to_string())];
     assert_eq!(poll(0, q).await, (vec![5, 6], 7));
+    // With no wait, pages that are skipped whole are read past while the log has
+    // items: one-item pages from 2 skip 2 to 5 and answer with 6.
+    let mut q = bob();
+    q.push(("max_items", "1".into()));
+    q.push(("wait_ms", "0".into()));
+    assert_eq!(poll(2, q).await, (vec![6], 7));
     srv.shutdown().await.unwrap();
 }
 

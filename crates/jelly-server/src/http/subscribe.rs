@@ -603,23 +603,37 @@ pub async fn poll(
         let last = last.offset;
         let mut kept = Vec::with_capacity(items.len());
         for it in items {
-            match f.accepts(&it) {
-                Ok(true) => kept.push(it),
-                Ok(false) => {}
+            let check = |f: &ItemFilter, it: &crate::item::Item| match f.accepts(it) {
+                Ok(yes) => yes,
                 Err(e) => {
-                    tracing::debug!(topic = %t.name, error = %e, "filter cannot check item; skipped");
+                    tracing::debug!(offset = it.offset, error = %e, "filter cannot check item; skipped");
+                    false
                 }
-            }
-            // A client that has gone drops this future at the next await: an ask
-            // query over a page of items must not run on for it.
-            if f.is_costly() {
-                tokio::task::yield_now().await;
+            };
+            // An ASK query runs on a blocking thread, item by item: it holds no async
+            // worker, and a client that has gone drops this future between items.
+            let taken = if f.is_costly() {
+                let (f, it) = (f.clone(), it.clone());
+                tokio::task::spawn_blocking(move || check(&f, &it))
+                    .await
+                    .unwrap_or(false)
+            } else {
+                check(f, &it)
+            };
+            if taken {
+                kept.push(it);
             }
         }
         let items = kept;
         next = last + 1;
-        // A page with items that pass, or out of time: answer. Else read on.
-        if !items.is_empty() || wait.is_zero() || tokio::time::Instant::now() >= deadline {
+        // A page with items that pass, or out of time: answer. Else read on (with no
+        // wait, while the log has items past this page).
+        let timed_out = if wait.is_zero() {
+            next >= t.log.next_offset()
+        } else {
+            tokio::time::Instant::now() >= deadline
+        };
+        if !items.is_empty() || timed_out {
             break items;
         }
         tokio::task::coop::consume_budget().await;
