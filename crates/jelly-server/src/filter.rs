@@ -307,17 +307,24 @@ const MAX_ASK_PATTERNS: usize = 64;
 fn has_cross_product(p: &spargebra::algebra::GraphPattern) -> bool {
     use spargebra::algebra::GraphPattern as G;
     match p {
-        G::Join { left, right } => {
-            crosses(left, right) || has_cross_product(left) || has_cross_product(right)
-        }
-        // OPTIONAL with nothing in common is a cross product too; MINUS with nothing in
-        // common removes nothing and costs nothing.
-        G::LeftJoin { left, right, .. } => {
-            crosses(left, right) || has_cross_product(left) || has_cross_product(right)
-        }
-        G::Union { left, right } | G::Minus { left, right } => {
-            has_cross_product(left) || has_cross_product(right)
-        }
+        // OPTIONAL with nothing in common is a cross product too; MINUS with nothing
+        // in common removes nothing and costs nothing.
+        G::Join { left, right } | G::LeftJoin { left, right, .. } if crosses(left, right) => true,
+        // The parser merges adjacent groups into one BGP: patterns in parts that
+        // share no variable are a cross product too.
+        G::Bgp { patterns } => bgp_parts(patterns) > 1,
+        _ => children(p).into_iter().any(has_cross_product),
+    }
+}
+
+/// The patterns directly inside `p`.
+fn children(p: &spargebra::algebra::GraphPattern) -> Vec<&spargebra::algebra::GraphPattern> {
+    use spargebra::algebra::GraphPattern as G;
+    match p {
+        G::Join { left, right }
+        | G::LeftJoin { left, right, .. }
+        | G::Union { left, right }
+        | G::Minus { left, right } => vec![left, right],
         G::Filter { inner, .. }
         | G::Graph { inner, .. }
         | G::Extend { inner, .. }
@@ -327,11 +334,34 @@ fn has_cross_product(p: &spargebra::algebra::GraphPattern) -> bool {
         | G::Reduced { inner }
         | G::Slice { inner, .. }
         | G::Group { inner, .. }
-        | G::Service { inner, .. } => has_cross_product(inner),
-        // The parser merges adjacent groups into one BGP: patterns in parts that share
-        // no variable are a cross product too.
-        G::Bgp { patterns } => bgp_parts(patterns) > 1,
-        G::Path { .. } | G::Values { .. } => false,
+        | G::Service { inner, .. } => vec![inner],
+        G::Bgp { .. } | G::Path { .. } | G::Values { .. } => Vec::new(),
+    }
+}
+
+/// Whether joining `a` and `b` is a cross product of two parts that read the item.
+fn crosses(a: &spargebra::algebra::GraphPattern, b: &spargebra::algebra::GraphPattern) -> bool {
+    if !reads_item(a) || !reads_item(b) {
+        return false;
+    }
+    let mut left = std::collections::HashSet::new();
+    a.on_in_scope_variable(|v| {
+        left.insert(v.as_str());
+    });
+    let mut right = Vec::new();
+    b.on_in_scope_variable(|v| right.push(v.as_str()));
+    !left.is_empty() && !right.is_empty() && right.iter().all(|v| !left.contains(v))
+}
+
+/// Whether a pattern matches statements of the item (a BGP or a path somewhere in it).
+fn reads_item(p: &spargebra::algebra::GraphPattern) -> bool {
+    use spargebra::algebra::GraphPattern as G;
+    match p {
+        G::Bgp { patterns } => !patterns.is_empty(),
+        G::Path { .. } => true,
+        // An aggregate without GROUP BY gives one row, whatever it reads.
+        G::Group { variables, .. } if variables.is_empty() => false,
+        _ => children(p).into_iter().any(reads_item),
     }
 }
 
@@ -374,46 +404,6 @@ fn bgp_parts(patterns: &[spargebra::term::TriplePattern]) -> usize {
         parts.push(merged);
     }
     parts.len()
-}
-
-/// Whether joining `a` and `b` is a cross product of two parts that read the item.
-fn crosses(a: &spargebra::algebra::GraphPattern, b: &spargebra::algebra::GraphPattern) -> bool {
-    if !reads_item(a) || !reads_item(b) {
-        return false;
-    }
-    let mut left = std::collections::HashSet::new();
-    a.on_in_scope_variable(|v| {
-        left.insert(v.as_str());
-    });
-    let mut right = Vec::new();
-    b.on_in_scope_variable(|v| right.push(v.as_str()));
-    !left.is_empty() && !right.is_empty() && right.iter().all(|v| !left.contains(v))
-}
-
-/// Whether a pattern matches statements of the item (a BGP or a path somewhere in it).
-fn reads_item(p: &spargebra::algebra::GraphPattern) -> bool {
-    use spargebra::algebra::GraphPattern as G;
-    match p {
-        G::Bgp { patterns } => !patterns.is_empty(),
-        G::Path { .. } => true,
-        G::Values { .. } => false,
-        // An aggregate without GROUP BY gives one row, whatever it reads.
-        G::Group { variables, .. } if variables.is_empty() => false,
-        G::Join { left, right }
-        | G::LeftJoin { left, right, .. }
-        | G::Union { left, right }
-        | G::Minus { left, right } => reads_item(left) || reads_item(right),
-        G::Filter { inner, .. }
-        | G::Graph { inner, .. }
-        | G::Extend { inner, .. }
-        | G::OrderBy { inner, .. }
-        | G::Project { inner, .. }
-        | G::Distinct { inner }
-        | G::Reduced { inner }
-        | G::Slice { inner, .. }
-        | G::Group { inner, .. }
-        | G::Service { inner, .. } => reads_item(inner),
-    }
 }
 
 /// How deeply `(`, `[` and `{` nest in `debug`, outside its quoted strings (a debug

@@ -602,17 +602,7 @@ mod tests {
         assert!(!writes_inline(&key));
         let log = TopicLog::Memory(MemoryLog::new(usize::MAX));
         let topic = Arc::new(Topic::new("t".into(), TopicOptions::default(), log, None));
-        let (_tx, shutdown) = watch::channel(false);
-        let fanout = Fanout::new(
-            RingLimits::default(),
-            ReadLimits {
-                max_items: 7,
-                max_bytes: 1 << 20,
-            },
-            Duration::from_secs(60),
-            shutdown,
-            Arc::new(Metrics::default()),
-        );
+        let (_tx, fanout) = fanout();
         let mut sub = fanout.subscribe(topic.clone(), key, "stream", 0);
         let metrics = Arc::new(Metrics::default());
         for i in 0..20 {
@@ -649,15 +639,9 @@ mod tests {
         assert_eq!(offsets, ["0", "4", "8", "12", "16"]);
     }
 
-    const APPENDERS: usize = 4;
-    const EACH: usize = 50;
-
-    /// Appenders on several tasks at once (window 0: each writes into the ring
-    /// itself, or leaves it to whoever holds the group); one subscriber must get
-    /// every item exactly once, in offset order.
-    async fn concurrent_appends_reach_the_subscriber(log: TopicLog) {
-        let topic = Arc::new(Topic::new("t".into(), TopicOptions::default(), log, None));
-        let (_tx, shutdown) = watch::channel(false);
+    /// A fan-out with pages of 7 items (and the sender that keeps it from shutting down).
+    fn fanout() -> (watch::Sender<bool>, Fanout) {
+        let (tx, shutdown) = watch::channel(false);
         let fanout = Fanout::new(
             RingLimits::default(),
             ReadLimits {
@@ -668,6 +652,18 @@ mod tests {
             shutdown,
             Arc::new(Metrics::default()),
         );
+        (tx, fanout)
+    }
+
+    const APPENDERS: usize = 4;
+    const EACH: usize = 50;
+
+    /// Appenders on several tasks at once (window 0: each writes into the ring
+    /// itself, or leaves it to whoever holds the group); one subscriber must get
+    /// every item exactly once, in offset order.
+    async fn concurrent_appends_reach_the_subscriber(log: TopicLog) {
+        let topic = Arc::new(Topic::new("t".into(), TopicOptions::default(), log, None));
+        let (_tx, fanout) = fanout();
         let key = GroupKey::new("t", OutFormat::NQuads, Framing::Stream);
         let mut sub = fanout.subscribe(topic.clone(), key, "stream", 0);
         let mut tasks = Vec::new();
