@@ -217,7 +217,11 @@ fn split_frame(buf: &mut Vec<u8>, max: u64) -> Result<Option<Vec<u8>>, CliError>
              (--max-frame-size)"
         )));
     }
-    let end = i + len as usize;
+    let Some(end) = usize::try_from(len).ok().and_then(|l| i.checked_add(l)) else {
+        return Err(CliError::invalid(format!(
+            "bad frame from the server: a frame of {len} bytes cannot be held"
+        )));
+    };
     if buf.len() < end {
         return Ok(None);
     }
