@@ -608,15 +608,7 @@ mod tests {
         for i in 0..20 {
             let word = if i % 4 == 0 { "keep" } else { "drop" };
             let body = format!("<http://e/{i}> <http://e/p> \"{word}\" .\n");
-            let items = ingest(
-                body.as_bytes(),
-                InputFormat::NQuads,
-                &topic.options(),
-                &PublishMeta::default(),
-                1 << 20,
-            )
-            .unwrap();
-            topic.append(items, &metrics).await.unwrap();
+            append_nquads(&topic, &body, &metrics).await;
         }
         let mut text = String::new();
         while text.matches("\"keep\"").count() < 5 {
@@ -655,6 +647,19 @@ mod tests {
         (tx, fanout)
     }
 
+    /// Appends `body` (N-Quads) to `topic` as one item.
+    async fn append_nquads(topic: &Arc<Topic>, body: &str, metrics: &Arc<Metrics>) {
+        let items = ingest(
+            body.as_bytes(),
+            InputFormat::NQuads,
+            &topic.options(),
+            &PublishMeta::default(),
+            1 << 20,
+        )
+        .unwrap();
+        topic.append(items, metrics).await.unwrap();
+    }
+
     const APPENDERS: usize = 4;
     const EACH: usize = 50;
 
@@ -673,15 +678,7 @@ mod tests {
                 let metrics = Arc::new(Metrics::default());
                 for i in 0..EACH {
                     let body = format!("<http://e/{a}> <http://e/p> \"{i}\" .\n");
-                    let items = ingest(
-                        body.as_bytes(),
-                        InputFormat::NQuads,
-                        &topic.options(),
-                        &PublishMeta::default(),
-                        1 << 20,
-                    )
-                    .unwrap();
-                    topic.append(items, &metrics).await.unwrap();
+                    append_nquads(&topic, &body, &metrics).await;
                     if i % 8 == 0 {
                         tokio::task::yield_now().await;
                     }
