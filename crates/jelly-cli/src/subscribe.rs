@@ -276,9 +276,14 @@ async fn connection(
         // A certificate that fails verification will fail again: exit, as publish does.
         Err(e) if jelly_server::tls::is_certificate_error(&e) => {
             return Err(CliError::usage(format!(
-                "cannot reach {}: {} (a private CA needs --cacert)",
+                "cannot reach {}: {}{}",
                 a.server,
-                crate::server_client::describe(&e)
+                crate::server_client::describe(&e),
+                if a.cacert.is_some() {
+                    " (the certificate is not signed by the --cacert authorities)"
+                } else {
+                    " (a private CA needs --cacert)"
+                }
             )));
         }
         Err(e) => {
@@ -304,7 +309,10 @@ async fn connection(
         if status == reqwest::StatusCode::NOT_FOUND && names_topic && !a.no_follow {
             return Ok(Ended::NoTopic(msg));
         }
-        return Err(CliError::invalid(format!("{status}: {msg}")));
+        return Err(CliError::invalid(format!(
+            "topic `{}` on {}: {status}: {msg}",
+            a.topic, a.server
+        )));
     }
     // A 200 that is not a Jelly stream (a proxy's page, a wrong URL) is not retried as
     // if the connection had broken.
@@ -540,7 +548,8 @@ async fn follow_topic(
                     }
                     let wait = backoff.min(left);
                     if !quiet {
-                        eprintln!("jelly subscribe: {why}; retrying in {wait:?}");
+                        // Whole milliseconds: `244.848744ms` tells a reader nothing more.
+                        eprintln!("jelly subscribe: {why}; retrying in {}ms", wait.as_millis());
                     }
                     tokio::time::sleep(wait).await;
                     backoff = (backoff * 2).min(Duration::from_secs(5));

@@ -207,6 +207,12 @@ fn serve_publish_subscribe_round_trip() {
     // With --no-follow, an unknown topic is an error: exit 1.
     let r = jelly(&["subscribe", "nope", "--server", s, "--no-follow"], None);
     assert_eq!(r.code, 1, "{}", r.stderr);
+    // The refusal names the topic and the server.
+    assert!(
+        r.stderr.contains(&format!("topic `nope` on {s}: 404")),
+        "{}",
+        r.stderr
+    );
 
     // SIGHUP (a "reload" to many servers) is logged and ignored: the server goes on.
     let st = std::process::Command::new("kill")
