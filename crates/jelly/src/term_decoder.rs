@@ -196,6 +196,11 @@ fn grown_len(i: usize, len: usize, max: u32) -> usize {
 /// capacity, so ids set in order cost amortized constant time; a length that cannot
 /// be allocated is an error rather than an abort.
 fn grow_to<T: Clone>(v: &mut Vec<T>, len: usize, fill: T) -> Result<(), ()> {
+    grow_with(v, len, || fill.clone())
+}
+
+/// [`grow_to`] with each new slot made by `make`.
+fn grow_with<T>(v: &mut Vec<T>, len: usize, make: impl FnMut() -> T) -> Result<(), ()> {
     if len <= v.len() {
         return Ok(());
     }
@@ -205,7 +210,7 @@ fn grow_to<T: Clone>(v: &mut Vec<T>, len: usize, fill: T) -> Result<(), ()> {
             v.try_reserve_exact(len - v.len()).map_err(|_| ())?;
         }
     }
-    v.resize(len, fill);
+    v.resize_with(len, make);
     Ok(())
 }
 
@@ -254,21 +259,6 @@ impl Default for CachedIri {
             iri: String::new(),
         }
     }
-}
-
-/// [`grow_to`] for the IRI cache, whose entries are made empty.
-fn grow_cache(cache: &mut Vec<CachedIri>, len: usize) -> Result<(), ()> {
-    if len <= cache.len() {
-        return Ok(());
-    }
-    if len > cache.capacity() {
-        let want = len.max(cache.capacity().saturating_mul(2));
-        if cache.try_reserve_exact(want - cache.len()).is_err() {
-            cache.try_reserve_exact(len - cache.len()).map_err(|_| ())?;
-        }
-    }
-    cache.resize_with(len, CachedIri::default);
-    Ok(())
 }
 
 /// Most bytes the IRI cache's buffers may hold together. An entry per name id holds
@@ -921,9 +911,11 @@ impl TermDecoder {
                     Some(e) => e.key = NO_IRI,
                     None => {
                         let len = grown_len(id as usize, cache.len(), self.state.names.max);
-                        grow_cache(cache, len).map_err(|()| K::TableAllocation {
-                            table,
-                            id: u64::from(id),
+                        grow_with(cache, len, CachedIri::default).map_err(|()| {
+                            K::TableAllocation {
+                                table,
+                                id: u64::from(id),
+                            }
                         })?
                     }
                 }
