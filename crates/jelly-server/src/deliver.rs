@@ -598,32 +598,15 @@ impl Follow {
 
     /// Whether the subscription's filter lets the item through.
     fn accepts(&self, item: &Item) -> bool {
-        let Some(f) = &self.filter else { return true };
-        match f.accepts(item) {
-            Ok(yes) => yes,
-            Err(e) => {
-                tracing::debug!(topic = %self.topic.name, error = %e, "filter cannot check item; skipped");
-                false
-            }
-        }
+        self.filter.as_ref().is_none_or(|f| f.takes(item))
     }
 
     /// [`Follow::accepts`] on a blocking thread (for a costly filter).
     async fn accepts_off_thread(&self, item: &Item) -> bool {
-        let Some(f) = self.filter.clone() else {
+        let Some(f) = &self.filter else {
             return true;
         };
-        let item = item.clone();
-        let topic = self.topic.name.clone();
-        tokio::task::spawn_blocking(move || match f.accepts(&item) {
-            Ok(yes) => yes,
-            Err(e) => {
-                tracing::debug!(topic = %topic, error = %e, "filter cannot check item; skipped");
-                false
-            }
-        })
-        .await
-        .unwrap_or(false)
+        f.takes_off_thread(item).await
     }
 
     /// The next chunk of output, or `None` when the subscription ends (shutdown,

@@ -563,6 +563,44 @@ impl ItemFilter {
         self.ask.is_some()
     }
 
+    /// Whether the item passes; an item the filter cannot be evaluated on is left out
+    /// (it is not the subscriber's fault, nor the filter's), and logged.
+    pub fn takes(&self, item: &Item) -> bool {
+        self.accepts(item).unwrap_or_else(|e| {
+            tracing::debug!(offset = item.offset, error = %e, "filter cannot check item; left out");
+            false
+        })
+    }
+
+    /// [`ItemFilter::takes`] for each of `items`, in order, on a blocking thread: for
+    /// a costly filter, whose evaluation must hold no async worker. Stops (leaving
+    /// the rest without a verdict) once `stopped` is set, between items.
+    pub async fn takes_each(
+        self: &Arc<Self>,
+        items: &[Item],
+        stopped: Arc<std::sync::atomic::AtomicBool>,
+    ) -> Vec<bool> {
+        let (f, items) = (self.clone(), items.to_vec());
+        tokio::task::spawn_blocking(move || {
+            items
+                .iter()
+                .take_while(|_| !stopped.load(std::sync::atomic::Ordering::Relaxed))
+                .map(|it| f.takes(it))
+                .collect()
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    /// [`ItemFilter::takes`] for one item, on a blocking thread (see
+    /// [`ItemFilter::takes_each`]).
+    pub async fn takes_off_thread(self: &Arc<Self>, item: &Item) -> bool {
+        let verdict = self
+            .takes_each(std::slice::from_ref(item), Arc::default())
+            .await;
+        verdict.first().copied().unwrap_or(false)
+    }
+
     /// Whether the item passes every part of the filter. Cheap parts are checked
     /// first: the source (no decoding), then prefixes and the pattern (one decoding
     /// pass, no allocation per statement), then the ASK query.

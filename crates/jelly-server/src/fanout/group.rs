@@ -293,22 +293,8 @@ impl GroupTask {
             return Some(None);
         };
         let stopped = Arc::new(AtomicBool::new(false));
-        let job = {
-            let stopped = stopped.clone();
-            let items = items.to_vec();
-            tokio::task::spawn_blocking(move || {
-                let mut out = Vec::with_capacity(items.len());
-                for it in &items {
-                    if stopped.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    out.push(filter_accepts(&filter, it));
-                }
-                out
-            })
-        };
         tokio::select! {
-            r = job => Some(Some(r.unwrap_or_default())),
+            v = filter.takes_each(items, stopped.clone()) => Some(Some(v)),
             _ = &mut self.stop => {
                 stopped.store(true, Ordering::Relaxed);
                 None
@@ -561,15 +547,8 @@ fn writes_inline(key: &GroupKey) -> bool {
 pub(super) fn accepts(key: &GroupKey, item: &Item) -> bool {
     match &key.filter {
         None => true,
-        Some(f) => filter_accepts(f, item),
+        Some(f) => f.takes(item),
     }
-}
-
-fn filter_accepts(f: &crate::filter::ItemFilter, item: &Item) -> bool {
-    f.accepts(item).unwrap_or_else(|e| {
-        tracing::debug!(offset = item.offset, error = %e, "filter failed on an item; left out");
-        false
-    })
 }
 
 #[cfg(test)]

@@ -420,13 +420,9 @@ async fn encode_range(
             items.into_iter().take_while(|it| it.offset < end).collect();
         // A costly filter (an ASK query) is evaluated on a blocking thread, so that it
         // holds no async worker.
-        let verdicts = if key.filter.as_ref().is_some_and(|f| f.is_costly()) {
-            let (k, its) = (key.clone(), items.clone());
-            let judged =
-                tokio::task::spawn_blocking(move || its.iter().map(|it| accepts(&k, it)).collect());
-            Some(judged.await.unwrap_or_else(|_| Vec::new()))
-        } else {
-            None
+        let verdicts = match &key.filter {
+            Some(f) if f.is_costly() => Some(f.takes_each(&items, Arc::default()).await),
+            _ => None,
         };
         for (i, it) in items.iter().enumerate() {
             let taken = match &verdicts {

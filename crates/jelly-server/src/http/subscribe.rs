@@ -603,22 +603,12 @@ pub async fn poll(
         let last = last.offset;
         let mut kept = Vec::with_capacity(items.len());
         for it in items {
-            let check = |f: &ItemFilter, it: &crate::item::Item| match f.accepts(it) {
-                Ok(yes) => yes,
-                Err(e) => {
-                    tracing::debug!(offset = it.offset, error = %e, "filter cannot check item; skipped");
-                    false
-                }
-            };
             // An ASK query runs on a blocking thread, item by item: it holds no async
             // worker, and a client that has gone drops this future between items.
             let taken = if f.is_costly() {
-                let (f, it) = (f.clone(), it.clone());
-                tokio::task::spawn_blocking(move || check(&f, &it))
-                    .await
-                    .unwrap_or(false)
+                f.takes_off_thread(&it).await
             } else {
-                check(f, &it)
+                f.takes(&it)
             };
             if taken {
                 kept.push(it);
