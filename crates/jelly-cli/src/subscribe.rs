@@ -449,20 +449,7 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
     let result = rt.block_on(async {
         // Ctrl-C or SIGTERM is the way to stop following: the items written so far
         // stay, and the output is finished (a compressed file gets its trailer).
-        let stop = async {
-            let term = async {
-                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                    Ok(mut s) => {
-                        s.recv().await;
-                    }
-                    Err(_) => std::future::pending::<()>().await,
-                }
-            };
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                () = term => {}
-            }
-        };
+        let stop = jelly_server::server::interrupt_or_terminate();
         let follow = follow_topic(a, quiet, &client, &mut st, &mut sink);
         tokio::select! {
             r = follow => r,

@@ -656,6 +656,12 @@ fn access_token(query: Option<&str>) -> Option<String> {
         .filter(|t| !t.is_empty())
 }
 
+/// The gRPC status of a refusal, counted in the metrics.
+fn grpc_refusal(s: &AppState, e: AuthError) -> Status {
+    s.metrics.count_auth_refusal(e.is_unauthenticated());
+    e.to_status()
+}
+
 /// Checks a gRPC request for `right` on `topic`: the status to answer when refused.
 pub fn check_grpc(
     s: &AppState,
@@ -663,12 +669,8 @@ pub fn check_grpc(
     topic: &str,
     right: Right,
 ) -> Result<Caller, Status> {
-    let refused = |e: AuthError| {
-        s.metrics.count_auth_refusal(e.is_unauthenticated());
-        e.to_status()
-    };
-    let caller = s.auth.identify_grpc(md).map_err(refused)?;
-    caller.check(Some(topic), right).map_err(refused)?;
+    let caller = s.auth.identify_grpc(md).map_err(|e| grpc_refusal(s, e))?;
+    check_grpc_caller(s, &caller, topic, right)?;
     Ok(caller)
 }
 
@@ -676,13 +678,11 @@ pub fn check_grpc(
 /// the request message that names the topic is read: refused callers are answered at
 /// once.
 pub fn check_grpc_subscriber(s: &AppState, md: &MetadataMap) -> Result<Caller, Status> {
-    let refused = |e: AuthError| {
-        s.metrics.count_auth_refusal(e.is_unauthenticated());
-        e.to_status()
-    };
-    let caller = s.auth.identify_grpc(md).map_err(refused)?;
+    let caller = s.auth.identify_grpc(md).map_err(|e| grpc_refusal(s, e))?;
     if !caller.grants().subscribes_somewhere() {
-        caller.check(None, Right::Subscribe).map_err(refused)?;
+        caller
+            .check(None, Right::Subscribe)
+            .map_err(|e| grpc_refusal(s, e))?;
     }
     Ok(caller)
 }
@@ -694,10 +694,9 @@ pub fn check_grpc_caller(
     topic: &str,
     right: Right,
 ) -> Result<(), Status> {
-    caller.check(Some(topic), right).map_err(|e| {
-        s.metrics.count_auth_refusal(e.is_unauthenticated());
-        e.to_status()
-    })
+    caller
+        .check(Some(topic), right)
+        .map_err(|e| grpc_refusal(s, e))
 }
 
 /// Checks an HTTP request for `right` on `topic` (header token only).

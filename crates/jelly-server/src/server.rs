@@ -170,9 +170,6 @@ impl Server {
 /// is caught and logged rather than left to kill the process without a graceful
 /// shutdown: this server reads its certificates and tokens only at start.
 pub async fn termination_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
     #[cfg(unix)]
     if let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
         tokio::spawn(async move {
@@ -183,6 +180,14 @@ pub async fn termination_signal() {
             }
         });
     }
+    interrupt_or_terminate().await;
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM (for a client that stops cleanly on them).
+pub async fn interrupt_or_terminate() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
     #[cfg(unix)]
     let term = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
