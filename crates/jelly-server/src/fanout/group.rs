@@ -589,19 +589,7 @@ mod tests {
             let body = format!("<http://e/{i}> <http://e/p> \"{word}\" .\n");
             append_nquads(&topic, &body, &metrics).await;
         }
-        let mut text = String::new();
-        while text.matches("\"keep\"").count() < 5 {
-            match tokio::time::timeout(Duration::from_secs(20), sub.next_step()).await {
-                Ok(Step::Data(parts)) => {
-                    for p in parts {
-                        text.push_str(std::str::from_utf8(&p).unwrap());
-                    }
-                }
-                Ok(Step::KeepAlive) => {}
-                Ok(Step::End(why)) => panic!("ended: {why:?}"),
-                Err(_) => panic!("stuck: {text}"),
-            }
-        }
+        let text = read_until(&mut sub, |t| t.matches("\"keep\"").count() >= 5).await;
         assert!(!text.contains("drop"), "{text}");
         let offsets: Vec<&str> = text
             .lines()
@@ -624,6 +612,28 @@ mod tests {
             Arc::new(Metrics::default()),
         );
         (tx, fanout)
+    }
+
+    /// The subscription's text output until `enough` says so (a test that waits 20 s
+    /// for a step is stuck).
+    async fn read_until(
+        sub: &mut crate::fanout::Subscription,
+        enough: impl Fn(&str) -> bool,
+    ) -> String {
+        let mut text = String::new();
+        while !enough(&text) {
+            match tokio::time::timeout(Duration::from_secs(20), sub.next_step()).await {
+                Ok(Step::Data(parts)) => {
+                    for p in parts {
+                        text.push_str(std::str::from_utf8(&p).unwrap());
+                    }
+                }
+                Ok(Step::KeepAlive) => {}
+                Ok(Step::End(why)) => panic!("ended: {why:?}"),
+                Err(_) => panic!("stuck after {} lines: {text}", text.lines().count()),
+            }
+        }
+        text
     }
 
     /// Appends `body` (N-Quads) to `topic` as one item.
@@ -664,20 +674,8 @@ mod tests {
                 }
             }));
         }
-        let mut text = String::new();
         // Each item is a `# offset N` comment line and a statement line.
-        while text.lines().count() < 2 * APPENDERS * EACH {
-            match tokio::time::timeout(Duration::from_secs(20), sub.next_step()).await {
-                Ok(Step::Data(parts)) => {
-                    for p in parts {
-                        text.push_str(std::str::from_utf8(&p).unwrap());
-                    }
-                }
-                Ok(Step::KeepAlive) => {}
-                Ok(Step::End(why)) => panic!("ended: {why:?}"),
-                Err(_) => panic!("stuck after {} lines", text.lines().count()),
-            }
-        }
+        let text = read_until(&mut sub, |t| t.lines().count() >= 2 * APPENDERS * EACH).await;
         for t in tasks {
             t.await.unwrap();
         }
