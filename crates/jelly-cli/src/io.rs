@@ -118,6 +118,59 @@ pub fn open_input(path: &str) -> CliResult<Input> {
     })
 }
 
+/// An input read as it is stored, compressed or not (for sending it on as it is).
+pub struct RawInput {
+    /// Name for messages.
+    pub name: String,
+    /// Compression found by magic bytes.
+    pub compression: Compression,
+    /// The first bytes, read to find the compression.
+    pub head: Vec<u8>,
+    /// The bytes after `head`.
+    pub rest: Box<dyn Read + Send>,
+}
+
+/// Opens `path` (`-` for stdin) without decompressing it: its first bytes tell the
+/// compression (gzip and zstd magic), and the bytes are read on as they are, so a
+/// caller can forward them in bounded memory.
+///
+/// ```no_run
+/// let raw = jelly_cli::io::open_raw("data.nq.gz").unwrap();
+/// assert_eq!(raw.compression, jelly_cli::io::Compression::Gzip);
+/// ```
+pub fn open_raw(path: &str) -> CliResult<RawInput> {
+    let name = display_name(path, true);
+    let rest: Box<dyn Read + Send> = if path == "-" {
+        Box::new(io::stdin())
+    } else {
+        let f = File::open(path).map_err(|e| CliError::io(&name, &e))?;
+        if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+            return Err(CliError::usage(format!("{name}: is a directory")));
+        }
+        Box::new(f)
+    };
+    let mut head = Vec::with_capacity(4);
+    let mut rest = rest;
+    // `take(4).read_to_end`: up to four bytes, fewer only at the end of the input.
+    (&mut rest)
+        .take(4)
+        .read_to_end(&mut head)
+        .map_err(|e| CliError::io(&name, &e))?;
+    let compression = if head.starts_with(&[0x1f, 0x8b]) {
+        Compression::Gzip
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Compression::Zstd
+    } else {
+        Compression::None
+    };
+    Ok(RawInput {
+        name,
+        compression,
+        head,
+        rest,
+    })
+}
+
 /// Strips `.gz`, `.gzip`, `.zst` or `.zstd` from a file name, and says which it was.
 pub fn strip_compression(path: &str) -> (&str, Compression) {
     let lower = path.to_ascii_lowercase();

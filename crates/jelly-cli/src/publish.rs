@@ -6,7 +6,7 @@ use clap::Args;
 
 use crate::error::{CliError, CliResult};
 use crate::format::{Format, is_jelly_path, unknown_format};
-use crate::io::open_input;
+use crate::io::{Compression, RawInput, open_raw};
 
 pub const PUBLISH_HELP: &str = "\
 Examples:
@@ -21,8 +21,10 @@ A Jelly stream becomes one item per frame; an RDF file one item (or one per name
 graph with --split-graph). Each file is one request: the server checks all of it and
 appends nothing if any of it is refused. With --stream (Jelly input only) the input is
 sent as it is read, as one long-lived streaming request: the server appends items as
-their frames arrive, and a bad frame ends it with the items before it kept. The offsets the server gave are printed as
-JSON, one line per file. The topic is created on first publish if it does not exist.
+their frames arrive, and a bad frame ends it with the items before it kept. Inputs are
+sent as they are read, in bounded memory; gzip and zstd files (found by their first
+bytes) are sent compressed, with their Content-Encoding, and the server inflates them.
+The offsets the server gave are printed as JSON, one line per file. The topic is created on first publish if it does not exist.
 
 Exit codes: 0 published, 1 refused by the server (bad data: a 4xx answer), 2 usage
 error, I/O error, the server cannot be reached or cannot take it now (a 5xx answer:
@@ -167,31 +169,26 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
             e
         };
         let ct = content_type(path, a).map_err(state)?;
-        let (name, body) = if a.stream {
-            if ct != "application/x-jelly-rdf" {
-                return Err(CliError::usage(format!(
-                    "{path}: --stream takes Jelly input (use --jelly or a .jelly file)"
-                )));
-            }
-            // A file is opened here first so that a missing one is a usage error,
-            // not a broken request (stdin is read by the body's thread only).
-            let name = if path == "-" {
-                crate::io::display_name(path, true)
-            } else {
-                open_input(path)?.name
-            };
-            (name, streaming_body(path.clone()))
-        } else {
-            let input = open_input(path)?;
-            let name = input.name.clone();
-            let mut body = Vec::new();
-            let mut reader = input.reader;
-            reader
-                .read_to_end(&mut body)
-                .map_err(|e| CliError::io(&name, &e))?;
-            (name, reqwest::Body::from(body))
+        if a.stream && ct != "application/x-jelly-rdf" {
+            return Err(CliError::usage(format!(
+                "{path}: --stream takes Jelly input (use --jelly or a .jelly file)"
+            )));
+        }
+        // Sent as stored, in bounded memory: a compressed input goes with its
+        // Content-Encoding and the server inflates it (and counts the inflated bytes
+        // against its limits).
+        let raw = open_raw(path).map_err(state)?;
+        let name = raw.name.clone();
+        let coding = match raw.compression {
+            Compression::None => None,
+            Compression::Gzip => Some("gzip"),
+            Compression::Zstd => Some("zstd"),
         };
+        let body = streaming_body(raw);
         let mut req = client.post(&url).header("content-type", ct).body(body);
+        if let Some(c) = coding {
+            req = req.header("content-encoding", c);
+        }
         if let Some(s) = &a.source {
             req = req.header("x-jelly-source", s);
         }
@@ -219,21 +216,18 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
     Ok(())
 }
 
-/// A request body that forwards the input as it is read (a reader thread feeds a
-/// small channel, so at most a few chunks are held).
-fn streaming_body(path: String) -> reqwest::Body {
+/// A request body that forwards `input` as it is read (a reader thread feeds a small
+/// channel, so at most a few chunks are held).
+fn streaming_body(input: RawInput) -> reqwest::Body {
     let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(4);
     std::thread::spawn(move || {
-        let mut reader = match open_input(&path) {
-            Ok(i) => i.reader,
-            Err(e) => {
-                let _ = tx.blocking_send(Err(std::io::Error::other(e.to_string())));
-                return;
-            }
-        };
+        let RawInput { head, mut rest, .. } = input;
+        if !head.is_empty() && tx.blocking_send(Ok(head)).is_err() {
+            return;
+        }
         let mut buf = vec![0u8; 64 << 10];
         loop {
-            match reader.read(&mut buf) {
+            match rest.read(&mut buf) {
                 Ok(0) => return,
                 Ok(n) => {
                     if tx.blocking_send(Ok(buf[..n].to_vec())).is_err() {

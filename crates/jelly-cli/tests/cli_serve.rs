@@ -283,6 +283,99 @@ fn seconds_of(d: &str) -> f64 {
     }
 }
 
+/// The peak resident memory (`VmHWM`) of a running process, in KiB.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+fn publish_sends_compressed_files_as_stored_in_bounded_memory() {
+    use std::io::Write as _;
+    let dir = temp_dir("gzpub");
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let config = dir.join("serve.toml");
+    std::fs::write(&config, "max_body_bytes = 33554432\n").unwrap();
+    let srv = ServeProc::start_with(&data, &["--config", config.to_str().unwrap()]);
+    let s = srv.url.clone();
+
+    // Small files, gzip and zstd: published as sent, the server inflates them.
+    let nt = "<http://ex.org/s> <http://ex.org/p> \"v\" .\n<http://ex.org/s> <http://ex.org/p> \"w\" .\n";
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(nt.as_bytes()).unwrap();
+    std::fs::write(dir.join("a.nt.gz"), gz.finish().unwrap()).unwrap();
+    std::fs::write(
+        dir.join("b.nt.zst"),
+        zstd::encode_all(nt.as_bytes(), 1).unwrap(),
+    )
+    .unwrap();
+    let a = dir.join("a.nt.gz");
+    let b = dir.join("b.nt.zst");
+    let r = ok(
+        &[
+            "publish",
+            "z",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--server",
+            &s,
+        ],
+        None,
+    );
+    assert_eq!(r.out().lines().count(), 2, "{}", r.out());
+    let r = ok(
+        &["subscribe", "z", "--server", &s, "--no-follow", "-q"],
+        None,
+    );
+    assert_eq!(jelly::nquads::parse_document(&r.out()).unwrap().len(), 4);
+
+    // 256 MiB of N-Triples as 256 gzip members of 1 MiB each (a small file): the
+    // client must not inflate it into memory to send it. The server stops at its
+    // 32 MiB body limit.
+    let line = "<http://ex.org/s> <http://ex.org/p> \"0123456789abcdef0123456789\" .\n";
+    let mut mib = String::new();
+    while mib.len() < (1 << 20) {
+        mib.push_str(line);
+    }
+    let mut member = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    member.write_all(mib.as_bytes()).unwrap();
+    let member = member.finish().unwrap();
+    let big = dir.join("big.nt.gz");
+    let mut f = std::fs::File::create(&big).unwrap();
+    for _ in 0..256 {
+        f.write_all(&member).unwrap();
+    }
+    drop(f);
+    let child = spawn_jelly(&["publish", "big", big.to_str().unwrap(), "--server", &s]);
+    let pid = child.id();
+    let mut child = Some(child);
+    let mut peak = 0;
+    let t0 = std::time::Instant::now();
+    while let Some(c) = child.as_mut() {
+        if let Some(k) = peak_rss_kib(pid) {
+            peak = peak.max(k);
+        }
+        if c.try_wait().unwrap().is_some() || t0.elapsed() > Duration::from_secs(120) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = wait_at_most(child.take().unwrap(), Duration::from_secs(5));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("413") && stderr.contains("big.nt.gz"),
+        "{stderr}"
+    );
+    assert!(peak > 0, "no memory reading of the client");
+    assert!(
+        peak < 96 * 1024,
+        "the client peaked at {peak} KiB: it read the input whole"
+    );
+}
+
 #[test]
 fn publish_stream_sends_jelly_as_one_streaming_request() {
     let dir = temp_dir("stream");
