@@ -8,6 +8,45 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 
 use crate::error::{CliError, CliResult};
 
+/// Checks a `--server` value: an `http://` or `https://` URL with a host and no query
+/// or fragment (a path is kept, for a server behind a proxy under a prefix). Used as
+/// the flag's value parser, so that a typo is a usage error at once rather than a
+/// connection that can never be made (and that `subscribe` would retry).
+///
+/// ```
+/// use jelly_cli::server_client::server_url;
+/// assert_eq!(server_url("http://127.0.0.1:8686/").unwrap(), "http://127.0.0.1:8686");
+/// assert_eq!(server_url("https://h.example/jelly").unwrap(), "https://h.example/jelly");
+/// assert!(server_url("127.0.0.1:8686").unwrap_err().contains("http://"));
+/// assert!(server_url("localhost:8686").unwrap_err().contains("did you mean http://localhost:8686"));
+/// assert!(server_url("ftp://h.example").is_err());
+/// assert!(server_url("http://h.example/?a=1").is_err());
+/// ```
+pub fn server_url(s: &str) -> Result<String, String> {
+    // `host:port` without a scheme parses as a URL of scheme `host` (or not at all).
+    let hint = if s.contains("://") {
+        String::new()
+    } else {
+        format!(" (did you mean http://{s}?)")
+    };
+    let url = reqwest::Url::parse(s).map_err(|e| format!("`{s}` is not a URL: {e}{hint}"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "`{s}`: the server is reached over http:// or https://, not {}:{hint}",
+            url.scheme()
+        ));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(format!("`{s}` names no host"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(format!(
+            "`{s}`: give the server's address without a query or fragment"
+        ));
+    }
+    Ok(s.trim_end_matches('/').to_string())
+}
+
 /// The environment variable read when `--token` is not given.
 pub const TOKEN_ENV: &str = "JELLY_TOKEN";
 

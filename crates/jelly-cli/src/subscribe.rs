@@ -75,7 +75,12 @@ pub struct SubscribeArgs {
     /// The topic.
     pub topic: String,
     /// Server URL.
-    #[arg(long, default_value = "http://127.0.0.1:8686", value_name = "URL")]
+    #[arg(
+        long,
+        default_value = "http://127.0.0.1:8686",
+        value_name = "URL",
+        value_parser = crate::server_client::server_url
+    )]
     pub server: String,
     /// Bearer token for a server with `[auth]` (default: the JELLY_TOKEN environment
     /// variable). Sent as `Authorization: Bearer`.

@@ -55,7 +55,8 @@ pub struct ServerArgs {
         long,
         global = true,
         default_value = "http://127.0.0.1:8686",
-        value_name = "URL"
+        value_name = "URL",
+        value_parser = crate::server_client::server_url
     )]
     pub server: String,
     /// Bearer token for a server with `[auth]` (default: the JELLY_TOKEN environment

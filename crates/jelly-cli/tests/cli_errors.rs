@@ -237,6 +237,31 @@ fn usage_and_io_errors_exit_2() {
         ],
         "Cargo.toml",
     );
+    // A --server that is no http(s) URL is a usage error at once: subscribe would
+    // otherwise retry a connection that can never be made.
+    for (args, needle) in [
+        (
+            &[
+                "subscribe",
+                "t",
+                "--no-follow",
+                "--server",
+                "localhost:8686",
+            ][..],
+            "did you mean http://localhost:8686",
+        ),
+        (&["publish", "t", "--server", "htp://h:1"][..], "not htp:"),
+        (
+            &["topics", "list", "--server", "127.0.0.1:1"][..],
+            "did you mean http://",
+        ),
+        (
+            &["topics", "list", "--server", "http://h:1/?x=1"][..],
+            "without a query",
+        ),
+    ] {
+        usage_error(args, needle);
+    }
 }
 
 #[test]
