@@ -200,7 +200,19 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
         for (k, v) in &headers {
             req = req.header(k, v);
         }
-        let (status, text) = rt.block_on(crate::server_client::send(req, &a.server))?;
+        let (status, text) = rt
+            .block_on(crate::server_client::send(req, &a.server))
+            .map_err(|mut e| {
+                if a.stream && e.message.contains("broke off") {
+                    // The server appends a streaming request's items as their frames
+                    // arrive: some may be in the topic.
+                    e.message.push_str(
+                        " (items of the frames sent before may have been appended; \
+                         `jelly subscribe --from last:N` shows the newest)",
+                    );
+                }
+                state(e)
+            })?;
         if !status.is_success() {
             return Err(state(crate::server_client::refused(&name, status, &text)));
         }

@@ -159,12 +159,21 @@ pub async fn send(
     req: reqwest::RequestBuilder,
     server: &str,
 ) -> CliResult<(reqwest::StatusCode, String)> {
-    let failed = |what: &str, e: reqwest::Error| {
-        CliError::usage(format!("{what}{server}: {}", describe(&e)))
+    // "Cannot reach" only when no connection was made: a request cut later may have
+    // been (partly) taken, and the message says so.
+    let failed = |e: reqwest::Error| {
+        let what = if e.is_connect() {
+            format!("cannot reach {server}")
+        } else if e.is_timeout() {
+            format!("{server} did not answer in time")
+        } else {
+            format!("the request to {server} broke off before its answer")
+        };
+        CliError::usage(format!("{what}: {}", describe(&e)))
     };
-    let resp = req.send().await.map_err(|e| failed("cannot reach ", e))?;
+    let resp = req.send().await.map_err(failed)?;
     let status = resp.status();
-    let text = resp.text().await.map_err(|e| failed("", e))?;
+    let text = resp.text().await.map_err(failed)?;
     Ok((status, text))
 }
 

@@ -283,6 +283,64 @@ fn seconds_of(d: &str) -> f64 {
     }
 }
 
+#[test]
+fn a_streaming_publish_cut_by_the_server_says_what_may_be_stored() {
+    use std::io::Write as _;
+    let dir = temp_dir("cut");
+    let mut srv = ServeProc::start(&dir.join("data"));
+    let s = srv.url.clone();
+    let mut body = Vec::new();
+    let mut w = jelly::JellyWriterBuilder::new(jelly::StreamOptions::small())
+        .frame_policy(jelly::FramePolicy::Manual)
+        .build(&mut body)
+        .unwrap();
+    w.add(jelly::StatementRef::triple(
+        jelly::TermRef::Iri("http://ex.org/s"),
+        jelly::TermRef::Iri("http://ex.org/p"),
+        jelly::TermRef::Iri("http://ex.org/o"),
+    ))
+    .unwrap();
+    w.flush_frame().unwrap();
+    w.finish().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jelly"))
+        .args(["publish", "cut", "-", "--jelly", "--stream", "--server", &s])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&body).unwrap();
+    stdin.flush().unwrap();
+    // The first item is in the topic: the request is under way.
+    let t0 = std::time::Instant::now();
+    loop {
+        let r = jelly(
+            &["subscribe", "cut", "--server", &s, "--no-follow", "-q"],
+            None,
+        );
+        if r.code == 0 && !r.out().is_empty() {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "no item: {}",
+            r.stderr
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    srv.kill9();
+    drop(stdin);
+    let out = wait_at_most(child, Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("broke off") && stderr.contains("may have been appended"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("cannot reach"), "{stderr}");
+}
+
 /// The peak resident memory (`VmHWM`) of a running process, in KiB.
 fn peak_rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
