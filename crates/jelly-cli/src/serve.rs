@@ -198,7 +198,6 @@ pub fn run(a: &ServeArgs, quiet: bool) -> CliResult {
     let rt =
         jelly_server::runtime::build(&config).map_err(|e| CliError::io("tokio runtime", &e))?;
     rt.block_on(async move {
-        let listen = config.listen;
         let busy_poll = config.busy_poll;
         let server = Server::start(config)
             .await
@@ -207,7 +206,8 @@ pub fn run(a: &ServeArgs, quiet: bool) -> CliResult {
                     // A bad [auth] or [tls] section: the message names it.
                     CliError::usage(e.to_string())
                 } else {
-                    CliError::io(&format!("listen on {listen}"), &e)
+                    // The message says what failed: the data directory, or listening.
+                    CliError::usage(e.to_string())
                 }
             })?;
         if !quiet {

@@ -63,7 +63,8 @@ impl Server {
             .await
             .map_err(io::Error::other)?
             .map_err(io::Error::other)?;
-        let listener = accept::bind(config.listen, config.reuse_port)?;
+        let listener = accept::bind(config.listen, config.reuse_port)
+            .map_err(|e| io::Error::new(e.kind(), format!("listen on {}: {e}", config.listen)))?;
         let addr = listener.local_addr()?;
         let (tx, rx) = watch::channel(false);
         let limiter = ConnLimiter::new(config.max_connections_per_ip);

@@ -74,11 +74,12 @@ async fn delete(c: &reqwest::Client, base: &str, topic: &str) -> (StatusCode, Va
     (r.status(), r.json().await.unwrap())
 }
 
-/// Every entry of the data directory, by name.
+/// Every entry of the data directory, by name, but the server's lock file.
 fn entries(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != jelly_server::topic::LOCK_FILE)
         .collect();
     v.sort();
     v
@@ -644,6 +645,60 @@ fn held(description: &Value) -> (u64, u64) {
     (offset("first_offset"), offset("next_offset"))
 }
 
+#[tokio::test]
+async fn options_given_at_creation_go_over_the_server_defaults() {
+    let dir = TempDir::new("defaults");
+    let mut cfg = ServerConfig {
+        log: LogKind::File,
+        data: dir.0.clone(),
+        ..ServerConfig::ephemeral()
+    };
+    cfg.topic_defaults.physical = jelly_server::topic::Physical::Triples;
+    cfg.topic_defaults.retention_bytes = 1_000_000;
+    let srv = Server::start(cfg).await.unwrap();
+    let c = client();
+    let base = srv.url();
+    let put = |name: &'static str, body: &'static str| {
+        let c = c.clone();
+        let base = base.clone();
+        async move {
+            let r = c
+                .put(format!("{base}/topics/{name}"))
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let status = r.status();
+            (status, r.json::<Value>().await.unwrap())
+        }
+    };
+    // The fields not given are the server's defaults, as with no body at all.
+    let (status, t) = put("t", r#"{"rdf_star": true}"#).await;
+    assert_eq!(status, StatusCode::CREATED, "{t}");
+    assert_eq!(t["options"]["physical"], "triples", "{t}");
+    assert_eq!(t["options"]["retention_bytes"], 1_000_000, "{t}");
+    assert_eq!(t["options"]["rdf_star"], true, "{t}");
+    let (status, plain) = put("plain", "").await;
+    assert_eq!(status, StatusCode::CREATED, "{plain}");
+    // The same topic asked for again with a body naming a default: the same options.
+    let (status, again) = put("plain", r#"{"rdf_star": false}"#).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    // Not an object, or a field twice: refused, nothing created.
+    for (body, why) in [
+        (r#"["triples", "graphs", true]"#, "expected a JSON object"),
+        (r#"{"rdf_star": true, "rdf_star": false}"#, "given twice"),
+    ] {
+        let (status, err) = put("bad", body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {err}");
+        assert!(
+            err["error"].as_str().unwrap().contains(why),
+            "{body}: {err}"
+        );
+    }
+    let r = c.get(format!("{base}/topics/bad")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+}
+
 /// A file-log server in `data` whose every publish starts a segment of its own, so
 /// that retention (which deletes whole segments) can drop items one publish at a time.
 async fn start_small_segments(data: &Path) -> Server {
@@ -710,6 +765,10 @@ async fn changing_retention_applies_at_once_and_holds_across_a_restart() {
         ("{}", "nothing to change"),
         ("[1]", "expected a JSON object"),
         ("retention", "not JSON"),
+        (
+            r#"{"retention_ms": 1, "retention_ms": 2}"#,
+            "field `retention_ms` is given twice",
+        ),
     ] {
         let (status, err) = patch(&c, &base, "t", body).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {err}");

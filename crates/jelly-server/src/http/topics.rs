@@ -141,7 +141,8 @@ pub async fn create(
     let options = if body.iter().all(|b| b.is_ascii_whitespace()) {
         None
     } else {
-        let o: TopicOptions = serde_json::from_slice(&body)
+        // Fields not given take the server's defaults, as an empty body does.
+        let o = TopicOptions::from_json_over(&body, s.topics.defaults())
             .map_err(|e| ApiError::bad_request(format!("bad topic options: {e}")))?;
         Some(o)
     };

@@ -5,7 +5,7 @@ mod registry;
 mod storage;
 
 pub use options::{Physical, RetentionChange, TopicOptions};
-pub use registry::Registry;
+pub use registry::{LOCK_FILE, Registry};
 use storage::new_topic_id;
 
 use std::collections::HashMap;

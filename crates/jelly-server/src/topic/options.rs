@@ -74,7 +74,70 @@ impl Default for TopicOptions {
     }
 }
 
+/// The fields of a JSON object in their order, refusing anything but an object and a
+/// field given twice (which a map would silently reduce to its last value).
+fn object_fields(body: &[u8]) -> Result<Vec<(String, serde_json::Value)>, String> {
+    struct Fields(Vec<(String, serde_json::Value)>);
+    impl<'de> Deserialize<'de> for Fields {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Fields, D::Error> {
+            struct Visit;
+            impl<'de> serde::de::Visitor<'de> for Visit {
+                type Value = Fields;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("a JSON object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<Fields, A::Error> {
+                    let mut out: Vec<(String, serde_json::Value)> = Vec::new();
+                    while let Some((k, v)) = map.next_entry::<String, serde_json::Value>()? {
+                        if out.iter().any(|(seen, _)| *seen == k) {
+                            return Err(serde::de::Error::custom(format!(
+                                "field `{k}` is given twice"
+                            )));
+                        }
+                        out.push((k, v));
+                    }
+                    Ok(Fields(out))
+                }
+            }
+            d.deserialize_map(Visit)
+        }
+    }
+    serde_json::from_slice::<Fields>(body)
+        .map(|f| f.0)
+        .map_err(|e| match e.classify() {
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+                format!("not JSON: {e}")
+            }
+            _ => e.to_string(),
+        })
+}
+
 impl TopicOptions {
+    /// Options read from a JSON object (a topic's creation): the fields it gives over
+    /// `base` (the server's `[topic_defaults]`), the others as in `base`. Unknown
+    /// fields, wrong types, a field given twice and anything but an object are refused.
+    ///
+    /// ```
+    /// use jelly_server::topic::{Physical, TopicOptions};
+    /// let base = TopicOptions { physical: Physical::Triples, retention_bytes: 1000, ..TopicOptions::default() };
+    /// let o = TopicOptions::from_json_over(br#"{"rdf_star": true}"#, &base).unwrap();
+    /// assert_eq!((o.physical, o.retention_bytes, o.rdf_star), (Physical::Triples, 1000, true));
+    /// assert!(TopicOptions::from_json_over(br#"["triples"]"#, &base).is_err());
+    /// assert!(TopicOptions::from_json_over(br#"{"rdf_star": true, "rdf_star": false}"#, &base).is_err());
+    /// ```
+    pub fn from_json_over(body: &[u8], base: &TopicOptions) -> Result<TopicOptions, String> {
+        let fields = object_fields(body)?;
+        let mut merged = match serde_json::to_value(base) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        merged.extend(fields);
+        serde_json::from_value(serde_json::Value::Object(merged)).map_err(|e| e.to_string())
+    }
+
     /// The logical type (explicit, or the default for the physical type).
     pub fn logical_type(&self) -> Result<LogicalType, String> {
         match &self.logical {
@@ -205,13 +268,9 @@ pub struct RetentionChange {
 impl RetentionChange {
     /// Reads a change from a JSON object; the error names the field that is wrong.
     pub fn from_json(body: &[u8]) -> Result<RetentionChange, String> {
-        let value: serde_json::Value =
-            serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
-        let Some(fields) = value.as_object() else {
-            return Err("expected a JSON object of retention options".into());
-        };
+        let fields = object_fields(body)?;
         let mut change = RetentionChange::default();
-        for (key, v) in fields {
+        for (key, v) in &fields {
             let slot = match key.as_str() {
                 "retention_items" => &mut change.retention_items,
                 "retention_bytes" => &mut change.retention_bytes,

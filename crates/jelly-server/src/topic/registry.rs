@@ -29,6 +29,40 @@ pub struct Registry {
     /// each other while their files are made without the registry's lock (other
     /// requests go on), and how many creations are in flight (for `max_topics`).
     creating: Mutex<Creating>,
+    /// With the file log: the data directory's lock file, locked for as long as the
+    /// registry lives (see [`lock_data_dir`]).
+    _data_lock: Option<std::fs::File>,
+}
+
+/// The file in a data directory that a server locks while it uses the directory.
+pub const LOCK_FILE: &str = ".lock";
+
+/// Locks `data` for this process (an exclusive `flock` on `data/.lock`, released when
+/// the file is closed, at exit or a crash alike). Two servers on one directory would
+/// give the same offsets to different items and write over each other's segments:
+/// the second one is refused instead, whether it listens on the same port
+/// (`reuse_port`) or not.
+fn lock_data_dir(data: &std::path::Path) -> Result<std::fs::File, TopicError> {
+    let path = data.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| TopicError::Storage(format!("{}: {e}", path.display())))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(TopicError::Storage(format!(
+            "{} is in use by another server (it holds {}); each server needs its own \
+             data directory (--data)",
+            data.display(),
+            path.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(TopicError::Storage(format!(
+            "cannot lock {}: {e}",
+            path.display()
+        ))),
+    }
 }
 
 /// See [`Registry::creating`].
@@ -67,10 +101,18 @@ impl Registry {
             .collect();
         let mut topics = BTreeMap::new();
         let mut unavailable = BTreeMap::new();
+        let mut data_lock = None;
         if storage.kind == LogKind::File {
             let err =
                 |e: std::io::Error| TopicError::Storage(format!("{}: {e}", storage.data.display()));
+            if storage.data.exists() && !storage.data.is_dir() {
+                return Err(TopicError::Storage(format!(
+                    "{} is not a directory",
+                    storage.data.display()
+                )));
+            }
             std::fs::create_dir_all(&storage.data).map_err(err)?;
+            data_lock = Some(lock_data_dir(&storage.data)?);
             for entry in std::fs::read_dir(&storage.data).map_err(err)? {
                 let path = entry.map_err(err)?.path();
                 let file = path.join(TOPIC_FILE);
@@ -127,6 +169,7 @@ impl Registry {
             mirrors,
             unavailable: RwLock::new(unavailable),
             creating: Mutex::new(Creating::default()),
+            _data_lock: data_lock,
         })
     }
 
@@ -541,6 +584,11 @@ impl Registry {
         }
     }
 
+    /// The options a topic is created with when none are given (`[topic_defaults]`).
+    pub fn defaults(&self) -> &TopicOptions {
+        &self.defaults
+    }
+
     /// The topic for a publish: created with the default options on first use when
     /// auto-creation is on.
     pub fn for_publish(&self, name: &str) -> Result<Arc<Topic>, TopicError> {
@@ -566,6 +614,39 @@ impl Registry {
 mod tests {
     use super::*;
     use crate::topic::{AppendListener, Physical};
+
+    #[test]
+    fn a_data_directory_serves_one_registry_at_a_time() {
+        let dir = std::env::temp_dir().join(format!("jelly-topic-lock-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config = ServerConfig {
+            log: crate::config::LogKind::File,
+            data: dir.clone(),
+            ..ServerConfig::ephemeral()
+        };
+        let first = Registry::open(&config).unwrap();
+        first.for_publish("t").unwrap();
+        let e = Registry::open(&config)
+            .err()
+            .expect("a second registry on the directory");
+        assert!(e.to_string().contains("in use by another server"), "{e}");
+        // The lock goes with the registry: a restart opens the directory again.
+        drop(first);
+        let again = Registry::open(&config).unwrap();
+        assert!(again.get("t").is_some());
+        drop(again);
+        // A file where the directory should be is named as such.
+        let file = dir.join("t").join("topic.json");
+        let config = ServerConfig {
+            data: file.clone(),
+            ..config
+        };
+        let e = Registry::open(&config)
+            .err()
+            .expect("a file is no data directory");
+        assert!(e.to_string().contains("is not a directory"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     /// A publisher dropped while its append waits for the fsync (its client gone)
     /// cannot cancel what follows the commit: the item is counted and the listeners
