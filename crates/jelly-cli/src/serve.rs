@@ -175,6 +175,31 @@ fn demo_data(dir: &std::path::Path) -> CliResult<jelly_server::demo::DemoData> {
         .map_err(|e| CliError::io(&nt.display().to_string(), &e))
 }
 
+/// The server's log destination: stderr, where a failed write (a closed pipe, a full
+/// disk under a redirect) loses the line rather than failing, or panicking, the
+/// request or the log writer thread that logged it.
+struct LossyStderr;
+
+impl std::io::Write for LossyStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = std::io::stderr().write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
+    }
+}
+
+/// `eprintln!` that does not panic when stderr cannot be written (see [`LossyStderr`]).
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub fn run(a: &ServeArgs, quiet: bool) -> CliResult {
     let config = config(a)?;
     let level = if quiet {
@@ -184,8 +209,9 @@ pub fn run(a: &ServeArgs, quiet: bool) -> CliResult {
     };
     let _ = tracing_subscriber::fmt()
         .with_max_level(level)
-        .with_writer(std::io::stderr)
+        .with_writer(|| LossyStderr)
         .with_target(false)
+        .log_internal_errors(false)
         .try_init();
     let demo = match (&a.demo_data, a.demo) {
         (Some(dir), true) => Some(demo_data(dir)?),
@@ -211,16 +237,16 @@ pub fn run(a: &ServeArgs, quiet: bool) -> CliResult {
                 }
             })?;
         if !quiet {
-            eprintln!("jelly serve: listening on {}", server.url());
+            note!("jelly serve: listening on {}", server.url());
             if busy_poll {
-                eprintln!(
+                note!(
                     "jelly serve: busy polling: one worker thread, one CPU kept busy while items flow"
                 );
             }
         }
         if let Some(d) = demo {
             if !quiet {
-                eprintln!(
+                note!(
                     "jelly serve: demo: {} items into topic `weather`; try\n  curl -N {}/topics/weather/items -H 'Accept: application/n-quads'",
                     d.items.len(),
                     server.url()

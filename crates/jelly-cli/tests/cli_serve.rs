@@ -341,6 +341,56 @@ fn a_streaming_publish_cut_by_the_server_says_what_may_be_stored() {
     assert!(!stderr.contains("cannot reach"), "{stderr}");
 }
 
+#[test]
+fn a_server_whose_stderr_is_closed_goes_on_serving() {
+    use std::io::BufRead as _;
+    let dir = temp_dir("stderr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jelly"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--log-level",
+            "debug",
+            "--data",
+        ])
+        .arg(dir.join("data"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines.next().expect("a listening line").unwrap();
+        if let Some(u) = line.strip_prefix("jelly serve: listening on ") {
+            break u.trim().to_string();
+        }
+    };
+    // Nobody reads the server's log any more: each line it writes fails (EPIPE).
+    drop(lines);
+    for i in 0..3 {
+        let nt = format!("<http://ex.org/s> <http://ex.org/p> \"{i}\" .\n");
+        // The first publish creates the topic (an INFO line), each appends (DEBUG).
+        let r = jelly(
+            &["publish", "t", "-", "--server", &url, "--in-format", "nt"],
+            Some(nt.as_bytes()),
+        );
+        assert_eq!(r.code, 0, "publish {i}: {}", r.stderr);
+    }
+    let r = ok(
+        &["subscribe", "t", "--server", &url, "--no-follow", "-q"],
+        None,
+    );
+    assert_eq!(jelly::nquads::parse_document(&r.out()).unwrap().len(), 3);
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the server is still running"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// The peak resident memory (`VmHWM`) of a running process, in KiB.
 fn peak_rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;

@@ -329,9 +329,31 @@ impl FileLog {
         let inline = options.durability != Durability::Fsync;
         let writer = Arc::new(Mutex::new(Writer::new(shared.clone(), options)?));
         let thread_writer = writer.clone();
+        let thread_shared = shared.clone();
         let handle = std::thread::Builder::new()
             .name("jelly-log-writer".into())
-            .spawn(move || Writer::run(&thread_writer, &rx))
+            .spawn(move || {
+                // A bug must not leave the topic silently refusing appends as if closed:
+                // its failure is recorded (the description's `log_failed`, the metric).
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    Writer::run(&thread_writer, &rx)
+                }));
+                if let Err(panic) = run {
+                    let what = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "a panic".into());
+                    tracing::error!(
+                        dir = %thread_shared.dir.display(),
+                        "log: the writer stopped ({what}); appends are refused until a restart"
+                    );
+                    *lock(&thread_shared.failure) = Some(format!(
+                        "the log writer stopped ({what}); appends are refused until the \
+                         server is restarted"
+                    ));
+                }
+            })
             .map_err(|e| io_err(&shared.dir, e))?;
         Ok(FileLog {
             shared,
@@ -456,8 +478,20 @@ impl FileLog {
             reply,
             _permit: Some(permit),
         })
-        .map_err(|_| LogError::Closed)?;
-        rx.await.map_err(|_| LogError::Closed)?
+        .map_err(|_| self.gone())?;
+        rx.await.map_err(|_| self.gone())?
+    }
+
+    /// The error of an append whose writer thread is gone: its recorded failure (a
+    /// writer that stopped on a bug), else closed.
+    fn gone(&self) -> LogError {
+        match lock(&self.shared.failure).clone() {
+            Some(why) => LogError::Io {
+                path: self.shared.dir.display().to_string(),
+                source: std::io::Error::other(why),
+            },
+            None => LogError::Closed,
+        }
     }
 }
 
