@@ -686,7 +686,9 @@ impl Follow {
     /// The next items, each written separately (one WebSocket message per item), as
     /// `(offset, bytes)`; `None` when the subscription ends, as for
     /// [`Follow::next_chunk`]. Items are not wrapped (use [`Wrapping::Raw`]).
-    /// Cancel-safe: nothing is consumed until the items are returned.
+    /// Not cancel-safe (nor is [`Follow::next_batch`]): with a costly filter a read
+    /// awaits between items it has already written, so a read dropped part way loses
+    /// them. Run it where it is not raced (a body stream, its own task).
     pub async fn next_items(&mut self) -> Option<Vec<(u64, Bytes)>> {
         loop {
             match self.next_batch().await {

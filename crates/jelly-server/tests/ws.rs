@@ -603,8 +603,75 @@ async fn ws_protocol_violations_close_with_1002_and_big_subscriber_messages_with
         .await
         .unwrap();
     assert_eq!(expect_close(&mut sub).await.0, CloseCode::Size);
+    // A subscriber's single frame announced at 16 MiB: 1009 at its header, without
+    // waiting for (and buffering) its payload.
+    let mut s = raw_upgrade(&srv, "/topics/pv/ws?from=latest").await;
+    let mut header = vec![0x82, 0x80 | 127];
+    header.extend_from_slice(&(16u64 << 20).to_be_bytes());
+    header.extend_from_slice(&[1, 2, 3, 4]);
+    s.write_all(&header).await.unwrap();
+    s.write_all(&[0u8; 1024]).await.unwrap();
+    let mut ws =
+        WebSocketStream::from_raw_socket(MaybeTlsStream::Plain(s), Role::Client, None).await;
+    assert_eq!(expect_close(&mut ws).await.0, CloseCode::Size);
     let base = format!("http://{}", srv.local_addr());
     let r = reqwest::get(format!("{base}/topics/pv-pub")).await.unwrap();
     assert_eq!(r.status(), 404, "the refused publish created no topic");
     srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn ws_messages_from_the_subscriber_lose_no_item_of_an_ask_subscription() {
+    // An ASK filter is evaluated item by item off the async threads; a client message
+    // (or a ping) arriving meanwhile must not cut a read short and lose what it had
+    // written, nor break the compact stream's tables.
+    let srv = start().await;
+    let n = 300;
+    ws_publish(&srv, "a", 0, n).await;
+    let ask = "ASK%20%7B%20%3Fs%20%3Fp%20%3Fo%20%7D";
+    for mode in ["splice", "compact"] {
+        let url = ws_url(
+            &srv,
+            &format!("/topics/a/ws?follow=false&mode={mode}&ask={ask}"),
+        );
+        let (mut tx, mut rx) = connect(&url).await.split();
+        let chatter = tokio::spawn(async move {
+            for i in 0.. {
+                if tx
+                    .send(Message::Text(format!("hi {i}").into()))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_micros(500)).await;
+            }
+        });
+        let mut dec = Decoder::new(Default::default());
+        let mut objects = Vec::new();
+        loop {
+            let m = tokio::time::timeout(WAIT, rx.next())
+                .await
+                .expect("no message in time")
+                .expect("connection ended")
+                .expect("read error");
+            match m {
+                Message::Binary(b) => {
+                    let got = decode(&mut dec, &b);
+                    objects.push(got.statements[0].object.clone());
+                }
+                Message::Close(f) => {
+                    assert_eq!(f.map(|f| f.code), Some(CloseCode::Normal), "{mode}");
+                    break;
+                }
+                _ => {}
+            }
+        }
+        chatter.abort();
+        let want: Vec<Term> = (0..n)
+            .map(|i| iri(&format!("http://ex.org/r{i}")))
+            .collect();
+        assert_eq!(objects.len(), n, "{mode}: every item, once");
+        assert_eq!(objects, want, "{mode}: in order");
+    }
 }

@@ -184,6 +184,9 @@ pub async fn subscribe(
     // default 128 KiB, which would be most of a subscriber's memory at 10k+ sockets.
     let mut r = ws
         .max_message_size(MAX_SUBSCRIBER_MESSAGE)
+        // Else a single frame of up to tungstenite's 16 MiB is read whole before the
+        // message limit is checked.
+        .max_frame_size(MAX_SUBSCRIBER_MESSAGE)
         .read_buffer_size(SUBSCRIBER_READ_BUFFER)
         .on_upgrade(move |socket| run_subscriber(socket, source, format, ping));
     r.headers_mut()
@@ -201,7 +204,8 @@ enum Source {
 }
 
 impl Source {
-    /// The next messages, or `None` at the end. Cancel-safe.
+    /// The next messages, or `None` at the end. Not cancel-safe (see
+    /// [`Follow::next_items`]): [`run_subscriber`] runs it in a task of its own.
     async fn next_messages(&mut self) -> Option<Vec<Bytes>> {
         match self {
             Source::Private(f) => f
@@ -226,36 +230,79 @@ impl Source {
     }
 }
 
+/// What the task reading a WebSocket subscriber's source hands to its connection.
+enum Next {
+    Messages(Vec<Bytes>),
+    End(Option<FollowEnd>),
+}
+
+/// Aborts a task when dropped: the reader of a subscriber that has gone may be waiting
+/// for new items for ever.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 async fn run_subscriber(
     mut socket: WebSocket,
     mut f: Source,
     format: OutFormat,
     mut ping: tokio::time::Interval,
 ) {
+    // The source is read in a task of its own, and the connection takes its messages
+    // from a channel. Reading it in the `select!` below would drop a read cut short by
+    // a client message or a ping: a read that is part way through a batch (ASK filters
+    // are evaluated item by item, off the async threads) has already moved its
+    // position and its Jelly tables on, so items would be lost and a compact stream
+    // broken. A channel's `recv` loses nothing when dropped.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Next>(1);
+    let _reader = AbortOnDrop(tokio::spawn(async move {
+        loop {
+            let next = match f.next_messages().await {
+                Some(m) => Next::Messages(m),
+                None => Next::End(f.end_reason()),
+            };
+            let end = matches!(next, Next::End(_));
+            if tx.send(next).await.is_err() || end {
+                return;
+            }
+        }
+    }));
     loop {
         tokio::select! {
-            items = f.next_messages() => {
-                let Some(items) = items else {
-                    let (code, reason) = match f.end_reason() {
-                        Some(FollowEnd::Shutdown) => {
-                            (close_code::GOING_AWAY, "server shutting down".to_string())
-                        }
-                        Some(FollowEnd::Reached) => {
-                            (close_code::NORMAL, "end of the requested items".to_string())
-                        }
-                        Some(FollowEnd::FellBehind { first }) => (
-                            close_code::GONE,
-                            format!("fell behind retention; the first retained offset is {first}"),
-                        ),
-                        Some(FollowEnd::Deleted) => {
-                            (close_code::DELETED, "the topic was deleted".to_string())
-                        }
-                        Some(FollowEnd::Failed) | None => {
-                            (close_code::ERROR, "cannot read the topic".to_string())
-                        }
-                    };
-                    close_and_drain(&mut socket, code, &reason).await;
-                    return;
+            next = rx.recv() => {
+                let items = match next {
+                    Some(Next::Messages(m)) => m,
+                    other => {
+                        // No `End` (the reader task failed): an error close, as `None`.
+                        let end = match other {
+                            Some(Next::End(r)) => r,
+                            _ => None,
+                        };
+                        let (code, reason) = match end {
+                            Some(FollowEnd::Shutdown) => {
+                                (close_code::GOING_AWAY, "server shutting down".to_string())
+                            }
+                            Some(FollowEnd::Reached) => {
+                                (close_code::NORMAL, "end of the requested items".to_string())
+                            }
+                            Some(FollowEnd::FellBehind { first }) => (
+                                close_code::GONE,
+                                format!("fell behind retention; the first retained offset is {first}"),
+                            ),
+                            Some(FollowEnd::Deleted) => {
+                                (close_code::DELETED, "the topic was deleted".to_string())
+                            }
+                            Some(FollowEnd::Failed) | None => {
+                                (close_code::ERROR, "cannot read the topic".to_string())
+                            }
+                        };
+                        close_and_drain(&mut socket, code, &reason).await;
+                        return;
+                    }
                 };
                 for bytes in items {
                     let msg = if format == OutFormat::Jelly {

@@ -50,7 +50,17 @@ fn lock_data_dir(data: &std::path::Path) -> Result<std::fs::File, TopicError> {
         .write(true)
         .open(&path)
         .map_err(|e| TopicError::Storage(format!("{}: {e}", path.display())))?;
-    match file.try_lock() {
+    // A server of this process that is shutting down may still hold it for a moment
+    // (its last tasks drop the registry after `shutdown` returns): wait a little.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let mut locked = file.try_lock();
+    while matches!(locked, Err(std::fs::TryLockError::WouldBlock))
+        && std::time::Instant::now() < give_up
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        locked = file.try_lock();
+    }
+    match locked {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => Err(TopicError::Storage(format!(
             "{} is in use by another server (it holds {}); each server needs its own \
