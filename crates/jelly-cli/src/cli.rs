@@ -76,8 +76,14 @@ pub struct ReaderLimitArgs {
     /// Largest datatype table a Jelly input may ask for.
     #[arg(long, global = true, value_name = "N", help_heading = "Reader limits")]
     pub max_datatype_table: Option<u32>,
-    /// Deepest nesting of quoted triples accepted in a Jelly input.
-    #[arg(long, global = true, value_name = "N", help_heading = "Reader limits")]
+    /// Deepest nesting of quoted triples accepted in a Jelly input (at most 256).
+    #[arg(
+        long,
+        global = true,
+        value_name = "N",
+        value_parser = nesting_limit,
+        help_heading = "Reader limits"
+    )]
     pub max_nesting: Option<usize>,
     /// Largest Jelly frame accepted, in bytes.
     #[arg(
@@ -87,6 +93,20 @@ pub struct ReaderLimitArgs {
         help_heading = "Reader limits"
     )]
     pub max_frame_size: Option<u64>,
+}
+
+/// A `--max-nesting` value: refused above the decoder's hard cap, which it would
+/// otherwise apply silently (deeper nesting could overflow the stack).
+fn nesting_limit(s: &str) -> Result<usize, String> {
+    let n = s.parse::<usize>().map_err(|e| e.to_string())?;
+    if n > jelly::MAX_NESTING_CAP {
+        return Err(format!(
+            "the largest value is {} (each level of nesting takes stack space when \
+             the term is decoded and written)",
+            jelly::MAX_NESTING_CAP
+        ));
+    }
+    Ok(n)
 }
 
 /// Shells for completion scripts.
