@@ -271,11 +271,11 @@ pub struct StreamOptionArgs {
     /// Datatype lookup table size (0 disables typed literals).
     #[arg(long = "opt.max-datatype-table-size", value_name = "N")]
     pub max_datatype_table_size: Option<u32>,
-    /// Allow RDF-star quoted triples (also reads .nt/.nq with Jelly's own tolerant parser).
-    #[arg(long = "opt.rdf-star", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    /// Allow RDF-star quoted triples (also reads .nt/.nq with Jelly's own tolerant parser; `=false` turns it off).
+    #[arg(long = "opt.rdf-star", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub rdf_star: Option<bool>,
-    /// Allow generalized statements (also reads .nt/.nq with Jelly's own tolerant parser).
-    #[arg(long = "opt.generalized-statements", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    /// Allow generalized statements (also reads .nt/.nq with Jelly's own tolerant parser; `=false` turns it off).
+    #[arg(long = "opt.generalized-statements", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub generalized_statements: Option<bool>,
     /// Stream name.
     #[arg(long = "opt.stream-name", value_name = "NAME")]
@@ -300,8 +300,8 @@ pub struct FramingArgs {
     /// Group frames by graph, dataset or input file instead of by row count.
     #[arg(long = "frame-per", value_enum, value_name = "UNIT")]
     pub frame_per: Option<FramePer>,
-    /// Write delimited frames (default true; false writes exactly one frame).
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    /// Write delimited frames (default true; `--delimited=false` writes exactly one frame).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub delimited: Option<bool>,
     /// Carry namespace declarations (@prefix) into the stream (protocol version 2).
     #[arg(long = "enable-namespace-declarations")]
