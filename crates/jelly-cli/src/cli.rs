@@ -294,8 +294,14 @@ pub(crate) fn at_least_one(s: &str) -> Result<usize, String> {
 /// Framing flags of the writers.
 #[derive(Debug, Clone, Args, Default)]
 pub struct FramingArgs {
-    /// Rows per frame (default 256).
-    #[arg(long = "rows-per-frame", value_name = "N", value_parser = at_least_one)]
+    /// Rows per frame (default 256; not with --frame-per, whose frames it would not
+    /// split, so the two together are refused rather than one silently ignored).
+    #[arg(
+        long = "rows-per-frame",
+        value_name = "N",
+        value_parser = at_least_one,
+        conflicts_with = "frame_per"
+    )]
     pub rows_per_frame: Option<usize>,
     /// Group frames by graph, dataset or input file instead of by row count.
     #[arg(long = "frame-per", value_enum, value_name = "UNIT")]

@@ -1147,3 +1147,27 @@ fn nesting_limit_is_capped_and_deep_streams_are_refused() {
         ok(verb, Some(&at_cap));
     }
 }
+
+/// `--rows-per-frame` was silently ignored next to `--frame-per`: the combination is
+/// now a usage error naming both flags, in to-jelly and transcode.
+#[test]
+fn rows_per_frame_with_frame_per_is_refused() {
+    for verb in ["to-jelly", "transcode"] {
+        let args = [
+            "rdf",
+            verb,
+            "--frame-per",
+            "graph",
+            "--rows-per-frame",
+            "10",
+            "-",
+        ];
+        let r = jelly(&args, Some(b""));
+        assert_eq!(r.code, 2, "{verb}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("--rows-per-frame") && r.stderr.contains("--frame-per"),
+            "{verb}: {}",
+            r.stderr
+        );
+    }
+}
