@@ -76,8 +76,14 @@ pub struct ReaderLimitArgs {
     /// Largest datatype table a Jelly input may ask for.
     #[arg(long, global = true, value_name = "N", help_heading = "Reader limits")]
     pub max_datatype_table: Option<u32>,
-    /// Deepest nesting of quoted triples accepted in a Jelly input.
-    #[arg(long, global = true, value_name = "N", help_heading = "Reader limits")]
+    /// Deepest nesting of quoted triples accepted in a Jelly input (at most 256).
+    #[arg(
+        long,
+        global = true,
+        value_name = "N",
+        value_parser = nesting_limit,
+        help_heading = "Reader limits"
+    )]
     pub max_nesting: Option<usize>,
     /// Largest Jelly frame accepted, in bytes.
     #[arg(
@@ -87,6 +93,20 @@ pub struct ReaderLimitArgs {
         help_heading = "Reader limits"
     )]
     pub max_frame_size: Option<u64>,
+}
+
+/// A `--max-nesting` value: refused above the decoder's hard cap, which it would
+/// otherwise apply silently (deeper nesting could overflow the stack).
+fn nesting_limit(s: &str) -> Result<usize, String> {
+    let n = s.parse::<usize>().map_err(|e| e.to_string())?;
+    if n > jelly::MAX_NESTING_CAP {
+        return Err(format!(
+            "the largest value is {} (each level of nesting takes stack space when \
+             the term is decoded and written)",
+            jelly::MAX_NESTING_CAP
+        ));
+    }
+    Ok(n)
 }
 
 /// Shells for completion scripts.
@@ -251,11 +271,11 @@ pub struct StreamOptionArgs {
     /// Datatype lookup table size (0 disables typed literals).
     #[arg(long = "opt.max-datatype-table-size", value_name = "N")]
     pub max_datatype_table_size: Option<u32>,
-    /// Allow RDF-star quoted triples (also reads .nt/.nq with Jelly's own tolerant parser).
-    #[arg(long = "opt.rdf-star", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    /// Allow RDF-star quoted triples (also reads .nt/.nq with Jelly's own tolerant parser; `=false` turns it off).
+    #[arg(long = "opt.rdf-star", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub rdf_star: Option<bool>,
-    /// Allow generalized statements (also reads .nt/.nq with Jelly's own tolerant parser).
-    #[arg(long = "opt.generalized-statements", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    /// Allow generalized statements (also reads .nt/.nq with Jelly's own tolerant parser; `=false` turns it off).
+    #[arg(long = "opt.generalized-statements", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub generalized_statements: Option<bool>,
     /// Stream name.
     #[arg(long = "opt.stream-name", value_name = "NAME")]
@@ -274,14 +294,20 @@ pub(crate) fn at_least_one(s: &str) -> Result<usize, String> {
 /// Framing flags of the writers.
 #[derive(Debug, Clone, Args, Default)]
 pub struct FramingArgs {
-    /// Rows per frame (default 256).
-    #[arg(long = "rows-per-frame", value_name = "N", value_parser = at_least_one)]
+    /// Rows per frame (default 256; not with --frame-per, whose frames it would not
+    /// split, so the two together are refused rather than one silently ignored).
+    #[arg(
+        long = "rows-per-frame",
+        value_name = "N",
+        value_parser = at_least_one,
+        conflicts_with = "frame_per"
+    )]
     pub rows_per_frame: Option<usize>,
     /// Group frames by graph, dataset or input file instead of by row count.
     #[arg(long = "frame-per", value_enum, value_name = "UNIT")]
     pub frame_per: Option<FramePer>,
-    /// Write delimited frames (default true; false writes exactly one frame).
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    /// Write delimited frames (default true; `--delimited=false` writes exactly one frame).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub delimited: Option<bool>,
     /// Carry namespace declarations (@prefix) into the stream (protocol version 2).
     #[arg(long = "enable-namespace-declarations")]

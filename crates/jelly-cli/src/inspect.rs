@@ -12,7 +12,7 @@ use jelly_proto::wire::{Reader, WireType};
 use crate::cli::InspectArgs;
 use crate::error::{CliError, CliResult, decode_error, not_jelly_hint};
 use crate::io::{Progress, display_name, open_input, open_output};
-use crate::report::{Value, map, to_json, to_yaml};
+use crate::report::{Value, around_top_list, map};
 
 /// Distinct terms kept exactly up to this many per kind.
 pub const DISTINCT_CAP: usize = 4_000_000;
@@ -314,8 +314,26 @@ pub fn options_value(o: &StreamOptions) -> Value {
     ])
 }
 
-/// Builds the report of a stream.
-pub fn inspect(args: &InspectArgs, quiet: bool) -> CliResult<Value> {
+/// What [`inspect`] found.
+pub struct Inspected {
+    /// The report; with `--per-frame`, its last value `frames_detail` is an empty list
+    /// standing for the entries written to the detail writer.
+    pub report: Value,
+    /// Per-frame entries written.
+    pub frames_detail: u64,
+    /// The error that stopped the reading partway (`--per-frame` only: the report then
+    /// covers the frames before it).
+    pub failure: Option<CliError>,
+}
+
+/// Builds the report of a stream. With `--per-frame`, each frame's entry is written to
+/// `detail` as the frame is read (rendered for a top-level list, see
+/// [`crate::report::top_list_item`]), so memory does not grow with the frame count.
+pub fn inspect(
+    args: &InspectArgs,
+    quiet: bool,
+    mut detail: Option<&mut dyn Write>,
+) -> CliResult<Inspected> {
     let in_path = args.input.as_deref().unwrap_or("-");
     let input = open_input(in_path)?;
     let name = input.name.clone();
@@ -327,7 +345,6 @@ pub fn inspect(args: &InspectArgs, quiet: bool) -> CliResult<Value> {
     let mut tables = [TableUse::default(); 3];
     let mut distinct = Distinct::default();
     let mut statements = 0u64;
-    let mut per_frame = Vec::new();
     let mut index = 0u64;
     let mut metadata_frames = 0u64;
     let result = (|| -> CliResult {
@@ -365,21 +382,29 @@ pub fn inspect(args: &InspectArgs, quiet: bool) -> CliResult<Value> {
                 }
             }
             statements += st_in_frame;
-            if args.per_frame {
+            if let Some(w) = detail.as_deref_mut() {
                 let d = diff(dec.stats(), &before);
-                per_frame.push(map(vec![
+                let entry = map(vec![
                     ("index", index.into()),
                     ("bytes", (frames.offset - start).into()),
                     ("statements", st_in_frame.into()),
                     ("rows", rows_value(&d)),
-                ]));
+                ]);
+                w.write_all(crate::report::top_list_item(&entry, index == 0, args.json).as_bytes())
+                    .map_err(|e| CliError::io("temporary file for --per-frame", &e))?;
             }
             index += 1;
         }
         Ok(())
     })();
     progress.finish();
-    result?;
+    // With --per-frame, the frames read before an error are still reported (their
+    // entries are already written); otherwise an error leaves no report.
+    let failure = match result {
+        Ok(()) => None,
+        Err(e) if detail.is_some() => Some(e),
+        Err(e) => return Err(e),
+    };
     let total_bytes = frames.offset;
     let stats = dec.stats().clone();
     let counts = distinct.counts();
@@ -439,23 +464,105 @@ pub fn inspect(args: &InspectArgs, quiet: bool) -> CliResult<Value> {
             },
         ),
     ];
-    if args.per_frame {
-        top.push(("frames_detail", Value::List(per_frame)));
+    if detail.is_some() {
+        top.push(("frames_detail", Value::List(Vec::new())));
     }
-    Ok(map(top))
+    Ok(Inspected {
+        report: map(top),
+        // Entries are written for frames 0..index, all complete.
+        frames_detail: if detail.is_some() { index } else { 0 },
+        failure,
+    })
+}
+
+/// A temporary file holding the `--per-frame` entries until the summary before them is
+/// known. On Unix it is unlinked at once, so an interrupted run leaves nothing behind.
+struct Spool {
+    file: std::io::BufWriter<std::fs::File>,
+    path: Option<std::path::PathBuf>,
+}
+
+impl Spool {
+    fn create() -> CliResult<Spool> {
+        let dir = std::env::temp_dir();
+        let mut attempt = 0u32;
+        loop {
+            let path = dir.join(format!(
+                "jelly-inspect-{}-{attempt}.tmp",
+                std::process::id()
+            ));
+            match std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(f) => {
+                    // Where an open file cannot be removed, it is removed on drop.
+                    let path = std::fs::remove_file(&path).is_err().then_some(path);
+                    return Ok(Spool {
+                        file: std::io::BufWriter::new(f),
+                        path,
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => {
+                    attempt += 1;
+                }
+                Err(e) => {
+                    return Err(CliError::io(
+                        &format!("temporary file for --per-frame {}", path.display()),
+                        &e,
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Copies everything written so far to `out`.
+    fn copy_to(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        use std::io::{Seek, SeekFrom};
+        self.file.flush()?;
+        let f = self.file.get_mut();
+        f.seek(SeekFrom::Start(0))?;
+        std::io::copy(f, out)?;
+        Ok(())
+    }
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        if let Some(p) = &self.path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }
 
 /// Runs the command.
 pub fn run(args: &InspectArgs, quiet: bool) -> CliResult {
-    let report = inspect(args, quiet)?;
-    let text = if args.json {
-        to_json(&report)
+    let mut spool = if args.per_frame {
+        Some(Spool::create()?)
     } else {
-        to_yaml(&report)
+        None
     };
+    let found = inspect(
+        args,
+        quiet,
+        spool.as_mut().map(|s| &mut s.file as &mut dyn Write),
+    )?;
+    let (head, tail) = around_top_list(&found.report, found.frames_detail, args.json);
     let out_name = display_name(args.to.as_deref().unwrap_or("-"), false);
     let mut out = open_output(args.to.as_deref())?;
-    out.write_all(text.as_bytes())
-        .map_err(|e| CliError::io(&out_name, &e))?;
-    out.finish().map_err(|e| CliError::io(&out_name, &e))
+    let written = (|| {
+        out.write_all(head.as_bytes())?;
+        if let Some(s) = &mut spool {
+            s.copy_to(&mut out)?;
+        }
+        out.write_all(tail.as_bytes())
+    })();
+    written.map_err(|e| CliError::io(&out_name, &e))?;
+    out.finish().map_err(|e| CliError::io(&out_name, &e))?;
+    match found.failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }

@@ -231,6 +231,49 @@ fn yaml_block(v: &Value, indent: usize, out: &mut String) {
     }
 }
 
+/// One item of a list that is the value of a key of the top-level map, as
+/// [`to_json`] or [`to_yaml`] would write it there, so that a long list can be written
+/// item by item instead of being held whole (`first`: no separator before it).
+pub fn top_list_item(v: &Value, first: bool, json: bool) -> String {
+    let mut out = String::new();
+    if json {
+        // `json` of the list at indent 1: items at indent 2, each after ",\n" but the first.
+        if !first {
+            out.push_str(",\n");
+        }
+        out.push_str(&"  ".repeat(2));
+        self::json(v, 2, &mut out);
+    } else {
+        // A one-item list renders its item exactly as a longer list does.
+        yaml_block(&Value::List(vec![v.clone()]), 1, &mut out);
+    }
+    out
+}
+
+/// Splits the text of `report`, a map whose last value is an empty list that stands
+/// for `items` items written with [`top_list_item`], into what comes before the items
+/// and what comes after them. With no items, the text is `report`'s own (`[]`).
+pub fn around_top_list(report: &Value, items: u64, json: bool) -> (String, String) {
+    let text = if json {
+        to_json(report)
+    } else {
+        to_yaml(report)
+    };
+    if items == 0 {
+        return (text, String::new());
+    }
+    let (suffix, open, close) = if json {
+        ("[]\n}\n", "[\n", "\n  ]\n}\n")
+    } else {
+        (" []\n", "\n", "")
+    };
+    match text.strip_suffix(suffix) {
+        Some(head) => (format!("{head}{open}"), close.to_string()),
+        // Not a map ending in an empty list: nothing to fill in.
+        None => (text, String::new()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,5 +290,44 @@ mod tests {
         ]);
         assert_eq!(to_yaml(&v), "a: 1\nb: \"x y\"\nl:\n  - i: 0\n    j: true\n");
         assert!(to_json(&v).contains("\"l\": [\n    {\n      \"i\": 0,"));
+    }
+
+    /// A list written item by item is byte for byte the list written whole, for 0, 1
+    /// and several items (inspect --per-frame relies on it).
+    #[test]
+    fn streamed_top_list_matches_whole_list() {
+        let item = |i: u64| {
+            map(vec![
+                ("index", i.into()),
+                (
+                    "rows",
+                    map(vec![("total", 3u64.into()), ("name", 0u64.into())]),
+                ),
+            ])
+        };
+        for n in [0u64, 1, 3] {
+            let whole = map(vec![
+                ("file", "x.jelly".into()),
+                ("o", map(vec![("a", Value::Null)])),
+                ("detail", Value::List((0..n).map(item).collect())),
+            ]);
+            let empty = map(vec![
+                ("file", "x.jelly".into()),
+                ("o", map(vec![("a", Value::Null)])),
+                ("detail", Value::List(vec![])),
+            ]);
+            for json in [false, true] {
+                let (head, tail) = around_top_list(&empty, n, json);
+                let items: String = (0..n)
+                    .map(|i| top_list_item(&item(i), i == 0, json))
+                    .collect();
+                let want = if json {
+                    to_json(&whole)
+                } else {
+                    to_yaml(&whole)
+                };
+                assert_eq!(format!("{head}{items}{tail}"), want, "n={n} json={json}");
+            }
+        }
     }
 }

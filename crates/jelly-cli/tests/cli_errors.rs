@@ -1051,3 +1051,123 @@ fn line_ends_and_the_longest_line() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("a line longer than"), "{}", r.stderr);
 }
+
+/// A delimited Jelly stream (RDF-star, TRIPLES) of one triple whose subject nests
+/// quoted triples `depth` levels deep, built byte by byte: the library's own encoder and
+/// terms recurse per level, which is what is being tested.
+fn nested_quoted_stream(depth: usize) -> Vec<u8> {
+    fn varint(mut n: u64, out: &mut Vec<u8>) {
+        while n >= 0x80 {
+            out.push((n as u8 & 0x7f) | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+    }
+    fn uint(field: u64, v: u64) -> Vec<u8> {
+        let mut o = Vec::new();
+        varint(field << 3, &mut o);
+        varint(v, &mut o);
+        o
+    }
+    fn msg(field: u64, body: &[u8]) -> Vec<u8> {
+        let mut o = Vec::new();
+        varint(field << 3 | 2, &mut o);
+        varint(body.len() as u64, &mut o);
+        o.extend_from_slice(body);
+        o
+    }
+    // Options: TRIPLES, rdf_star, name table 8, no prefix or datatype table, version 1.
+    let opts = [
+        uint(2, 1),
+        uint(4, 1),
+        uint(9, 8),
+        uint(10, 0),
+        uint(11, 0),
+        uint(15, 1),
+    ]
+    .concat();
+    let iri = uint(2, 1); // name id 1, no prefix
+    let mut t = [msg(1, &iri), msg(5, &iri), msg(9, &iri)].concat();
+    for _ in 0..depth {
+        t = [msg(4, &t), msg(5, &iri), msg(9, &iri)].concat();
+    }
+    let name = [uint(1, 1), msg(2, b"http://a/x")].concat();
+    let frame = [
+        msg(1, &msg(1, &opts)),
+        msg(1, &msg(9, &name)),
+        msg(1, &msg(2, &t)),
+    ]
+    .concat();
+    let mut out = Vec::new();
+    varint(frame.len() as u64, &mut out);
+    out.extend_from_slice(&frame);
+    out
+}
+
+/// `--max-nesting 1000000` let 20,000 levels of quoted triples through to code that
+/// recurses per level, and the process aborted with a stack overflow. The flag now
+/// stops at the decoder's hard cap (a usage error naming it), and at the cap a deeper
+/// stream is refused as bad data by every reading verb.
+#[test]
+fn nesting_limit_is_capped_and_deep_streams_are_refused() {
+    let cap = jelly::MAX_NESTING_CAP.to_string();
+    let over = (jelly::MAX_NESTING_CAP + 1).to_string();
+    usage_error(
+        &["rdf", "from-jelly", "--max-nesting", "1000000", "-"],
+        &format!("the largest value is {cap}"),
+    );
+    usage_error(
+        &["rdf", "inspect", "--max-nesting", &over, "-"],
+        "--max-nesting",
+    );
+    let deep = nested_quoted_stream(20_000);
+    for verb in [
+        &["rdf", "from-jelly", "--max-nesting", &cap, "-"][..],
+        &["rdf", "inspect", "--max-nesting", &cap, "-"],
+        &["rdf", "validate", "--max-nesting", &cap, "-"],
+        &["rdf", "transcode", "--max-nesting", &cap, "-"],
+    ] {
+        let r = jelly(verb, Some(&deep));
+        assert_eq!(r.code, 1, "{verb:?}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains(&format!("nested deeper than the limit of {cap}")),
+            "{verb:?}: {}",
+            r.stderr
+        );
+    }
+    // Exactly at the cap, every verb (with its per-level recursion) still works.
+    let at_cap = nested_quoted_stream(jelly::MAX_NESTING_CAP);
+    for verb in [
+        &["rdf", "from-jelly", "--max-nesting", &cap, "-"][..],
+        &["rdf", "inspect", "--max-nesting", &cap, "-"],
+        &["rdf", "validate", "--max-nesting", &cap, "-"],
+        &["rdf", "transcode", "--max-nesting", &cap, "-"],
+    ] {
+        ok(verb, Some(&at_cap));
+    }
+}
+
+/// `--rows-per-frame` was silently ignored next to `--frame-per`: the combination is
+/// now a usage error naming both flags, in to-jelly and transcode.
+#[test]
+fn rows_per_frame_with_frame_per_is_refused() {
+    for verb in ["to-jelly", "transcode"] {
+        let args = [
+            "rdf",
+            verb,
+            "--frame-per",
+            "graph",
+            "--rows-per-frame",
+            "10",
+            "-",
+        ];
+        let r = jelly(&args, Some(b""));
+        assert_eq!(r.code, 2, "{verb}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("--rows-per-frame") && r.stderr.contains("--frame-per"),
+            "{verb}: {}",
+            r.stderr
+        );
+    }
+}

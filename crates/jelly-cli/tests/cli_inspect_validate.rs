@@ -248,8 +248,7 @@ fn validate_frame_indices_options_and_delimiting() {
             s(&src),
             "--frame-per",
             "input",
-            "--delimited",
-            "false",
+            "--delimited=false",
             "-o",
             s(&single),
         ],
@@ -316,4 +315,60 @@ fn conformance_command_writes_earl() {
     assert!(text.contains("^^xsd:dateTime"));
     let bad = jelly(&["conformance", "--suite", s(&d)], None);
     assert_eq!(bad.code, 2);
+}
+
+/// `--per-frame` entries are written as frames are read (not collected), so a stream
+/// that breaks partway still gets the entries of the frames before the break, in valid
+/// JSON or YAML, and the error with exit 1.
+#[test]
+fn inspect_per_frame_reports_frames_before_an_error() {
+    let d = tmp("inspect-partial");
+    let src = head(NANOPUBS, 400, &d, "np.nq");
+    let j = d.join("np.jelly");
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&src),
+            "--rows-per-frame",
+            "100",
+            "-o",
+            s(&j),
+        ],
+        None,
+    );
+    let nframes = frames(&j).len();
+    let whole = std::fs::read(&j).unwrap();
+    // The stream, then the length prefix of a frame whose bytes never come.
+    let mut broken = whole.clone();
+    broken.extend_from_slice(&[0x40, 0x0a]);
+    let r = jelly(
+        &["rdf", "inspect", "--per-frame", "--json", "-"],
+        Some(&broken),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!("frame {nframes} (byte ")),
+        "{}",
+        r.stderr
+    );
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).expect("valid JSON");
+    let detail = v["frames_detail"].as_array().expect("frames_detail");
+    assert_eq!(detail.len(), nframes);
+    assert_eq!(v["frames"], nframes);
+    let y = jelly(&["rdf", "inspect", "--per-frame", "-"], Some(&broken));
+    assert_eq!(y.code, 1, "{}", y.stderr);
+    assert_eq!(
+        y.out().matches("  - index: ").count(),
+        nframes,
+        "{}",
+        y.out()
+    );
+    // A stream that is whole gives the same entries and exit 0.
+    let good = ok(
+        &["rdf", "inspect", "--per-frame", "--json", "-"],
+        Some(&whole),
+    );
+    let g: serde_json::Value = serde_json::from_slice(&good.stdout).expect("valid JSON");
+    assert_eq!(g["frames_detail"], v["frames_detail"]);
 }

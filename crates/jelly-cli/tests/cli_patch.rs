@@ -288,7 +288,7 @@ fn non_delimited_output() {
     let d = tmp("patch-nondelim");
     let out = d.join("one.jellyp");
     ok(
-        &["patch", "to-jelly", "--delimited", "false", "-o", s(&out)],
+        &["patch", "to-jelly", "--delimited=false", "-o", s(&out)],
         Some(HAND.as_bytes()),
     );
     let bytes = std::fs::read(&out).expect("read");
@@ -301,8 +301,7 @@ fn non_delimited_output() {
         &[
             "patch",
             "to-jelly",
-            "--delimited",
-            "false",
+            "--delimited=false",
             "--stream-type",
             "frame",
         ],

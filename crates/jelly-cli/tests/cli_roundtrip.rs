@@ -366,6 +366,60 @@ fn rdf_star_and_generalized_input() {
     assert!(trig.stderr.contains("cannot"), "{}", trig.stderr);
 }
 
+/// The optional-value flags (`--opt.rdf-star`, `--opt.generalized-statements`,
+/// `--delimited`) took the next argument as their value, so an input file after them
+/// was refused as "invalid value". A value now needs `=`: the flag alone is true, and a
+/// following argument stays an input.
+#[test]
+fn boolean_flags_leave_the_next_argument_alone() {
+    let d = tmp("bool-flags");
+    let src = dataset("rdf-star-cg-tests/rdf-star-cg-positive.nq");
+    let jf = d.join("star.jelly");
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            "--opt.rdf-star",
+            s(&src),
+            "--opt.generalized-statements",
+            s(&src),
+            "--delimited",
+            "-o",
+            s(&jf),
+        ],
+        None,
+    );
+    let insp = ok(&["rdf", "inspect", s(&jf)], None).out();
+    assert!(insp.contains("  rdf_star: true\n"), "{insp}");
+    assert!(insp.contains("  generalized_statements: true\n"), "{insp}");
+    assert!(insp.contains("delimited: true\n"), "{insp}");
+    // `=false` still turns a flag off; the input after it is an input.
+    let single = d.join("single.jelly");
+    ok(
+        &[
+            "rdf",
+            "transcode",
+            "--delimited=false",
+            s(&jf),
+            "--frame-per",
+            "input",
+            "--opt.rdf-star=true",
+            "-o",
+            s(&single),
+        ],
+        None,
+    );
+    let insp = ok(&["rdf", "inspect", s(&single)], None).out();
+    assert!(insp.contains("delimited: false\n"), "{insp}");
+    // A value given with a space is an input file now, named in the error.
+    let r = jelly(
+        &["rdf", "to-jelly", "--opt.rdf-star", "false", "-o", s(&jf)],
+        None,
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("false"), "{}", r.stderr);
+}
+
 fn jelly_run_to(src: &std::path::Path, out: &std::path::Path, extra: &[&str]) -> Run {
     let mut args = vec!["rdf", "to-jelly", s(src), "-o", s(out)];
     args.extend_from_slice(extra);

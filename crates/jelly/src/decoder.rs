@@ -28,12 +28,25 @@ pub struct DecoderOptions {
     /// Largest datatype table a stream may request.
     pub max_datatype_table_size: u32,
     /// Deepest nesting of quoted triples accepted (1 = a quoted triple with no quoted triple inside).
+    /// Values above [`MAX_NESTING_CAP`] act as the cap.
     pub max_nesting: usize,
     /// Largest frame accepted by the readers, in bytes.
     pub max_frame_bytes: u64,
     /// Reject terms the stream options do not allow (generalized terms, quoted triples).
     pub check_features: bool,
 }
+
+/// The deepest nesting of quoted triples any decoder accepts, whatever
+/// [`DecoderOptions::max_nesting`] asks for.
+///
+/// Why a hard cap: decoding a quoted triple, and everything done with the decoded term
+/// afterwards (writing it as text, converting it to oxrdf, re-encoding it, hashing it),
+/// recurses once per level. Measured in a debug build, the most expensive of those
+/// paths (`jelly rdf inspect`) overflowed 8 MiB of stack (the usual main-thread size)
+/// at about 1,500 levels and 2 MiB at about 300, so 256 levels keep within a quarter
+/// of the main thread's stack; a higher limit would let a stream abort the process
+/// instead of being refused.
+pub const MAX_NESTING_CAP: usize = 256;
 
 impl DecoderOptions {
     /// Checks the table sizes a stream requests: a name table of at least 8 (the spec's

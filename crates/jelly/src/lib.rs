@@ -41,7 +41,9 @@ pub mod text_nesting;
 pub mod text_position;
 pub mod xml_guard;
 
-pub use decoder::{Decoder, DecoderOptions, DecoderStats, Event, FrameCursor, frame_metadata};
+pub use decoder::{
+    Decoder, DecoderOptions, DecoderStats, Event, FrameCursor, MAX_NESTING_CAP, frame_metadata,
+};
 pub use encoder::{Encoder, EncoderConfig, SharedEncoder};
 pub use error::{DecodeError, DecodeErrorKind, EncodeError, Table};
 pub use framing::{

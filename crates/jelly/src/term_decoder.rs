@@ -837,7 +837,8 @@ impl TermDecoder {
     /// Term state with the nesting limit and feature checking of `cfg`.
     pub(crate) fn new(cfg: &crate::decoder::DecoderOptions) -> Self {
         let mut t = TermDecoder::default();
-        t.state.max_nesting = cfg.max_nesting;
+        // Capped so that no option lets a stream overflow the stack (see MAX_NESTING_CAP).
+        t.state.max_nesting = cfg.max_nesting.min(crate::decoder::MAX_NESTING_CAP);
         t.state.check_features = cfg.check_features;
         t.state.max_quoted_bytes = cfg.max_frame_bytes;
         t

@@ -1055,6 +1055,42 @@ fn hostile_deep_nesting_errors_without_overflow() {
     assert!(start.elapsed() < Duration::from_secs(20));
 }
 
+/// A caller's `max_nesting` above the hard cap acts as the cap: 20 000 levels with
+/// `max_nesting: usize::MAX` are refused at the cap instead of overflowing the stack
+/// (decoding and everything done with the term recurse once per level).
+#[test]
+fn max_nesting_above_the_cap_is_capped() {
+    let cfg = DecoderOptions {
+        max_nesting: usize::MAX,
+        ..Default::default()
+    };
+    let at_cap = star_head()
+        .row(row::TRIPLE, &nested_subject(jelly::MAX_NESTING_CAP, None))
+        .build();
+    assert_eq!(decode_with(cfg.clone(), &[at_cap]).unwrap().len(), 2);
+    let over = star_head()
+        .row(
+            row::TRIPLE,
+            &nested_subject(jelly::MAX_NESTING_CAP + 1, None),
+        )
+        .build();
+    assert_err_at!(
+        decode_err_with(cfg.clone(), &[over]),
+        0,
+        4,
+        K::TooDeep(jelly::MAX_NESTING_CAP)
+    );
+    let hostile = star_head()
+        .row(row::TRIPLE, &nested_subject(20_000, None))
+        .build();
+    assert_err_at!(
+        decode_err_with(cfg, &[hostile]),
+        0,
+        4,
+        K::TooDeep(jelly::MAX_NESTING_CAP)
+    );
+}
+
 #[test]
 fn quoted_triple_without_rdf_star_is_rejected() {
     let f = spo_names(F::new().options(&Opts::triples()))

@@ -207,16 +207,16 @@ pub struct PatchOptionArgs {
     #[arg(long = "opt.max-datatype-table-size", value_name = "N")]
     pub max_datatype_table_size: Option<u32>,
     /// Allow RDF-star triple terms.
-    #[arg(long = "opt.rdf-star", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    #[arg(long = "opt.rdf-star", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub rdf_star: Option<bool>,
     /// Allow generalized statements (also makes the text parser accept them).
-    #[arg(long = "opt.generalized-statements", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    #[arg(long = "opt.generalized-statements", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub generalized_statements: Option<bool>,
     /// Rows per frame for FLAT and PUNCTUATED streams (default 256).
     #[arg(long = "rows-per-frame", value_name = "N", value_parser = crate::cli::at_least_one)]
     pub rows_per_frame: Option<usize>,
-    /// Write delimited frames (default true; false writes exactly one frame).
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    /// Write delimited frames (default true; `--delimited=false` writes exactly one frame).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub delimited: Option<bool>,
 }
 

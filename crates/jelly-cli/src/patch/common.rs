@@ -518,7 +518,7 @@ impl<W: Write> PatchOut<W> {
     fn flush(&mut self, at: &dyn Fn() -> String) -> CliResult {
         if self.frames > 0 && !self.delimited {
             return Err(CliError::usage(format!(
-                "{}: --delimited false writes exactly one frame, and this FRAME stream has more than one patch",
+                "{}: --delimited=false writes exactly one frame, and this FRAME stream has more than one patch",
                 at()
             )));
         }
