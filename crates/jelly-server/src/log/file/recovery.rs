@@ -97,8 +97,12 @@ pub(super) fn recover(dir: &Path, index_interval: u64) -> Result<Vec<Segment>, L
             return Err(corrupt(
                 &path,
                 0,
+                // Both files: either side of the gap may be the one out of place (an
+                // old segment left behind, or newer ones lost).
                 format!(
-                    "segment starts at offset {base} but the previous one ends at {}",
+                    "segment starts at offset {base} but the previous one, {}, ends at {}: \
+                     the segments in between are missing",
+                    segment::display(&prev.path),
                     prev.next
                 ),
             ));

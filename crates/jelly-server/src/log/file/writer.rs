@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::recovery::{NEWEST_SEGMENT_FILE, note_newest_segment, sync_dir};
-use super::{Durability, FileLogOptions, Reply, Request, Shared, corrupt, io_err, lock};
+use super::{Deleting, Durability, FileLogOptions, Reply, Request, Shared, corrupt, io_err, lock};
 use crate::item::Item;
 use crate::log::LogError;
 use crate::log::record;
@@ -406,6 +406,10 @@ impl Writer {
     /// they are all gone: a crash in between leaves a log that recovers (a suffix of
     /// the old one, or an empty log at 0), never one with a gap.
     fn restart_at(&mut self, first: u64) -> std::io::Result<()> {
+        // Retention must not delete (or keep) one of them meanwhile.
+        let shared = self.shared.clone();
+        let mut deleting = lock(&shared.deleting);
+        deleting.stuck = None;
         let old: Vec<PathBuf> = self
             .shared
             .read_state()
@@ -565,27 +569,33 @@ impl Writer {
 
     /// Deletes up to `most` old segments beyond the size or age limit (never the
     /// active one, which [`Writer::roll_if_expired`] first replaces when all of it is
-    /// too old).
+    /// too old). Not while the oldest segment's file could not be deleted: that is
+    /// retried by the periodic pass ([`retain_all`]), not at every append.
     fn retain_some(&mut self, most: usize) {
         let Some(now) = self.start_retention() else {
             return;
         };
         for _ in 0..most {
-            let _deleting = lock(&self.shared.deleting);
-            let Some(victim) = self.take_expired_segment(now) else {
+            let mut deleting = lock(&self.shared.deleting);
+            if deleting.stuck.is_some() {
+                break;
+            }
+            let Some(victim) = self.expired_segment(now) else {
                 break;
             };
-            delete_segment(&self.shared, &victim);
+            if !delete_segment(&self.shared, &mut deleting, victim) {
+                break;
+            }
         }
     }
 
-    /// Takes the oldest segment out of the log if it is beyond the size or age limit
-    /// (never the active one). Its file is left for [`delete_segment`].
-    fn take_expired_segment(&self, now: u64) -> Option<Segment> {
+    /// The oldest segment if it is beyond the size or age limit (never the active
+    /// one): its base and file, for [`delete_segment`], which takes it out of the log.
+    fn expired_segment(&self, now: u64) -> Option<(u64, PathBuf)> {
         if self.closed {
             return None;
         }
-        let mut st = self.shared.write_state();
+        let st = self.shared.read_state();
         if st.segments.len() <= 1 {
             return None;
         }
@@ -595,21 +605,61 @@ impl Writer {
         let too_old = self
             .age_limit_ms()
             .is_some_and(|age_ms| now.saturating_sub(oldest.last_ts) > age_ms);
-        (too_big || too_old).then(|| st.segments.remove(0))
+        (too_big || too_old).then(|| (oldest.base, oldest.path.clone()))
     }
 }
 
-/// Deletes the file of a segment taken out of the log, and makes that durable before
-/// the next one goes: a crash must not bring back an old segment with a gap after it
-/// (recovery would call that corrupt). Called with `deleting` held.
-fn delete_segment(shared: &Shared, victim: &Segment) {
-    tracing::debug!(path = %victim.path.display(), "log: retention deletes segment");
-    if let Err(e) = fs::remove_file(&victim.path) {
-        tracing::warn!(path = %victim.path.display(), error = %e, "log: cannot delete segment");
+/// Deletes the file of the oldest segment and then takes the segment out of the log,
+/// and makes that durable before the next one goes: a crash must not bring back an
+/// old segment with a gap after it (recovery would call that corrupt). Called with
+/// `deleting` held. Returns whether the segment is gone.
+///
+/// The file goes first and the segment only leaves the log once it is gone: a file
+/// that cannot be deleted (an immutable file, a read-only or failing disk) keeps its
+/// segment in the log, readable as before, and blocks the deletion of the newer ones,
+/// which must go after it. Taking it out anyway would leave the file behind, and once
+/// newer segments were deleted, the next start would find it before a gap and refuse
+/// the topic as corrupt. So a stuck deletion only holds the topic above its retention
+/// limit (with a WARN at each periodic try) until the file can go.
+fn delete_segment(shared: &Shared, deleting: &mut Deleting, (base, path): (u64, PathBuf)) -> bool {
+    tracing::debug!(path = %path.display(), "log: retention deletes segment");
+    match remove_segment_file(deleting, &path) {
+        // Gone already (removed by hand): what retention wanted.
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            tracing::warn!(
+                path = %path.display(),
+                error = %e,
+                "log: cannot delete segment; it is kept (and served) and retention tries \
+                 again at its next periodic check, deleting no newer segment before it"
+            );
+            deleting.stuck = Some(base);
+            return false;
+        }
+        _ => {}
+    }
+    deleting.stuck = None;
+    {
+        let mut st = shared.write_state();
+        // Always the oldest: deletions and restarts both hold `deleting`.
+        if st.segments.len() > 1 && st.segments[0].base == base {
+            st.segments.remove(0);
+        }
     }
     if let Err(e) = sync_dir(&shared.dir) {
         tracing::warn!(error = %e, "log: cannot sync directory after retention");
     }
+    true
+}
+
+/// Unlinks a segment file (failing on request in tests).
+fn remove_segment_file(deleting: &Deleting, path: &std::path::Path) -> std::io::Result<()> {
+    #[cfg(test)]
+    if deleting.refuse.as_deref() == Some(path) {
+        return Err(std::io::Error::from_raw_os_error(1)); // EPERM
+    }
+    #[cfg(not(test))]
+    let _ = deleting;
+    fs::remove_file(path)
 }
 
 /// Segments an append's commit deletes at most ([`Writer::retain_some`]).
@@ -617,7 +667,8 @@ const RETAIN_PER_COMMIT: usize = 4;
 
 /// Deletes every segment beyond the retention limits. The writer's lock is taken for
 /// each segment and released before its file is deleted and the directory synced, so
-/// appends (which commit under that lock without `fsync`) go on while many go.
+/// appends (which commit under that lock without `fsync`) go on while many go. Also
+/// retries a segment whose file could not be deleted before.
 pub(super) fn retain_all(w: &Mutex<Writer>) {
     let (shared, now) = {
         let mut g = lock(w);
@@ -629,14 +680,17 @@ pub(super) fn retain_all(w: &Mutex<Writer>) {
     };
     loop {
         let g = lock(w);
-        let deleting = lock(&shared.deleting);
-        let victim = g.take_expired_segment(now);
+        let mut deleting = lock(&shared.deleting);
+        let victim = g.expired_segment(now);
         drop(g);
         let Some(victim) = victim else {
+            // Nothing beyond the limits any more (new limits): nothing is stuck.
+            deleting.stuck = None;
             break;
         };
-        delete_segment(&shared, &victim);
-        drop(deleting);
+        if !delete_segment(&shared, &mut deleting, victim) {
+            break;
+        }
     }
 }
 
@@ -712,6 +766,51 @@ mod tests {
         assert_eq!(rx_d.blocking_recv().unwrap().unwrap(), [3]);
         assert_eq!(log.next_offset(), 4);
         assert_eq!(log.failure(), None);
+        drop(log);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// Retention that cannot delete the oldest segment's file (`chattr +i`, `EIO`)
+    /// keeps that segment in the log and deletes no newer one before it, so its items
+    /// stay readable and the next start finds no gap (which it would call corrupt).
+    /// Once the file can go, retention goes on.
+    #[test]
+    fn a_segment_whose_file_cannot_be_deleted_stays_and_the_log_reopens() {
+        let dir = std::env::temp_dir().join(format!("jelly-log-unlink-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let one = (HEADER_LEN + record::body_len(&item(0))) as u64;
+        let opts = FileLogOptions {
+            segment_bytes: one * 2,
+            ..FileLogOptions::default()
+        };
+        let log = FileLog::open(&dir, opts.clone()).unwrap();
+        // Five segments of two items each.
+        for i in 0..10 {
+            let (r, rx) = request(vec![item(i)]);
+            lock(&log.writer).commit(vec![r]);
+            assert_eq!(rx.blocking_recv().unwrap().unwrap(), [i]);
+        }
+        assert_eq!(log.segment_count(), 5);
+        let oldest = dir.join(segment::file_name(0));
+        lock(&log.shared.deleting).refuse = Some(oldest.clone());
+        // Room for two segments: three should go, but the oldest cannot.
+        log.set_retention(Some(one * 4), None);
+        assert!(oldest.exists());
+        assert_eq!((log.first_offset(), log.segment_count()), (0, 5));
+        // Appends do not retry it (nor delete newer segments around it).
+        let (r, rx) = request(vec![item(10)]);
+        lock(&log.writer).commit(vec![r]);
+        assert_eq!(rx.blocking_recv().unwrap().unwrap(), [10]);
+        assert_eq!((log.first_offset(), log.segment_count()), (0, 6));
+        drop(log);
+
+        // The next start finds every segment in order, and retention then deletes
+        // the ones it could not (the file can go now).
+        let log = FileLog::open(&dir, opts).unwrap();
+        assert_eq!((log.first_offset(), log.next_offset()), (0, 11));
+        log.set_retention(Some(one * 4), None);
+        assert!(!oldest.exists());
+        assert_eq!((log.first_offset(), log.segment_count()), (8, 2));
         drop(log);
         let _ = fs::remove_dir_all(&dir);
     }
