@@ -231,6 +231,49 @@ async fn missing_newest_segments_are_refused_not_reused() {
     assert_eq!(log.next_offset(), 120);
 }
 
+/// A log that never rolled is on record from its creation: losing its only segment
+/// is refused like losing the newest ones, not taken for a new log at offset 0.
+#[tokio::test]
+async fn a_lost_only_segment_is_refused_not_started_over() {
+    let dir = TempDir::new("lost-only");
+    let log = open(dir.path(), small(1 << 20));
+    for i in 0..5 {
+        log.append(vec![item(i)]).await.unwrap();
+    }
+    drop(log);
+    assert_eq!(seg_files(dir.path()).len(), 1);
+    fs::remove_file(seg_path(dir.path(), 0)).unwrap();
+    match FileLog::open(dir.path(), small(1 << 20)) {
+        Err(LogError::Corrupt { path, reason, .. }) => {
+            assert_eq!(Path::new(&path), dir.path().join("newest-segment"));
+            assert!(reason.contains("no segment is left"), "{reason}");
+        }
+        Err(e) => panic!("expected Corrupt, got {e}"),
+        Ok(l) => panic!("opened at next offset {}", l.next_offset()),
+    }
+}
+
+/// A log from before the record was kept from the start (one segment, no
+/// `newest-segment`) opens as it was, and is on record from then on.
+#[tokio::test]
+async fn a_log_without_a_record_opens_and_gets_one() {
+    let dir = TempDir::new("no-record");
+    let log = open(dir.path(), small(1 << 20));
+    for i in 0..5 {
+        log.append(vec![item(i)]).await.unwrap();
+    }
+    drop(log);
+    let record = dir.path().join("newest-segment");
+    fs::remove_file(&record).unwrap();
+    let log = open(dir.path(), small(1 << 20));
+    assert_eq!((log.first_offset(), log.next_offset()), (0, 5));
+    assert_eq!(read_all(&log).await.len(), 5);
+    drop(log);
+    assert_eq!(fs::read_to_string(&record).unwrap().trim(), "0");
+    fs::remove_file(seg_path(dir.path(), 0)).unwrap();
+    assert!(FileLog::open(dir.path(), small(1 << 20)).is_err());
+}
+
 #[tokio::test]
 async fn read_limits_are_honoured() {
     let dir = TempDir::new("limits");

@@ -44,9 +44,10 @@ fn noted_newest_segment(dir: &Path) -> Result<Option<u64>, LogError> {
 }
 
 /// Refuses a log whose newest segment starts before the newest one on record.
-fn check_newest_segment(dir: &Path, newest: Option<u64>) -> Result<(), LogError> {
+/// Returns whether there is a record.
+fn check_newest_segment(dir: &Path, newest: Option<u64>) -> Result<bool, LogError> {
     let Some(noted) = noted_newest_segment(dir)? else {
-        return Ok(());
+        return Ok(false);
     };
     if newest.is_none_or(|base| base < noted) {
         let found = match newest {
@@ -63,7 +64,7 @@ fn check_newest_segment(dir: &Path, newest: Option<u64>) -> Result<(), LogError>
             ),
         ));
     }
-    Ok(())
+    Ok(true)
 }
 
 pub(super) fn recover(dir: &Path, index_interval: u64) -> Result<Vec<Segment>, LogError> {
@@ -76,7 +77,10 @@ pub(super) fn recover(dir: &Path, index_interval: u64) -> Result<Vec<Segment>, L
         }
     }
     found.sort_unstable_by_key(|(base, _)| *base);
-    check_newest_segment(dir, found.last().map(|(base, _)| *base))?;
+    let noted = check_newest_segment(dir, found.last().map(|(base, _)| *base))?;
+    let note = |base: u64| {
+        note_newest_segment(dir, base).map_err(|e| io_err(&dir.join(NEWEST_SEGMENT_FILE), e))
+    };
     if found.is_empty() {
         let path = dir.join(segment::file_name(0));
         let file = OpenOptions::new()
@@ -86,6 +90,12 @@ pub(super) fn recover(dir: &Path, index_interval: u64) -> Result<Vec<Segment>, L
             .open(&path)
             .map_err(|e| io_err(&path, e))?;
         sync_dir(dir)?;
+        // On record from the start (after the segment, so that a crash in between
+        // leaves a log without a record, which opens as new): a log that never rolls
+        // and then loses its only segment, or all its items, is refused rather than
+        // started over at 0 under the same topic id, where readers resuming with
+        // their offsets would skip the new items.
+        note(0)?;
         return Ok(vec![empty_segment(0, path, file)]);
     }
     let n = found.len();
@@ -108,6 +118,12 @@ pub(super) fn recover(dir: &Path, index_interval: u64) -> Result<Vec<Segment>, L
             ));
         }
         segments.push(scan_segment(base, path, i + 1 == n, index_interval)?);
+    }
+    // A log from before the record was kept from the start (or whose record was
+    // removed to accept a loss) gets one now, so that losing its newest segments
+    // from here on is noticed.
+    if !noted && let Some(last) = segments.last() {
+        note(last.base)?;
     }
     Ok(segments)
 }
