@@ -263,6 +263,21 @@ impl Writer {
         self.buf.clear();
         let mut result = Ok(());
         for req in group {
+            if result.is_ok() {
+                // `next` (and so `next + pending.count`) never passes `u64::MAX`:
+                // requests that would take it further are refused here, before an
+                // offset is assigned, a segment rolled or a restart made.
+                let first = req
+                    .placed
+                    .as_ref()
+                    .map_or(self.next + pending.count, |p| p.first);
+                let count = req.items.len() as u64;
+                if first.checked_add(count).is_none() {
+                    let e = LogError::OffsetsExhausted { first, count };
+                    replies.push((req.reply, Err(e)));
+                    continue;
+                }
+            }
             if result.is_ok()
                 && let Some(p) = &req.placed
             {
