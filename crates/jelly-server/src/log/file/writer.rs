@@ -33,7 +33,7 @@ pub(super) struct Writer {
     last_retention: Instant,
     /// Set after a failed write or fsync; later appends fail with it until
     /// [`Writer::recover`] clears it.
-    failed: Option<(std::io::ErrorKind, String)>,
+    failed: Option<Failed>,
     /// The failure cannot be recovered from in place: after a failed fsync the state
     /// of the file's unsynced pages is unknown, and a failed restart leaves the
     /// segments half replaced. Reopening the log (a restart) recovers from the files.
@@ -43,6 +43,18 @@ pub(super) struct Writer {
     pub(super) closed: bool,
     buf: Vec<u8>,
 }
+
+/// A failure that refuses appends: the file it happened on (the active segment, or a
+/// new one that could not be created) and the error.
+#[derive(Clone)]
+struct Failed {
+    path: PathBuf,
+    kind: std::io::ErrorKind,
+    message: String,
+}
+
+/// An I/O error and the file it happened on.
+type Fail = (PathBuf, std::io::Error);
 
 /// Records of a group not yet written, for the active segment.
 #[derive(Default)]
@@ -145,7 +157,7 @@ impl Writer {
         if let Err(e) = self.active.sync_data() {
             tracing::error!(path = %self.active_path.display(), error = %e, "log: fsync failed");
             self.failed_for_good = true;
-            self.set_failed(&e);
+            self.set_failed(self.active_path.clone(), &e);
         } else {
             self.dirty = false;
             self.last_sync = Instant::now();
@@ -177,10 +189,10 @@ impl Writer {
                     let _ = reply.send(answer);
                 }
             }
-            Err(e) => {
-                tracing::error!(path = %self.active_path.display(), error = %e, "log: write failed");
+            Err((path, e)) => {
+                tracing::error!(path = %path.display(), error = %e, "log: write failed");
                 if self.failed.is_none() {
-                    self.set_failed(&e);
+                    self.set_failed(path, &e);
                 }
                 // The first `written` requests were written (and synced) before the
                 // failure, and readers see their items: they succeeded, and are told
@@ -221,25 +233,31 @@ impl Writer {
     }
 
     /// Records a failure: appends are refused until [`Writer::recover`] clears it.
-    fn set_failed(&mut self, e: &std::io::Error) {
-        self.failed = Some((e.kind(), e.to_string()));
+    fn set_failed(&mut self, path: PathBuf, e: &std::io::Error) {
         let how = if self.failed_for_good {
             "appends are refused until the server restarts"
         } else {
             "appends are refused until one can be written again"
         };
-        *lock(&self.shared.failure) = Some(format!("{}: {e}; {how}", self.active_path.display()));
+        *lock(&self.shared.failure) = Some(format!("{}: {e}; {how}", path.display()));
+        self.failed = Some(Failed {
+            path,
+            kind: e.kind(),
+            message: e.to_string(),
+        });
     }
 
     fn failure(&self) -> LogError {
-        let (kind, msg) = self
-            .failed
-            .clone()
-            .unwrap_or((std::io::ErrorKind::Other, "unknown".into()));
-        io_err(
-            &self.active_path,
-            std::io::Error::new(kind, format!("log failed earlier: {msg}")),
-        )
+        match &self.failed {
+            Some(f) => io_err(
+                &f.path,
+                std::io::Error::new(f.kind, format!("log failed earlier: {}", f.message)),
+            ),
+            None => io_err(
+                &self.active_path,
+                std::io::Error::other("log failed earlier: unknown"),
+            ),
+        }
     }
 
     /// Writes the records of a group. A request refused on its own (an
@@ -251,12 +269,13 @@ impl Writer {
         group: Vec<Request>,
         replies: &mut Vec<(Reply, Result<Vec<u64>, LogError>)>,
         written: &mut usize,
-    ) -> std::io::Result<()> {
+    ) -> Result<(), Fail> {
         if self.failed.is_some() && !self.recover() {
             for req in group {
                 replies.push((req.reply, Ok(Vec::new())));
             }
-            return Err(std::io::Error::other("log failed earlier"));
+            let path = self.failed.as_ref().map_or(&self.active_path, |f| &f.path);
+            return Err((path.clone(), std::io::Error::other("log failed earlier")));
         }
         let now = self.opts.clock.now_ms().max(self.last_ts);
         let mut pending = Pending::default();
@@ -297,7 +316,8 @@ impl Writer {
                     result = self
                         .flush(&mut pending, true)
                         .and_then(|()| self.restart_at(p.first))
-                        .inspect_err(|_| self.failed_for_good = true);
+                        .inspect_err(|_| self.failed_for_good = true)
+                        .map_err(|e| (self.active_path.clone(), e));
                 }
             }
             if result.is_ok() {
@@ -308,6 +328,7 @@ impl Writer {
                 {
                     result = self
                         .flush(&mut pending, true)
+                        .map_err(|e| (self.active_path.clone(), e))
                         .inspect(|()| *written = replies.len())
                         .and_then(|()| self.roll());
                 }
@@ -362,6 +383,7 @@ impl Writer {
             Durability::None => false,
         };
         self.flush(&mut pending, sync)
+            .map_err(|e| (self.active_path.clone(), e))
     }
 
     /// Writes the buffered records to the active segment, fsyncs if `sync` (or if
@@ -478,14 +500,21 @@ impl Writer {
     }
 
     /// Starts a new active segment at `self.next` (the old one is written and synced).
-    /// On failure the old one stays active, as it was.
-    fn roll(&mut self) -> std::io::Result<()> {
+    /// On failure the old one stays active, as it was; the error names the new
+    /// segment's file, which is what could not be made (not the active one, which is
+    /// fine).
+    fn roll(&mut self) -> Result<(), Fail> {
         let path = self.shared.dir.join(segment::file_name(self.next));
+        let failed = |e: std::io::Error| {
+            let e = std::io::Error::new(e.kind(), format!("creating segment: {e}"));
+            (path.clone(), e)
+        };
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
-            .open(&path)?;
+            .open(&path)
+            .map_err(failed)?;
         // Synced whatever the durability policy (one roll per segment, so the cost is
         // small): the record must never name a segment that a crash could still lose,
         // or recovery would call a log that merely lost unsynced writes damaged.
@@ -494,7 +523,7 @@ impl Writer {
         {
             // Not left behind to make the next attempt's `create_new` fail.
             let _ = fs::remove_file(&path);
-            return Err(e);
+            return Err(failed(e));
         }
         let file = Arc::new(file);
         self.shared.write_state().segments.push(Segment {
@@ -560,13 +589,16 @@ impl Writer {
             return;
         }
         let rolled = if self.dirty {
-            self.active.sync_data().map(|()| self.dirty = false)
+            self.active
+                .sync_data()
+                .map(|()| self.dirty = false)
+                .map_err(|e| (self.active_path.clone(), e))
         } else {
             Ok(())
         }
         .and_then(|()| self.roll());
-        if let Err(e) = rolled {
-            tracing::warn!(path = %self.active_path.display(), error = %e, "log: cannot roll an expired segment");
+        if let Err((path, e)) = rolled {
+            tracing::warn!(path = %path.display(), error = %e, "log: cannot roll an expired segment");
         }
     }
 
@@ -712,6 +744,7 @@ pub(super) fn retain_all(w: &Mutex<Writer>) {
 #[cfg(test)]
 mod tests {
     use bytes::Bytes;
+    use std::path::Path;
     use tokio::sync::oneshot;
 
     use super::*;
@@ -766,7 +799,15 @@ mod tests {
         let (b, rx_b) = request(vec![item(3)]);
         lock(&log.writer).commit(vec![a, b]);
         assert_eq!(rx_a.blocking_recv().unwrap().unwrap(), [2]);
-        assert!(rx_b.blocking_recv().unwrap().is_err());
+        // The error names the segment that could not be created, not the active one.
+        let new_seg = dir.join(segment::file_name(3));
+        match rx_b.blocking_recv().unwrap() {
+            Err(LogError::Io { path, source }) => {
+                assert_eq!(Path::new(&path), new_seg, "{source}");
+                assert!(source.to_string().contains("creating segment"), "{source}");
+            }
+            other => panic!("expected an I/O error, got {other:?}"),
+        }
         assert_eq!(log.next_offset(), 3);
         // While the cause stays, appends fail; once it is gone, they go on where the
         // log stands, without a restart.
@@ -775,6 +816,7 @@ mod tests {
         assert!(rx_c.blocking_recv().unwrap().is_err());
         let why = log.failure().unwrap();
         assert!(why.contains("until one can be written again"), "{why}");
+        assert!(why.starts_with(&new_seg.display().to_string()), "{why}");
         fs::remove_file(dir.join(segment::file_name(3))).unwrap();
         let (d, rx_d) = request(vec![item(3)]);
         lock(&log.writer).commit(vec![d]);
