@@ -231,6 +231,49 @@ async fn missing_newest_segments_are_refused_not_reused() {
     assert_eq!(log.next_offset(), 120);
 }
 
+/// A log that never rolled is on record from its creation: losing its only segment
+/// is refused like losing the newest ones, not taken for a new log at offset 0.
+#[tokio::test]
+async fn a_lost_only_segment_is_refused_not_started_over() {
+    let dir = TempDir::new("lost-only");
+    let log = open(dir.path(), small(1 << 20));
+    for i in 0..5 {
+        log.append(vec![item(i)]).await.unwrap();
+    }
+    drop(log);
+    assert_eq!(seg_files(dir.path()).len(), 1);
+    fs::remove_file(seg_path(dir.path(), 0)).unwrap();
+    match FileLog::open(dir.path(), small(1 << 20)) {
+        Err(LogError::Corrupt { path, reason, .. }) => {
+            assert_eq!(Path::new(&path), dir.path().join("newest-segment"));
+            assert!(reason.contains("no segment is left"), "{reason}");
+        }
+        Err(e) => panic!("expected Corrupt, got {e}"),
+        Ok(l) => panic!("opened at next offset {}", l.next_offset()),
+    }
+}
+
+/// A log from before the record was kept from the start (one segment, no
+/// `newest-segment`) opens as it was, and is on record from then on.
+#[tokio::test]
+async fn a_log_without_a_record_opens_and_gets_one() {
+    let dir = TempDir::new("no-record");
+    let log = open(dir.path(), small(1 << 20));
+    for i in 0..5 {
+        log.append(vec![item(i)]).await.unwrap();
+    }
+    drop(log);
+    let record = dir.path().join("newest-segment");
+    fs::remove_file(&record).unwrap();
+    let log = open(dir.path(), small(1 << 20));
+    assert_eq!((log.first_offset(), log.next_offset()), (0, 5));
+    assert_eq!(read_all(&log).await.len(), 5);
+    drop(log);
+    assert_eq!(fs::read_to_string(&record).unwrap().trim(), "0");
+    fs::remove_file(seg_path(dir.path(), 0)).unwrap();
+    assert!(FileLog::open(dir.path(), small(1 << 20)).is_err());
+}
+
 #[tokio::test]
 async fn read_limits_are_honoured() {
     let dir = TempDir::new("limits");
@@ -1227,4 +1270,65 @@ async fn age_retention_on_a_slow_topic_rolls_the_active_segment() {
     assert_eq!(rest.len(), 2);
     assert_item(&rest[0], 2, &fixed_item(2));
     assert_item(&rest[1], 3, &fixed_item(3));
+}
+
+/// Offsets never wrap around: a log whose next offset is `u64::MAX` refuses appends
+/// (and a mirror's items that would pass it), keeps what it holds, and reopens.
+#[tokio::test]
+async fn offsets_past_the_largest_are_refused_not_wrapped() {
+    let dir = TempDir::new("no-wrap");
+    let max = u64::MAX;
+    let at = |offset: u64| Item {
+        offset,
+        ..placed(0)
+    };
+    let log = open(dir.path(), small(1 << 20));
+    // An empty log refuses to start where its items would pass the largest offset.
+    let r = log.append_at(vec![at(max - 1), at(max)], false).await;
+    assert!(
+        matches!(r, Err(LogError::OffsetsExhausted { first, count: 2 }) if first == max - 1),
+        "{r:?}"
+    );
+    assert_eq!(log.next_offset(), 0);
+    log.append_at(vec![at(max - 2)], false).await.unwrap();
+    log.append(vec![item(1)]).await.unwrap();
+    assert_eq!(log.next_offset(), max);
+    let r = log.append(vec![item(2)]).await;
+    assert!(
+        matches!(r, Err(LogError::OffsetsExhausted { first, count: 1 }) if first == max),
+        "{r:?}"
+    );
+    let r = log.append_at(vec![at(max)], false).await;
+    assert!(matches!(r, Err(LogError::OffsetsExhausted { .. })), "{r:?}");
+    // Refused on its own: the log is not failed, and holds what it held.
+    assert_eq!(log.failure(), None);
+    drop(log);
+    let log = open(dir.path(), small(1 << 20));
+    assert_eq!((log.first_offset(), log.next_offset()), (max - 2, max));
+    assert_eq!(read_all(&log).await.len(), 2);
+    let r = log.append(vec![item(3)]).await;
+    assert!(matches!(r, Err(LogError::OffsetsExhausted { .. })), "{r:?}");
+    // The memory log keeps the same rule.
+    let mem = jelly_server::log::MemoryLog::new(10);
+    mem.append_at(vec![at(max - 1)], false).await.unwrap();
+    assert!(matches!(
+        mem.append(vec![item(0)]).await,
+        Err(LogError::OffsetsExhausted { .. })
+    ));
+}
+
+/// A segment named at the largest offset, or past it, cannot be one of the log's:
+/// the log is refused naming the file (not skipped, nor wrapped around).
+#[tokio::test]
+async fn segment_names_that_leave_no_room_are_corrupt() {
+    for name in [
+        format!("{:020}.seg", u64::MAX),
+        "99999999999999999999.seg".to_string(),
+    ] {
+        let dir = TempDir::new("no-room");
+        drop(open(dir.path(), small(1 << 20)));
+        let bad = dir.path().join(&name);
+        fs::write(&bad, b"").unwrap();
+        expect_corrupt(FileLog::open(dir.path(), small(1 << 20)), &bad, 0);
+    }
 }

@@ -45,6 +45,15 @@ pub enum LogError {
     /// An item of [`Log::append_at`] whose offset does not continue the log (or the batch).
     #[error("item offset {got} does not continue the log: expected offset {expected}")]
     OffsetMismatch { expected: u64, got: u64 },
+    /// Items that would take offsets past the largest one (the next offset after them
+    /// would not fit in a `u64`). Offsets never wrap around: that would hand out
+    /// offset 0 again under the same topic id.
+    #[error(
+        "the log has no offsets left: {count} item(s) from offset {first} would pass \
+         the largest offset, {}",
+        u64::MAX - 1
+    )]
+    OffsetsExhausted { first: u64, count: u64 },
 }
 
 /// Bounds of one read.
@@ -164,6 +173,12 @@ impl OffsetWatch {
 
 /// Checks that the offsets of an [`Log::append_at`] batch are consecutive.
 fn check_consecutive(items: &[Item]) -> Result<(), LogError> {
+    if let Some(first) = items.first().map(|i| i.offset) {
+        let count = items.len() as u64;
+        if first.checked_add(count).is_none() {
+            return Err(LogError::OffsetsExhausted { first, count });
+        }
+    }
     for pair in items.windows(2) {
         if pair[1].offset != pair[0].offset.wrapping_add(1) {
             return Err(LogError::OffsetMismatch {

@@ -117,6 +117,19 @@ impl Storage {
         let text = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
         let options: TopicOptions =
             serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        // `save` makes the log's folder before `topic.json`, so a topic without one has
+        // lost it. Making a new, empty log would start the topic over at offset 0
+        // under its old id, and readers resuming with their offsets would skip items.
+        let log_dir = self.log_dir(name);
+        if self.kind == LogKind::File && !log_dir.exists() {
+            return Err(format!(
+                "{} is missing although {} is there: the topic's items are lost, and its \
+                 offsets would be handed out again; restore the folder, or remove the \
+                 topic's folder to start the topic over (under a new id)",
+                log_dir.display(),
+                file.display()
+            ));
+        }
         let log = self.open(name, &options).map_err(|e| match e {
             TopicError::Storage(m) => m,
             e => e.to_string(),
@@ -188,10 +201,15 @@ impl Storage {
         }
         let dir = self.topic_dir(name);
         let err = |e: std::io::Error| TopicError::Storage(format!("{}: {e}", dir.display()));
-        std::fs::create_dir_all(&dir).map_err(err)?;
+        // The log's folder before `topic.json`: a topic.json without it means the
+        // folder was lost (see `open_existing`), never a crash during creation.
+        let log_dir = self.log_dir(name);
+        std::fs::create_dir_all(&log_dir)
+            .map_err(|e| TopicError::Storage(format!("{}: {e}", log_dir.display())))?;
         if self.syncs() {
-            // The topic's directory entry, so that a crash cannot lose it.
+            // The topic's directory entry, and its log's, so a crash cannot lose them.
             sync_dir(&self.data).map_err(err)?;
+            sync_dir(&dir).map_err(err)?;
         }
         self.write_file(name, ID_FILE, id.as_bytes())?;
         self.save_options(name, options)
@@ -259,5 +277,38 @@ impl Storage {
             Ok(())
         };
         write().map_err(|e| TopicError::Storage(format!("{}: {e}", dir.join(file).display())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{LogKind, ServerConfig};
+    use crate::topic::Registry;
+
+    /// A topic whose `log/` folder is gone (its `topic.json` still there) is reported
+    /// unavailable at startup, not given a new, empty log at offset 0 under its id.
+    #[test]
+    fn a_topic_whose_log_folder_is_gone_is_unavailable() {
+        let dir = std::env::temp_dir().join(format!("jelly-topic-nolog-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config = ServerConfig {
+            log: LogKind::File,
+            data: dir.clone(),
+            ..ServerConfig::ephemeral()
+        };
+        let r = Registry::open(&config).unwrap();
+        r.for_publish("t").unwrap();
+        drop(r);
+        // Reopened as it is, the topic is there.
+        let r = Registry::open(&config).unwrap();
+        assert!(r.get("t").is_some());
+        drop(r);
+        std::fs::remove_dir_all(dir.join("t").join("log")).unwrap();
+        let r = Registry::open(&config).unwrap();
+        assert!(r.get("t").is_none());
+        let why = r.unavailable().get("t").cloned().unwrap_or_default();
+        assert!(why.contains("is missing although"), "{why}");
+        drop(r);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -211,13 +211,25 @@ struct Shared {
     watch: OffsetWatch,
     /// Set by [`Log::close`]; reads check it, the writer has its own flag.
     closed: AtomicBool,
-    /// Held while a retained segment is taken out and its file deleted (and the
-    /// directory synced), so that deletions stay in order; taken after the writer's
-    /// lock, never before.
-    deleting: Mutex<()>,
+    /// Held while an expired segment's file is deleted and the segment taken out (and
+    /// the directory synced), and while a restart replaces the segments, so that
+    /// deletions stay in order; taken after the writer's lock, never before.
+    deleting: Mutex<Deleting>,
     /// The writer's failure while appends are refused (see [`Writer::failed`]), for
     /// describe and `/metrics` without taking the writer's lock.
     failure: Mutex<Option<String>>,
+}
+
+/// What retention remembers between its deletions.
+#[derive(Default)]
+struct Deleting {
+    /// Base of the oldest segment, whose file could not be deleted (a failed unlink:
+    /// `EPERM` on an immutable file, `EIO`, `EROFS`). It stays in the log, and only the
+    /// periodic retention pass tries it again, not every append.
+    stuck: Option<u64>,
+    /// Tests: deleting this file fails, as an unlink refused by the file system would.
+    #[cfg(test)]
+    refuse: Option<PathBuf>,
 }
 
 struct State {
@@ -320,7 +332,7 @@ impl FileLog {
             }),
             watch,
             closed: AtomicBool::new(false),
-            deleting: Mutex::new(()),
+            deleting: Mutex::new(Deleting::default()),
             failure: Mutex::new(None),
         });
         let max_item_bytes = options.max_item_bytes.min(u32::MAX as usize);

@@ -44,9 +44,10 @@ fn noted_newest_segment(dir: &Path) -> Result<Option<u64>, LogError> {
 }
 
 /// Refuses a log whose newest segment starts before the newest one on record.
-fn check_newest_segment(dir: &Path, newest: Option<u64>) -> Result<(), LogError> {
+/// Returns whether there is a record.
+fn check_newest_segment(dir: &Path, newest: Option<u64>) -> Result<bool, LogError> {
     let Some(noted) = noted_newest_segment(dir)? else {
-        return Ok(());
+        return Ok(false);
     };
     if newest.is_none_or(|base| base < noted) {
         let found = match newest {
@@ -63,7 +64,7 @@ fn check_newest_segment(dir: &Path, newest: Option<u64>) -> Result<(), LogError>
             ),
         ));
     }
-    Ok(())
+    Ok(true)
 }
 
 pub(super) fn recover(dir: &Path, index_interval: u64) -> Result<Vec<Segment>, LogError> {
@@ -71,12 +72,44 @@ pub(super) fn recover(dir: &Path, index_interval: u64) -> Result<Vec<Segment>, L
     for entry in fs::read_dir(dir).map_err(|e| io_err(dir, e))? {
         let entry = entry.map_err(|e| io_err(dir, e))?;
         let name = entry.file_name();
-        if let Some(base) = name.to_str().and_then(segment::parse_file_name) {
-            found.push((base, entry.path()));
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        match segment::parse_file_name(name) {
+            // No offset is ever handed out at `u64::MAX` (the next one would not fit),
+            // so no segment starts there.
+            Some(u64::MAX) => {
+                return Err(corrupt(
+                    &entry.path(),
+                    0,
+                    format!(
+                        "segment starts at offset {}, which leaves no room for an offset \
+                         after it",
+                        u64::MAX
+                    ),
+                ));
+            }
+            Some(base) => found.push((base, entry.path())),
+            // Named like a segment, but with an offset too large for one: not to be
+            // skipped as an unrelated file, since that could leave a gap unnoticed.
+            None if is_segment_shaped(name) => {
+                return Err(corrupt(
+                    &entry.path(),
+                    0,
+                    format!(
+                        "segment name is not an offset (the largest is {})",
+                        u64::MAX - 1
+                    ),
+                ));
+            }
+            None => {}
         }
     }
     found.sort_unstable_by_key(|(base, _)| *base);
-    check_newest_segment(dir, found.last().map(|(base, _)| *base))?;
+    let noted = check_newest_segment(dir, found.last().map(|(base, _)| *base))?;
+    let note = |base: u64| {
+        note_newest_segment(dir, base).map_err(|e| io_err(&dir.join(NEWEST_SEGMENT_FILE), e))
+    };
     if found.is_empty() {
         let path = dir.join(segment::file_name(0));
         let file = OpenOptions::new()
@@ -86,6 +119,12 @@ pub(super) fn recover(dir: &Path, index_interval: u64) -> Result<Vec<Segment>, L
             .open(&path)
             .map_err(|e| io_err(&path, e))?;
         sync_dir(dir)?;
+        // On record from the start (after the segment, so that a crash in between
+        // leaves a log without a record, which opens as new): a log that never rolls
+        // and then loses its only segment, or all its items, is refused rather than
+        // started over at 0 under the same topic id, where readers resuming with
+        // their offsets would skip the new items.
+        note(0)?;
         return Ok(vec![empty_segment(0, path, file)]);
     }
     let n = found.len();
@@ -97,15 +136,31 @@ pub(super) fn recover(dir: &Path, index_interval: u64) -> Result<Vec<Segment>, L
             return Err(corrupt(
                 &path,
                 0,
+                // Both files: either side of the gap may be the one out of place (an
+                // old segment left behind, or newer ones lost).
                 format!(
-                    "segment starts at offset {base} but the previous one ends at {}",
+                    "segment starts at offset {base} but the previous one, {}, ends at {}: \
+                     the segments in between are missing",
+                    segment::display(&prev.path),
                     prev.next
                 ),
             ));
         }
         segments.push(scan_segment(base, path, i + 1 == n, index_interval)?);
     }
+    // A log from before the record was kept from the start (or whose record was
+    // removed to accept a loss) gets one now, so that losing its newest segments
+    // from here on is noticed.
+    if !noted && let Some(last) = segments.last() {
+        note(last.base)?;
+    }
     Ok(segments)
+}
+
+/// Whether `name` looks like a segment's (digits and `.seg`).
+fn is_segment_shaped(name: &str) -> bool {
+    name.strip_suffix(".seg")
+        .is_some_and(|stem| !stem.is_empty() && stem.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn empty_segment(base: u64, path: PathBuf, file: File) -> Segment {
@@ -167,7 +222,16 @@ fn scan_segment(base: u64, path: PathBuf, last: bool, interval: u64) -> Result<S
                     });
                     last_indexed = Some(pos);
                 }
-                seg.next += 1;
+                // A record at `u64::MAX` is never written (the next offset would not
+                // fit), so one that checks out is not the log's.
+                let Some(next) = seg.next.checked_add(1) else {
+                    return Err(corrupt(
+                        &seg.path,
+                        pos,
+                        format!("record has offset {offset}, which leaves no room after it"),
+                    ));
+                };
+                seg.next = next;
                 seg.len = reader.pos();
             }
             Ok(None) => break,
@@ -208,4 +272,48 @@ fn damage_reason(reason: &str, after: &After) -> String {
 
 pub(super) fn sync_dir(dir: &Path) -> Result<(), LogError> {
     crate::log::sync_dir(dir).map_err(|e| io_err(dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::item::NewItem;
+
+    /// A valid record at offset `u64::MAX` (which the writer never makes: the next
+    /// offset would not fit) is corruption at that record, not a wrap to offset 0.
+    #[test]
+    fn a_record_at_the_largest_offset_is_corrupt() {
+        let dir = std::env::temp_dir().join(format!("jelly-log-maxrec-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let item = NewItem {
+            frame: Bytes::from_static(b"frame"),
+            statements: 1,
+            source: String::new(),
+            headers: Vec::new(),
+        };
+        let base = u64::MAX - 1;
+        let mut buf = Vec::new();
+        record::encode(base, 1, &item, &mut buf);
+        let second = buf.len() as u64;
+        record::encode(u64::MAX, 1, &item, &mut buf);
+        let path = dir.join(segment::file_name(base));
+        fs::write(&path, &buf).unwrap();
+        match recover(&dir, 4096) {
+            Err(LogError::Corrupt {
+                path: p,
+                offset,
+                reason,
+            }) => {
+                assert_eq!(Path::new(&p), path, "{reason}");
+                assert_eq!(offset, second, "{reason}");
+                assert!(reason.contains("no room"), "{reason}");
+            }
+            Err(e) => panic!("expected Corrupt, got {e}"),
+            Ok(segs) => panic!("recovered, next offset {:?}", segs.last().map(|s| s.next)),
+        }
+        let _ = fs::remove_dir_all(&dir);
+    }
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::recovery::{NEWEST_SEGMENT_FILE, note_newest_segment, sync_dir};
-use super::{Durability, FileLogOptions, Reply, Request, Shared, corrupt, io_err, lock};
+use super::{Deleting, Durability, FileLogOptions, Reply, Request, Shared, corrupt, io_err, lock};
 use crate::item::Item;
 use crate::log::LogError;
 use crate::log::record;
@@ -33,7 +33,7 @@ pub(super) struct Writer {
     last_retention: Instant,
     /// Set after a failed write or fsync; later appends fail with it until
     /// [`Writer::recover`] clears it.
-    failed: Option<(std::io::ErrorKind, String)>,
+    failed: Option<Failed>,
     /// The failure cannot be recovered from in place: after a failed fsync the state
     /// of the file's unsynced pages is unknown, and a failed restart leaves the
     /// segments half replaced. Reopening the log (a restart) recovers from the files.
@@ -43,6 +43,18 @@ pub(super) struct Writer {
     pub(super) closed: bool,
     buf: Vec<u8>,
 }
+
+/// A failure that refuses appends: the file it happened on (the active segment, or a
+/// new one that could not be created) and the error.
+#[derive(Clone)]
+struct Failed {
+    path: PathBuf,
+    kind: std::io::ErrorKind,
+    message: String,
+}
+
+/// An I/O error and the file it happened on.
+type Fail = (PathBuf, std::io::Error);
 
 /// Records of a group not yet written, for the active segment.
 #[derive(Default)]
@@ -145,7 +157,7 @@ impl Writer {
         if let Err(e) = self.active.sync_data() {
             tracing::error!(path = %self.active_path.display(), error = %e, "log: fsync failed");
             self.failed_for_good = true;
-            self.set_failed(&e);
+            self.set_failed(self.active_path.clone(), &e);
         } else {
             self.dirty = false;
             self.last_sync = Instant::now();
@@ -177,10 +189,10 @@ impl Writer {
                     let _ = reply.send(answer);
                 }
             }
-            Err(e) => {
-                tracing::error!(path = %self.active_path.display(), error = %e, "log: write failed");
+            Err((path, e)) => {
+                tracing::error!(path = %path.display(), error = %e, "log: write failed");
                 if self.failed.is_none() {
-                    self.set_failed(&e);
+                    self.set_failed(path, &e);
                 }
                 // The first `written` requests were written (and synced) before the
                 // failure, and readers see their items: they succeeded, and are told
@@ -221,25 +233,31 @@ impl Writer {
     }
 
     /// Records a failure: appends are refused until [`Writer::recover`] clears it.
-    fn set_failed(&mut self, e: &std::io::Error) {
-        self.failed = Some((e.kind(), e.to_string()));
+    fn set_failed(&mut self, path: PathBuf, e: &std::io::Error) {
         let how = if self.failed_for_good {
             "appends are refused until the server restarts"
         } else {
             "appends are refused until one can be written again"
         };
-        *lock(&self.shared.failure) = Some(format!("{}: {e}; {how}", self.active_path.display()));
+        *lock(&self.shared.failure) = Some(format!("{}: {e}; {how}", path.display()));
+        self.failed = Some(Failed {
+            path,
+            kind: e.kind(),
+            message: e.to_string(),
+        });
     }
 
     fn failure(&self) -> LogError {
-        let (kind, msg) = self
-            .failed
-            .clone()
-            .unwrap_or((std::io::ErrorKind::Other, "unknown".into()));
-        io_err(
-            &self.active_path,
-            std::io::Error::new(kind, format!("log failed earlier: {msg}")),
-        )
+        match &self.failed {
+            Some(f) => io_err(
+                &f.path,
+                std::io::Error::new(f.kind, format!("log failed earlier: {}", f.message)),
+            ),
+            None => io_err(
+                &self.active_path,
+                std::io::Error::other("log failed earlier: unknown"),
+            ),
+        }
     }
 
     /// Writes the records of a group. A request refused on its own (an
@@ -251,18 +269,34 @@ impl Writer {
         group: Vec<Request>,
         replies: &mut Vec<(Reply, Result<Vec<u64>, LogError>)>,
         written: &mut usize,
-    ) -> std::io::Result<()> {
+    ) -> Result<(), Fail> {
         if self.failed.is_some() && !self.recover() {
             for req in group {
                 replies.push((req.reply, Ok(Vec::new())));
             }
-            return Err(std::io::Error::other("log failed earlier"));
+            let path = self.failed.as_ref().map_or(&self.active_path, |f| &f.path);
+            return Err((path.clone(), std::io::Error::other("log failed earlier")));
         }
         let now = self.opts.clock.now_ms().max(self.last_ts);
         let mut pending = Pending::default();
         self.buf.clear();
         let mut result = Ok(());
         for req in group {
+            if result.is_ok() {
+                // `next` (and so `next + pending.count`) never passes `u64::MAX`:
+                // requests that would take it further are refused here, before an
+                // offset is assigned, a segment rolled or a restart made.
+                let first = req
+                    .placed
+                    .as_ref()
+                    .map_or(self.next + pending.count, |p| p.first);
+                let count = req.items.len() as u64;
+                if first.checked_add(count).is_none() {
+                    let e = LogError::OffsetsExhausted { first, count };
+                    replies.push((req.reply, Err(e)));
+                    continue;
+                }
+            }
             if result.is_ok()
                 && let Some(p) = &req.placed
             {
@@ -282,7 +316,8 @@ impl Writer {
                     result = self
                         .flush(&mut pending, true)
                         .and_then(|()| self.restart_at(p.first))
-                        .inspect_err(|_| self.failed_for_good = true);
+                        .inspect_err(|_| self.failed_for_good = true)
+                        .map_err(|e| (self.active_path.clone(), e));
                 }
             }
             if result.is_ok() {
@@ -293,6 +328,7 @@ impl Writer {
                 {
                     result = self
                         .flush(&mut pending, true)
+                        .map_err(|e| (self.active_path.clone(), e))
                         .inspect(|()| *written = replies.len())
                         .and_then(|()| self.roll());
                 }
@@ -347,6 +383,7 @@ impl Writer {
             Durability::None => false,
         };
         self.flush(&mut pending, sync)
+            .map_err(|e| (self.active_path.clone(), e))
     }
 
     /// Writes the buffered records to the active segment, fsyncs if `sync` (or if
@@ -406,6 +443,10 @@ impl Writer {
     /// they are all gone: a crash in between leaves a log that recovers (a suffix of
     /// the old one, or an empty log at 0), never one with a gap.
     fn restart_at(&mut self, first: u64) -> std::io::Result<()> {
+        // Retention must not delete (or keep) one of them meanwhile.
+        let shared = self.shared.clone();
+        let mut deleting = lock(&shared.deleting);
+        deleting.stuck = None;
         let old: Vec<PathBuf> = self
             .shared
             .read_state()
@@ -459,14 +500,21 @@ impl Writer {
     }
 
     /// Starts a new active segment at `self.next` (the old one is written and synced).
-    /// On failure the old one stays active, as it was.
-    fn roll(&mut self) -> std::io::Result<()> {
+    /// On failure the old one stays active, as it was; the error names the new
+    /// segment's file, which is what could not be made (not the active one, which is
+    /// fine).
+    fn roll(&mut self) -> Result<(), Fail> {
         let path = self.shared.dir.join(segment::file_name(self.next));
+        let failed = |e: std::io::Error| {
+            let e = std::io::Error::new(e.kind(), format!("creating segment: {e}"));
+            (path.clone(), e)
+        };
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
-            .open(&path)?;
+            .open(&path)
+            .map_err(failed)?;
         // Synced whatever the durability policy (one roll per segment, so the cost is
         // small): the record must never name a segment that a crash could still lose,
         // or recovery would call a log that merely lost unsynced writes damaged.
@@ -475,7 +523,7 @@ impl Writer {
         {
             // Not left behind to make the next attempt's `create_new` fail.
             let _ = fs::remove_file(&path);
-            return Err(e);
+            return Err(failed(e));
         }
         let file = Arc::new(file);
         self.shared.write_state().segments.push(Segment {
@@ -541,13 +589,16 @@ impl Writer {
             return;
         }
         let rolled = if self.dirty {
-            self.active.sync_data().map(|()| self.dirty = false)
+            self.active
+                .sync_data()
+                .map(|()| self.dirty = false)
+                .map_err(|e| (self.active_path.clone(), e))
         } else {
             Ok(())
         }
         .and_then(|()| self.roll());
-        if let Err(e) = rolled {
-            tracing::warn!(path = %self.active_path.display(), error = %e, "log: cannot roll an expired segment");
+        if let Err((path, e)) = rolled {
+            tracing::warn!(path = %path.display(), error = %e, "log: cannot roll an expired segment");
         }
     }
 
@@ -565,27 +616,33 @@ impl Writer {
 
     /// Deletes up to `most` old segments beyond the size or age limit (never the
     /// active one, which [`Writer::roll_if_expired`] first replaces when all of it is
-    /// too old).
+    /// too old). Not while the oldest segment's file could not be deleted: that is
+    /// retried by the periodic pass ([`retain_all`]), not at every append.
     fn retain_some(&mut self, most: usize) {
         let Some(now) = self.start_retention() else {
             return;
         };
         for _ in 0..most {
-            let _deleting = lock(&self.shared.deleting);
-            let Some(victim) = self.take_expired_segment(now) else {
+            let mut deleting = lock(&self.shared.deleting);
+            if deleting.stuck.is_some() {
+                break;
+            }
+            let Some(victim) = self.expired_segment(now) else {
                 break;
             };
-            delete_segment(&self.shared, &victim);
+            if !delete_segment(&self.shared, &mut deleting, victim) {
+                break;
+            }
         }
     }
 
-    /// Takes the oldest segment out of the log if it is beyond the size or age limit
-    /// (never the active one). Its file is left for [`delete_segment`].
-    fn take_expired_segment(&self, now: u64) -> Option<Segment> {
+    /// The oldest segment if it is beyond the size or age limit (never the active
+    /// one): its base and file, for [`delete_segment`], which takes it out of the log.
+    fn expired_segment(&self, now: u64) -> Option<(u64, PathBuf)> {
         if self.closed {
             return None;
         }
-        let mut st = self.shared.write_state();
+        let st = self.shared.read_state();
         if st.segments.len() <= 1 {
             return None;
         }
@@ -595,21 +652,61 @@ impl Writer {
         let too_old = self
             .age_limit_ms()
             .is_some_and(|age_ms| now.saturating_sub(oldest.last_ts) > age_ms);
-        (too_big || too_old).then(|| st.segments.remove(0))
+        (too_big || too_old).then(|| (oldest.base, oldest.path.clone()))
     }
 }
 
-/// Deletes the file of a segment taken out of the log, and makes that durable before
-/// the next one goes: a crash must not bring back an old segment with a gap after it
-/// (recovery would call that corrupt). Called with `deleting` held.
-fn delete_segment(shared: &Shared, victim: &Segment) {
-    tracing::debug!(path = %victim.path.display(), "log: retention deletes segment");
-    if let Err(e) = fs::remove_file(&victim.path) {
-        tracing::warn!(path = %victim.path.display(), error = %e, "log: cannot delete segment");
+/// Deletes the file of the oldest segment and then takes the segment out of the log,
+/// and makes that durable before the next one goes: a crash must not bring back an
+/// old segment with a gap after it (recovery would call that corrupt). Called with
+/// `deleting` held. Returns whether the segment is gone.
+///
+/// The file goes first and the segment only leaves the log once it is gone: a file
+/// that cannot be deleted (an immutable file, a read-only or failing disk) keeps its
+/// segment in the log, readable as before, and blocks the deletion of the newer ones,
+/// which must go after it. Taking it out anyway would leave the file behind, and once
+/// newer segments were deleted, the next start would find it before a gap and refuse
+/// the topic as corrupt. So a stuck deletion only holds the topic above its retention
+/// limit (with a WARN at each periodic try) until the file can go.
+fn delete_segment(shared: &Shared, deleting: &mut Deleting, (base, path): (u64, PathBuf)) -> bool {
+    tracing::debug!(path = %path.display(), "log: retention deletes segment");
+    match remove_segment_file(deleting, &path) {
+        // Gone already (removed by hand): what retention wanted.
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            tracing::warn!(
+                path = %path.display(),
+                error = %e,
+                "log: cannot delete segment; it is kept (and served) and retention tries \
+                 again at its next periodic check, deleting no newer segment before it"
+            );
+            deleting.stuck = Some(base);
+            return false;
+        }
+        _ => {}
+    }
+    deleting.stuck = None;
+    {
+        let mut st = shared.write_state();
+        // Always the oldest: deletions and restarts both hold `deleting`.
+        if st.segments.len() > 1 && st.segments[0].base == base {
+            st.segments.remove(0);
+        }
     }
     if let Err(e) = sync_dir(&shared.dir) {
         tracing::warn!(error = %e, "log: cannot sync directory after retention");
     }
+    true
+}
+
+/// Unlinks a segment file (failing on request in tests).
+fn remove_segment_file(deleting: &Deleting, path: &std::path::Path) -> std::io::Result<()> {
+    #[cfg(test)]
+    if deleting.refuse.as_deref() == Some(path) {
+        return Err(std::io::Error::from_raw_os_error(1)); // EPERM
+    }
+    #[cfg(not(test))]
+    let _ = deleting;
+    fs::remove_file(path)
 }
 
 /// Segments an append's commit deletes at most ([`Writer::retain_some`]).
@@ -617,7 +714,8 @@ const RETAIN_PER_COMMIT: usize = 4;
 
 /// Deletes every segment beyond the retention limits. The writer's lock is taken for
 /// each segment and released before its file is deleted and the directory synced, so
-/// appends (which commit under that lock without `fsync`) go on while many go.
+/// appends (which commit under that lock without `fsync`) go on while many go. Also
+/// retries a segment whose file could not be deleted before.
 pub(super) fn retain_all(w: &Mutex<Writer>) {
     let (shared, now) = {
         let mut g = lock(w);
@@ -629,20 +727,24 @@ pub(super) fn retain_all(w: &Mutex<Writer>) {
     };
     loop {
         let g = lock(w);
-        let deleting = lock(&shared.deleting);
-        let victim = g.take_expired_segment(now);
+        let mut deleting = lock(&shared.deleting);
+        let victim = g.expired_segment(now);
         drop(g);
         let Some(victim) = victim else {
+            // Nothing beyond the limits any more (new limits): nothing is stuck.
+            deleting.stuck = None;
             break;
         };
-        delete_segment(&shared, &victim);
-        drop(deleting);
+        if !delete_segment(&shared, &mut deleting, victim) {
+            break;
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use bytes::Bytes;
+    use std::path::Path;
     use tokio::sync::oneshot;
 
     use super::*;
@@ -697,7 +799,15 @@ mod tests {
         let (b, rx_b) = request(vec![item(3)]);
         lock(&log.writer).commit(vec![a, b]);
         assert_eq!(rx_a.blocking_recv().unwrap().unwrap(), [2]);
-        assert!(rx_b.blocking_recv().unwrap().is_err());
+        // The error names the segment that could not be created, not the active one.
+        let new_seg = dir.join(segment::file_name(3));
+        match rx_b.blocking_recv().unwrap() {
+            Err(LogError::Io { path, source }) => {
+                assert_eq!(Path::new(&path), new_seg, "{source}");
+                assert!(source.to_string().contains("creating segment"), "{source}");
+            }
+            other => panic!("expected an I/O error, got {other:?}"),
+        }
         assert_eq!(log.next_offset(), 3);
         // While the cause stays, appends fail; once it is gone, they go on where the
         // log stands, without a restart.
@@ -706,12 +816,58 @@ mod tests {
         assert!(rx_c.blocking_recv().unwrap().is_err());
         let why = log.failure().unwrap();
         assert!(why.contains("until one can be written again"), "{why}");
+        assert!(why.starts_with(&new_seg.display().to_string()), "{why}");
         fs::remove_file(dir.join(segment::file_name(3))).unwrap();
         let (d, rx_d) = request(vec![item(3)]);
         lock(&log.writer).commit(vec![d]);
         assert_eq!(rx_d.blocking_recv().unwrap().unwrap(), [3]);
         assert_eq!(log.next_offset(), 4);
         assert_eq!(log.failure(), None);
+        drop(log);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// Retention that cannot delete the oldest segment's file (`chattr +i`, `EIO`)
+    /// keeps that segment in the log and deletes no newer one before it, so its items
+    /// stay readable and the next start finds no gap (which it would call corrupt).
+    /// Once the file can go, retention goes on.
+    #[test]
+    fn a_segment_whose_file_cannot_be_deleted_stays_and_the_log_reopens() {
+        let dir = std::env::temp_dir().join(format!("jelly-log-unlink-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let one = (HEADER_LEN + record::body_len(&item(0))) as u64;
+        let opts = FileLogOptions {
+            segment_bytes: one * 2,
+            ..FileLogOptions::default()
+        };
+        let log = FileLog::open(&dir, opts.clone()).unwrap();
+        // Five segments of two items each.
+        for i in 0..10 {
+            let (r, rx) = request(vec![item(i)]);
+            lock(&log.writer).commit(vec![r]);
+            assert_eq!(rx.blocking_recv().unwrap().unwrap(), [i]);
+        }
+        assert_eq!(log.segment_count(), 5);
+        let oldest = dir.join(segment::file_name(0));
+        lock(&log.shared.deleting).refuse = Some(oldest.clone());
+        // Room for two segments: three should go, but the oldest cannot.
+        log.set_retention(Some(one * 4), None);
+        assert!(oldest.exists());
+        assert_eq!((log.first_offset(), log.segment_count()), (0, 5));
+        // Appends do not retry it (nor delete newer segments around it).
+        let (r, rx) = request(vec![item(10)]);
+        lock(&log.writer).commit(vec![r]);
+        assert_eq!(rx.blocking_recv().unwrap().unwrap(), [10]);
+        assert_eq!((log.first_offset(), log.segment_count()), (0, 6));
+        drop(log);
+
+        // The next start finds every segment in order, and retention then deletes
+        // the ones it could not (the file can go now).
+        let log = FileLog::open(&dir, opts).unwrap();
+        assert_eq!((log.first_offset(), log.next_offset()), (0, 11));
+        log.set_retention(Some(one * 4), None);
+        assert!(!oldest.exists());
+        assert_eq!((log.first_offset(), log.segment_count()), (8, 2));
         drop(log);
         let _ = fs::remove_dir_all(&dir);
     }
