@@ -471,7 +471,17 @@ impl EndReason {
     /// client cannot take a truncated response for a complete one (a `follow=false`
     /// replay ends cleanly only when it is whole); `None` for an orderly end. Pass the
     /// reason through [`EndReason::of_topic`] first.
-    pub fn body_error(&self) -> Option<std::io::Error> {
+    ///
+    /// `replay`: the subscription was to end at a set offset (`follow=false`). Then
+    /// any end before it (the server shutting down, the topic deleted, items dropped by
+    /// retention before they were sent) leaves the replay incomplete and is an error
+    /// too; a live follow has no end to miss, and those end it in order.
+    pub fn body_error(&self, replay: bool) -> Option<std::io::Error> {
+        let cut = |why: String| {
+            Some(std::io::Error::other(format!(
+                "the replay stopped before its end: {why}"
+            )))
+        };
         match self {
             EndReason::ReadFailed(m) => Some(std::io::Error::other(format!(
                 "the subscription failed: the log could not be read: {m}"
@@ -479,7 +489,14 @@ impl EndReason {
             EndReason::DeliverFailed(e) => Some(std::io::Error::other(format!(
                 "the subscription failed: {e}"
             ))),
-            _ => None,
+            EndReason::Reached => None,
+            _ if !replay => None,
+            EndReason::Shutdown => cut("the server is shutting down".into()),
+            EndReason::Deleted => cut("the topic was deleted".into()),
+            EndReason::Closed => cut("the topic's log was closed".into()),
+            EndReason::Truncated { requested, first } => cut(format!(
+                "offset {requested} is no longer retained (the first retained offset is {first})"
+            )),
         }
     }
 
@@ -494,6 +511,14 @@ impl EndReason {
         }
     }
 }
+
+/// The output of one batch of a subscription stops growing once it reaches this many
+/// bytes, and the items after it are read from the log again for the next batch. A
+/// batch is read as up to `delivery_batch_items` items or 4 MiB of stored Jelly, which
+/// as text can be ten times that; a subscriber that does not read holds one batch's
+/// output, so without this bound each such subscription (200 streams on one HTTP/2
+/// connection) could pin tens of MiB. One item larger than this still goes out whole.
+pub const OUTPUT_CHUNK_BYTES: usize = 256 << 10;
 
 /// Everything a live subscription needs.
 pub struct Follow {
@@ -662,6 +687,10 @@ impl Follow {
                 self.next = it.offset + 1;
                 ends.push(out.len());
                 self.offsets.push(it.offset);
+                if out.len() >= OUTPUT_CHUNK_BYTES {
+                    // The rest of the items read is read again next time.
+                    break;
+                }
             }
             out.truncate(ends.last().copied().unwrap_or(0));
             self.count(ends.len(), out.len());
@@ -813,7 +842,7 @@ impl Follow {
                 Batch::Items { data, .. } => Some((Ok(data), Some(f))),
                 Batch::KeepAlive => Some((Ok(Bytes::from_static(b": keep-alive\n\n")), Some(f))),
                 Batch::End(reason) => {
-                    let e = reason.of_topic(&f.topic).body_error()?;
+                    let e = reason.of_topic(&f.topic).body_error(f.end.is_some())?;
                     Some((Err(e), None))
                 }
             }

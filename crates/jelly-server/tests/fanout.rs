@@ -60,6 +60,25 @@ fn big_nquads(first: usize, n: usize, size: usize) -> String {
     s
 }
 
+/// Publishes `n` items of about `size` bytes each (one append).
+async fn publish_sized(
+    c: &reqwest::Client,
+    srv: &Server,
+    topic: &str,
+    first: usize,
+    n: usize,
+    size: usize,
+) {
+    let r = c
+        .post(format!("{}/topics/{topic}/items?split=graph", srv.url()))
+        .header("content-type", "application/n-quads")
+        .body(big_nquads(first, n, size))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "publish: {}", r.status());
+}
+
 /// Publishes `n` big items (one append).
 async fn publish_big(c: &reqwest::Client, srv: &Server, topic: &str, first: usize, n: usize) {
     let r = c
@@ -315,6 +334,16 @@ async fn stalled_subscriber(srv: &Server, path: &str) -> tokio::net::TcpStream {
 
 /// Reads a raw HTTP/1.1 chunked response to its end (or a timeout): the body.
 async fn read_chunked_body(s: &mut tokio::net::TcpStream) -> Vec<u8> {
+    read_chunks(s, |_| false).await.0.concat()
+}
+
+/// Reads a raw HTTP/1.1 chunked response to its end, a timeout, or until `enough`
+/// says so of the body so far: its chunks, and whether it ended with the last chunk
+/// (an orderly end, not a connection closed or a timeout).
+async fn read_chunks(
+    s: &mut tokio::net::TcpStream,
+    enough: impl Fn(&[u8]) -> bool,
+) -> (Vec<Vec<u8>>, bool) {
     let mut raw = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
@@ -324,14 +353,14 @@ async fn read_chunked_body(s: &mut tokio::net::TcpStream) -> Vec<u8> {
             Ok(Err(e)) => panic!("read: {e}"),
             Err(_) => break,
         }
-        if raw.ends_with(b"\r\n0\r\n\r\n") {
+        if raw.ends_with(b"\r\n0\r\n\r\n") || enough(&raw) {
             break;
         }
     }
     let head_end = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
     let head = String::from_utf8_lossy(&raw[..head_end]).to_lowercase();
     assert!(head.contains("transfer-encoding: chunked"), "{head}");
-    let mut body = Vec::new();
+    let mut chunks = Vec::new();
     let mut p = head_end;
     while let Some(eol) = raw[p..].windows(2).position(|w| w == b"\r\n") {
         let size =
@@ -340,10 +369,50 @@ async fn read_chunked_body(s: &mut tokio::net::TcpStream) -> Vec<u8> {
         if size == 0 || p + size > raw.len() {
             break;
         }
-        body.extend_from_slice(&raw[p..p + size]);
+        chunks.push(raw[p..p + size].to_vec());
         p += size + 2;
     }
-    body
+    (chunks, raw.ends_with(b"\r\n0\r\n\r\n"))
+}
+
+#[tokio::test]
+async fn text_output_goes_out_in_bounded_chunks() {
+    // A subscriber that does not read holds one chunk of output: 150 items of 20 KB
+    // as N-Quads must not become one multi-MiB chunk, on a replay (its own reader) or
+    // on a live subscription catching up from the log.
+    let srv = start_with(|_| {}).await;
+    let c = plain_client();
+    let r = c
+        .post(format!("{}/topics/t/items?split=graph", srv.url()))
+        .header("content-type", "application/n-quads")
+        .body(big_nquads(0, 150, 20_000))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success());
+    let limit = jelly_server::deliver::OUTPUT_CHUNK_BYTES + 21_000;
+    for path in [
+        "/topics/t/items?from=earliest&format=nquads&follow=false",
+        "/topics/t/items?from=earliest&format=nquads",
+    ] {
+        let mut s = tokio::net::TcpStream::connect(srv.local_addr())
+            .await
+            .unwrap();
+        s.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let last = b"<http://example.org/g/149> .\n";
+        let (chunks, _) =
+            read_chunks(&mut s, |raw| raw.windows(last.len()).any(|w| w == last)).await;
+        let body = chunks.concat();
+        let items = body
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty() && l[0] == b'<');
+        assert_eq!(items.count(), 150, "{path}: every item");
+        let biggest = chunks.iter().map(Vec::len).max().unwrap();
+        assert!(biggest <= limit, "{path}: a chunk of {biggest} bytes");
+    }
+    srv.shutdown().await.unwrap();
 }
 
 #[tokio::test]
@@ -417,6 +486,56 @@ async fn a_stalled_subscriber_behind_retention_is_closed() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(t.subscribers().is_empty(), "the subscription is closed");
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_replay_cut_short_by_retention_does_not_end_in_order() {
+    // `follow=false` asks for a whole range: a reply missing its tail must not end
+    // like a complete one (a client would take it for all of it).
+    let srv = start_with(|_| {}).await;
+    let c = plain_client();
+    create(&c, &srv, "t", serde_json::json!({"retention_items": 20})).await;
+    publish_sized(&c, &srv, "t", 0, 20, 500_000).await;
+    let mut stalled = stalled_subscriber(
+        &srv,
+        "/topics/t/items?from=earliest&follow=false&format=nquads",
+    )
+    .await;
+    // Time to start the replay (its end is fixed then). A replay started after the
+    // publishes below would get 20 whole items and fail the test, not pass it.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for k in 0..10 {
+        publish_sized(&c, &srv, "t", 20 + k * 10, 10, 500_000).await;
+    }
+    let (chunks, ended_in_order) = read_chunks(&mut stalled, |_| false).await;
+    let body = chunks.concat();
+    let got = body
+        .split(|b| *b == b'\n')
+        .filter(|l| l.first() == Some(&b'<'))
+        .count();
+    assert!(got < 20, "items beyond retention are not sent ({got})");
+    assert!(
+        !ended_in_order,
+        "a replay of {got} of 20 items ended like a whole one"
+    );
+    // A whole replay still ends in order.
+    let mut s = tokio::net::TcpStream::connect(srv.local_addr())
+        .await
+        .unwrap();
+    s.write_all(
+        b"GET /topics/t/items?from=earliest&follow=false&format=nquads HTTP/1.1\r\nhost: x\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let (chunks, ended_in_order) = read_chunks(&mut s, |_| false).await;
+    assert!(ended_in_order);
+    let got = chunks
+        .concat()
+        .split(|b| *b == b'\n')
+        .filter(|l| l.first() == Some(&b'<'))
+        .count();
+    assert_eq!(got, 20);
     srv.shutdown().await.unwrap();
 }
 

@@ -70,6 +70,11 @@ impl BatchEncoder {
         }
     }
 
+    /// Bytes of output written so far (before compression).
+    pub fn written(&self) -> usize {
+        self.raw.len()
+    }
+
     /// Appends one item. On an error nothing of the item is kept.
     pub fn push(&mut self, item: &Item) -> Result<(), DeliverError> {
         let before = self.raw.len();

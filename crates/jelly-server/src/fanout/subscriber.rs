@@ -323,6 +323,10 @@ impl Subscription {
                 break;
             }
             next = it.offset + 1;
+            if enc.written() >= crate::deliver::OUTPUT_CHUNK_BYTES {
+                // The rest is read again next time (see OUTPUT_CHUNK_BYTES).
+                break;
+            }
         }
         self.next = next;
         let n = enc.items();
@@ -381,7 +385,8 @@ impl Subscription {
                     Step::KeepAlive => {}
                     // A failure cuts the body off (see `EndReason::body_error`).
                     Step::End(reason) => {
-                        let e = reason.of_topic(&sub.topic).body_error()?;
+                        // A shared subscription follows live: it has no end to miss.
+                        let e = reason.of_topic(&sub.topic).body_error(false)?;
                         return Some((Err(e), (None, queue)));
                     }
                 }

@@ -384,7 +384,7 @@ fn private_body(f: Follow, encoding: Encoding) -> Body {
                 crate::deliver::Batch::KeepAlive => bytes::Bytes::from_static(b": keep-alive\n\n"),
                 crate::deliver::Batch::End(reason) => {
                     // A failure cuts the body off without its trailer, as uncompressed.
-                    if let Some(e) = reason.of_topic(&f.topic).body_error() {
+                    if let Some(e) = reason.of_topic(&f.topic).body_error(f.end.is_some()) {
                         return Some((Err(e), (f, st, None, true)));
                     }
                     let t = st.trailer();
