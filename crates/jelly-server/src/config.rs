@@ -300,6 +300,12 @@ fn redacted(u: &reqwest::Url) -> String {
     u.to_string()
 }
 
+/// The most runtime worker threads a configuration may ask for.
+pub const MAX_WORKER_THREADS: usize = 1024;
+
+/// The longest TCP keepalive idle time Linux accepts, in milliseconds.
+pub const MAX_TCP_KEEPALIVE_MS: u64 = 32_767_000;
+
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
@@ -487,6 +493,44 @@ impl ServerConfig {
                 ));
             }
         }
+        // Each worker is a thread with its own stack; far more than CPUs only costs.
+        if self.worker_threads > MAX_WORKER_THREADS {
+            return Err(format!(
+                "worker_threads = {}: at most {MAX_WORKER_THREADS} (0: one per CPU)",
+                self.worker_threads
+            ));
+        }
+        // Linux takes a keepalive idle time of at most 32,767 s (TCP_KEEPIDLE); a longer
+        // one would be refused on each connection and the kernel default (2 h) kept.
+        if self.tcp_keepalive_ms > MAX_TCP_KEEPALIVE_MS {
+            return Err(format!(
+                "tcp_keepalive_ms = {}: at most {MAX_TCP_KEEPALIVE_MS} (32,767 s; 0: off)",
+                self.tcp_keepalive_ms
+            ));
+        }
+        // Topics are created with these: options no topic can have would refuse every
+        // publish to a new name, and a limit of the other log kind would be ignored.
+        self.topic_defaults
+            .validate()
+            .map_err(|e| format!("topic_defaults: {e}"))?;
+        let builtin = TopicOptions::default();
+        let ignored = match self.log {
+            LogKind::File if self.topic_defaults.retention_items != builtin.retention_items => {
+                Some(("retention_items", "file", "retention_bytes or retention_ms"))
+            }
+            LogKind::Memory if self.topic_defaults.retention_bytes != builtin.retention_bytes => {
+                Some(("retention_bytes", "memory", "retention_items"))
+            }
+            LogKind::Memory if self.topic_defaults.retention_ms != builtin.retention_ms => {
+                Some(("retention_ms", "memory", "retention_items"))
+            }
+            _ => None,
+        };
+        if let Some((field, kind, instead)) = ignored {
+            return Err(format!(
+                "topic_defaults.{field} does nothing with log = \"{kind}\" (use {instead})"
+            ));
+        }
         for o in &self.cors_origins {
             // An origin is a scheme and a host (and port), nothing after them.
             let host = o
@@ -621,7 +665,7 @@ mod tests {
     #[test]
     fn toml_overrides_defaults() {
         let c = ServerConfig::from_toml(
-            "listen = \"0.0.0.0:9000\"\nmax_body_bytes = 10\n[topic_defaults]\nphysical = \"triples\"\nretention_items = 5\n",
+            "listen = \"0.0.0.0:9000\"\nmax_body_bytes = 10\n[topic_defaults]\nphysical = \"triples\"\nretention_ms = 5\n",
             "x.toml",
         )
         .unwrap();
@@ -629,7 +673,7 @@ mod tests {
         assert_eq!(c.max_body_bytes, 10);
         assert_eq!(c.max_item_bytes, 16 << 20);
         assert_eq!(c.topic_defaults.physical, crate::topic::Physical::Triples);
-        assert_eq!(c.topic_defaults.retention_items, 5);
+        assert_eq!(c.topic_defaults.retention_ms, 5);
         assert!(ServerConfig::from_toml("nope = 1", "x.toml").is_err());
         assert!(c.auth.is_none() && c.tls.is_none());
     }
@@ -689,14 +733,14 @@ mod tests {
             "x.toml",
             &sets(&[
                 "\"topic_defaults\".\"retention_ms\"=5",
-                "topic_defaults . retention_items=6",
+                "topic_defaults . retention_bytes=6",
             ]),
         )
         .unwrap();
         assert_eq!(
             (
                 c.topic_defaults.retention_ms,
-                c.topic_defaults.retention_items
+                c.topic_defaults.retention_bytes
             ),
             (5, 6)
         );
@@ -724,6 +768,44 @@ mod tests {
             e.starts_with("x.toml: ") && e.contains("nope") && e.contains("line 2"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn topic_defaults_threads_and_keepalive_are_checked_at_start() {
+        let refused = |toml: &str, needle: &str| {
+            let e = ServerConfig::from_toml(toml, "x.toml")
+                .err()
+                .unwrap_or_else(|| panic!("{toml} was taken"))
+                .to_string();
+            assert!(e.contains(needle), "{toml}: {e}");
+        };
+        refused(
+            "[topic_defaults]\nlogical = \"flat-quads\"\nphysical = \"triples\"\n",
+            "topic_defaults: logical type",
+        );
+        refused("[topic_defaults]\nretention_items = 0\n", "at least 1");
+        refused(
+            "[topic_defaults]\nretention_items = 5000\n",
+            "topic_defaults.retention_items does nothing with log = \"file\"",
+        );
+        refused(
+            "log = \"memory\"\n[topic_defaults]\nretention_ms = 5\n",
+            "topic_defaults.retention_ms does nothing with log = \"memory\"",
+        );
+        refused("worker_threads = 100000\n", "at most 1024");
+        refused("tcp_keepalive_ms = 40000000\n", "at most 32767000");
+        // What each log acts on is taken.
+        ServerConfig::from_toml("[topic_defaults]\nretention_ms = 5\n", "x.toml").unwrap();
+        ServerConfig::from_toml(
+            "log = \"memory\"\n[topic_defaults]\nretention_items = 5\n",
+            "x.toml",
+        )
+        .unwrap();
+        ServerConfig::from_toml(
+            "worker_threads = 1024\ntcp_keepalive_ms = 32767000\n",
+            "x.toml",
+        )
+        .unwrap();
     }
 
     #[test]

@@ -695,6 +695,15 @@ async fn options_given_at_creation_go_over_the_server_defaults() {
             "{body}: {err}"
         );
     }
+    // A body that does not decompress is a bad request, not one too large.
+    let r = c
+        .put(format!("{base}/topics/bad"))
+        .header("content-encoding", "gzip")
+        .body("notgzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     let r = c.get(format!("{base}/topics/bad")).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
 }

@@ -175,7 +175,19 @@ pub async fn alter(
 
 /// The body of a `PUT` or `PATCH` of topic options, up to 64 KiB.
 async fn options_body(body: Body) -> Result<axum::body::Bytes, ApiError> {
-    axum::body::to_bytes(body, 64 << 10)
-        .await
-        .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "topic options over 64 KiB"))
+    axum::body::to_bytes(body, 64 << 10).await.map_err(|e| {
+        // Over the limit is 413; anything else (a body that does not decompress, a
+        // connection cut) is the request's fault too, but not its size.
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(&e);
+        let mut too_big = false;
+        while let Some(c) = cause {
+            too_big |= c.is::<http_body_util::LengthLimitError>();
+            cause = c.source();
+        }
+        if too_big {
+            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "topic options over 64 KiB")
+        } else {
+            ApiError::bad_request(format!("cannot read the topic options: {e}"))
+        }
+    })
 }

@@ -25,7 +25,8 @@
 //! read per item per subscriber.
 //!
 //! Limits worth knowing:
-//! - Only one `FileLog` may have a directory open at a time; nothing enforces that yet.
+//! - Only one `FileLog` may have a directory open at a time; the server's registry makes
+//!   sure of it by locking the whole data directory (`topic::LOCK_FILE`).
 //! - After a failed write or segment roll (a full disk), appends fail until one can be
 //!   made again: each later batch first cuts the active segment back to its last
 //!   whole record and retries. After a failed fsync the state of unsynced pages is
