@@ -102,6 +102,8 @@ pub struct Timeouts {
     pub http2_keepalive: Option<Duration>,
     /// TCP keepalive probes on a connection quiet for this long (every protocol).
     pub tcp_keepalive: Option<Duration>,
+    /// After shutdown begins, a connection still open this long is closed.
+    pub shutdown_grace: Option<Duration>,
 }
 
 /// Turns on TCP keepalive: probes after `idle` of quiet, 4 of them `idle / 4` apart
@@ -302,6 +304,9 @@ impl Connection {
         let mut first = pin!(first);
         let mut awaiting_first = timeouts.header_read.is_some();
         let mut stopping = false;
+        // Armed when shutdown begins: the end of the connection's grace.
+        let grace = tokio::time::sleep(Duration::MAX);
+        let mut grace = pin!(grace);
         loop {
             tokio::select! {
                 r = conn.as_mut() => {
@@ -316,6 +321,13 @@ impl Connection {
                 _ = stop.wait_for(|s| *s), if !stopping => {
                     stopping = true;
                     conn.as_mut().graceful_shutdown();
+                    if let Some(g) = timeouts.shutdown_grace {
+                        grace.as_mut().reset(tokio::time::Instant::now() + g);
+                    }
+                }
+                () = grace.as_mut(), if stopping && timeouts.shutdown_grace.is_some() => {
+                    tracing::debug!(peer = %self.peer, "shutdown grace over: closing the connection");
+                    break;
                 }
                 () = first.as_mut(), if awaiting_first => {
                     awaiting_first = false;

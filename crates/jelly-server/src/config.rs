@@ -133,6 +133,11 @@ pub struct ServerConfig {
     /// request holds a connection (and a file descriptor) for ever (slowloris).
     /// 0: no limit.
     pub header_read_timeout_ms: u64,
+    /// On shutdown (SIGTERM, Ctrl-C), how long connections get, in milliseconds, to
+    /// finish the requests they are in (publishes are answered, subscriptions told)
+    /// before they are closed regardless; a client that stalls a request (a body
+    /// that never comes) cannot hold the server up for longer. 0: wait for them.
+    pub shutdown_grace_ms: u64,
     /// Longest pause, in milliseconds, in the body of an atomic publish (`POST
     /// /topics/{name}/items`): no body bytes for this long is answered with 408.
     /// Long-lived bodies (a streaming publish, WebSocket, gRPC) are not bounded by it:
@@ -333,6 +338,7 @@ impl Default for ServerConfig {
             fanout_ring_bytes: 4 << 20,
             cors_origins: Vec::new(),
             header_read_timeout_ms: 30_000,
+            shutdown_grace_ms: 10_000,
             body_read_timeout_ms: 60_000,
             body_min_bytes_per_s: 1024,
             http2_keepalive_ms: 60_000,
@@ -546,6 +552,11 @@ impl ServerConfig {
             }
         }
         Ok(())
+    }
+
+    /// [`ServerConfig::shutdown_grace_ms`], `None` when off.
+    pub fn shutdown_grace(&self) -> Option<std::time::Duration> {
+        millis(self.shutdown_grace_ms)
     }
 
     /// [`ServerConfig::header_read_timeout_ms`], `None` when off.

@@ -99,6 +99,7 @@ impl Server {
                 header_read: state.config.header_read_timeout(),
                 http2_keepalive: state.config.http2_keepalive(),
                 tcp_keepalive: state.config.tcp_keepalive(),
+                shutdown_grace: state.config.shutdown_grace(),
             },
         };
         let tls = acceptor.tls.is_some();

@@ -640,3 +640,44 @@ async fn accepted_connections_get_tcp_keepalive_unless_it_is_off() {
         srv.shutdown().await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_stalled_topic_options_body_gets_408_and_cannot_hold_up_shutdown() {
+    // PUT/PATCH bodies have the publish body's pause limit.
+    let srv = start_short_paced(0).await;
+    let mut tcp = TcpStream::connect(srv.local_addr()).await.unwrap();
+    tcp.write_all(b"PUT /topics/x HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        .await
+        .unwrap();
+    let got = read_until_closed(&mut tcp, Duration::from_secs(5))
+        .await
+        .expect("answered and closed");
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("topic options did not arrive"), "{text}");
+    srv.shutdown().await.unwrap();
+
+    // With no body limit at all, shutdown still ends: the connection gets a grace.
+    let c = ServerConfig {
+        body_read_timeout_ms: 0,
+        shutdown_grace_ms: 300,
+        ..ServerConfig::ephemeral()
+    };
+    let srv = Server::start(c).await.unwrap();
+    let mut tcp = TcpStream::connect(srv.local_addr()).await.unwrap();
+    tcp.write_all(b"PUT /topics/x HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        .await
+        .unwrap();
+    // The request is being read when shutdown begins.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    tokio::time::timeout(Duration::from_secs(30), srv.shutdown())
+        .await
+        .expect("shutdown waited for a stalled request")
+        .unwrap();
+    assert!(
+        read_until_closed(&mut tcp, Duration::from_secs(5))
+            .await
+            .is_some(),
+        "the stalled connection is closed"
+    );
+}

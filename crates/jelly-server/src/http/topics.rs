@@ -137,7 +137,7 @@ pub async fn create(
     Path(name): Path<String>,
     body: Body,
 ) -> Result<impl IntoResponse, ApiError> {
-    let body = options_body(body).await?;
+    let body = options_body(body, s.config.body_read_timeout()).await?;
     let options = if body.iter().all(|b| b.is_ascii_whitespace()) {
         None
     } else {
@@ -165,7 +165,7 @@ pub async fn alter(
     Path(name): Path<String>,
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
-    let body = options_body(body).await?;
+    let body = options_body(body, s.config.body_read_timeout()).await?;
     let change = RetentionChange::from_json(&body)
         .map_err(|e| ApiError::bad_request(format!("bad topic options change: {e}")))?;
     // The options file is synced, and retention may delete segments.
@@ -173,9 +173,26 @@ pub async fn alter(
     Ok(Json(describe_json(&t)))
 }
 
-/// The body of a `PUT` or `PATCH` of topic options, up to 64 KiB.
-async fn options_body(body: Body) -> Result<axum::body::Bytes, ApiError> {
-    axum::body::to_bytes(body, 64 << 10).await.map_err(|e| {
+/// The body of a `PUT` or `PATCH` of topic options, up to 64 KiB, within `timeout`
+/// (`body_read_timeout_ms`: a client that never sends it holds nothing for ever).
+async fn options_body(
+    body: Body,
+    timeout: Option<std::time::Duration>,
+) -> Result<axum::body::Bytes, ApiError> {
+    let read = axum::body::to_bytes(body, 64 << 10);
+    let read = match timeout {
+        Some(t) => tokio::time::timeout(t, read).await.map_err(|_| {
+            ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the topic options did not arrive within {} ms",
+                    t.as_millis()
+                ),
+            )
+        })?,
+        None => read.await,
+    };
+    read.map_err(|e| {
         // Over the limit is 413; anything else (a body that does not decompress, a
         // connection cut) is the request's fault too, but not its size.
         let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(&e);
