@@ -289,6 +289,8 @@ async fn publish_text_formats_and_subscribe_in_each_format() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::NOT_ACCEPTABLE);
     assert_eq!(r.headers()["vary"], "accept");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["offered"].as_array().map(Vec::len), Some(3), "{body}");
     // A type the server never offers: the answer lists only the types this topic can
     // be served in.
     let r = c
@@ -506,6 +508,20 @@ async fn long_poll_pages_and_waits() {
     assert_eq!(r.headers()["x-jelly-next-offset"], "6");
     assert!(t0.elapsed() >= Duration::from_millis(190));
     assert!(r.bytes().await.unwrap().is_empty());
+
+    // A HEAD gets the page's headers, and delivers (and counts) nothing.
+    let before = describe(&c, &base, "p").await;
+    let r = c
+        .head(format!("{base}/topics/p/poll?from=0&max_items=5"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["x-jelly-items"], "5");
+    assert!(r.bytes().await.unwrap().is_empty());
+    let after = describe(&c, &base, "p").await;
+    assert_eq!(after["items_out"], before["items_out"], "{after}");
+    assert_eq!(after["bytes_out"], before["bytes_out"], "{after}");
     srv.shutdown().await.unwrap();
 }
 

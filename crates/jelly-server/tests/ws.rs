@@ -431,6 +431,9 @@ async fn ws_refusals_before_the_upgrade() {
         .await
         .unwrap();
     assert_eq!(r.status(), 426);
+    // What to upgrade to (RFC 9110 §15.5.22, RFC 6455 §4.2.2).
+    assert_eq!(r.headers()["upgrade"], "websocket");
+    assert_eq!(r.headers()["sec-websocket-version"], "13");
     let v: Value = r.json().await.unwrap();
     assert!(v["error"].as_str().unwrap().contains("WebSocket"), "{v}");
     srv.shutdown().await.unwrap();

@@ -16,6 +16,8 @@ pub struct ApiError {
     /// The request headers the answer depended on (a `Vary` header), for answers
     /// such as a 406 that a cache must not reuse for a request with other headers.
     pub vary: Option<&'static str>,
+    /// More headers of the answer (a 426's `Upgrade`).
+    pub headers: Vec<(header::HeaderName, &'static str)>,
 }
 
 impl ApiError {
@@ -24,7 +26,14 @@ impl ApiError {
             status,
             body: json!({ "error": message.into() }),
             vary: None,
+            headers: Vec::new(),
         }
+    }
+
+    /// Adds a header to the answer.
+    pub fn with_header(mut self, name: header::HeaderName, value: &'static str) -> ApiError {
+        self.headers.push((name, value));
+        self
     }
 
     /// Names the request headers the answer depended on, sent as `Vary`.
@@ -71,6 +80,10 @@ impl IntoResponse for ApiError {
         if let Some(v) = self.vary {
             r.headers_mut()
                 .insert(header::VARY, HeaderValue::from_static(v));
+        }
+        for (name, value) in self.headers {
+            r.headers_mut()
+                .insert(name, HeaderValue::from_static(value));
         }
         r
     }

@@ -126,11 +126,7 @@ pub(super) fn pick_format(
                 Some(f) => f,
                 // Acceptable formats that cannot carry the topic get the reason below.
                 None => OutFormat::negotiate(accept, default, |_| true).ok_or_else(|| {
-                    let offered: Vec<&str> = OutFormat::ALL
-                        .into_iter()
-                        .filter(|f| f.fits(&options))
-                        .map(OutFormat::content_type)
-                        .collect();
+                    let offered = offered(&options);
                     ApiError::new(
                         StatusCode::NOT_ACCEPTABLE,
                         format!(
@@ -153,7 +149,9 @@ pub(super) fn pick_format(
                 t.name,
                 f.content_type()
             ),
-        );
+        )
+        // As every 406 does: what the topic can be served in.
+        .with("offered", offered(&t.options()));
         // Chosen by `Accept` when no `?format=` was given.
         return Err(if format.is_none() {
             err.varying_on("accept")
@@ -274,6 +272,8 @@ struct PollPage {
     encoding: Encoding,
     topic: Arc<Topic>,
     metrics: Arc<crate::metrics::Metrics>,
+    /// Whether the body is sent (not for `HEAD`), so counted as delivered.
+    counted: bool,
     started: bool,
     done: bool,
 }
@@ -306,8 +306,10 @@ impl PollPage {
             out.extend_from_slice(&self.stitcher.trailer());
         }
         let n = out.len() as u64;
-        self.topic.stats.bytes_out.fetch_add(n, Ordering::Relaxed);
-        self.metrics.bytes_out.fetch_add(n, Ordering::Relaxed);
+        if self.counted {
+            self.topic.stats.bytes_out.fetch_add(n, Ordering::Relaxed);
+            self.metrics.bytes_out.fetch_add(n, Ordering::Relaxed);
+        }
         Ok(bytes::Bytes::from(out))
     }
 }
@@ -551,8 +553,11 @@ pub async fn poll(
     Path(name): Path<String>,
     JsonQuery(q): JsonQuery<PollQuery>,
     JsonQuery(fq): JsonQuery<FilterParams>,
+    method: axum::http::Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    // A `HEAD` answers the same headers, but nothing is delivered: not counted.
+    let counted = method != axum::http::Method::HEAD;
     let t = topic(&s, &name, q.topic_id.as_deref())?;
     let format = pick_format(&t, q.format.as_deref(), &headers, OutFormat::Jelly)?;
     let mode = pick_mode(q.mode.as_deref())?;
@@ -632,8 +637,10 @@ pub async fn poll(
         next = next.max(last.offset + 1);
     }
     let n = items.len() as u64;
-    t.stats.items_out.fetch_add(n, Ordering::Relaxed);
-    s.metrics.items_out.fetch_add(n, Ordering::Relaxed);
+    if counted {
+        t.stats.items_out.fetch_add(n, Ordering::Relaxed);
+        s.metrics.items_out.fetch_add(n, Ordering::Relaxed);
+    }
     let encoding = pick_encoding(&headers);
     let mut page = PollPage {
         items: items.into_iter(),
@@ -642,6 +649,7 @@ pub async fn poll(
         encoding,
         topic: t.clone(),
         metrics: s.metrics.clone(),
+        counted,
         started: false,
         done: false,
     };
@@ -683,4 +691,13 @@ pub async fn poll(
     h.insert("x-jelly-topic-id", topic_id_header(&t));
     h.insert("x-jelly-items", offset_header(n));
     Ok(r)
+}
+
+/// The media types a topic with `options` can be served in (a 406's `offered`).
+fn offered(options: &crate::topic::TopicOptions) -> Vec<&'static str> {
+    OutFormat::ALL
+        .into_iter()
+        .filter(|f| f.fits(options))
+        .map(OutFormat::content_type)
+        .collect()
 }

@@ -70,12 +70,16 @@ const MAX_SUBSCRIBER_MESSAGE: usize = 64 << 10;
 /// How long to wait for the peer's close frame after ours.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
-/// Refused upgrades (a plain GET, a bad handshake) answer 426 with a JSON error.
+/// Refused upgrades (a plain GET, a bad handshake) answer 426 with a JSON error, and
+/// the headers that say what to upgrade to: `Upgrade: websocket` (RFC 9110 §15.5.22)
+/// and the version this server speaks (RFC 6455 §4.2.2).
 fn upgrade_required(e: WebSocketUpgradeRejection) -> ApiError {
     ApiError::new(
         StatusCode::UPGRADE_REQUIRED,
         format!("this endpoint needs a WebSocket upgrade: {e}"),
     )
+    .with_header(axum::http::header::UPGRADE, "websocket")
+    .with_header(axum::http::header::SEC_WEBSOCKET_VERSION, "13")
 }
 
 /// A close frame; the reason is cut to the 123 bytes a close frame can hold.
