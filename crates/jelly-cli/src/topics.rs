@@ -311,7 +311,14 @@ pub fn run(a: &TopicsArgs, quiet: bool) -> CliResult {
             let v = expect_success(topic, call(s, reqwest::Method::DELETE, &path, None)?)?;
             print_json(&v)?;
             if !quiet {
-                eprintln!("jelly topics: `{topic}` deleted (it held {})", held(&v));
+                if v["was_unavailable"] == true {
+                    // Its log could not be opened, so what it held is not known.
+                    eprintln!(
+                        "jelly topics: `{topic}` deleted (it was unavailable; its files are removed)"
+                    );
+                } else {
+                    eprintln!("jelly topics: `{topic}` deleted (it held {})", held(&v));
+                }
             }
             Ok(())
         }

@@ -1120,6 +1120,32 @@ fn subscribe_stops_with_an_error_when_its_topic_is_deleted() {
 }
 
 #[test]
+fn deleting_an_unavailable_topic_says_so() {
+    let dir = temp_dir("unavail");
+    let data = dir.join("data");
+    let srv = ServeProc::start(&data);
+    let s = srv.url.clone();
+    for i in 0..2 {
+        let nt = format!("<http://ex.org/s> <http://ex.org/p> \"{i}\" .\n");
+        ok(
+            &["publish", "t", "-", "--server", &s, "--in-format", "nt"],
+            Some(nt.as_bytes()),
+        );
+    }
+    assert_eq!(srv.stop(), 0);
+    // A damaged first record with a whole one after it: not a torn tail, so the
+    // topic is unavailable after the restart.
+    let seg = data.join("t").join("log").join("00000000000000000000.seg");
+    let mut bytes = std::fs::read(&seg).unwrap();
+    bytes[20] ^= 0xff;
+    std::fs::write(&seg, bytes).unwrap();
+    let srv = ServeProc::start(&data);
+    let r = ok(&["topics", "delete", "t", "--server", &srv.url], None);
+    assert!(r.stderr.contains("it was unavailable"), "{}", r.stderr);
+    assert!(!r.stderr.contains("no items"), "{}", r.stderr);
+}
+
+#[test]
 fn topics_lists_describes_creates_alters_and_deletes() {
     let dir = temp_dir("topics");
     let srv = ServeProc::start(&dir.join("data"));
