@@ -603,6 +603,15 @@ fn apply_set(table: &mut toml::Table, set: &str) -> Result<(), String> {
             .ok_or_else(|| "the value must be one TOML value".to_string())?,
         Ok(_) => return Err("the value must be one TOML value".into()),
         Err(_) if value.contains('\n') => return Err("the value must be one line".into()),
+        // TOML integers are 64-bit signed: a larger one would otherwise be taken for a
+        // bare word (a string) and refused as the wrong type.
+        Err(_) if value.parse::<u64>().is_ok() => {
+            return Err(format!(
+                "{value} is above the largest number --set takes ({}); put it in the \
+                 configuration file",
+                i64::MAX
+            ));
+        }
         Err(_) => toml::Value::String(value.to_string()),
     };
     let parts = key_path(key.trim())?;
@@ -719,6 +728,9 @@ mod tests {
                 .unwrap_err()
                 .to_string()
         };
+        // A number beyond TOML's integers is named as such, not as a wrong type.
+        let e = error("", &["busy_poll_idle_ms=18446744073709551615"]);
+        assert!(e.contains("above the largest number --set takes"), "{e}");
         // A setting may mend the file.
         let c = ServerConfig::from_toml_with(
             "durability = \"bogus\"\nbusy_poll = true\nworker_threads = 4\n",
