@@ -112,7 +112,8 @@ impl OutFormat {
             let mut q = 1.0f32;
             for p in it {
                 if let Some(v) = p.trim().strip_prefix("q=") {
-                    q = v.trim().parse().unwrap_or(0.0);
+                    // A weight that is not a qvalue (`NaN`, `1.5`) rules the range out.
+                    q = crate::compress::qvalue(v.trim()).map_or(0.0, |t| f32::from(t) / 1000.0);
                 }
             }
             for (i, f) in Self::ALL.into_iter().enumerate() {
@@ -940,6 +941,19 @@ mod tests {
             Some(OutFormat::TriG)
         );
         assert_eq!(n(Some("*/*;q=0")), None);
+        // Weights that are not qvalues rule their range out rather than rank it
+        // (`NaN` and `inf` parse as floats; `1.5` is over 1).
+        for bad in ["NaN", "inf", "1.5", "-1", ".5"] {
+            let a = format!("application/n-quads;q={bad}, application/trig;q=0.1");
+            let got = OutFormat::negotiate(Some(&a), OutFormat::Jelly, |_| true);
+            assert_eq!(got, Some(OutFormat::TriG), "q={bad}");
+        }
+        assert_eq!(
+            n(Some(
+                "application/n-quads;q=0.999, application/trig;q=1.000"
+            )),
+            Some(OutFormat::TriG)
+        );
     }
 
     #[test]

@@ -21,7 +21,7 @@ const SERVER_PREFERENCE: [Encoding; 3] = [Encoding::Zstd, Encoding::Brotli, Enco
 
 /// q-values in thousandths (RFC 9110 allows at most three decimals), so they
 /// compare exactly.
-type QValue = u16;
+pub(crate) type QValue = u16;
 const Q_MAX: QValue = 1000;
 
 impl Encoding {
@@ -187,8 +187,9 @@ fn parse_entry(entry: &str) -> Option<(Coding, QValue)> {
     Some((coding, q))
 }
 
-/// `qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] )`, in thousandths.
-fn parse_qvalue(s: &str) -> Option<QValue> {
+/// `qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] )`, in thousandths
+/// (RFC 9110 §12.4.2); `None` for anything else (`NaN`, `1.5`, `-1`, `.5`).
+pub(crate) fn parse_qvalue(s: &str) -> Option<QValue> {
     let (int, frac) = s.split_once('.').unwrap_or((s, ""));
     if frac.len() > 3 || !frac.bytes().all(|b| b.is_ascii_digit()) {
         return None;

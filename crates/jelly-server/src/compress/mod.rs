@@ -49,6 +49,7 @@ use std::cell::RefCell;
 use bytes::Bytes;
 
 pub use encoding::Encoding;
+pub(crate) use encoding::parse_qvalue as qvalue;
 
 /// One batch of output, compressed independently of every other block.
 #[derive(Debug, Clone)]

@@ -45,11 +45,37 @@ pub const TOPIC_ID_METADATA: &str = "x-jelly-topic-id";
 
 /// An ASCII metadata value, if present.
 pub(crate) fn ascii_metadata(md: &MetadataMap, key: &str) -> Result<Option<String>, Status> {
+    // Given twice, which one the client meant is not known (HTTP's query parameters
+    // given twice are refused too).
+    if md.get_all(key).iter().nth(1).is_some() {
+        return Err(Status::invalid_argument(format!(
+            "metadata {key} is given more than once"
+        )));
+    }
     match md.get(key) {
         None => Ok(None),
         Some(v) => v
             .to_str()
             .map(|s| Some(s.to_string()))
             .map_err(|_| Status::invalid_argument(format!("metadata {key} is not visible ASCII"))),
+    }
+}
+
+#[cfg(test)]
+mod metadata_tests {
+    use super::*;
+
+    #[test]
+    fn metadata_given_twice_is_refused() {
+        let mut md = MetadataMap::new();
+        md.append(FROM_METADATA, "3".parse().unwrap());
+        assert_eq!(
+            ascii_metadata(&md, FROM_METADATA).unwrap().as_deref(),
+            Some("3")
+        );
+        md.append(FROM_METADATA, "latest".parse().unwrap());
+        let e = ascii_metadata(&md, FROM_METADATA).unwrap_err();
+        assert_eq!(e.code(), tonic::Code::InvalidArgument);
+        assert!(e.message().contains("more than once"), "{}", e.message());
     }
 }
