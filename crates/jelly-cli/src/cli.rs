@@ -238,8 +238,24 @@ pub enum FramePer {
     Frame,
 }
 
+/// RDF-STaX's IRIs of the logical types (as the JVM jelly-cli takes them), by the
+/// name [`LogicalType::parse`] reads.
+const STAX_TYPES: [(&str, &str); 7] = [
+    ("flatTripleStream", "flat-triples"),
+    ("flatQuadStream", "flat-quads"),
+    ("graphStream", "graphs"),
+    ("datasetStream", "datasets"),
+    ("subjectGraphStream", "subject-graphs"),
+    ("namedGraphStream", "named-graphs"),
+    ("timestampedNamedGraphStream", "timestamped-named-graphs"),
+];
+
 fn parse_logical(s: &str) -> Result<LogicalType, String> {
-    LogicalType::parse(s).ok_or_else(|| {
+    let stax = s
+        .strip_prefix("https://w3id.org/stax/ontology#")
+        .and_then(|local| STAX_TYPES.iter().find(|(iri, _)| *iri == local))
+        .map(|(_, name)| *name);
+    LogicalType::parse(stax.unwrap_or(s)).ok_or_else(|| {
         format!(
             "unknown logical type `{s}` (flat-triples, flat-quads, graphs, datasets, \
              subject-graphs, named-graphs, timestamped-named-graphs, or a number)"
@@ -257,7 +273,12 @@ pub struct StreamOptionArgs {
     #[arg(long = "options-from", value_name = "FILE.jelly")]
     pub options_from: Option<String>,
     /// Physical stream type.
-    #[arg(long = "opt.physical-type", value_enum, value_name = "TYPE")]
+    #[arg(
+        long = "opt.physical-type",
+        value_enum,
+        ignore_case = true,
+        value_name = "TYPE"
+    )]
     pub physical_type: Option<PhysicalArg>,
     /// Logical stream type (flat-triples, flat-quads, graphs, datasets, subject-graphs, named-graphs, …).
     #[arg(long = "opt.logical-type", value_parser = parse_logical, value_name = "TYPE")]

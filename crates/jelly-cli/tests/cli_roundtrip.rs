@@ -658,3 +658,45 @@ fn carriage_returns_survive_rdfxml() {
         "CR",
     );
 }
+
+#[test]
+fn stream_types_take_the_jvm_cli_spellings() {
+    // As the JVM jelly-cli writes them: upper-case physical types and RDF-STaX IRIs.
+    let d = tmp("spellings");
+    let nt = d.join("a.nt");
+    std::fs::write(&nt, "<http://ex.org/s> <http://ex.org/p> \"o\" .\n").unwrap();
+    let out = d.join("a.jelly");
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&nt),
+            "--opt.physical-type",
+            "TRIPLES",
+            "--opt.logical-type",
+            "https://w3id.org/stax/ontology#flatTripleStream",
+            "-o",
+            s(&out),
+            "-q",
+        ],
+        None,
+    );
+    let r = ok(&["rdf", "inspect", s(&out)], None);
+    assert!(r.out().contains("physical_type: triples"), "{}", r.out());
+    assert!(
+        r.out().contains("logical_type: flat-triples"),
+        "{}",
+        r.out()
+    );
+    let r = jelly(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&nt),
+            "--opt.logical-type",
+            "https://w3id.org/stax/ontology#noSuchStream",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}
