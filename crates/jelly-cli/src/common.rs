@@ -59,6 +59,17 @@ pub fn apply_option_flags(mut o: StreamOptions, a: &StreamOptionArgs) -> StreamO
     if let Some(n) = &a.stream_name {
         o.stream_name = n.clone();
     }
+    if (a.physical_type.is_some() || a.logical_type.is_some())
+        && !o.logical_type.fits(o.physical_type)
+    {
+        // Written as asked (the spec does not forbid it), but readers may not expect it.
+        eprintln!(
+            "jelly: note: logical type {} with physical type {} is a combination the \
+             Jelly spec does not recommend; readers may refuse or misread it",
+            o.logical_type.name(),
+            o.physical_type.name()
+        );
+    }
     o
 }
 

@@ -666,7 +666,7 @@ fn stream_types_take_the_jvm_cli_spellings() {
     let nt = d.join("a.nt");
     std::fs::write(&nt, "<http://ex.org/s> <http://ex.org/p> \"o\" .\n").unwrap();
     let out = d.join("a.jelly");
-    ok(
+    let w = ok(
         &[
             "rdf",
             "to-jelly",
@@ -688,6 +688,7 @@ fn stream_types_take_the_jvm_cli_spellings() {
         "{}",
         r.out()
     );
+    assert!(!w.stderr.contains("not recommend"), "{}", w.stderr);
     let r = jelly(
         &[
             "rdf",
@@ -699,4 +700,26 @@ fn stream_types_take_the_jvm_cli_spellings() {
         None,
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
+    // A combination the spec marks as not supported: written, with a note (as the JVM
+    // jelly-cli warns).
+    let r = ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&nt),
+            "--opt.physical-type",
+            "triples",
+            "--opt.logical-type",
+            "datasets",
+            "-o",
+            s(&out),
+            "-q",
+        ],
+        None,
+    );
+    assert!(
+        r.stderr.contains("datasets with physical type triples"),
+        "{}",
+        r.stderr
+    );
 }
