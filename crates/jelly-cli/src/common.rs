@@ -243,7 +243,17 @@ impl<W: Write> GroupingWriter<W> {
                 self.out_name,
                 WriteError::SecondFrameNonDelimited
             )),
-            WriteError::Encode(e) => CliError::invalid(format!("{at}: {e}")),
+            WriteError::Encode(e) => {
+                // What to turn on, for content the options leave out.
+                let hint = match &e {
+                    jelly::EncodeError::RdfStarNotEnabled(_) => " (use --opt.rdf-star)",
+                    jelly::EncodeError::GeneralizedNotEnabled { .. } => {
+                        " (use --opt.generalized-statements)"
+                    }
+                    _ => "",
+                };
+                CliError::invalid(format!("{at}: {e}{hint}"))
+            }
         }
     }
 

@@ -630,6 +630,20 @@ fn reader_limits_are_flags() {
 #[test]
 fn misread_inputs_are_explained() {
     let d = tmp("misread");
+    // A triple term in an RDF 1.2 file without --opt.rdf-star: the flag is named.
+    let tt = d.join("tt.nt");
+    std::fs::write(
+        &tt,
+        "<http://a/s> <http://a/p> <<( <http://a/x> <http://a/y> <http://a/z> )>> .\n",
+    )
+    .unwrap();
+    let r = jelly(&["rdf", "to-jelly", s(&tt), "-o", "/dev/null"], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("rdf_star is off (use --opt.rdf-star)"),
+        "{}",
+        r.stderr
+    );
     let bom = d.join("bom.nt");
     std::fs::write(&bom, b"\xEF\xBB\xBF<http://a/s> <http://a/p> \"x\" .\n").unwrap();
     let j = ok(&["rdf", "to-jelly", s(&bom)], None);
