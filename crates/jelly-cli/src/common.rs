@@ -304,9 +304,17 @@ impl<W: Write> GroupingWriter<W> {
         Ok(())
     }
 
-    /// Writes the last frame and returns the output.
-    pub fn finish(self) -> CliResult<W> {
+    /// Writes the last frame and returns the output. Unless `quiet`, a note on stderr
+    /// tells when a frame came out larger than readers accept by default (one large
+    /// statement or graph can make one), since the reader's error comes much later.
+    pub fn finish(mut self, quiet: bool) -> CliResult<W> {
         let name = self.out_name.clone();
+        // The last frame is written first so that it counts for the note (finish
+        // then writes nothing more: the frame it would end is empty).
+        self.end_group().map_err(|e| self.err(e, &name))?;
+        if !quiet && let Some(note) = crate::limits::frame_note(self.writer.largest_frame_bytes()) {
+            eprintln!("{note}");
+        }
         self.writer.finish().map_err(|e| match e {
             WriteError::Io(io) => CliError::io(&name, &io),
             other => CliError::invalid(format!("{name}: {other}")),

@@ -142,7 +142,7 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
     result?;
     match writer {
         Some(w) => w
-            .finish()?
+            .finish(quiet)?
             .finish()
             .map_err(|e| CliError::io(&out_name, &e)),
         // No input had a statement or options row (a stream's first row is its

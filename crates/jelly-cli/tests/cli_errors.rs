@@ -1226,3 +1226,49 @@ fn token_over_the_parser_buffer_is_invalid_input_with_advice() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("<stdin>: Is a directory"), "{err}");
 }
+
+/// A frame over the reader's frame limit is refused by every reading verb with an
+/// error that names `--max-frame-size`, and reads once the limit is raised.
+#[test]
+fn frame_limit_error_names_the_flag() {
+    let d = tmp("frame-limit");
+    let nt = d.join("two.nt");
+    std::fs::write(
+        &nt,
+        format!(
+            "<http://a/s> <http://a/p> \"{}\" .\n<http://a/s> <http://a/p> \"y\" .\n",
+            "x".repeat(2000)
+        ),
+    )
+    .unwrap();
+    let j = d.join("two.jelly");
+    let r = ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&nt),
+            "--frame-per",
+            "input",
+            "-o",
+            s(&j),
+        ],
+        None,
+    );
+    // A small frame is no reason for a note.
+    assert!(!r.stderr.contains("--max-frame-size"), "{}", r.stderr);
+    for verb in ["from-jelly", "inspect", "validate", "transcode"] {
+        let r = jelly(&["rdf", verb, s(&j), "--max-frame-size", "1000"], None);
+        assert_eq!(r.code, 1, "{verb}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("limit of 1000 bytes"),
+            "{verb}: {}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains("--max-frame-size"),
+            "{verb}: {}",
+            r.stderr
+        );
+        ok(&["rdf", verb, s(&j), "--max-frame-size", "100000"], None);
+    }
+}
