@@ -266,6 +266,37 @@ impl<W: Write> GroupingWriter<W> {
         self.writer.add(st).map_err(|e| self.err(e, &at()))
     }
 
+    /// Writes graph `g` with no statements in it: a `graph_start` row right after a
+    /// `graph_end` (closing the open graph first), for GRAPHS output only. Statements
+    /// alone cannot carry an empty graph (the writer opens graphs as statements come),
+    /// and the spec allows one in GRAPHS streams; TRIPLES and QUADS have no way to
+    /// write it, so nothing is written for them. With `--frame-per graph` it starts a
+    /// frame of its own, as a graph of statements would.
+    pub fn empty_graph(&mut self, g: TermRef<'_>, at: &dyn Fn() -> String) -> CliResult {
+        if self.writer.encoder().options().physical_type != PhysicalType::Graphs {
+            return Ok(());
+        }
+        let mut owned = g.to_owned();
+        if let Some(prefix) = &self.bnode_prefix {
+            prefix_blank_nodes(&mut owned, prefix);
+        }
+        if self.frame_per == Some(FramePer::Graph) {
+            if self.last_graph.is_some() && self.last_graph.as_ref() != Some(&owned) {
+                self.end_group().map_err(|e| self.err(e, &at()))?;
+            }
+            self.last_graph = Some(owned.clone());
+        }
+        let enc = self.writer.encoder();
+        let r = (|| {
+            if enc.graph_open() {
+                enc.end_graph()?;
+            }
+            enc.start_graph(owned.as_ref())?;
+            enc.end_graph()
+        })();
+        r.map_err(|e| self.err(WriteError::Encode(e), &at()))
+    }
+
     /// True if namespace declarations are written.
     pub fn ns_enabled(&self) -> bool {
         self.ns_enabled
