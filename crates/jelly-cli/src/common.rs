@@ -287,6 +287,37 @@ impl<W: Write> GroupingWriter<W> {
         self.writer.add(st).map_err(|e| self.err(e, &at()))
     }
 
+    /// Writes graph `g` with no statements in it: a `graph_start` row right after a
+    /// `graph_end` (closing the open graph first), for GRAPHS output only. Statements
+    /// alone cannot carry an empty graph (the writer opens graphs as statements come),
+    /// and the spec allows one in GRAPHS streams; TRIPLES and QUADS have no way to
+    /// write it, so nothing is written for them. With `--frame-per graph` it starts a
+    /// frame of its own, as a graph of statements would.
+    pub fn empty_graph(&mut self, g: TermRef<'_>, at: &dyn Fn() -> String) -> CliResult {
+        if self.writer.encoder().options().physical_type != PhysicalType::Graphs {
+            return Ok(());
+        }
+        let mut owned = g.to_owned();
+        if let Some(prefix) = &self.bnode_prefix {
+            prefix_blank_nodes(&mut owned, prefix);
+        }
+        if self.frame_per == Some(FramePer::Graph) {
+            if self.last_graph.is_some() && self.last_graph.as_ref() != Some(&owned) {
+                self.end_group().map_err(|e| self.err(e, &at()))?;
+            }
+            self.last_graph = Some(owned.clone());
+        }
+        let enc = self.writer.encoder();
+        let r = (|| {
+            if enc.graph_open() {
+                enc.end_graph()?;
+            }
+            enc.start_graph(owned.as_ref())?;
+            enc.end_graph()
+        })();
+        r.map_err(|e| self.err(WriteError::Encode(e), &at()))
+    }
+
     /// True if namespace declarations are written.
     pub fn ns_enabled(&self) -> bool {
         self.ns_enabled
@@ -325,9 +356,17 @@ impl<W: Write> GroupingWriter<W> {
         Ok(())
     }
 
-    /// Writes the last frame and returns the output.
-    pub fn finish(self) -> CliResult<W> {
+    /// Writes the last frame and returns the output. Unless `quiet`, a note on stderr
+    /// tells when a frame came out larger than readers accept by default (one large
+    /// statement or graph can make one), since the reader's error comes much later.
+    pub fn finish(mut self, quiet: bool) -> CliResult<W> {
         let name = self.out_name.clone();
+        // The last frame is written first so that it counts for the note (finish
+        // then writes nothing more: the frame it would end is empty).
+        self.end_group().map_err(|e| self.err(e, &name))?;
+        if !quiet && let Some(note) = crate::limits::frame_note(self.writer.largest_frame_bytes()) {
+            eprintln!("{note}");
+        }
         self.writer.finish().map_err(|e| match e {
             WriteError::Io(io) => CliError::io(&name, &io),
             other => CliError::invalid(format!("{name}: {other}")),

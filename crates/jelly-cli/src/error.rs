@@ -61,6 +61,10 @@ impl std::error::Error for CliError {}
 /// Result of a command.
 pub type CliResult<T = ()> = Result<T, CliError>;
 
+/// What a frame-limit error adds: the limit is this reader's choice, not the
+/// stream's fault, so it says how to raise it.
+pub const FRAME_LIMIT_HINT: &str = " (to read it, raise the limit with --max-frame-size BYTES)";
+
 /// Formats a decoding error as `FILE:frame N:row M: message`.
 pub fn decode_error(file: &str, e: &jelly::DecodeError) -> CliError {
     let mut s = format!("{file}:frame {}", e.frame);
@@ -72,6 +76,12 @@ pub fn decode_error(file: &str, e: &jelly::DecodeError) -> CliError {
     }
     s.push_str(": ");
     s.push_str(&e.kind.to_string());
+    if matches!(
+        e.kind,
+        jelly::DecodeErrorKind::FrameTooLarge { .. } | jelly::DecodeErrorKind::QuotedTooLarge(_)
+    ) {
+        s.push_str(FRAME_LIMIT_HINT);
+    }
     if let jelly::DecodeErrorKind::Io(io) = &e.kind {
         // Decompression failures and unreadable input are I/O errors, but they mean the
         // input is not a valid stream.

@@ -10,7 +10,7 @@ use jelly_proto::fields::{entry, frame as ff, row};
 use jelly_proto::wire::{Reader, WireType};
 
 use crate::cli::InspectArgs;
-use crate::error::{CliError, CliResult, decode_error, not_jelly_hint};
+use crate::error::{CliError, CliResult, FRAME_LIMIT_HINT, decode_error, not_jelly_hint};
 use crate::io::{Progress, display_name, open_input, open_output};
 use crate::report::{Value, around_top_list, map};
 
@@ -65,7 +65,7 @@ impl<R: BufRead> RawFrames<R> {
                 .map_err(|e| e.to_string())?;
             if buf.len() as u64 > self.max {
                 return Err(format!(
-                    "frame {index} (byte {}): larger than {} bytes",
+                    "frame {index} (byte {}): larger than {} bytes{FRAME_LIMIT_HINT}",
                     self.offset, self.max
                 ));
             }
@@ -103,7 +103,8 @@ impl<R: BufRead> RawFrames<R> {
         self.offset += n;
         if len > self.max {
             return Err(format!(
-                "frame {index} (byte {prefix_at}): {len} bytes exceeds the limit of {} bytes",
+                "frame {index} (byte {prefix_at}): {len} bytes exceeds the limit of {} bytes\
+                 {FRAME_LIMIT_HINT}",
                 self.max
             ));
         }

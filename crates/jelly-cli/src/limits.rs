@@ -49,6 +49,25 @@ pub fn writer_note(o: &StreamOptions) -> Option<String> {
     )
 }
 
+/// A note for the user when a writer wrote a frame of `largest` bytes, more than
+/// readers accept by default (this tool without `--max-frame-size`), or `None`.
+///
+/// ```
+/// use jelly_cli::limits::frame_note;
+/// assert_eq!(frame_note(64 << 20), None);
+/// let n = frame_note(70_000_071).unwrap();
+/// assert!(n.contains("70000071 bytes") && n.contains("--max-frame-size 70000071"), "{n}");
+/// ```
+pub fn frame_note(largest: u64) -> Option<String> {
+    let cap = DecoderOptions::default().max_frame_bytes;
+    (largest > cap).then(|| {
+        format!(
+            "note: the output has a frame of {largest} bytes; readers with default limits \
+             refuse frames over {cap} bytes (jelly: read it with --max-frame-size {largest})"
+        )
+    })
+}
+
 /// [`writer_note`] for any stream's table sizes (Jelly-RDF or Jelly-Patch).
 pub fn table_note(name: u32, prefix: u32, datatype: u32) -> Option<String> {
     let d = DecoderOptions::default();
@@ -68,4 +87,20 @@ pub fn table_note(name: u32, prefix: u32, datatype: u32) -> Option<String> {
             over.join(", a ")
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_note_only_past_the_default_reader_limit_and_names_the_flag() {
+        let cap = DecoderOptions::default().max_frame_bytes;
+        assert_eq!(frame_note(0), None);
+        assert_eq!(frame_note(cap), None);
+        let n = frame_note(cap + 1).expect("a note past the cap");
+        assert!(n.contains(&format!("frame of {} bytes", cap + 1)), "{n}");
+        assert!(n.contains(&format!("over {cap} bytes")), "{n}");
+        assert!(n.contains(&format!("--max-frame-size {}", cap + 1)), "{n}");
+    }
 }

@@ -2,7 +2,9 @@
 //! RDF/XML, JSON-LD, and N-Triples/N-Quads where jelly's own parser is not used), with
 //! errors that name the file and the line and column.
 
-use std::io::Read;
+use std::cell::Cell;
+use std::io::{self, Read};
+use std::rc::Rc;
 
 use jelly::input_check::CheckedReader;
 use jelly::text_nesting::NestingScanner;
@@ -31,9 +33,13 @@ use crate::format::Format;
 /// assert!(e.message.starts_with("in.rdf:3:"), "{}", e.message);
 /// ```
 pub enum RdfSource<R: Read> {
-    /// Any syntax but RDF/XML. (Both parsers are boxed: they are large, and made
-    /// once per input.)
-    Oxrdfio(Box<oxrdfio::ReaderQuadParser<Guarded<R>>>),
+    /// Any syntax but RDF/XML, with the count of bytes the parser has read. (Both
+    /// parsers are boxed: they are large, and made once per input.)
+    Oxrdfio {
+        parser: Box<oxrdfio::ReaderQuadParser<Counted<Guarded<R>>>>,
+        read: Rc<Cell<u64>>,
+        format: Format,
+    },
     /// RDF/XML, through a tracker of line and column.
     RdfXml {
         parser: Box<ReaderRdfXmlParser<PositionTracker<CheckedReader<R, XmlGuard>>>>,
@@ -56,6 +62,48 @@ impl<R: Read> Read for Guarded<R> {
             Guarded::Plain(r) => r.read(buf),
         }
     }
+}
+
+/// A reader that counts the bytes it passes on, so that an error of the parser above
+/// it that tells no position can still say how far into the input it was.
+pub struct Counted<R> {
+    inner: R,
+    read: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.set(self.read.get() + n as u64);
+        Ok(n)
+    }
+}
+
+/// The buffer of the Turtle-family and JSON parsers under oxrdfio (oxttl's and
+/// json-event-parser's `MAX_BUFFER_SIZE`): a token must fit in it whole.
+const PARSER_BUFFER: u64 = 16 << 20;
+
+/// Whether `io` is the parser's own refusal of a token that does not fit in its
+/// buffer, rather than an error of reading the input. oxttl and json-event-parser
+/// report it as an I/O error of kind `OutOfMemory` with this text; the text is checked
+/// too, so that a real out-of-memory read error stays an I/O error.
+fn is_parser_buffer_full(io: &io::Error) -> bool {
+    io.kind() == io::ErrorKind::OutOfMemory
+        && io.to_string().contains("Reached the buffer maximal size")
+}
+
+/// The error for a token too long for the parser's buffer, `read` bytes into input
+/// `name` of `format`: the buffer held the bytes from `read - 16 MiB` on when it
+/// filled, so the token starts there or later.
+fn parser_buffer_full(name: &str, format: &str, read: u64) -> CliError {
+    let from = read.saturating_sub(PARSER_BUFFER);
+    CliError::invalid(format!(
+        "{name}: byte {from}: a token (IRI, literal, …) starting at or after this byte does \
+         not fit in the {format} parser's buffer of {} MiB, which holds a token whole; \
+         write the data as N-Triples or N-Quads instead (lines up to {} MiB)",
+        PARSER_BUFFER >> 20,
+        crate::common::MAX_LINE >> 20
+    ))
 }
 
 impl<R: Read> RdfSource<R> {
@@ -92,13 +140,26 @@ impl<R: Read> RdfSource<R> {
             }
             _ => Guarded::Plain(reader),
         };
-        Ok(RdfSource::Oxrdfio(Box::new(p.for_reader(reader))))
+        let read = Rc::new(Cell::new(0));
+        let reader = Counted {
+            inner: reader,
+            read: read.clone(),
+        };
+        Ok(RdfSource::Oxrdfio {
+            parser: Box::new(p.for_reader(reader)),
+            read,
+            format,
+        })
     }
 
     /// The next statement, or an error that names `name` and the place.
     pub fn next_quad(&mut self, name: &str) -> Option<CliResult<Quad>> {
         match self {
-            RdfSource::Oxrdfio(p) => Some(p.next()?.map_err(|e| match e {
+            RdfSource::Oxrdfio {
+                parser,
+                read,
+                format,
+            } => Some(parser.next()?.map_err(|e| match e {
                 RdfParseError::Syntax(s) => match s.location() {
                     Some(l) => CliError::invalid(format!(
                         "{name}:{}:{}: {s}",
@@ -107,6 +168,9 @@ impl<R: Read> RdfSource<R> {
                     )),
                     None => CliError::invalid(format!("{name}: {s}")),
                 },
+                RdfParseError::Io(io) if is_parser_buffer_full(&io) => {
+                    parser_buffer_full(name, format.name(), read.get())
+                }
                 RdfParseError::Io(io) => input_io_err(name, io),
             })),
             RdfSource::RdfXml { parser, probe } => Some(match parser.next()? {
@@ -125,7 +189,7 @@ impl<R: Read> RdfSource<R> {
     /// The prefixes declared so far.
     pub fn prefixes(&self) -> impl Iterator<Item = (&str, &str)> {
         let (any, xml) = match self {
-            RdfSource::Oxrdfio(p) => (Some(p.prefixes()), None),
+            RdfSource::Oxrdfio { parser, .. } => (Some(parser.prefixes()), None),
             RdfSource::RdfXml { parser, .. } => (None, Some(parser.prefixes())),
         };
         any.into_iter().flatten().chain(xml.into_iter().flatten())

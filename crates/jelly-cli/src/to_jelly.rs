@@ -122,7 +122,7 @@ pub fn run(args: &ToJellyArgs, quiet: bool) -> CliResult {
     if let Some(p) = &progress {
         p.finish();
     }
-    let out: Output = w.finish()?;
+    let out: Output = w.finish(quiet)?;
     out.finish().map_err(|e| CliError::io(&out_name, &e))
 }
 

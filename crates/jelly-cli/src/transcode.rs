@@ -48,6 +48,9 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
             }
             let bad =
                 |e: jelly::DecodeError| not_jelly_hint(decode_error(&name, &e), path, e.frame);
+            // The graph opened by the last graph_start while it has no statement (a
+            // graph may span frames, so this lives across them).
+            let mut empty: Option<jelly::Term> = None;
             while let Some(mut frame) = reader.next_frame().map_err(bad)? {
                 let i = frame.index();
                 frames_seen += 1;
@@ -108,6 +111,7 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
                             writer = Some(w);
                         }
                         Event::Statement(st) => {
+                            empty = None;
                             if let Some(w) = writer.as_mut() {
                                 w.add(st, &at)?;
                             }
@@ -120,7 +124,14 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
                                 w.namespace(n, iri, &at)?;
                             }
                         }
-                        Event::GraphStart(_) | Event::GraphEnd => {}
+                        // Graph rows are rebuilt from the statements' graphs, except
+                        // for a graph with none, which only these rows can carry.
+                        Event::GraphStart(g) => empty = Some(g.to_owned()),
+                        Event::GraphEnd => {
+                            if let (Some(g), Some(w)) = (empty.take(), writer.as_mut()) {
+                                w.empty_graph(g.as_ref(), &at)?;
+                            }
+                        }
                     }
                 }
                 if let Some(w) = writer.as_mut() {
@@ -142,7 +153,7 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
     result?;
     match writer {
         Some(w) => w
-            .finish()?
+            .finish(quiet)?
             .finish()
             .map_err(|e| CliError::io(&out_name, &e)),
         // No input had a statement or options row (a stream's first row is its

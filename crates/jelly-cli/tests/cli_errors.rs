@@ -1185,3 +1185,104 @@ fn rows_per_frame_with_frame_per_is_refused() {
         );
     }
 }
+
+#[test]
+fn token_over_the_parser_buffer_is_invalid_input_with_advice() {
+    let d = tmp("bigtoken");
+    // A 17 MiB literal: past the 16 MiB buffer of the Turtle-family and JSON parsers,
+    // which hold a token whole.
+    let big = "x".repeat(17 << 20);
+    let ttl = d.join("big.ttl");
+    std::fs::write(
+        &ttl,
+        format!(
+            "<http://a/s> <http://a/p> <http://a/o> .\n<http://a/s> <http://a/p> \"{big}\" .\n"
+        ),
+    )
+    .unwrap();
+    let jsonld = d.join("big.jsonld");
+    std::fs::write(
+        &jsonld,
+        format!("{{\"@id\": \"http://a/s\", \"http://a/p\": \"{big}\"}}\n"),
+    )
+    .unwrap();
+    for (f, parser) in [(&ttl, "Turtle"), (&jsonld, "JSON-LD")] {
+        let r = jelly(
+            &["rdf", "to-jelly", s(f), "-o", s(&d.join("o.jelly"))],
+            None,
+        );
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        let name = f.file_name().unwrap().to_str().unwrap();
+        for needle in [
+            format!("{name}: byte "),
+            format!("{parser} parser's buffer of 16 MiB"),
+            "N-Triples or N-Quads".to_string(),
+        ] {
+            assert!(r.stderr.contains(&needle), "{needle}: {}", r.stderr);
+        }
+    }
+    // A read error of the input during parsing is still an I/O error (exit 2): stdin
+    // that is a folder fails at the first read.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_jelly"))
+        .args([
+            "rdf",
+            "to-jelly",
+            "-",
+            "--in-format",
+            "ttl",
+            "-o",
+            s(&d.join("o.jelly")),
+        ])
+        .stdin(std::fs::File::open(&*d).unwrap())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("<stdin>: Is a directory"), "{err}");
+}
+
+/// A frame over the reader's frame limit is refused by every reading verb with an
+/// error that names `--max-frame-size`, and reads once the limit is raised.
+#[test]
+fn frame_limit_error_names_the_flag() {
+    let d = tmp("frame-limit");
+    let nt = d.join("two.nt");
+    std::fs::write(
+        &nt,
+        format!(
+            "<http://a/s> <http://a/p> \"{}\" .\n<http://a/s> <http://a/p> \"y\" .\n",
+            "x".repeat(2000)
+        ),
+    )
+    .unwrap();
+    let j = d.join("two.jelly");
+    let r = ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&nt),
+            "--frame-per",
+            "input",
+            "-o",
+            s(&j),
+        ],
+        None,
+    );
+    // A small frame is no reason for a note.
+    assert!(!r.stderr.contains("--max-frame-size"), "{}", r.stderr);
+    for verb in ["from-jelly", "inspect", "validate", "transcode"] {
+        let r = jelly(&["rdf", verb, s(&j), "--max-frame-size", "1000"], None);
+        assert_eq!(r.code, 1, "{verb}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("limit of 1000 bytes"),
+            "{verb}: {}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains("--max-frame-size"),
+            "{verb}: {}",
+            r.stderr
+        );
+        ok(&["rdf", verb, s(&j), "--max-frame-size", "100000"], None);
+    }
+}

@@ -554,6 +554,73 @@ fn transcode_keeps_frame_metadata() {
     assert_eq!(seen, vec![want("0", "sensor-a"), want("1", "sensor-b")]);
 }
 
+/// An empty named graph of a GRAPHS stream (graph_start right after graph_end, which
+/// the spec allows) survives `transcode` to GRAPHS output, in its place among the
+/// other graphs, also with `--frame-per graph` (a frame of its own) and with several
+/// inputs (its blank-node name prefixed like the statements'). QUADS output, which
+/// cannot hold it, still gets the statements.
+#[test]
+fn transcode_keeps_empty_graphs() {
+    use jelly::{Encoder, Event, PhysicalType, StatementRef, StreamOptions, TermRef};
+    let d = tmp("transcode-empty-graph");
+    let mut enc =
+        Encoder::new(StreamOptions::small().with_physical_type(PhysicalType::Graphs)).unwrap();
+    enc.start_graph(TermRef::Iri("http://a/g")).unwrap();
+    enc.end_graph().unwrap();
+    let x = TermRef::Iri("http://a/x");
+    enc.add(StatementRef::quad(x, x, x, x)).unwrap();
+    enc.end_graph().unwrap();
+    enc.start_graph(TermRef::BlankNode("e")).unwrap();
+    enc.end_graph().unwrap();
+    let frame = enc.finish_frame();
+    let mut stream = Vec::new();
+    jelly_proto::wire::put_varint(&mut stream, frame.len() as u64);
+    stream.extend_from_slice(&frame);
+    let src = d.join("eg.jelly");
+    std::fs::write(&src, &stream).unwrap();
+
+    // Graph rows and statements as text, with the frame each is in.
+    let events = |bytes: &[u8]| {
+        let mut seen = Vec::new();
+        jelly::JellyReader::new(bytes)
+            .for_each_event(|i, ev| match ev {
+                Event::GraphStart(g) => seen.push(format!("{i} start {g:?}")),
+                Event::GraphEnd => seen.push(format!("{i} end")),
+                Event::Statement(st) => seen.push(format!("{i} {:?}", st.to_owned())),
+                _ => {}
+            })
+            .unwrap();
+        seen
+    };
+    let original = events(&stream);
+    assert_eq!(original.len(), 7, "{original:?}");
+    let out = ok(&["rdf", "transcode", s(&src)], None);
+    assert_eq!(events(&out.stdout), original);
+
+    let per_graph =
+        events(&ok(&["rdf", "transcode", s(&src), "--frame-per", "graph"], None).stdout);
+    let frames_of: Vec<&str> = per_graph.iter().map(|e| &e[..1]).collect();
+    assert_eq!(
+        frames_of,
+        ["0", "0", "1", "1", "1", "2", "2"],
+        "{per_graph:?}"
+    );
+
+    let two = events(&ok(&["rdf", "transcode", s(&src), s(&src)], None).stdout);
+    assert_eq!(two.len(), 14, "{two:?}");
+    assert!(
+        two[5].contains("i1_e") && two[12].contains("i2_e"),
+        "{two:?}"
+    );
+
+    let quads = ok(
+        &["rdf", "transcode", s(&src), "--opt.physical-type", "quads"],
+        None,
+    );
+    let q = events(&quads.stdout);
+    assert_eq!(q.len(), 1, "{q:?}");
+}
+
 /// What RDF/XML cannot hold is refused with the statement named, not written as
 /// broken XML; a namespace whose name Turtle cannot declare is left out of the prefixes.
 #[test]

@@ -477,6 +477,8 @@ struct Frames {
     delimited: bool,
     written: u64,
     bytes: u64,
+    /// Bytes of the largest frame written, without its length prefix.
+    largest: u64,
 }
 
 impl Frames {
@@ -486,6 +488,7 @@ impl Frames {
             delimited,
             written: 0,
             bytes: 0,
+            largest: 0,
         }
     }
 
@@ -508,11 +511,28 @@ impl Frames {
         Ok(true)
     }
 
-    /// Counts a frame of `n` bytes written.
+    /// Counts a frame of `n` bytes written (its length prefix included).
     fn wrote(&mut self, n: usize) {
         self.written += 1;
         self.bytes += n as u64;
+        // The body is what a reader's frame limit is compared to: `n` less the varint
+        // of the body's own length, the one prefix length that is consistent.
+        let n = n as u64;
+        let body = if self.delimited {
+            (1..=10u64)
+                .map(|p| n.saturating_sub(p))
+                .find(|&b| n - b == varint_len(b))
+                .unwrap_or(n)
+        } else {
+            n
+        };
+        self.largest = self.largest.max(body);
     }
+}
+
+/// Bytes of `v` as a protobuf varint.
+fn varint_len(v: u64) -> u64 {
+    u64::from((64 - v.leading_zeros()).max(1).div_ceil(7))
 }
 
 /// Builder for [`JellyWriter`].
@@ -615,6 +635,13 @@ impl JellyVecWriter<'_> {
     /// Bytes written so far.
     pub fn bytes_written(&self) -> u64 {
         self.frames.bytes
+    }
+
+    /// Bytes of the largest frame written so far, without its length prefix: what a
+    /// reader's [`DecoderOptions::max_frame_bytes`](crate::DecoderOptions) is compared
+    /// to, so a writer can warn that its output needs a raised limit.
+    pub fn largest_frame_bytes(&self) -> u64 {
+        self.frames.largest
     }
 
     /// Adds a statement, ending the frame when the policy says so.
@@ -857,6 +884,13 @@ impl<W: Write> JellyWriter<W> {
     /// Bytes written so far.
     pub fn bytes_written(&self) -> u64 {
         self.frames.bytes
+    }
+
+    /// Bytes of the largest frame written so far, without its length prefix: what a
+    /// reader's [`DecoderOptions::max_frame_bytes`](crate::DecoderOptions) is compared
+    /// to, so a writer can warn that its output needs a raised limit.
+    pub fn largest_frame_bytes(&self) -> u64 {
+        self.frames.largest
     }
 
     /// Adds a statement, ending the frame when the policy says so.

@@ -158,3 +158,51 @@ fn autodetection_agrees_between_slice_and_reader() {
     let (frames, err, _) = all_ways(&[], Delimiting::Auto, 1 << 20);
     assert_eq!((frames.len(), err), (0, None));
 }
+
+/// `largest_frame_bytes` of both writers is the length of the largest frame as a
+/// reader sees it (no length prefix), delimited or not, for bodies on either side of
+/// the varint's one- and two-byte boundaries.
+#[test]
+fn writers_report_the_largest_frame_as_readers_measure_it() {
+    use jelly::{
+        FramePolicy, JellyWriterBuilder, LiteralKind, LiteralRef, StatementRef, StreamOptions,
+        TermRef,
+    };
+    for delimited in [true, false] {
+        for extra in [0usize, 50, 90, 100, 110, 16_300, 16_400] {
+            let lit = "x".repeat(extra);
+            let st = StatementRef::triple(
+                TermRef::Iri("http://a/s"),
+                TermRef::Iri("http://a/p"),
+                TermRef::Literal(LiteralRef {
+                    lex: &lit,
+                    kind: LiteralKind::Simple,
+                }),
+            );
+            let b = JellyWriterBuilder::new(StreamOptions::big())
+                .frame_policy(FramePolicy::Manual)
+                .delimited(delimited);
+            let mut out = Vec::new();
+            let mut w = b.clone().build(&mut out).unwrap();
+            w.add(st).unwrap();
+            w.flush_frame().unwrap();
+            let largest = w.largest_frame_bytes();
+            w.finish().unwrap();
+            let mut in_place = Vec::new();
+            let mut v = b.build_vec(&mut in_place).unwrap();
+            v.add(st).unwrap();
+            v.flush_frame().unwrap();
+            assert_eq!(v.largest_frame_bytes(), largest, "{delimited} {extra}");
+            v.finish().unwrap();
+            let d = if delimited {
+                Delimiting::Delimited
+            } else {
+                Delimiting::Single
+            };
+            let (frames, err, _) = collect(FrameReader::from_slice(&out, d, u64::MAX));
+            assert_eq!(err, None);
+            let seen = frames.iter().map(|f| f.0.len() as u64).max().unwrap();
+            assert_eq!(largest, seen, "delimited {delimited}, literal {extra}");
+        }
+    }
+}
