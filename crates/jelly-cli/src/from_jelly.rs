@@ -89,6 +89,14 @@ impl Sink {
                 w.write(st).map_err(|e| CliError::io(out_name, &e))
             }
             Sink::Ox { format, out, ser } => {
+                if !format.is_dataset() && !matches!(st.graph, None | Some(TermRef::DefaultGraph)) {
+                    return Err(CliError::invalid(format!(
+                        "{}: statement in a named graph cannot be written as {}; use \
+                         --out-format trig or nq",
+                        at(),
+                        format.name()
+                    )));
+                }
                 if *format == Format::Rdfxml
                     && let Some(why) = crate::format::rdfxml_problem(st)
                 {
@@ -197,6 +205,11 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
         None => FrameRange::ALL,
     };
     if let Some(dir) = &args.split_frames {
+        if std::path::Path::new(dir).exists() && !std::path::Path::new(dir).is_dir() {
+            return Err(CliError::usage(format!(
+                "--split-frames {dir}: is not a directory (it names the folder the frames go to)"
+            )));
+        }
         fs::create_dir_all(dir).map_err(|e| CliError::io(dir, &e))?;
     }
     let input = open_input(in_path)?;

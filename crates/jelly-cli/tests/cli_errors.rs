@@ -630,6 +630,32 @@ fn reader_limits_are_flags() {
 #[test]
 fn misread_inputs_are_explained() {
     let d = tmp("misread");
+    // Named graphs asked for in a graph format: the formats that hold them are named.
+    let nq = d.join("g.nq");
+    std::fs::write(
+        &nq,
+        "<http://a/s> <http://a/p> <http://a/o> <http://a/g> .\n",
+    )
+    .unwrap();
+    let j = ok(&["rdf", "to-jelly", s(&nq)], None);
+    for f in ["ttl", "nt", "rdfxml"] {
+        let r = jelly(&["rdf", "from-jelly", "--out-format", f], Some(&j.stdout));
+        assert_eq!(r.code, 1, "{f}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("named graph cannot be written as"),
+            "{f}: {}",
+            r.stderr
+        );
+    }
+    // --split-frames names a folder; a file there is said to be one.
+    let file = d.join("afile");
+    std::fs::write(&file, "").unwrap();
+    let j_path = d.join("g.jelly");
+    std::fs::write(&j_path, &j.stdout).unwrap();
+    usage_error(
+        &["rdf", "from-jelly", s(&j_path), "--split-frames", s(&file)],
+        "is not a directory",
+    );
     // A triple term in an RDF 1.2 file without --opt.rdf-star: the flag is named.
     let tt = d.join("tt.nt");
     std::fs::write(
