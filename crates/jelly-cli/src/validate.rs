@@ -31,7 +31,10 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
         Some(r) => FrameRange::parse(r)?,
         None => FrameRange::ALL,
     };
-    // Read the expectations first, so usage errors come before the work.
+    // The input opened and the expectations read before the work, so that usage
+    // errors (a missing file) come first; the input first of all, as reading a large
+    // RDF file to compare with takes a while.
+    let input = open_input(in_path)?;
     let expected_options = match &args.options_file {
         Some(p) => Some(read_options_file(p)?),
         None => None,
@@ -40,7 +43,6 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
         Some(p) => Some(read_rdf_file(p, args.compare_to_format)?),
         None => None,
     };
-    let input = open_input(in_path)?;
     let name = input.name.clone();
     let delimiting = match args.delimited {
         DelimitedArg::Either => Delimiting::Auto,

@@ -647,6 +647,21 @@ fn misread_inputs_are_explained() {
             r.stderr
         );
     }
+    // validate: a missing input is named before the file to compare with is read
+    // (which may be large, or bad).
+    let bad_nt = d.join("bad.nt");
+    std::fs::write(&bad_nt, "not n-triples\n").unwrap();
+    let missing = d.join("missing.jelly");
+    usage_error(
+        &[
+            "rdf",
+            "validate",
+            s(&missing),
+            "--compare-to-rdf-file",
+            s(&bad_nt),
+        ],
+        "missing.jelly",
+    );
     // --split-frames names a folder; a file there is said to be one.
     let file = d.join("afile");
     std::fs::write(&file, "").unwrap();
