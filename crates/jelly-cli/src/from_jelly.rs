@@ -223,6 +223,7 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
         Some(_) => None,
     };
     let mut frames_seen = 0u64;
+    let mut frames_taken = 0u64;
     let result = (|| -> CliResult {
         loop {
             let frame = reader
@@ -242,6 +243,7 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
                 break;
             }
             let take = range.contains(i);
+            frames_taken += u64::from(take);
             let mut split: Option<(Sink, String)> = None;
             if take && let Some(dir) = &args.split_frames {
                 let p = Path::new(dir).join(format!("frame-{i:06}.{}", format.extension()));
@@ -295,6 +297,14 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
     }
     if let Some(s) = combined {
         s.finish(&prefixes, &combined_name)?;
+    }
+    if let Some(r) = &args.take_frames
+        && frames_taken == 0
+    {
+        // Not an error (an empty selection is a valid answer), but likely a mistake.
+        eprintln!(
+            "jelly: note: --take-frames {r} selects no frame of {name}, which has {frames_seen}"
+        );
     }
     let _ = std::io::stderr().flush();
     Ok(())

@@ -662,11 +662,22 @@ fn misread_inputs_are_explained() {
         ],
         "missing.jelly",
     );
+    let j_path = d.join("g.jelly");
+    std::fs::write(&j_path, &j.stdout).unwrap();
+    // --take-frames past the end: an empty answer, with a note saying so.
+    let r = ok(
+        &["rdf", "from-jelly", s(&j_path), "--take-frames", "100..200"],
+        None,
+    );
+    assert!(r.out().is_empty());
+    assert!(
+        r.stderr.contains("selects no frame") && r.stderr.contains("which has 1"),
+        "{}",
+        r.stderr
+    );
     // --split-frames names a folder; a file there is said to be one.
     let file = d.join("afile");
     std::fs::write(&file, "").unwrap();
-    let j_path = d.join("g.jelly");
-    std::fs::write(&j_path, &j.stdout).unwrap();
     usage_error(
         &["rdf", "from-jelly", s(&j_path), "--split-frames", s(&file)],
         "is not a directory",
