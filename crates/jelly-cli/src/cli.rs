@@ -292,8 +292,8 @@ pub struct StreamOptionArgs {
     /// Datatype lookup table size (0 disables typed literals).
     #[arg(long = "opt.max-datatype-table-size", value_name = "N")]
     pub max_datatype_table_size: Option<u32>,
-    /// Allow RDF-star quoted triples (also reads .nt/.nq with Jelly's own tolerant parser; `=false` turns it off).
-    #[arg(long = "opt.rdf-star", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    /// Allow RDF-star quoted triples / RDF 1.2 triple terms (also reads .nt/.nq with Jelly's own tolerant parser; `=false` turns it off). `--opt.triple-terms` is the same flag (the JVM jelly-cli's name).
+    #[arg(long = "opt.rdf-star", alias = "opt.triple-terms", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub rdf_star: Option<bool>,
     /// Allow generalized statements (also reads .nt/.nq with Jelly's own tolerant parser; `=false` turns it off).
     #[arg(long = "opt.generalized-statements", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]

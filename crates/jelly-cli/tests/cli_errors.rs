@@ -696,6 +696,18 @@ fn misread_inputs_are_explained() {
         "{}",
         r.stderr
     );
+    // The JVM jelly-cli's name for the flag works too.
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&tt),
+            "--opt.triple-terms",
+            "-o",
+            "/dev/null",
+        ],
+        None,
+    );
     let bom = d.join("bom.nt");
     std::fs::write(&bom, b"\xEF\xBB\xBF<http://a/s> <http://a/p> \"x\" .\n").unwrap();
     let j = ok(&["rdf", "to-jelly", s(&bom)], None);
