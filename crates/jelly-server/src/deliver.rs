@@ -540,6 +540,9 @@ pub struct Follow {
     /// Offsets of the items in the last [`Batch::Items`] (they need not be
     /// consecutive once a filter skips items).
     offsets: Vec<u64>,
+    /// Items read but not yet written, from `next` on: what was left of a read when
+    /// its batch reached [`OUTPUT_CHUNK_BYTES`].
+    pending: Vec<Item>,
     /// When output (items or a keep-alive) last went out.
     last_output: Instant,
     /// Buffer window: new items are gathered this long before they are read.
@@ -598,6 +601,7 @@ impl Follow {
             metrics,
             filter: None,
             offsets: Vec::new(),
+            pending: Vec::new(),
             last_output: Instant::now(),
             window: Duration::ZERO,
             watch,
@@ -661,7 +665,7 @@ impl Follow {
             let mut ends = Vec::with_capacity(items.len());
             self.offsets.clear();
             let costly = self.filter.as_ref().is_some_and(|f| f.is_costly());
-            for it in &items {
+            for (k, it) in items.iter().enumerate() {
                 let taken = if costly {
                     // Each ASK evaluation on a blocking thread, so that it holds no async
                     // worker; between them a subscription whose client has gone is
@@ -689,7 +693,8 @@ impl Follow {
                 ends.push(out.len());
                 self.offsets.push(it.offset);
                 if out.len() >= OUTPUT_CHUNK_BYTES {
-                    // The rest of the items read is read again next time.
+                    // The rest of the items read go out in the next batch.
+                    self.pending = items[k + 1..].to_vec();
                     break;
                 }
             }
@@ -774,6 +779,9 @@ impl Follow {
             }
             if self.end.is_some_and(|e| self.next >= e) {
                 return self.end_with(EndReason::Reached);
+            }
+            if !self.pending.is_empty() {
+                return Step::Items(std::mem::take(&mut self.pending));
             }
             let mut limits = self.batch;
             if let Some(e) = self.end {
