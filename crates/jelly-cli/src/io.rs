@@ -43,6 +43,36 @@ pub enum Compression {
     Zstd,
 }
 
+impl Compression {
+    /// The compression a file starting with `head` has, by the gzip and zstd magic
+    /// bytes.
+    ///
+    /// ```
+    /// use jelly_cli::io::Compression;
+    /// assert_eq!(Compression::of_start(&[0x1f, 0x8b, 8]), Compression::Gzip);
+    /// assert_eq!(Compression::of_start(b"<http"), Compression::None);
+    /// ```
+    pub fn of_start(head: &[u8]) -> Compression {
+        if head.starts_with(&[0x1f, 0x8b]) {
+            Compression::Gzip
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Compression::Zstd
+        } else {
+            Compression::None
+        }
+    }
+}
+
+/// Opens the file `path` for reading (named `name` in messages); a directory is a
+/// usage error rather than a read error later.
+fn open_file(path: &str, name: &str) -> CliResult<File> {
+    let f = File::open(path).map_err(|e| CliError::io(name, &e))?;
+    if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+        return Err(CliError::usage(format!("{name}: is a directory")));
+    }
+    Ok(f)
+}
+
 /// An opened input.
 pub struct Input {
     /// Name for messages.
@@ -77,11 +107,7 @@ pub fn open_input(path: &str) -> CliResult<Input> {
     let raw: Box<dyn Read> = if path == "-" {
         Box::new(io::stdin().lock())
     } else {
-        let f = File::open(path).map_err(|e| CliError::io(&name, &e))?;
-        if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-            return Err(CliError::usage(format!("{name}: is a directory")));
-        }
-        Box::new(f)
+        Box::new(open_file(path, &name)?)
     };
     let count = Rc::new(Cell::new(0));
     let mut buffered = BufReader::with_capacity(
@@ -92,13 +118,7 @@ pub fn open_input(path: &str) -> CliResult<Input> {
         },
     );
     let head = buffered.fill_buf().map_err(|e| CliError::io(&name, &e))?;
-    let compression = if head.starts_with(&[0x1f, 0x8b]) {
-        Compression::Gzip
-    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        Compression::Zstd
-    } else {
-        Compression::None
-    };
+    let compression = Compression::of_start(head);
     let reader: Box<dyn BufRead> = match compression {
         Compression::None => Box::new(buffered),
         Compression::Gzip => Box::new(BufReader::with_capacity(
@@ -143,11 +163,7 @@ pub fn open_raw(path: &str) -> CliResult<RawInput> {
     let rest: Box<dyn Read + Send> = if path == "-" {
         Box::new(io::stdin())
     } else {
-        let f = File::open(path).map_err(|e| CliError::io(&name, &e))?;
-        if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-            return Err(CliError::usage(format!("{name}: is a directory")));
-        }
-        Box::new(f)
+        Box::new(open_file(path, &name)?)
     };
     let mut head = Vec::with_capacity(4);
     let mut rest = rest;
@@ -156,13 +172,7 @@ pub fn open_raw(path: &str) -> CliResult<RawInput> {
         .take(4)
         .read_to_end(&mut head)
         .map_err(|e| CliError::io(&name, &e))?;
-    let compression = if head.starts_with(&[0x1f, 0x8b]) {
-        Compression::Gzip
-    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        Compression::Zstd
-    } else {
-        Compression::None
-    };
+    let compression = Compression::of_start(&head);
     Ok(RawInput {
         name,
         compression,

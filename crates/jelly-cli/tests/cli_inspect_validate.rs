@@ -6,10 +6,9 @@ use cli_support::*;
 
 const NANOPUBS: &str = "nanopubs-fair-pkd/nanopubs-fair-pkd.nq";
 
-#[test]
-fn inspect_yaml_and_json() {
-    let d = tmp("inspect");
-    let src = head(NANOPUBS, 400, &d, "np.nq");
+/// The first 400 nanopub quads as Jelly in `d`, 100 rows a frame.
+fn nanopubs_jelly(d: &std::path::Path) -> std::path::PathBuf {
+    let src = head(NANOPUBS, 400, d, "np.nq");
     let j = d.join("np.jelly");
     ok(
         &[
@@ -23,6 +22,13 @@ fn inspect_yaml_and_json() {
         ],
         None,
     );
+    j
+}
+
+#[test]
+fn inspect_yaml_and_json() {
+    let d = tmp("inspect");
+    let j = nanopubs_jelly(&d);
     let nframes = frames(&j).len();
     let y = ok(&["rdf", "inspect", s(&j)], None).out();
     for want in [
@@ -323,20 +329,7 @@ fn conformance_command_writes_earl() {
 #[test]
 fn inspect_per_frame_reports_frames_before_an_error() {
     let d = tmp("inspect-partial");
-    let src = head(NANOPUBS, 400, &d, "np.nq");
-    let j = d.join("np.jelly");
-    ok(
-        &[
-            "rdf",
-            "to-jelly",
-            s(&src),
-            "--rows-per-frame",
-            "100",
-            "-o",
-            s(&j),
-        ],
-        None,
-    );
+    let j = nanopubs_jelly(&d);
     let nframes = frames(&j).len();
     let whole = std::fs::read(&j).unwrap();
     // The stream, then the length prefix of a frame whose bytes never come.

@@ -283,25 +283,34 @@ fn seconds_of(d: &str) -> f64 {
     }
 }
 
+/// A Jelly stream of `n` frames, frame `i` one triple with object `ex:o{i}`.
+fn jelly_stream(n: usize) -> Vec<u8> {
+    let mut body = Vec::new();
+    let mut w = jelly::JellyWriterBuilder::new(jelly::StreamOptions::small())
+        .frame_policy(jelly::FramePolicy::Manual)
+        .build(&mut body)
+        .unwrap();
+    for i in 0..n {
+        let o = format!("http://ex.org/o{i}");
+        w.add(jelly::StatementRef::triple(
+            jelly::TermRef::Iri("http://ex.org/s"),
+            jelly::TermRef::Iri("http://ex.org/p"),
+            jelly::TermRef::Iri(&o),
+        ))
+        .unwrap();
+        w.flush_frame().unwrap();
+    }
+    w.finish().unwrap();
+    body
+}
+
 #[test]
 fn a_streaming_publish_cut_by_the_server_says_what_may_be_stored() {
     use std::io::Write as _;
     let dir = temp_dir("cut");
     let mut srv = ServeProc::start(&dir.join("data"));
     let s = srv.url.clone();
-    let mut body = Vec::new();
-    let mut w = jelly::JellyWriterBuilder::new(jelly::StreamOptions::small())
-        .frame_policy(jelly::FramePolicy::Manual)
-        .build(&mut body)
-        .unwrap();
-    w.add(jelly::StatementRef::triple(
-        jelly::TermRef::Iri("http://ex.org/s"),
-        jelly::TermRef::Iri("http://ex.org/p"),
-        jelly::TermRef::Iri("http://ex.org/o"),
-    ))
-    .unwrap();
-    w.flush_frame().unwrap();
-    w.finish().unwrap();
+    let body = jelly_stream(1);
     let mut child = Command::new(env!("CARGO_BIN_EXE_jelly"))
         .args(["publish", "cut", "-", "--jelly", "--stream", "--server", &s])
         .stdin(Stdio::piped())
@@ -489,22 +498,7 @@ fn publish_stream_sends_jelly_as_one_streaming_request() {
     let dir = temp_dir("stream");
     let srv = ServeProc::start(&dir.join("data"));
     let s = srv.url.clone();
-    let mut body = Vec::new();
-    let mut w = jelly::JellyWriterBuilder::new(jelly::StreamOptions::small())
-        .frame_policy(jelly::FramePolicy::Manual)
-        .build(&mut body)
-        .unwrap();
-    for i in 0..3 {
-        let o = format!("http://ex.org/o{i}");
-        w.add(jelly::StatementRef::triple(
-            jelly::TermRef::Iri("http://ex.org/s"),
-            jelly::TermRef::Iri("http://ex.org/p"),
-            jelly::TermRef::Iri(&o),
-        ))
-        .unwrap();
-        w.flush_frame().unwrap();
-    }
-    w.finish().unwrap();
+    let body = jelly_stream(3);
     let r = ok(
         &["publish", "st", "-", "--jelly", "--stream", "--server", &s],
         Some(&body),
