@@ -79,16 +79,9 @@ async fn publish_sized(
     assert!(r.status().is_success(), "publish: {}", r.status());
 }
 
-/// Publishes `n` big items (one append).
+/// Publishes `n` big items (100 KB each, one append).
 async fn publish_big(c: &reqwest::Client, srv: &Server, topic: &str, first: usize, n: usize) {
-    let r = c
-        .post(format!("{}/topics/{topic}/items?split=graph", srv.url()))
-        .header("content-type", "application/n-quads")
-        .body(big_nquads(first, n, 100_000))
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "publish: {}", r.status());
+    publish_sized(c, srv, topic, first, n, 100_000).await;
 }
 
 /// Publishes `n` items (one append).
