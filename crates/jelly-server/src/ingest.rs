@@ -167,6 +167,45 @@ pub enum IngestError {
         size: usize,
         max: usize,
     },
+    /// Items that together would take more than a request may store (413).
+    #[error(
+        "the items of this request would take more than {max} bytes (each item holds the \
+         lookup entries it needs and the request's metadata, so {items} items of a small \
+         body can be far larger than it); publish it in parts, or as a streaming publish"
+    )]
+    ItemsTooLarge { items: usize, max: usize },
+}
+
+/// Counts the bytes of the items a request makes, frames and metadata, against a
+/// limit: a small body can make many times its size in items (a frame of a few bytes
+/// that repeats long terms becomes an item holding them all; metadata is stored with
+/// every item), and all of an atomic request's items are in memory before the append.
+struct Budget {
+    used: usize,
+    items: usize,
+    max: usize,
+}
+
+impl Budget {
+    fn new(max: usize) -> Budget {
+        Budget {
+            used: 0,
+            items: 0,
+            max,
+        }
+    }
+
+    fn take(&mut self, item: &NewItem) -> Result<(), IngestError> {
+        self.used = self.used.saturating_add(item.held_bytes());
+        self.items += 1;
+        if self.used > self.max {
+            return Err(IngestError::ItemsTooLarge {
+                items: self.items,
+                max: self.max,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Builds one item with a fresh encoder.
@@ -263,26 +302,29 @@ pub fn ingest(
     meta: &PublishMeta,
     max_item_bytes: usize,
 ) -> Result<Vec<NewItem>, IngestError> {
-    ingest_with_paths(body, format, topic, meta, max_item_bytes).map(|(items, _)| items)
+    ingest_with_paths(body, format, topic, meta, max_item_bytes, usize::MAX).map(|(items, _)| items)
 }
 
 /// [`ingest`], also telling how the Jelly frames of the body were made into items (all
-/// zero for a text body).
+/// zero for a text body); the items may take at most `max_items_bytes` in all (frames
+/// and metadata: [`NewItem::held_bytes`]).
 pub fn ingest_with_paths(
     body: &[u8],
     format: InputFormat,
     topic: &TopicOptions,
     meta: &PublishMeta,
     max_item_bytes: usize,
+    max_items_bytes: usize,
 ) -> Result<(Vec<NewItem>, IngestPaths), IngestError> {
     if body.is_empty() {
         return Err(IngestError::Invalid("empty body".into()));
     }
     let opts = topic.stream_options();
+    let mut budget = Budget::new(max_items_bytes);
     let (items, paths) = match format {
-        InputFormat::Jelly => ingest_jelly(body, topic, meta)?,
+        InputFormat::Jelly => ingest_jelly(body, topic, meta, &mut budget)?,
         _ => (
-            ingest_text(body, format, &opts, topic, meta)?,
+            ingest_text(body, format, &opts, topic, meta, &mut budget)?,
             IngestPaths::default(),
         ),
     };
@@ -297,6 +339,7 @@ fn ingest_jelly(
     body: &[u8],
     topic: &TopicOptions,
     meta: &PublishMeta,
+    budget: &mut Budget,
 ) -> Result<(Vec<NewItem>, IngestPaths), IngestError> {
     let cfg = DecoderOptions::default();
     let mut frames = FrameReader::from_slice(body, Delimiting::Auto, cfg.max_frame_bytes);
@@ -305,6 +348,7 @@ fn ingest_jelly(
         let mut items = Vec::new();
         while let Some(f) = frames.next_frame().map_err(IngestError::Malformed)? {
             if let Some(item) = ingest.frame_at(f.bytes, f.offset)? {
+                budget.take(&item)?;
                 items.push(item);
             }
         }
@@ -522,39 +566,73 @@ impl JellyIngest {
     }
 }
 
-/// Groups statements into items: one for all, or one per graph (in order of first appearance).
+/// Groups statements into items: one for all, or one per graph (in order of first
+/// appearance).
+///
+/// One item is encoded as the statements come. Split by graph, the statements are kept
+/// per graph and encoded at the end with one builder, reset between graphs: a builder
+/// per graph would hold a whole encoder's tables for each of what can be tens of
+/// thousands of graphs in one body.
 struct Grouper<'a> {
-    opts: &'a StreamOptions,
     topic: &'a TopicOptions,
     split: bool,
-    order: Vec<ItemBuilder>,
+    whole: ItemBuilder,
+    /// With `split`: each graph's statements, in order of first appearance.
+    graphs: Vec<Vec<jelly::Statement>>,
     by_graph: HashMap<Term, usize>,
 }
 
 impl Grouper<'_> {
     fn add(&mut self, st: StatementRef<'_>) -> Result<(), IngestError> {
-        let idx = if self.split {
-            let key = match st.graph {
-                None | Some(TermRef::DefaultGraph) => Term::DefaultGraph,
-                Some(g) => g.to_owned(),
-            };
-            match self.by_graph.get(&key) {
-                Some(&i) => i,
-                None => {
-                    self.order.push(ItemBuilder::new(self.opts));
-                    self.by_graph.insert(key, self.order.len() - 1);
-                    self.order.len() - 1
-                }
-            }
-        } else {
-            if self.order.is_empty() {
-                self.order.push(ItemBuilder::new(self.opts));
-            }
-            0
+        if !self.split {
+            return self
+                .whole
+                .add(st)
+                .map_err(|e| not_allowed(0, e, self.topic));
+        }
+        let key = match st.graph {
+            None | Some(TermRef::DefaultGraph) => Term::DefaultGraph,
+            Some(g) => g.to_owned(),
         };
-        self.order[idx]
-            .add(st)
-            .map_err(|e| not_allowed(idx, e, self.topic))
+        let idx = match self.by_graph.get(&key) {
+            Some(&i) => i,
+            None => {
+                self.graphs.push(Vec::new());
+                self.by_graph.insert(key, self.graphs.len() - 1);
+                self.graphs.len() - 1
+            }
+        };
+        self.graphs[idx].push(st.to_owned());
+        Ok(())
+    }
+
+    /// The items, each counted against `budget` as it is made.
+    fn finish(
+        mut self,
+        meta: &PublishMeta,
+        budget: &mut Budget,
+    ) -> Result<Vec<NewItem>, IngestError> {
+        if !self.split {
+            if self.whole.statements == 0 {
+                return Ok(Vec::new());
+            }
+            let item = self.whole.finish(meta);
+            budget.take(&item)?;
+            return Ok(vec![item]);
+        }
+        let mut items = Vec::with_capacity(self.graphs.len());
+        for (idx, statements) in std::mem::take(&mut self.graphs).into_iter().enumerate() {
+            self.whole.reset();
+            for st in &statements {
+                self.whole
+                    .add(st.as_ref())
+                    .map_err(|e| not_allowed(idx, e, self.topic))?;
+            }
+            let item = self.whole.finish(meta);
+            budget.take(&item)?;
+            items.push(item);
+        }
+        Ok(items)
     }
 }
 
@@ -564,12 +642,13 @@ fn ingest_text(
     opts: &StreamOptions,
     topic: &TopicOptions,
     meta: &PublishMeta,
+    budget: &mut Budget,
 ) -> Result<Vec<NewItem>, IngestError> {
     let mut g = Grouper {
-        opts,
         topic,
         split: meta.split_graph,
-        order: Vec::new(),
+        whole: ItemBuilder::new(opts),
+        graphs: Vec::new(),
         by_graph: HashMap::new(),
     };
     // A UTF-8 byte-order mark, which some editors write, starts no statement (XML
@@ -691,7 +770,7 @@ fn ingest_text(
         }
         InputFormat::Jelly => unreachable!("handled by ingest_jelly"),
     }
-    Ok(g.order.into_iter().map(|mut b| b.finish(meta)).collect())
+    g.finish(meta, budget)
 }
 
 /// The error of a publisher's base IRI (`?base=`) that is no IRI.
@@ -883,6 +962,100 @@ mod tests {
         );
         let st = decode_item(&items[2].frame);
         assert_eq!(st[0].graph, Some(Term::Iri("http://ex/g2".into())));
+    }
+
+    #[test]
+    fn split_graph_keeps_graphs_apart_in_order_of_first_appearance() {
+        // Interleaved graphs: each item holds its graph's statements, in order.
+        let body = b"<http://ex/s> <http://ex/p> <http://ex/a> <http://ex/g1> .\n\
+<http://ex/s> <http://ex/p> <http://ex/b> <http://ex/g2> .\n\
+<http://ex/s> <http://ex/p> <http://ex/c> <http://ex/g1> .\n";
+        let meta = PublishMeta {
+            split_graph: true,
+            ..Default::default()
+        };
+        let t = TopicOptions::default();
+        let items = ingest(body, InputFormat::NQuads, &t, &meta, 1 << 20).unwrap();
+        assert_eq!(items.len(), 2);
+        let g1 = decode_item(&items[0].frame);
+        let objects: Vec<_> = g1.iter().map(|s| s.object.clone()).collect();
+        assert_eq!(
+            objects,
+            [
+                Term::Iri("http://ex/a".into()),
+                Term::Iri("http://ex/c".into())
+            ]
+        );
+        assert!(
+            g1.iter()
+                .all(|s| s.graph == Some(Term::Iri("http://ex/g1".into())))
+        );
+        assert_eq!(items[1].statements, 1);
+    }
+
+    #[test]
+    fn what_a_request_makes_is_bounded_not_just_its_body() {
+        // Frames of a few bytes that repeat a long term: each item holds the term.
+        let long = format!("http://ex/{}", "x".repeat(100_000));
+        let mut buf = Vec::new();
+        let quads = StreamOptions::big().with_physical_type(jelly::PhysicalType::Quads);
+        let mut w = jelly::JellyWriterBuilder::new(quads)
+            .frame_policy(jelly::FramePolicy::Manual)
+            .build(&mut buf)
+            .unwrap();
+        for _ in 0..50 {
+            w.add(StatementRef::quad(
+                TermRef::Iri(&long),
+                TermRef::Iri("http://ex/p"),
+                TermRef::Iri("http://ex/o"),
+                TermRef::Iri("http://ex/g"),
+            ))
+            .unwrap();
+            w.flush_frame().unwrap();
+        }
+        w.finish().unwrap();
+        assert!(buf.len() < 110_000, "the body is small: {}", buf.len());
+        let t = TopicOptions::default();
+        let m = PublishMeta::default();
+        let max = 1 << 20;
+        let e = ingest_with_paths(&buf, InputFormat::Jelly, &t, &m, max, max).unwrap_err();
+        assert!(matches!(e, IngestError::ItemsTooLarge { .. }), "{e}");
+        assert!(e.to_string().contains("streaming publish"), "{e}");
+        let (items, _) =
+            ingest_with_paths(&buf, InputFormat::Jelly, &t, &m, max, 16 << 20).unwrap();
+        assert_eq!(items.len(), 50);
+        // Metadata is stored with every item: counted too.
+        let mut body = String::new();
+        for g in 0..100 {
+            body.push_str(&format!(
+                "<http://ex/s> <http://ex/p> \"v\" <http://ex/g{g}> .\n"
+            ));
+        }
+        let meta = PublishMeta {
+            split_graph: true,
+            source: "s".repeat(10_000),
+            ..Default::default()
+        };
+        let e = ingest_with_paths(
+            body.as_bytes(),
+            InputFormat::NQuads,
+            &t,
+            &meta,
+            max,
+            500_000,
+        )
+        .unwrap_err();
+        assert!(matches!(e, IngestError::ItemsTooLarge { .. }), "{e}");
+        let (items, _) = ingest_with_paths(
+            body.as_bytes(),
+            InputFormat::NQuads,
+            &t,
+            &meta,
+            max,
+            2 << 20,
+        )
+        .unwrap();
+        assert_eq!(items.len(), 100);
     }
 
     #[test]

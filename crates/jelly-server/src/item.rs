@@ -29,3 +29,31 @@ pub struct Item {
     pub source: String,
     pub headers: Vec<(String, String)>,
 }
+
+impl NewItem {
+    /// Bytes the item takes, frame and metadata (see [`Item::held_bytes`]).
+    pub fn held_bytes(&self) -> usize {
+        self.frame.len()
+            + self.source.len()
+            + self
+                .headers
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>()
+    }
+}
+
+impl Item {
+    /// Bytes this item holds in memory beyond its fixed fields: its frame and its
+    /// metadata (a publisher's source and headers are stored with every item, so
+    /// caches that count frames alone could hold far more than they say).
+    pub fn held_bytes(&self) -> usize {
+        self.frame.len()
+            + self.source.len()
+            + self
+                .headers
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>()
+    }
+}

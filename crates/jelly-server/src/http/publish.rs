@@ -33,6 +33,10 @@ pub struct PublishQuery {
 /// Bodies below this size are ingested on the request's task (see `publish_inner`).
 const INLINE_INGEST_BYTES: usize = 64 << 10;
 
+/// The items of one atomic publish may take at most this many times `max_body_bytes`
+/// (frames and metadata; see `IngestError::ItemsTooLarge`).
+pub const ITEMS_PER_BODY_LIMIT: usize = 4;
+
 pub(super) fn meta_from(headers: &HeaderMap, q: &PublishQuery) -> Result<PublishMeta, ApiError> {
     let text = |name: &str, v: &axum::http::HeaderValue| {
         v.to_str()
@@ -87,7 +91,9 @@ pub(super) fn ingest_error(e: IngestError) -> ApiError {
     let status = match e {
         IngestError::Invalid(_) | IngestError::Malformed(_) => StatusCode::BAD_REQUEST,
         IngestError::NotAllowed(_) => StatusCode::UNPROCESSABLE_ENTITY,
-        IngestError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+        IngestError::TooLarge { .. } | IngestError::ItemsTooLarge { .. } => {
+            StatusCode::PAYLOAD_TOO_LARGE
+        }
     };
     ApiError::new(status, e.to_string())
 }
@@ -361,22 +367,27 @@ async fn publish_inner(
         None => s.config.topic_defaults.clone(),
     };
     let max_item = s.config.max_item_bytes;
+    // What a request's items may take in all: a multiple of the body limit (items hold
+    // their lookup entries and metadata, so honest ones can be larger than the body).
+    let max_items = s.config.max_body_bytes.saturating_mul(ITEMS_PER_BODY_LIMIT);
     let items = loop {
         // Small bodies are decoded right here: a hand-off to the blocking pool costs a
         // thread wake-up, which is most of the publish latency of a small item. Large
         // ones go to the blocking pool so they do not hold up the runtime.
         let (items, paths) = if body.len() < INLINE_INGEST_BYTES {
-            ingest_with_paths(&body, format, &options, &meta, max_item)
+            ingest_with_paths(&body, format, &options, &meta, max_item, max_items)
         } else {
             let (b, o, m) = (body.clone(), options.clone(), meta.clone());
-            tokio::task::spawn_blocking(move || ingest_with_paths(&b, format, &o, &m, max_item))
-                .await
-                .map_err(|e| {
-                    ApiError::new(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        format!("ingest failed: {e}"),
-                    )
-                })?
+            tokio::task::spawn_blocking(move || {
+                ingest_with_paths(&b, format, &o, &m, max_item, max_items)
+            })
+            .await
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("ingest failed: {e}"),
+                )
+            })?
         }
         .map_err(ingest_error)?;
         let topic = publish_topic(s, name).await?;

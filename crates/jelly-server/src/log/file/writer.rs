@@ -56,6 +56,9 @@ struct Failed {
 /// An I/O error and the file it happened on.
 type Fail = (PathBuf, std::io::Error);
 
+/// The largest write buffer kept between batches (a larger one is freed).
+const KEPT_BUFFER_BYTES: usize = 4 << 20;
+
 /// Records of a group not yet written, for the active segment.
 #[derive(Default)]
 struct Pending {
@@ -418,14 +421,16 @@ impl Writer {
             }
             st.next += pending.count;
             for item in pending.items.drain(..) {
-                st.tail_bytes += item.frame.len();
+                // Metadata counted too: 16 KiB of headers on each of many tiny items
+                // would otherwise be held far beyond the cache's size.
+                st.tail_bytes += item.held_bytes();
                 st.tail.push_back(item);
             }
             while st.tail_bytes > self.opts.tail_cache_bytes {
                 let Some(old) = st.tail.pop_front() else {
                     break;
                 };
-                st.tail_bytes -= old.frame.len();
+                st.tail_bytes -= old.held_bytes();
             }
             drop(st);
             self.len += written;
@@ -433,6 +438,10 @@ impl Writer {
             self.last_ts = self.last_ts.max(pending.last_ts);
         }
         self.buf.clear();
+        // One large batch must not pin its buffer for the topic's lifetime.
+        if self.buf.capacity() > KEPT_BUFFER_BYTES {
+            self.buf = Vec::new();
+        }
         *pending = Pending::default();
         Ok(())
     }
@@ -776,6 +785,34 @@ mod tests {
             _permit: None,
         };
         (req, rx)
+    }
+
+    /// The tail cache counts what its items hold, metadata included: tiny frames with
+    /// large headers must not make it hold many times its size.
+    #[test]
+    fn the_tail_cache_counts_item_metadata() {
+        let dir = std::env::temp_dir().join(format!("jelly-log-tailmeta-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let opts = FileLogOptions {
+            tail_cache_bytes: 50_000,
+            ..FileLogOptions::default()
+        };
+        let log = FileLog::open(&dir, opts).unwrap();
+        let with_headers = |i: u64| NewItem {
+            headers: vec![("note".into(), "h".repeat(10_000))],
+            ..item(i)
+        };
+        let (r, rx) = request((0..20).map(with_headers).collect());
+        lock(&log.writer).commit(vec![r]);
+        assert_eq!(rx.blocking_recv().unwrap().unwrap().len(), 20);
+        let st = log.shared.state.read().unwrap_or_else(|e| e.into_inner());
+        let held: usize = st.tail.iter().map(Item::held_bytes).sum();
+        assert_eq!(held, st.tail_bytes);
+        assert!(st.tail_bytes <= 50_000, "{}", st.tail_bytes);
+        assert!(st.tail.len() <= 5, "{} items cached", st.tail.len());
+        drop(st);
+        drop(log);
+        let _ = fs::remove_dir_all(&dir);
     }
 
     /// A group whose second request fails to start a new segment: the first was
