@@ -532,6 +532,35 @@ async fn a_replay_cut_short_by_retention_does_not_end_in_order() {
     srv.shutdown().await.unwrap();
 }
 
+#[tokio::test]
+async fn a_subscriber_at_the_head_is_not_carried_past_items_retention_dropped() {
+    // One publish larger than retention: the group is overtaken and starts again at
+    // the first retained item. A subscriber waiting at the head must not go on from
+    // there as if nothing was lost: its stream ends, as for any subscriber behind.
+    let srv = start_with(|_| {}).await;
+    let c = plain_client();
+    create(&c, &srv, "t", serde_json::json!({"retention_items": 10})).await;
+    publish(&c, &srv, "t", 0, 5).await;
+    let mut s = tokio::net::TcpStream::connect(srv.local_addr())
+        .await
+        .unwrap();
+    s.write_all(b"GET /topics/t/items?from=latest&format=nquads HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    wait_subscribers(&srv, "t", 1).await;
+    publish(&c, &srv, "t", 5, 50).await; // offsets 5..55: only 45..55 are kept
+    publish(&c, &srv, "t", 55, 3).await;
+    let (chunks, ended) = read_chunks(&mut s, |_| false).await;
+    let body = String::from_utf8(chunks.concat()).unwrap();
+    assert!(
+        !body.contains("<http://example.org/g/45>"),
+        "items after the lost ones were sent as if none were lost: {}",
+        &body[..body.len().min(300)]
+    );
+    assert!(ended, "the stream ends");
+    srv.shutdown().await.unwrap();
+}
+
 async fn wait_subscribers(srv: &Server, topic: &str, n: usize) {
     let t = srv.state().topics.get(topic).unwrap();
     for _ in 0..1000 {

@@ -229,12 +229,18 @@ impl Ring {
 
     /// The group lost offsets below `first` (log retention overtook it): everything
     /// it knew is dropped and it starts over at `first`.
+    ///
+    /// The block numbers skip one: a subscriber waiting for the next block (at the
+    /// head) finds it dropped, and is placed again by its own offset. Otherwise it
+    /// would take the first block after the restart and skip the lost items without
+    /// a word; placed again, it reads the log, which ends its stream if its next item
+    /// has left retention.
     pub fn restart_at(&self, first: u64) {
         {
             let mut st = self.write();
             let n = st.blocks.len() as u64;
             st.blocks.clear();
-            st.first_seq += n;
+            st.first_seq += n + 1;
             st.bytes = 0;
             st.floor = first;
             st.processed = first;
@@ -259,6 +265,28 @@ mod tests {
 
     fn wire(n: usize) -> Wire {
         Wire::Messages(vec![bytes::Bytes::from(vec![0u8; n])])
+    }
+
+    #[test]
+    fn a_restart_drops_what_the_head_waits_for() {
+        let r = ring(RingLimits::default());
+        r.push(15, 5, wire(10)); // seq 0: [10, 15)
+        // A subscriber took block 0 and waits for block 1.
+        assert!(matches!(r.read().get(1), Lookup::Pending));
+        // Retention overtook the group: offsets 15..30 are gone.
+        r.restart_at(30);
+        let st = r.read();
+        assert!(
+            matches!(st.get(1), Lookup::Dropped),
+            "not a block after the gap"
+        );
+        assert_eq!(st.place(15, false), Place::Private { stop: 30 });
+        drop(st);
+        // Blocks after the restart are found by subscribers placed at 30.
+        r.push(35, 5, wire(10));
+        let st = r.read();
+        assert_eq!(st.place(30, false), Place::Join(2));
+        assert!(matches!(st.get(2), Lookup::Block(b) if b.start == 30));
     }
 
     #[test]
