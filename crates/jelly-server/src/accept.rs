@@ -169,9 +169,11 @@ pub async fn serve(
         let conn = Connection {
             acceptor: acceptor.clone(),
             peer,
-            _permit: permit,
-            _open: OpenGauge::new(acceptor.metrics.clone()),
-            _closed: all_closed_rx.clone(),
+            hold: Arc::new(ConnectionHold {
+                _permit: permit,
+                _open: OpenGauge::new(acceptor.metrics.clone()),
+                _closed: all_closed_rx.clone(),
+            }),
         };
         tokio::spawn(conn.run(tcp, stop.clone()));
     }
@@ -225,13 +227,28 @@ async fn plain_http_to_tls(mut tcp: TcpStream) -> std::io::Error {
     std::io::Error::other("a plain HTTP request on the TLS listener")
 }
 
+/// What an accepted connection holds while it is open: its place in the per-address
+/// limit, its count in the open-connections gauge, and the shutdown's wait for it.
+/// Shared: a connection upgraded to a WebSocket is no longer served by hyper, so the
+/// WebSocket's task takes a share (from the request's extensions, [`ConnectionHeld`])
+/// and the connection counts until that ends too.
+struct ConnectionHold {
+    _permit: ConnPermit,
+    _open: OpenGauge,
+    _closed: watch::Receiver<()>,
+}
+
+/// A share of an accepted connection's [`ConnectionHold`], in every request's
+/// extensions; whoever keeps the socket after the request (a WebSocket upgrade) keeps
+/// this as long.
+#[derive(Clone)]
+pub struct ConnectionHeld(#[allow(dead_code)] Arc<ConnectionHold>);
+
 /// One accepted connection and what it holds until it ends.
 struct Connection {
     acceptor: Arc<Acceptor>,
     peer: SocketAddr,
-    _permit: ConnPermit,
-    _open: OpenGauge,
-    _closed: watch::Receiver<()>,
+    hold: Arc<ConnectionHold>,
 }
 
 impl Connection {
@@ -280,6 +297,7 @@ impl Connection {
         let service = FirstRequest {
             inner: TowerToHyperService::new(self.acceptor.app.clone()),
             requested: requested.clone(),
+            held: ConnectionHeld(self.hold.clone()),
         };
         // HTTP/2 streams run as tasks of their own; see `exec` for why not plain
         // `tokio::spawn`.
@@ -361,18 +379,21 @@ fn is_header_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
 struct FirstRequest<S> {
     inner: S,
     requested: Arc<AtomicBool>,
+    /// Given to every request (see [`ConnectionHeld`]).
+    held: ConnectionHeld,
 }
 
-impl<S, R> hyper::service::Service<R> for FirstRequest<S>
+impl<S, B> hyper::service::Service<hyper::Request<B>> for FirstRequest<S>
 where
-    S: hyper::service::Service<R>,
+    S: hyper::service::Service<hyper::Request<B>>,
 {
     type Response = S::Response;
     type Error = S::Error;
     type Future = S::Future;
 
-    fn call(&self, req: R) -> Self::Future {
+    fn call(&self, mut req: hyper::Request<B>) -> Self::Future {
         self.requested.store(true, Ordering::Relaxed);
+        req.extensions_mut().insert(self.held.clone());
         self.inner.call(req)
     }
 }

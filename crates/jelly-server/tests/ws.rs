@@ -678,3 +678,47 @@ async fn ws_messages_from_the_subscriber_lose_no_item_of_an_ask_subscription() {
         assert_eq!(objects, want, "{mode}: in order");
     }
 }
+
+#[tokio::test]
+async fn websockets_count_as_open_connections_for_the_per_address_limit() {
+    // An upgraded connection is the WebSocket's, no longer hyper's: it must still hold
+    // its place in the per-address limit (and the open-connections gauge).
+    let srv = start_with(|c| c.max_connections_per_ip = 3).await;
+    ws_publish(&srv, "lim", 0, 1).await;
+    let url = ws_url(&srv, "/topics/lim/ws?from=latest");
+    let mut open = Vec::new();
+    for _ in 0..3 {
+        open.push(connect(&url).await);
+    }
+    assert_eq!(
+        srv.state()
+            .metrics
+            .connections_open
+            .load(std::sync::atomic::Ordering::Relaxed),
+        3
+    );
+    // A fourth connection from this address is refused.
+    assert!(
+        connect_async(url.as_str()).await.is_err(),
+        "a fourth connection was taken"
+    );
+    // Once one WebSocket closes, its place is free again.
+    let mut first = open.remove(0);
+    first.close(None).await.unwrap();
+    drop(first);
+    let mut again = None;
+    for _ in 0..100 {
+        if let Ok((ws, _)) = connect_async(url.as_str()).await {
+            again = Some(ws);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        again.is_some(),
+        "the closed WebSocket's place was not freed"
+    );
+    drop(open);
+    drop(again);
+    srv.shutdown().await.unwrap();
+}

@@ -154,6 +154,7 @@ pub async fn subscribe(
     Path(name): Path<String>,
     JsonQuery(q): JsonQuery<SubscribeQuery>,
     JsonQuery(fq): JsonQuery<FilterParams>,
+    held: Option<axum::Extension<crate::accept::ConnectionHeld>>,
     headers: HeaderMap,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
@@ -192,7 +193,12 @@ pub async fn subscribe(
         // message limit is checked.
         .max_frame_size(MAX_SUBSCRIBER_MESSAGE)
         .read_buffer_size(SUBSCRIBER_READ_BUFFER)
-        .on_upgrade(move |socket| run_subscriber(socket, source, format, ping));
+        .on_upgrade(move |socket| async move {
+            // The connection counts (per-address limit, gauge, shutdown) while the
+            // WebSocket lives, not only until the upgrade.
+            let _held = held;
+            run_subscriber(socket, source, format, ping).await
+        });
     r.headers_mut()
         .insert("x-jelly-start-offset", offset_header(start));
     r.headers_mut().insert("x-jelly-topic-id", id);
@@ -355,6 +361,7 @@ async fn run_subscriber(
 pub async fn publish(
     State(s): State<AppState>,
     Path(name): Path<String>,
+    held: Option<axum::Extension<crate::accept::ConnectionHeld>>,
     headers: HeaderMap,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
@@ -377,7 +384,11 @@ pub async fn publish(
         .max_message_size(max)
         .max_frame_size(max)
         .read_buffer_size(PUBLISHER_READ_BUFFER)
-        .on_upgrade(move |socket| run_publisher(socket, p, s)))
+        .on_upgrade(move |socket| async move {
+            // As for a subscriber: the connection counts while the WebSocket lives.
+            let _held = held;
+            run_publisher(socket, p, s).await
+        }))
 }
 
 /// One received message waiting for its acknowledgement.
