@@ -544,6 +544,27 @@ async fn publish_refusals() {
         let m = st.message();
         assert!(m.contains("no name") || m.contains("more than once"), "{m}");
     }
+    // A binary header: refused, not dropped.
+    let mut g = Grpc::new(ch.clone());
+    g.ready().await.unwrap();
+    let f = frames(&quad_groups(1, 0), quads_opts());
+    let mut r = Request::new(futures_util::stream::iter(f.into_iter().map(Frame)));
+    r.metadata_mut()
+        .insert("x-jelly-topic", "meta".parse().unwrap());
+    r.metadata_mut().insert_bin(
+        "x-jelly-header-a-bin",
+        tonic::metadata::MetadataValue::from_bytes(b"\xff\x00"),
+    );
+    let st = g
+        .client_streaming(
+            r,
+            PathAndQuery::from_static(PUBLISH_PATH),
+            JellyCodec::<Frame, Received>::new(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(st.code(), Code::InvalidArgument);
+    assert!(st.message().contains("is binary"), "{}", st.message());
     assert!(s.state().topics.get("meta").is_none());
 
     // QUADS or GRAPHS publishers into a triples topic, refused before any statement.

@@ -135,6 +135,16 @@ impl Publish {
             ..PublishMeta::default()
         };
         for kv in md.iter() {
+            // Headers are text, as over HTTP: a binary (`-bin`) one is refused rather
+            // than dropped without a word.
+            if let tonic::metadata::KeyAndValueRef::Binary(k, _) = kv
+                && k.as_str().starts_with(PublishMeta::HEADER_PREFIX)
+            {
+                return Err(Status::invalid_argument(format!(
+                    "metadata {k} is binary; item headers are text (x-jelly-header-<name> \
+                     without -bin)"
+                )));
+            }
             if let tonic::metadata::KeyAndValueRef::Ascii(k, v) = kv
                 && let Some(h) = k.as_str().strip_prefix(PublishMeta::HEADER_PREFIX)
             {
