@@ -126,12 +126,7 @@ impl PublishMeta {
     /// assert_eq!(m.size(), 5);
     /// ```
     pub fn size(&self) -> usize {
-        self.source.len()
-            + self
-                .headers
-                .iter()
-                .map(|(k, v)| k.len() + v.len())
-                .sum::<usize>()
+        crate::item::metadata_bytes(&self.source, &self.headers)
     }
 
     /// Refuses metadata over [`MAX_BYTES`](Self::MAX_BYTES), with the reason.

@@ -33,13 +33,7 @@ pub struct Item {
 impl NewItem {
     /// Bytes the item takes, frame and metadata (see [`Item::held_bytes`]).
     pub fn held_bytes(&self) -> usize {
-        self.frame.len()
-            + self.source.len()
-            + self
-                .headers
-                .iter()
-                .map(|(k, v)| k.len() + v.len())
-                .sum::<usize>()
+        self.frame.len() + metadata_bytes(&self.source, &self.headers)
     }
 }
 
@@ -48,12 +42,20 @@ impl Item {
     /// metadata (a publisher's source and headers are stored with every item, so
     /// caches that count frames alone could hold far more than they say).
     pub fn held_bytes(&self) -> usize {
-        self.frame.len()
-            + self.source.len()
-            + self
-                .headers
-                .iter()
-                .map(|(k, v)| k.len() + v.len())
-                .sum::<usize>()
+        self.frame.len() + metadata_bytes(&self.source, &self.headers)
     }
+}
+
+/// Bytes of an item's metadata: its source and its headers, names and values.
+///
+/// ```
+/// let headers = vec![("k".to_string(), "vv".to_string())];
+/// assert_eq!(jelly_server::item::metadata_bytes("s1", &headers), 5);
+/// ```
+pub fn metadata_bytes(source: &str, headers: &[(String, String)]) -> usize {
+    source.len()
+        + headers
+            .iter()
+            .map(|(k, v)| k.len() + v.len())
+            .sum::<usize>()
 }

@@ -519,50 +519,46 @@ async fn publish_refusals() {
     // Item metadata refused as over HTTP: a header with no name, and one given twice;
     // nothing is created. (More than 16 KiB of metadata cannot arrive: HTTP/2's header
     // list limit is 16 KiB here.)
-    for md in [
-        vec![("x-jelly-header-", "x")],
-        vec![("x-jelly-header-d", "1"), ("x-jelly-header-d", "2")],
-    ] {
-        let mut g = Grpc::new(ch.clone());
-        g.ready().await.unwrap();
-        let f = frames(&quad_groups(1, 0), quads_opts());
-        let mut r = Request::new(futures_util::stream::iter(f.into_iter().map(Frame)));
-        r.metadata_mut()
-            .insert("x-jelly-topic", "meta".parse().unwrap());
-        for (k, v) in &md {
-            r.metadata_mut().append(*k, v.parse().unwrap());
-        }
-        let st = g
-            .client_streaming(
+    // Publishes one item to `meta` with `md` as the rest of its metadata: the refusal.
+    let refused = |md: tonic::metadata::MetadataMap| {
+        let ch = ch.clone();
+        async move {
+            let mut g = Grpc::new(ch);
+            g.ready().await.unwrap();
+            let f = frames(&quad_groups(1, 0), quads_opts());
+            let mut r = Request::new(futures_util::stream::iter(f.into_iter().map(Frame)));
+            *r.metadata_mut() = md;
+            r.metadata_mut()
+                .insert("x-jelly-topic", "meta".parse().unwrap());
+            g.client_streaming(
                 r,
                 PathAndQuery::from_static(PUBLISH_PATH),
                 JellyCodec::<Frame, Received>::new(),
             )
             .await
-            .unwrap_err();
+            .unwrap_err()
+        }
+    };
+    for md in [
+        vec![("x-jelly-header-", "x")],
+        vec![("x-jelly-header-d", "1"), ("x-jelly-header-d", "2")],
+    ] {
+        let mut map = tonic::metadata::MetadataMap::new();
+        for (k, v) in &md {
+            map.append(*k, v.parse().unwrap());
+        }
+        let st = refused(map).await;
         assert_eq!(st.code(), Code::InvalidArgument, "{md:?}");
         let m = st.message();
         assert!(m.contains("no name") || m.contains("more than once"), "{m}");
     }
     // A binary header: refused, not dropped.
-    let mut g = Grpc::new(ch.clone());
-    g.ready().await.unwrap();
-    let f = frames(&quad_groups(1, 0), quads_opts());
-    let mut r = Request::new(futures_util::stream::iter(f.into_iter().map(Frame)));
-    r.metadata_mut()
-        .insert("x-jelly-topic", "meta".parse().unwrap());
-    r.metadata_mut().insert_bin(
+    let mut map = tonic::metadata::MetadataMap::new();
+    map.insert_bin(
         "x-jelly-header-a-bin",
         tonic::metadata::MetadataValue::from_bytes(b"\xff\x00"),
     );
-    let st = g
-        .client_streaming(
-            r,
-            PathAndQuery::from_static(PUBLISH_PATH),
-            JellyCodec::<Frame, Received>::new(),
-        )
-        .await
-        .unwrap_err();
+    let st = refused(map).await;
     assert_eq!(st.code(), Code::InvalidArgument);
     assert!(st.message().contains("is binary"), "{}", st.message());
     assert!(s.state().topics.get("meta").is_none());
