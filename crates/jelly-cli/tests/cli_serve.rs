@@ -369,7 +369,10 @@ fn a_server_whose_stderr_is_closed_goes_on_serving() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let stderr = child.stderr.take().unwrap();
+    // Killed however the test ends (a failed assertion must not leave it running).
+    let mut child = KillOnDrop(child);
+    let mut lines = std::io::BufReader::new(stderr).lines();
     let url = loop {
         let line = lines.next().expect("a listening line").unwrap();
         if let Some(u) = line.strip_prefix("jelly serve: listening on ") {
@@ -393,11 +396,19 @@ fn a_server_whose_stderr_is_closed_goes_on_serving() {
     );
     assert_eq!(jelly::nquads::parse_document(&r.out()).unwrap().len(), 3);
     assert!(
-        child.try_wait().unwrap().is_none(),
+        child.0.try_wait().unwrap().is_none(),
         "the server is still running"
     );
-    let _ = child.kill();
-    let _ = child.wait();
+}
+
+/// A child process killed (and reaped) when dropped.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// The peak resident memory (`VmHWM`) of a running process, in KiB.
