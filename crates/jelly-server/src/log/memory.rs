@@ -114,14 +114,7 @@ impl Log for MemoryLog {
         if g.closed {
             return Err(LogError::Closed);
         }
-        let count = items.len() as u64;
-        if g.next.checked_add(count).is_none() {
-            // Offsets never wrap around (see `LogError::OffsetsExhausted`).
-            return Err(LogError::OffsetsExhausted {
-                first: g.next,
-                count,
-            });
-        }
+        super::check_room(g.next, items.len() as u64)?;
         let ts = now_ms();
         let mut offsets = Vec::with_capacity(items.len());
         for it in items {

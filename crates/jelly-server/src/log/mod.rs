@@ -171,13 +171,19 @@ impl OffsetWatch {
     }
 }
 
+/// Refuses `count` items from offset `first` when the offset after them would not fit
+/// in a `u64` ([`LogError::OffsetsExhausted`]): offsets never wrap around.
+pub(crate) fn check_room(first: u64, count: u64) -> Result<(), LogError> {
+    match first.checked_add(count) {
+        Some(_) => Ok(()),
+        None => Err(LogError::OffsetsExhausted { first, count }),
+    }
+}
+
 /// Checks that the offsets of an [`Log::append_at`] batch are consecutive.
 fn check_consecutive(items: &[Item]) -> Result<(), LogError> {
     if let Some(first) = items.first().map(|i| i.offset) {
-        let count = items.len() as u64;
-        if first.checked_add(count).is_none() {
-            return Err(LogError::OffsetsExhausted { first, count });
-        }
+        check_room(first, items.len() as u64)?;
     }
     for pair in items.windows(2) {
         if pair[1].offset != pair[0].offset.wrapping_add(1) {

@@ -293,9 +293,7 @@ impl Writer {
                     .placed
                     .as_ref()
                     .map_or(self.next + pending.count, |p| p.first);
-                let count = req.items.len() as u64;
-                if first.checked_add(count).is_none() {
-                    let e = LogError::OffsetsExhausted { first, count };
+                if let Err(e) = crate::log::check_room(first, req.items.len() as u64) {
                     replies.push((req.reply, Err(e)));
                     continue;
                 }
