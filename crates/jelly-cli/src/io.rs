@@ -21,10 +21,18 @@ pub fn display_name(path: &str, stdin: bool) -> String {
     }
 }
 
-/// Counts the bytes read through it (before decompression), for the progress bar.
-struct Counting<R> {
+/// Counts the bytes read through it: before decompression, for the progress bar; under
+/// a parser whose errors tell no position, to say how far into the input it was.
+pub struct Counting<R> {
     inner: R,
     count: Rc<Cell<u64>>,
+}
+
+impl<R> Counting<R> {
+    /// `inner`, adding the bytes read to `count`.
+    pub fn new(inner: R, count: Rc<Cell<u64>>) -> Counting<R> {
+        Counting { inner, count }
+    }
 }
 
 impl<R: Read> Read for Counting<R> {
@@ -110,13 +118,7 @@ pub fn open_input(path: &str) -> CliResult<Input> {
         Box::new(open_file(path, &name)?)
     };
     let count = Rc::new(Cell::new(0));
-    let mut buffered = BufReader::with_capacity(
-        256 * 1024,
-        Counting {
-            inner: raw,
-            count: count.clone(),
-        },
-    );
+    let mut buffered = BufReader::with_capacity(256 * 1024, Counting::new(raw, count.clone()));
     let head = buffered.fill_buf().map_err(|e| CliError::io(&name, &e))?;
     let compression = Compression::of_start(head);
     let reader: Box<dyn BufRead> = match compression {

@@ -17,6 +17,7 @@ use oxrdfxml::{RdfXmlParseError, RdfXmlParser, ReaderRdfXmlParser};
 use crate::common::input_io_err;
 use crate::error::{CliError, CliResult};
 use crate::format::Format;
+use crate::io::Counting;
 
 /// The statements of one input, as quads (in the default graph for triple syntaxes).
 ///
@@ -36,7 +37,7 @@ pub enum RdfSource<R: Read> {
     /// Any syntax but RDF/XML, with the count of bytes the parser has read. (Both
     /// parsers are boxed: they are large, and made once per input.)
     Oxrdfio {
-        parser: Box<oxrdfio::ReaderQuadParser<Counted<Guarded<R>>>>,
+        parser: Box<oxrdfio::ReaderQuadParser<Counting<Guarded<R>>>>,
         read: Rc<Cell<u64>>,
         format: Format,
     },
@@ -61,21 +62,6 @@ impl<R: Read> Read for Guarded<R> {
             Guarded::Nesting(r) => r.read(buf),
             Guarded::Plain(r) => r.read(buf),
         }
-    }
-}
-
-/// A reader that counts the bytes it passes on, so that an error of the parser above
-/// it that tells no position can still say how far into the input it was.
-pub struct Counted<R> {
-    inner: R,
-    read: Rc<Cell<u64>>,
-}
-
-impl<R: Read> Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read.set(self.read.get() + n as u64);
-        Ok(n)
     }
 }
 
@@ -141,10 +127,7 @@ impl<R: Read> RdfSource<R> {
             _ => Guarded::Plain(reader),
         };
         let read = Rc::new(Cell::new(0));
-        let reader = Counted {
-            inner: reader,
-            read: read.clone(),
-        };
+        let reader = Counting::new(reader, read.clone());
         Ok(RdfSource::Oxrdfio {
             parser: Box::new(p.for_reader(reader)),
             read,
