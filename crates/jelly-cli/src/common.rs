@@ -416,7 +416,7 @@ pub fn input_io_err(name: &str, io: io::Error) -> CliError {
 }
 
 /// Longest line of N-Triples / N-Quads input (as for RDF Patch text).
-pub const MAX_LINE: usize = 64 << 20;
+pub const MAX_LINE: usize = jelly::rdf_patch::DEFAULT_MAX_LINE_LEN;
 
 /// Appends to `buf` the rest of the current line and its end: LF, CRLF or a lone CR
 /// (N-Triples' EOL is `[#xD#xA]+`). Nothing at the end of the input. A line longer
