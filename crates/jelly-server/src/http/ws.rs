@@ -246,16 +246,6 @@ enum Next {
     End(Option<FollowEnd>),
 }
 
-/// Aborts a task when dropped: the reader of a subscriber that has gone may be waiting
-/// for new items for ever.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 async fn run_subscriber(
     mut socket: WebSocket,
     mut f: Source,
@@ -269,7 +259,9 @@ async fn run_subscriber(
     // position and its Jelly tables on, so items would be lost and a compact stream
     // broken. A channel's `recv` loses nothing when dropped.
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Next>(1);
-    let _reader = AbortOnDrop(tokio::spawn(async move {
+    // Aborted when the connection ends: the reader of a subscriber that has gone may
+    // be waiting for new items for ever.
+    let _reader = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
         loop {
             let next = match f.next_messages().await {
                 Some(m) => Next::Messages(m),
