@@ -1092,13 +1092,25 @@ fn an_interrupted_command_removes_its_temporary_output() {
             );
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
+        // Held until the child has exited: `Child::wait` would close it first, and the
+        // child could then see the end of its input and finish before the signal lands.
+        let stdin = child.stdin.take();
         let st = std::process::Command::new("kill")
             .args([signal, &child.id().to_string()])
             .status()
             .unwrap();
         assert!(st.success());
-        let status = child.wait().unwrap();
-        drop(child.stdin.take());
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(30),
+                "{signal}: the command did not stop"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        drop(stdin);
         assert_eq!(status.code(), Some(code), "{signal}");
         assert!(temp().is_empty(), "{signal}: {:?}", temp());
         assert_eq!(std::fs::read(&out).unwrap(), b"the old output");
