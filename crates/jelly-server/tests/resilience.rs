@@ -129,6 +129,12 @@ async fn a_corrupt_topic_fails_alone_and_nothing_is_truncated() {
             .contains("corrupt log segment"),
         "{list}"
     );
+    let h = json(c.get(format!("{base}/health")).send().await.unwrap()).await;
+    assert_eq!(
+        (&h["topics"], &h["unavailable"]),
+        (&1.into(), &1.into()),
+        "{h}"
+    );
     let m = metrics_text(&c, &base).await;
     assert!(
         m.lines()

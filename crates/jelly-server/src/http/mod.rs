@@ -183,10 +183,13 @@ pub(crate) async fn wait_shutdown(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|v| *v).await;
 }
 
+/// Liveness, with the topics served and those that could not be opened (they count
+/// towards `max_topics` too, so the two add up to what that limit sees).
 async fn health(State(s): State<AppState>) -> impl IntoResponse {
     axum::Json(serde_json::json!({
         "status": "ok",
         "topics": s.topics.list().len(),
+        "unavailable": s.topics.unavailable().len(),
     }))
 }
 
