@@ -2445,11 +2445,31 @@ async fn compressed_publish_bodies_are_read_decompressed_within_the_limits() {
     assert!(v["error"].as_str().unwrap().contains("compress"), "{v}");
     let r = post("gzip", NQ, nq.as_bytes().to_vec(), url.clone()).await;
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-    // Bytes after the compressed data are an error, not ignored.
+    // Bytes after the compressed data are an error, not ignored; the error says how
+    // much came out before it and how far into the body it lies.
     let mut trailing = gz(nq.as_bytes());
+    let len = trailing.len() + 7;
     trailing.extend_from_slice(b"garbage");
     let r = post("gzip", NQ, trailing, url.clone()).await;
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let v: Value = r.json().await.unwrap();
+    let want = format!(
+        "the gzip coding breaks after {} decompressed bytes, within the first {len} bytes",
+        nq.len()
+    );
+    assert!(v["error"].as_str().unwrap().contains(&want), "{v}");
+    let mut cut = zstd::encode_all(nq.as_bytes(), 1).unwrap();
+    cut.truncate(cut.len() - 3);
+    let r = post("zstd", NQ, cut, url.clone()).await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let v: Value = r.json().await.unwrap();
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("the zstd coding breaks"),
+        "{v}"
+    );
     // More than one coding, or one given twice: a JSON 415.
     for coding in ["gzip, br", "gzip, gzip"] {
         let r = post(coding, NQ, gz(nq.as_bytes()), url.clone()).await;

@@ -5,6 +5,8 @@
 //! does), and bytes after the compressed data are an error rather than ignored.
 
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_compression::tokio::bufread::{BrotliDecoder, GzipDecoder, ZlibDecoder, ZstdDecoder};
 use axum::body::Body;
@@ -12,7 +14,7 @@ use axum::extract::Request;
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use futures_util::TryStreamExt as _;
+use futures_util::{StreamExt as _, TryStreamExt as _};
 use tokio::io::AsyncRead;
 use tokio_util::io::{ReaderStream, StreamReader};
 
@@ -64,9 +66,29 @@ impl BodyCoding {
         Ok(found)
     }
 
-    /// The decompressed stream of `body`.
+    /// The coding's name in `Content-Encoding`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BodyCoding::Gzip => "gzip",
+            BodyCoding::Deflate => "deflate",
+            BodyCoding::Brotli => "br",
+            BodyCoding::Zstd => "zstd",
+        }
+    }
+
+    /// The decompressed stream of `body`. A decoding error says where: how many bytes
+    /// came out before it, and how far into the body the decoder had read (it reads
+    /// ahead, so the fault lies at or before that byte).
     fn decode(self, body: Body) -> Body {
-        let reader = StreamReader::new(body.into_data_stream().map_err(std::io::Error::other));
+        let read = Arc::new(AtomicU64::new(0));
+        let counted = read.clone();
+        let reader = StreamReader::new(
+            body.into_data_stream()
+                .inspect_ok(move |chunk| {
+                    counted.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                })
+                .map_err(std::io::Error::other),
+        );
         let decoder: Pin<Box<dyn AsyncRead + Send>> = match self {
             BodyCoding::Gzip => {
                 let mut d = GzipDecoder::new(reader);
@@ -89,7 +111,21 @@ impl BodyCoding {
                 Box::pin(d)
             }
         };
-        Body::from_stream(ReaderStream::new(decoder))
+        let mut produced = 0u64;
+        Body::from_stream(ReaderStream::new(decoder).map(move |r| match r {
+            Ok(chunk) => {
+                produced += chunk.len() as u64;
+                Ok(chunk)
+            }
+            Err(e) => Err(std::io::Error::new(
+                e.kind(),
+                format!(
+                    "the {} coding breaks after {produced} decompressed bytes, within the first {} bytes of the body: {e}",
+                    self.name(),
+                    read.load(Ordering::Relaxed)
+                ),
+            )),
+        }))
     }
 }
 
