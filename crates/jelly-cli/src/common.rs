@@ -191,6 +191,9 @@ pub struct GroupingWriter<W: Write> {
     /// Prefix given to the blank-node labels of the current input (see
     /// [`GroupingWriter::start_input`]).
     bnode_prefix: Option<String>,
+    /// Empty named graphs met while writing a TRIPLES or QUADS stream, which has no
+    /// row to carry one (told once, at the end).
+    dropped_empty_graphs: u64,
 }
 
 impl<W: Write> GroupingWriter<W> {
@@ -224,6 +227,7 @@ impl<W: Write> GroupingWriter<W> {
             out_name: out_name.to_string(),
             ns_enabled,
             bnode_prefix: None,
+            dropped_empty_graphs: 0,
         })
     }
 
@@ -295,6 +299,7 @@ impl<W: Write> GroupingWriter<W> {
     /// frame of its own, as a graph of statements would.
     pub fn empty_graph(&mut self, g: TermRef<'_>, at: &dyn Fn() -> String) -> CliResult {
         if self.writer.encoder().options().physical_type != PhysicalType::Graphs {
+            self.dropped_empty_graphs += 1;
             return Ok(());
         }
         let mut owned = g.to_owned();
@@ -366,6 +371,16 @@ impl<W: Write> GroupingWriter<W> {
         self.end_group().map_err(|e| self.err(e, &name))?;
         if !quiet && let Some(note) = crate::limits::frame_note(self.writer.largest_frame_bytes()) {
             eprintln!("{note}");
+        }
+        if !quiet && self.dropped_empty_graphs > 0 {
+            let physical = match self.writer.encoder().options().physical_type {
+                PhysicalType::Triples => "TRIPLES",
+                _ => "QUADS",
+            };
+            eprintln!(
+                "jelly: note: {} empty named graph(s) of the input left out: a {physical} stream cannot hold a graph without statements (--opt.physical-type=GRAPHS keeps them)",
+                self.dropped_empty_graphs
+            );
         }
         self.writer.finish().map_err(|e| match e {
             WriteError::Io(io) => CliError::io(&name, &io),

@@ -224,6 +224,11 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
     };
     let mut frames_seen = 0u64;
     let mut frames_taken = 0u64;
+    // Named graphs opened and closed with no statement between (a GRAPHS stream's
+    // empty graphs, which no statement-based output can carry), and whether the graph
+    // open now has had none yet.
+    let mut empty_graphs = 0u64;
+    let mut graph_is_empty = false;
     let result = (|| -> CliResult {
         loop {
             let frame = reader
@@ -256,7 +261,12 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
                 .map_err(|e| not_jelly_hint(decode_error(&name, &e), in_path, e.frame))?
             {
                 match ev {
+                    Event::GraphStart(_) => graph_is_empty = take,
+                    Event::GraphEnd => {
+                        empty_graphs += u64::from(std::mem::take(&mut graph_is_empty));
+                    }
                     Event::Statement(st) if take => {
+                        graph_is_empty = false;
                         progress.statement();
                         match (&mut split, &mut combined) {
                             (Some((s, p)), _) => s.write(st, &prefixes, &at, p)?,
@@ -304,6 +314,11 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
         // Not an error (an empty selection is a valid answer), but likely a mistake.
         eprintln!(
             "jelly: note: --take-frames {r} selects no frame of {name}, which has {frames_seen}"
+        );
+    }
+    if !quiet && empty_graphs > 0 {
+        eprintln!(
+            "jelly: note: {empty_graphs} empty named graph(s) of {name} left out: the output holds statements only"
         );
     }
     let _ = std::io::stderr().flush();

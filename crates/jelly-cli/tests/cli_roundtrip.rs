@@ -558,7 +558,7 @@ fn transcode_keeps_frame_metadata() {
 /// the spec allows) survives `transcode` to GRAPHS output, in its place among the
 /// other graphs, also with `--frame-per graph` (a frame of its own) and with several
 /// inputs (its blank-node name prefixed like the statements'). QUADS output, which
-/// cannot hold it, still gets the statements.
+/// cannot hold it, still gets the statements, and a note says what was left out.
 #[test]
 fn transcode_keeps_empty_graphs() {
     use jelly::{Encoder, Event, PhysicalType, StatementRef, StreamOptions, TermRef};
@@ -619,6 +619,26 @@ fn transcode_keeps_empty_graphs() {
     );
     let q = events(&quads.stdout);
     assert_eq!(q.len(), 1, "{q:?}");
+    // It says so, as from-jelly does (its text outputs hold statements only), unless -q.
+    assert!(
+        quads
+            .stderr
+            .contains("2 empty named graph(s) of the input left out")
+            && quads.stderr.contains("QUADS"),
+        "{}",
+        quads.stderr
+    );
+    let nq = ok(&["rdf", "from-jelly", s(&src)], None);
+    assert_eq!(nq.out().lines().count(), 1, "{}", nq.out());
+    assert!(
+        nq.stderr.contains("2 empty named graph(s) of") && nq.stderr.contains("left out"),
+        "{}",
+        nq.stderr
+    );
+    let full = ok(&["rdf", "transcode", s(&src)], None);
+    assert!(!full.stderr.contains("left out"), "{}", full.stderr);
+    let quiet = ok(&["-q", "rdf", "from-jelly", s(&src)], None);
+    assert!(!quiet.stderr.contains("left out"), "{}", quiet.stderr);
 }
 
 /// What RDF/XML cannot hold is refused with the statement named, not written as
