@@ -354,6 +354,31 @@ fn open(path: Option<&str>, replace_at_end: bool) -> CliResult<Output> {
         };
         (Box::new(f), strip_compression(path).1)
     };
+    wrap(raw, compression, &name, pending)
+}
+
+/// [`open_output_live`] adding to the end of the file `path` (made if missing)
+/// instead of replacing it. A compressed file gets a new gzip member or zstd frame,
+/// which readers take as the continuation of what is there.
+pub fn open_output_append(path: &str) -> CliResult<Output> {
+    let name = display_name(path, false);
+    if fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Err(CliError::usage(format!("{name}: is a directory")));
+    }
+    let f = fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| CliError::io(&name, &e))?;
+    wrap(Box::new(f), strip_compression(path).1, &name, None)
+}
+
+fn wrap(
+    raw: Box<dyn Write>,
+    compression: Compression,
+    name: &str,
+    pending: Option<PendingFile>,
+) -> CliResult<Output> {
     let w = BufWriter::with_capacity(256 * 1024, raw);
     let writer = match compression {
         Compression::None => Writer::Plain(w),
@@ -362,7 +387,7 @@ fn open(path: Option<&str>, replace_at_end: bool) -> CliResult<Output> {
             flate2::Compression::default(),
         )),
         Compression::Zstd => {
-            Writer::Zstd(zstd::Encoder::new(w, 3).map_err(|e| CliError::io(&name, &e))?)
+            Writer::Zstd(zstd::Encoder::new(w, 3).map_err(|e| CliError::io(name, &e))?)
         }
     };
     Ok(Output { writer, pending })

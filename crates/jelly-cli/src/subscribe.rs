@@ -13,7 +13,7 @@ use clap::{Args, ValueEnum};
 use jelly::{Decoder, Encoder, Event, Statement};
 
 use crate::error::{CliError, CliResult};
-use crate::io::{Output, open_output_live};
+use crate::io::{Output, open_output_append, open_output_live};
 use crate::publish::{items_url, percent_encode};
 
 pub const SUBSCRIBE_HELP: &str = "\
@@ -22,6 +22,7 @@ Examples:
   jelly subscribe weather --from latest --format jelly --to live.jelly
   jelly subscribe weather --from 120 --max-items 10
   jelly subscribe weather --from ts:1700000000000 --no-follow --format trig
+  jelly subscribe weather --to live.jelly --append   # run again: goes on where it stopped
 
 --from takes earliest, latest, an offset, ts:<ms since the epoch> or last:<n>.
 Without --no-follow the subscription follows new items until interrupted (Ctrl-C or
@@ -90,15 +91,22 @@ pub struct SubscribeArgs {
     /// addition to the system's (for a server with a private CA).
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<std::path::PathBuf>,
-    /// Where to start: earliest, latest, an offset, ts:<ms> or last:<n>.
-    #[arg(long, default_value = "earliest", value_name = "FROM", value_parser = start_position)]
-    pub from: String,
+    /// Where to start: earliest, latest, an offset, ts:<ms> or last:<n> (default
+    /// earliest; with --append to a Jelly file, after the last item it holds).
+    #[arg(long, value_name = "FROM", value_parser = start_position)]
+    pub from: Option<String>,
     /// Output format (default: from the --to file's extension, else nq).
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<SubFormat>,
     /// Output file (default stdout).
     #[arg(long = "to", short = 'o', value_name = "FILE")]
     pub to: Option<String>,
+    /// Add to the --to file instead of replacing it. A Jelly file goes on as one
+    /// stream from the item after the last one it holds (its frames carry their
+    /// offsets), so a restarted command neither skips nor repeats items; a last frame
+    /// cut off mid-write is cut back first. A non-empty text file needs --from.
+    #[arg(long, requires = "to")]
+    pub append: bool,
     /// Stop after this many items.
     #[arg(long = "max-items", value_name = "N")]
     pub max_items: Option<u64>,
@@ -121,6 +129,9 @@ struct Sink {
     out: Output,
     enc: Option<Encoder>,
     buf: Vec<u8>,
+    /// With `--append` to a Jelly file: the options of the stream it holds, which the
+    /// appended frames must repeat (a stream's options never change).
+    continues: Option<(String, jelly::StreamOptions)>,
 }
 
 impl Sink {
@@ -139,7 +150,26 @@ impl Sink {
                         .cloned()
                         .ok_or_else(|| CliError::invalid("the stream has no options row"))?;
                     o.version = 0;
-                    self.enc = Some(Encoder::new(o).map_err(|e| CliError::invalid(e.to_string()))?);
+                    // Continuing a stream: its tables' first entries and first name id
+                    // are written out, not left to the `0 = previous + 1` shorthand,
+                    // whose "previous" would be the file's last entry.
+                    let cfg = jelly::EncoderConfig {
+                        spliceable: self.continues.is_some(),
+                        ..Default::default()
+                    };
+                    let enc = Encoder::with_config(o, cfg)
+                        .map_err(|e| CliError::invalid(e.to_string()))?;
+                    if let Some((name, held)) = &self.continues
+                        && held != enc.options()
+                    {
+                        return Err(CliError::invalid(format!(
+                            "cannot append to {name}: it holds a stream of other options \
+                             ({}) than this topic's ({}); write to another file",
+                            describe_options(held),
+                            describe_options(enc.options())
+                        )));
+                    }
+                    self.enc = Some(enc);
                 }
                 let enc = self.enc.as_mut().expect("set above");
                 for st in statements {
@@ -194,6 +224,152 @@ impl Sink {
         self.out.write_all(&self.buf).map_err(io)?;
         self.out.flush().map_err(io)
     }
+}
+
+/// Stream options in a line, for messages.
+fn describe_options(o: &jelly::StreamOptions) -> String {
+    format!(
+        "{:?}, logical {:?}, tables {}/{}/{}, rdf-star {}, generalized {}, version {}",
+        o.physical_type,
+        o.logical_type,
+        o.max_name_table_size,
+        o.max_prefix_table_size,
+        o.max_datatype_table_size,
+        o.rdf_star,
+        o.generalized_statements,
+        o.version
+    )
+}
+
+/// What a file given with `--append` holds already.
+#[derive(Debug, Default, PartialEq)]
+struct Existing {
+    /// The options of the Jelly stream in it (`None`: no Jelly stream, or empty).
+    options: Option<jelly::StreamOptions>,
+    /// The offset its last item had on the server (a Jelly file's last frame's
+    /// `offset` metadata).
+    last_offset: Option<u64>,
+    /// Whether it holds anything.
+    non_empty: bool,
+}
+
+/// Reads the file `path` that `--append` continues: a Jelly file's options and last
+/// offset; a text file is checked to end with a line break. An uncompressed Jelly file
+/// whose last frame was cut off mid-write (the command killed) is cut back to its last
+/// whole frame, with a note; anything else unreadable is an error, the file untouched.
+fn existing_output(path: &str, format: SubFormat, quiet: bool) -> CliResult<Existing> {
+    let name = crate::io::display_name(path, false);
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Existing::default()),
+        Err(e) => return Err(CliError::io(&name, &e)),
+        Ok(m) if m.len() == 0 => return Ok(Existing::default()),
+        Ok(_) => {}
+    }
+    let input = crate::io::open_input(path)?;
+    let compressed = input.compression != crate::io::Compression::None;
+    let cannot = |what: String| {
+        CliError::invalid(format!(
+            "cannot append to {name}: {what}; it is left as it is (write to another file, \
+             or repair it)"
+        ))
+    };
+    if format != SubFormat::Jelly {
+        let mut reader = input.reader;
+        let mut last = None;
+        loop {
+            let buf = reader
+                .fill_buf()
+                .map_err(|e| cannot(format!("it cannot be read: {e}")))?;
+            let Some(&b) = buf.last() else { break };
+            last = Some(b);
+            let n = buf.len();
+            reader.consume(n);
+        }
+        return match last {
+            None => Ok(Existing::default()),
+            Some(b'\n') => Ok(Existing {
+                non_empty: true,
+                ..Existing::default()
+            }),
+            Some(_) => Err(cannot(
+                "it does not end with a line break, so its last item looks cut off \
+                 mid-write"
+                    .into(),
+            )),
+        };
+    }
+    let limits = crate::limits::decoder_options();
+    let mut frames = jelly::FrameReader::new(
+        input.reader,
+        jelly::Delimiting::Delimited,
+        limits.max_frame_bytes,
+    );
+    let mut found = Existing {
+        non_empty: true,
+        ..Existing::default()
+    };
+    let mut whole_end = 0u64;
+    loop {
+        let frame = match frames.next_frame() {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e)
+                if !compressed
+                    && matches!(e.kind, jelly::DecodeErrorKind::TruncatedFrame { .. }) =>
+            {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .and_then(|f| f.set_len(whole_end))
+                    .map_err(|io| CliError::io(&name, &io))?;
+                if !quiet {
+                    eprintln!(
+                        "jelly subscribe: {name} ended inside frame {} ({e}); cut back to \
+                         byte {whole_end}, the end of its last whole frame",
+                        e.frame
+                    );
+                }
+                break;
+            }
+            Err(e) => {
+                return Err(cannot(format!(
+                    "frame {} (byte {}): {}",
+                    e.frame,
+                    e.offset.unwrap_or(whole_end),
+                    e.kind
+                )));
+            }
+        };
+        let at = |what: String| {
+            cannot(format!(
+                "frame {} (byte {}): {what}",
+                frame.index, frame.offset
+            ))
+        };
+        if found.options.is_none() {
+            let mut dec = Decoder::new(limits.clone());
+            let mut cur = dec.frame(frame.bytes);
+            while let Some(ev) = cur.next_event().map_err(|e| at(e.to_string()))? {
+                if let Event::Options(o) = ev {
+                    found.options = Some(o.clone());
+                    break;
+                }
+            }
+            if found.options.is_none() {
+                return Err(at("the stream does not start with its options row".into()));
+            }
+        }
+        let meta = jelly::frame_metadata(frame.bytes).map_err(|e| at(e.to_string()))?;
+        if let Some((_, v)) = meta.iter().find(|(k, _)| *k == "offset") {
+            let offset = std::str::from_utf8(v)
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+                .ok_or_else(|| at("its `offset` metadata is not a number".into()))?;
+            found.last_offset = Some(offset);
+        }
+        whole_end = frame.offset + frame.bytes.len() as u64;
+    }
+    Ok(found)
 }
 
 /// Splits one delimited frame off the front of `buf`, if it is complete.
@@ -263,7 +439,10 @@ async fn connection(
     sink: &mut Sink,
     connected: &mut Instant,
 ) -> CliResult<Ended> {
-    let from = st.next.map_or_else(|| a.from.clone(), |n| n.to_string());
+    let from = st.next.map_or_else(
+        || a.from.clone().unwrap_or_else(|| "earliest".into()),
+        |n| n.to_string(),
+    );
     let mut url = format!(
         "{}?from={}&format=jelly",
         items_url(&a.server, &a.topic),
@@ -427,12 +606,31 @@ pub fn output_format(given: Option<SubFormat>, to: Option<&str>) -> CliResult<Su
 pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
     crate::server_client::check_topic(&a.topic)?;
     let format = output_format(a.format, a.to.as_deref())?;
-    let out = open_output_live(a.to.as_deref())?;
+    let mut existing = Existing::default();
+    let out = match a.to.as_deref() {
+        Some(path) if a.append => {
+            if format == SubFormat::Jelly || a.from.is_none() {
+                existing = existing_output(path, format, quiet)?;
+            }
+            if existing.non_empty && format != SubFormat::Jelly {
+                return Err(CliError::usage(format!(
+                    "--append to a {format:?} file that is not empty needs --from: a text \
+                     file does not record the offsets of its items (a Jelly file does)"
+                )));
+            }
+            open_output_append(path)?
+        }
+        to => open_output_live(to)?,
+    };
     let mut sink = Sink {
         format,
         out,
         enc: None,
         buf: Vec::new(),
+        continues: existing.options.clone().map(|o| {
+            let name = crate::io::display_name(a.to.as_deref().unwrap_or("-"), false);
+            (name, o)
+        }),
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -450,6 +648,22 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
         written: 0,
         topic_id: None,
     };
+    if existing.options.is_some() && existing.last_offset.is_none() && a.from.is_none() {
+        return Err(CliError::usage(format!(
+            "--append: the frames of {} carry no `offset` metadata (it was not written by \
+             jelly subscribe), so where to go on is unknown: give --from",
+            a.to.as_deref().unwrap_or("-")
+        )));
+    }
+    if let Some(last) = existing.last_offset {
+        match &a.from {
+            None => st.next = Some(last.saturating_add(1)),
+            Some(from) if !quiet => eprintln!(
+                "jelly subscribe: the file ends with item {last}; appending from --from {from} as asked"
+            ),
+            Some(_) => {}
+        }
+    }
     let mut interrupted = false;
     let result = rt.block_on(async {
         // Ctrl-C or SIGTERM is the way to stop following: the items written so far

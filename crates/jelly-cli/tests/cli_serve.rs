@@ -1471,3 +1471,175 @@ fn an_interrupted_follower_finishes_its_compressed_output() {
     assert_eq!(srv.stop(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `subscribe --append` goes on where an earlier run stopped: a Jelly file stays one
+/// decodable stream whose items run on without a gap or a repeat (a last frame cut
+/// off mid-write is cut back and fetched again), compressed files included; a text
+/// file needs --from, and a file of another topic's options is refused untouched.
+#[test]
+fn subscribe_append_continues_the_file_where_it_stopped() {
+    let dir = temp_dir("append");
+    let srv = ServeProc::start(&dir.join("data"));
+    let url = srv.url.clone();
+    let pred = |i: u32| match i {
+        0 => "q",
+        4 => "r",
+        _ => "p",
+    };
+    let publish = |topic: &str, from: u32, to: u32| {
+        for i in from..to {
+            // Items 0 and 4 have predicates of their own: a run that starts later lays
+            // its tables out unlike the file's, and goes back to an earlier entry.
+            let p = pred(i);
+            let nt = format!("<http://ex.org/s{i}> <http://ex.org/{p}> \"{i}\" .\n");
+            ok(
+                &[
+                    "publish",
+                    topic,
+                    "-",
+                    "--server",
+                    &url,
+                    "-q",
+                    "--in-format",
+                    "nt",
+                ],
+                Some(nt.as_bytes()),
+            );
+        }
+    };
+    let subscribe = |file: &str, max: &str, extra: &[&str]| {
+        let mut args = vec![
+            "subscribe",
+            "a",
+            "--server",
+            &url,
+            "--no-follow",
+            "--max-items",
+            max,
+            "--to",
+            file,
+        ];
+        args.extend_from_slice(extra);
+        jelly(&args, None)
+    };
+    // Items as (offset, the object's value), decoding the file as one stream.
+    let items = |path: &std::path::Path| {
+        let bytes = std::fs::read(path).unwrap();
+        let mut rd = JellyReader::new(&bytes[..]);
+        let mut seen = Vec::new();
+        while let Some(mut f) = rd.next_frame().unwrap() {
+            let meta = f.metadata().unwrap();
+            let off = meta.iter().find(|(k, _)| *k == "offset").unwrap().1;
+            let off: u64 = std::str::from_utf8(off).unwrap().parse().unwrap();
+            while let Some(ev) = f.next_event().unwrap() {
+                if let Event::Statement(st) = ev {
+                    seen.push((
+                        off,
+                        format!("{} {} {}", st.subject, st.predicate, st.object),
+                    ));
+                }
+            }
+        }
+        seen
+    };
+    let want = |n: u64| -> Vec<(u64, String)> {
+        (0..n)
+            .map(|i| {
+                let p = pred(i as u32);
+                (
+                    i,
+                    format!("<http://ex.org/s{i}> <http://ex.org/{p}> \"{i}\""),
+                )
+            })
+            .collect()
+    };
+    publish("a", 0, 10);
+
+    let file = dir.join("a.jelly");
+    let f = file.to_str().unwrap();
+    let r = subscribe(f, "3", &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = subscribe(f, "4", &["--append"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(items(&file), want(7));
+    // The last frame cut off mid-write: cut back to the frame before, and fetched again.
+    let len = std::fs::metadata(&file).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_len(len - 3)
+        .unwrap();
+    let r = subscribe(f, "3", &["--append"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("cut back to byte"), "{}", r.stderr);
+    assert_eq!(items(&file), want(9));
+    // The whole file reads as one stream with other readers too.
+    let nq = ok(&["rdf", "from-jelly", f], None);
+    assert_eq!(nq.out().lines().count(), 9);
+
+    // gzip: a new member per run.
+    let gz = dir.join("a.jelly.gz");
+    let g = gz.to_str().unwrap();
+    for _ in 0..3 {
+        let r = subscribe(g, "3", &["--append"]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    let plain = ok(&["rdf", "from-jelly", g, "--out-format", "nq"], None);
+    assert_eq!(plain.out().lines().count(), 9, "{}", plain.out());
+
+    // A text file does not say where it stopped: --from is asked for.
+    let text = dir.join("a.nq");
+    let t = text.to_str().unwrap();
+    assert_eq!(subscribe(t, "2", &[]).code, 0);
+    let before = std::fs::read(&text).unwrap();
+    let r = subscribe(t, "2", &["--append"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("needs --from"), "{}", r.stderr);
+    assert_eq!(std::fs::read(&text).unwrap(), before);
+    let r = subscribe(t, "2", &["--append", "--from", "2"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let values: Vec<String> = String::from_utf8(std::fs::read(&text).unwrap())
+        .unwrap()
+        .lines()
+        .map(|l| l.split('"').nth(1).unwrap().to_string())
+        .collect();
+    assert_eq!(values, ["0", "1", "2", "3"]);
+
+    // Another topic's stream options: refused, the file untouched.
+    ok(
+        &[
+            "topics",
+            "create",
+            "t",
+            "--server",
+            &url,
+            "--options",
+            r#"{"physical":"triples"}"#,
+        ],
+        None,
+    );
+    publish("t", 0, 2);
+    let before = std::fs::read(&file).unwrap();
+    let r = jelly(
+        &[
+            "subscribe",
+            "t",
+            "--server",
+            &url,
+            "--no-follow",
+            "--to",
+            f,
+            "--append",
+            "--from",
+            "earliest",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("other options"), "{}", r.stderr);
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    // Without --to there is nothing to append to.
+    usage_error(&["subscribe", "a", "--append"], "--to");
+    assert_eq!(srv.stop(), 0);
+}
