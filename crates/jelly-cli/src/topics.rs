@@ -140,10 +140,14 @@ fn call(
     path: &str,
     body: Option<String>,
 ) -> CliResult<(reqwest::StatusCode, String)> {
-    let client = crate::server_client::client(
-        crate::server_client::token(a.token.as_deref()).as_deref(),
-        a.cacert.as_deref(),
-    )?;
+    let token = crate::server_client::token(a.token.as_deref());
+    // A create, alter or delete redirected by a 301, 302 or 303 would go on as a GET:
+    // reported as the redirect it is, not printed as if the change was made.
+    let client = if method == reqwest::Method::GET {
+        crate::server_client::client(token.as_deref(), a.cacert.as_deref())?
+    } else {
+        crate::server_client::write_client(token.as_deref(), a.cacert.as_deref())?
+    };
     let url = format!("{}{path}", a.server.trim_end_matches('/'));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

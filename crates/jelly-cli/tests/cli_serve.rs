@@ -1385,6 +1385,28 @@ fn fake_server(answer: &'static [u8]) -> String {
     format!("http://{addr}")
 }
 
+/// A server that redirects every request but `GET /health` there with a 302, and
+/// answers that with a 200 of JSON.
+fn redirecting_server() -> String {
+    use std::io::{Read as _, Write as _};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in l.incoming().flatten().take(50) {
+            let mut conn = conn;
+            let mut head = [0u8; 4096];
+            let n = conn.read(&mut head).unwrap_or(0);
+            let answer: &[u8] = if head[..n].starts_with(b"GET /health ") {
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 15\r\n\r\n{\"status\":\"ok\"}"
+            } else {
+                b"HTTP/1.1 302 Found\r\nlocation: /health\r\ncontent-length: 0\r\n\r\n"
+            };
+            let _ = conn.write_all(answer);
+        }
+    });
+    format!("http://{addr}")
+}
+
 /// Servers that misbehave get clear errors, never a hang, a silent success or a
 /// huge allocation: a frame length of 2^40, a 200 that is not Jelly, a redirect that
 /// would turn a publish into a GET; and names that are not topic names are refused
@@ -1410,6 +1432,26 @@ fn misbehaving_servers_and_bad_topic_names() {
     );
     assert_ne!(r.code, 0, "{}", r.stderr);
     assert!(r.stderr.contains("302"), "{}", r.stderr);
+    // Nor is a topic's creation, change or deletion sent on after a 302 (where a POST
+    // would become a GET, and a PUT or DELETE go to another resource): it is reported.
+    let moved = redirecting_server();
+    for args in [
+        &["topics", "create", "t", "--server", &moved][..],
+        &["topics", "delete", "t", "--server", &moved],
+        &[
+            "topics",
+            "alter",
+            "t",
+            "--retention-ms",
+            "5",
+            "--server",
+            &moved,
+        ],
+    ] {
+        let r = jelly(args, None);
+        assert_ne!(r.code, 0, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains("302"), "{args:?}: {}", r.stderr);
+    }
     for verb in ["publish", "subscribe"] {
         let r = jelly(&[verb, "t/items?from=0", "--server", &text], Some(b""));
         assert_eq!(r.code, 2, "{verb}: {}", r.stderr);
