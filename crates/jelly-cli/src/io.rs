@@ -109,7 +109,70 @@ impl Input {
     }
 }
 
-/// Opens `path` (`-` for stdin), transparently decompressing gzip and zstd.
+/// Bytes of an input read before anything looks at it: what the sniffers need (the
+/// compression magic, Jelly's delimiting, text or binary), whatever size the first
+/// read of a pipe happens to return.
+const SNIFF_BYTES: usize = 64;
+
+/// A reader whose first [`SNIFF_BYTES`] bytes (fewer only at the end of the input)
+/// were read ahead, so that the first `fill_buf` of a `BufReader` over it returns them
+/// all: a pipe or socket may deliver one byte first, and a sniffer given that byte
+/// alone would guess wrong. An error met while reading ahead is returned by the read
+/// that reaches it, as it would have been.
+struct ReadAhead<R> {
+    head: Vec<u8>,
+    pos: usize,
+    err: Option<io::Error>,
+    inner: R,
+}
+
+impl<R: Read> ReadAhead<R> {
+    fn new(mut inner: R) -> Self {
+        let mut head = Vec::with_capacity(SNIFF_BYTES);
+        let mut err = None;
+        while head.len() < SNIFF_BYTES {
+            let mut buf = [0u8; SNIFF_BYTES];
+            match inner.read(&mut buf[..SNIFF_BYTES - head.len()]) {
+                Ok(0) => break,
+                Ok(n) => head.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        ReadAhead {
+            head,
+            pos: 0,
+            err,
+            inner,
+        }
+    }
+}
+
+impl<R: Read> Read for ReadAhead<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.pos < self.head.len() {
+            let n = buf.len().min(self.head.len() - self.pos);
+            buf[..n].copy_from_slice(&self.head[self.pos..self.pos + n]);
+            self.pos += n;
+            if self.pos == self.head.len() {
+                self.head = Vec::new();
+                self.pos = 0;
+            }
+            return Ok(n);
+        }
+        if let Some(e) = self.err.take() {
+            return Err(e);
+        }
+        self.inner.read(buf)
+    }
+}
+
+/// Opens `path` (`-` for stdin), transparently decompressing gzip and zstd. The
+/// reader's first `fill_buf` holds the input's first 64 bytes (all of it if shorter),
+/// compressed or not, for the callers that sniff a format.
 pub fn open_input(path: &str) -> CliResult<Input> {
     let name = display_name(path, true);
     let raw: Box<dyn Read> = if path == "-" {
@@ -118,18 +181,21 @@ pub fn open_input(path: &str) -> CliResult<Input> {
         Box::new(open_file(path, &name)?)
     };
     let count = Rc::new(Cell::new(0));
-    let mut buffered = BufReader::with_capacity(256 * 1024, Counting::new(raw, count.clone()));
+    let mut buffered = BufReader::with_capacity(
+        256 * 1024,
+        Counting::new(ReadAhead::new(raw), count.clone()),
+    );
     let head = buffered.fill_buf().map_err(|e| CliError::io(&name, &e))?;
     let compression = Compression::of_start(head);
     let reader: Box<dyn BufRead> = match compression {
         Compression::None => Box::new(buffered),
         Compression::Gzip => Box::new(BufReader::with_capacity(
             256 * 1024,
-            flate2::bufread::MultiGzDecoder::new(buffered),
+            ReadAhead::new(flate2::bufread::MultiGzDecoder::new(buffered)),
         )),
         Compression::Zstd => {
             let d = zstd::Decoder::with_buffer(buffered).map_err(|e| CliError::io(&name, &e))?;
-            Box::new(BufReader::with_capacity(256 * 1024, d))
+            Box::new(BufReader::with_capacity(256 * 1024, ReadAhead::new(d)))
         }
     };
     Ok(Input {

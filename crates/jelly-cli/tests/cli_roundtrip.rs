@@ -135,6 +135,67 @@ fn gzip_and_zstd_in_and_out() {
     assert_eq!(back.stdout, text);
 }
 
+/// A pipe may deliver an input's first byte alone: what is read from its start (the
+/// compression magic, Jelly's delimiting, Jelly-Patch or RDF Patch text) is decided
+/// from enough bytes all the same.
+#[test]
+fn inputs_whose_first_read_is_one_byte_are_recognised() {
+    use std::io::Write as _;
+    let d = tmp("trickle");
+    let src = head(NANOPUBS, 50, &d, "np.nq");
+    let text = std::fs::read(&src).unwrap();
+    let gz = d.join("np.jelly.gz");
+    ok(&["rdf", "to-jelly", s(&src), "--to", s(&gz)], None);
+    let plain = d.join("np.jelly");
+    ok(&["rdf", "to-jelly", s(&src), "--to", s(&plain)], None);
+    let patch = d.join("p.jellyp");
+    std::fs::write(
+        d.join("p.rdfp"),
+        "TX .\nA <http://e/s> <http://e/p> <http://e/o> .\nTC .\n",
+    )
+    .unwrap();
+    ok(
+        &["patch", "to-jelly", s(&d.join("p.rdfp")), "--to", s(&patch)],
+        None,
+    );
+    // Runs `jelly ARGS` on `input` given through a pipe first one byte, then after a
+    // pause the rest.
+    let trickle = |args: &[&str], input: &[u8]| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_jelly"))
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&input[..1]).unwrap();
+        stdin.flush().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        stdin.write_all(&input[1..]).unwrap();
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        out.stdout
+    };
+    let gz_bytes = std::fs::read(&gz).unwrap();
+    assert_eq!(trickle(&["-q", "rdf", "from-jelly", "-"], &gz_bytes), text);
+    let plain_bytes = std::fs::read(&plain).unwrap();
+    assert_eq!(
+        trickle(&["-q", "rdf", "from-jelly", "-"], &plain_bytes),
+        text
+    );
+    let p = trickle(
+        &["-q", "patch", "from-jelly", "-"],
+        &std::fs::read(&patch).unwrap(),
+    );
+    assert!(
+        String::from_utf8(p).unwrap().contains("A <http://e/s>"),
+        "patch text"
+    );
+}
+
 #[test]
 fn take_frames_and_split_frames() {
     let d = tmp("take-frames");
