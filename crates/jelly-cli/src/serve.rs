@@ -30,9 +30,10 @@ An https:// upstream is checked against the system's roots (add a private CA wit
 --mirror-ca); --mirror-token authenticates to it. `[[mirror]]` tables in the config
 file do the same, with more settings (per-mirror token and ca, on_gone).
 
---demo replays the weather observations of
-../shared/datasets/iot-assist-weather (one item per frame of the recorded stream)
-into the topic `weather`, a few items a second, over and over.
+--demo replays weather-station observations into the topic `weather`, a few items a
+second, over and over: 100 recorded items built into the binary (one item per frame
+of the recorded stream of ../shared/datasets/iot-assist-weather), or all 395 with
+--demo-data ../shared/datasets/iot-assist-weather. The topic keeps its newest 64 MiB.
 
 Security (docs/http-api.md, \"Security\"): --tls-cert/--tls-key serve HTTPS (HTTP/1.1,
 HTTP/2 and gRPC on one port); --auth-tokens FILE turns bearer tokens on, a TOML file

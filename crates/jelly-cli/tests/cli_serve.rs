@@ -958,6 +958,43 @@ fn serve_demo_publishes_the_weather_stream() {
     let builtin = temp_dir("demo-builtin");
     let srv = ServeProc::start_with(&builtin.join("data"), &["--demo", "--demo-rate", "50"]);
     assert_eq!(demo_item_sizes(&srv, &builtin), counts);
+    // The README's filter example selects what it says: 43 of the first 100 items.
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+    )
+    .unwrap();
+    let query = readme
+        .split("--data-urlencode 'ask=")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .expect("the README's ask example");
+    let t0 = std::time::Instant::now();
+    let selected = loop {
+        let out = Command::new("curl")
+            .args(["-sfG", "-D", "-", "-o", "/dev/null"])
+            .arg(format!(
+                "{}/topics/weather/poll?from=0&max_items=100&format=nquads",
+                srv.url
+            ))
+            .args(["--data-urlencode", &format!("ask={query}")])
+            .output()
+            .expect("curl is needed by this test: install it (apt-get install curl)");
+        let head = String::from_utf8_lossy(&out.stdout).to_ascii_lowercase();
+        let header = |name: &str| {
+            head.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().to_string())
+        };
+        if header("x-jelly-next-offset:").as_deref() == Some("100") {
+            break header("x-jelly-items:");
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the demo did not reach 100 items: {head}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(selected.as_deref(), Some("43"));
     drop(srv);
     let dir = temp_dir("demo");
     let start_demo = || {
