@@ -662,6 +662,55 @@ mod tests {
 
     use super::*;
 
+    /// The configuration reference in docs/http-api.md tells the truth: its server
+    /// keys parse, and the values it shows are the defaults.
+    #[test]
+    fn the_documented_configuration_parses_to_the_defaults() {
+        let doc = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/http-api.md"),
+        )
+        .unwrap();
+        let section = doc.split("## Configuration").nth(1).unwrap();
+        let block = section
+            .split("```toml\n")
+            .nth(1)
+            .and_then(|b| b.split("```").next())
+            .unwrap();
+        // The tables after the server keys name files and servers that are not here.
+        let keys = block.split("\n[[mirror]]").next().unwrap();
+        let c = ServerConfig::from_toml(keys, "http-api.md").unwrap();
+        assert_eq!(format!("{c:?}"), format!("{:?}", ServerConfig::default()));
+        // Every field of the configuration (the top level of its Debug form) is in
+        // the reference.
+        let debug = format!("{:?}", ServerConfig::default());
+        let (mut depth, mut word, mut fields) = (0, String::new(), Vec::new());
+        for ch in debug.chars() {
+            match ch {
+                '{' | '[' | '(' => depth += 1,
+                '}' | ']' | ')' => depth -= 1,
+                ':' if depth == 1 && word.starts_with(|c: char| c.is_ascii_lowercase()) => {
+                    fields.push(std::mem::take(&mut word))
+                }
+                c if depth == 1 && (c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') => {
+                    word.push(c)
+                }
+                _ => word.clear(),
+            }
+        }
+        assert!(fields.len() > 20, "{fields:?}");
+        for mut field in fields {
+            if field == "mirrors" {
+                field = "mirror".into(); // serde(rename)
+            }
+            assert!(
+                block.lines().any(|l| l.starts_with(&format!("{field} "))
+                    || l.starts_with(&format!("[{field}]"))
+                    || l.starts_with(&format!("[[{field}]]"))),
+                "{field} is not in the configuration reference"
+            );
+        }
+    }
+
     #[test]
     fn timeouts() {
         let d = ServerConfig::default();
