@@ -91,17 +91,13 @@ fn content_type(path: &str, a: &PublishArgs) -> CliResult<&'static str> {
     Ok(match f {
         Format::Nq => "application/n-quads",
         Format::Nt => "application/n-triples",
-        Format::Ttl => "text/turtle",
+        // N3 documents that are RDF are written in its Turtle subset, which the server
+        // reads; N3's own syntax (formulas, rules) is not RDF and gets the server's
+        // Turtle error with its line.
+        Format::Ttl | Format::N3 => "text/turtle",
         Format::Trig => "application/trig",
         Format::Rdfxml => "application/rdf+xml",
         Format::Jsonld => "application/ld+json",
-        other => {
-            return Err(CliError::usage(format!(
-                "{path}: the server takes N-Triples, N-Quads, Turtle, TriG, RDF/XML, JSON-LD \
-                 or Jelly, not {}; convert it first (jelly rdf to-jelly)",
-                other.name()
-            )));
-        }
     })
 }
 

@@ -1722,3 +1722,72 @@ fn subscribe_append_continues_the_file_where_it_stopped() {
     usage_error(&["subscribe", "a", "--append"], "--to");
     assert_eq!(srv.stop(), 0);
 }
+
+/// `publish` takes the formats its help offers: an `.n3` file (or `--in-format n3`)
+/// that is RDF goes as Turtle; N3's own syntax is refused by the server with its line.
+#[test]
+fn publish_sends_n3_as_turtle() {
+    let dir = temp_dir("n3");
+    let srv = ServeProc::start(&dir.join("data"));
+    let n3 = dir.join("doc.n3");
+    std::fs::write(
+        &n3,
+        "@prefix e: <http://ex.org/> .\ne:s e:p ( 1 2 ), [ e:q \"x\" ] .\n",
+    )
+    .unwrap();
+    let r = ok(
+        &[
+            "publish",
+            "n",
+            n3.to_str().unwrap(),
+            "--server",
+            &srv.url,
+            "-q",
+        ],
+        None,
+    );
+    assert!(r.out().contains("\"offsets\":[0]"), "{}", r.out());
+    let r = ok(
+        &[
+            "publish",
+            "n",
+            "-",
+            "--in-format",
+            "n3",
+            "--server",
+            &srv.url,
+            "-q",
+        ],
+        Some(b"<http://ex.org/a> <http://ex.org/b> <http://ex.org/c> .\n"),
+    );
+    assert!(r.out().contains("\"offsets\":[1]"), "{}", r.out());
+    let rule = dir.join("rule.n3");
+    std::fs::write(
+        &rule,
+        "{ ?x <http://ex.org/p> ?y } => { ?y <http://ex.org/p> ?x } .\n",
+    )
+    .unwrap();
+    let r = jelly(
+        &["publish", "n", rule.to_str().unwrap(), "--server", &srv.url],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("line 1") || r.stderr.contains("1:"),
+        "{}",
+        r.stderr
+    );
+    let sub = ok(
+        &["subscribe", "n", "--server", &srv.url, "--no-follow", "-q"],
+        None,
+    );
+    // The list and the blank node of the first document are there, and the second.
+    assert!(
+        sub.out()
+            .contains("http://www.w3.org/1999/02/22-rdf-syntax-ns#first"),
+        "{}",
+        sub.out()
+    );
+    assert!(sub.out().contains("<http://ex.org/c>"), "{}", sub.out());
+    assert_eq!(srv.stop(), 0);
+}
