@@ -31,7 +31,7 @@ connection breaks it reconnects from the offset after the last item written, or 
 the first connection started (giving up after --retry-secs without success, counted
 from the loss). Frames over --max-frame-size and answers that are not Jelly are
 errors (exit 1). A topic that does not exist yet is waited
-for; one that is deleted while followed ends the command with an error (exit 1), even
+for (without --no-follow; with it, a 404 is an error); one that is deleted while followed ends the command with an error (exit 1), even
 when a new topic of the same name appears, whose offsets start over. Jelly output
 keeps each item as one frame with its metadata (offset, ts, source, h:*).
 

@@ -481,15 +481,13 @@ impl Auth {
                 message: message.to_string(),
             };
             if let Some(n) = &t.name
-                && configs
+                && let Some((_, other)) = configs
                     .iter()
-                    .filter(|(o, _)| o.name.as_deref() == Some(n))
-                    .count()
-                    > 1
+                    .rfind(|(o, p)| o.name.as_deref() == Some(n) && p != place)
             {
-                return Err(invalid(
-                    "another token has the same name (names tell tokens apart in answers and logs)",
-                ));
+                return Err(invalid(&format!(
+                    "{other} has the same name (names tell tokens apart in answers and logs)"
+                )));
             }
             let digest = match (&t.token, &t.token_sha256) {
                 (Some(tok), None) if tok.is_empty() => return Err(invalid("empty token")),
@@ -933,7 +931,8 @@ mod tests {
         let e =
             bad("[[tokens]]\nname = \"n\"\ntoken = \"a\"\n[[tokens]]\nname = \"n\"\ntoken = \"b\"");
         assert!(
-            e.contains("same name") && e.contains("#1 of [auth] tokens"),
+            e.contains("#2 of [auth] tokens has the same name")
+                && e.contains("#1 of [auth] tokens"),
             "{e}"
         );
         // The digest of the empty token can never be presented.
