@@ -410,3 +410,44 @@ async fn grpc_subscribers_get_gzip_and_zstd_messages_compressed_once() {
         srv.shutdown().await.unwrap();
     }
 }
+
+/// `Accept-Encoding` and `Accept` sent on several lines count as one list (RFC 9110
+/// §5.3), as they would on one line.
+#[tokio::test]
+async fn header_lists_on_several_lines_are_one_list() {
+    let srv = start().await;
+    let c = plain_client();
+    publish(&c, &srv, 0, 2).await;
+    let get = |path: &'static str, name: &'static str, lines: &'static [&'static str]| {
+        let c = c.clone();
+        let url = format!("{}{path}", srv.url());
+        async move {
+            let mut h = reqwest::header::HeaderMap::new();
+            for l in lines {
+                h.append(name, reqwest::header::HeaderValue::from_static(l));
+            }
+            c.get(url).headers(h).send().await.unwrap()
+        }
+    };
+    for path in ["/topics/t/items?follow=false", "/topics/t/poll?wait_ms=0"] {
+        let r = get(path, "accept-encoding", &["gzip;q=0.2", "br"]).await;
+        assert_eq!(r.headers()["content-encoding"], "br", "{path}");
+        let r = get(path, "accept-encoding", &["identity", "gzip"]).await;
+        assert_eq!(r.headers()["content-encoding"], "gzip", "{path}");
+        let r = get(
+            path,
+            "accept",
+            &["application/n-quads;q=0.1", "application/trig"],
+        )
+        .await;
+        assert!(
+            r.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("application/trig"),
+            "{path}: {:?}",
+            r.headers()["content-type"]
+        );
+    }
+    srv.shutdown().await.unwrap();
+}

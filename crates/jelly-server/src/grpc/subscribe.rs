@@ -162,10 +162,11 @@ async fn subscribe(s: AppState, req: Request) -> Result<Response, Status> {
         .and_then(|p| p.build())
         .map_err(|e| Status::invalid_argument(e.to_string()))?;
     let encoding = Encoding::from_grpc(
-        parts
-            .headers
-            .get("grpc-accept-encoding")
-            .and_then(|v| v.to_str().ok()),
+        crate::http::header_list(
+            &parts.headers,
+            axum::http::HeaderName::from_static("grpc-accept-encoding"),
+        )
+        .as_deref(),
     );
     let timeout = super::deadline::timeout(&parts.headers)?;
     // Clients send the one small message with the call: one that has not arrived by

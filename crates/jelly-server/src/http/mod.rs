@@ -202,3 +202,24 @@ async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
         s.metrics.render(&s.topics),
     )
 }
+
+/// Every line of a list-valued header as one list (RFC 9110 §5.3: a field sent on
+/// several lines means their values joined with commas); `None` when it is absent.
+/// Lines that are not visible ASCII are left out.
+pub(crate) fn header_list(
+    headers: &axum::http::HeaderMap,
+    name: header::HeaderName,
+) -> Option<String> {
+    let mut out: Option<String> = None;
+    for v in headers.get_all(name) {
+        let Ok(v) = v.to_str() else { continue };
+        match &mut out {
+            Some(o) => {
+                o.push_str(", ");
+                o.push_str(v);
+            }
+            None => out = Some(v.to_string()),
+        }
+    }
+    out
+}

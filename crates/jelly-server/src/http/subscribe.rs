@@ -120,7 +120,8 @@ pub(super) fn pick_format(
             .with("parameter", "format")
         })?,
         None => {
-            let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+            let accept = super::header_list(headers, header::ACCEPT);
+            let accept = accept.as_deref();
             let options = t.options();
             match OutFormat::negotiate(accept, default, |f| f.fits(&options)) {
                 Some(f) => f,
@@ -232,11 +233,7 @@ fn streaming_response(
 
 /// The response coding for a request's `Accept-Encoding`.
 pub(super) fn pick_encoding(headers: &HeaderMap) -> Encoding {
-    Encoding::negotiate(
-        headers
-            .get(header::ACCEPT_ENCODING)
-            .and_then(|v| v.to_str().ok()),
-    )
+    Encoding::negotiate(super::header_list(headers, header::ACCEPT_ENCODING).as_deref())
 }
 
 /// A numeric query parameter checked against its documented range: outside it the
