@@ -1667,8 +1667,8 @@ async fn malformed_query_values_get_json_errors() {
     srv.shutdown().await.unwrap();
 }
 
-/// `from=ts:<ms>` starts at the first item appended at or after that time, over the
-/// chunked stream, long-poll and SSE.
+/// `from=ts:<ms>` starts at the first item stamped at or after that time, over the
+/// chunked stream, long-poll and SSE; a later time than the last item's, at the end.
 #[tokio::test]
 async fn start_from_a_timestamp() {
     let srv = start().await;
@@ -1723,6 +1723,17 @@ async fn start_from_a_timestamp() {
         .unwrap();
     let ev = sse_events(&r.text().await.unwrap());
     assert_eq!(ev.iter().map(|e| e.0).collect::<Vec<_>>(), [2, 3]);
+    // A time after the last item's starts as `latest` does (documented): at the next
+    // offset, whatever the next item's time.
+    let r = c
+        .get(format!(
+            "{base}/topics/t/poll?from=ts:{}&wait_ms=0",
+            stamps[3] + 3_600_000
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["x-jelly-next-offset"], "4");
     // A malformed timestamp is a 400.
     let r = c
         .get(format!("{base}/topics/t/items?follow=false&from=ts:soon"))
