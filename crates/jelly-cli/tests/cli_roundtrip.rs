@@ -871,3 +871,28 @@ fn stream_types_take_the_jvm_cli_spellings() {
         r.stderr
     );
 }
+
+/// A language tag gets one spelling whichever parser reads the input (`--opt.rdf-star`
+/// switches N-Triples to another), and `validate --compare-to-rdf-file` compares tags
+/// ignoring case, as RDF does: our own output checks out against its source.
+#[test]
+fn language_tags_read_the_same_and_compare_ignoring_case() {
+    let d = tmp("lang-case");
+    let nt = d.join("in.nt");
+    std::fs::write(&nt, "<http://ex.org/s> <http://ex.org/p> \"x\"@en-US .\n").unwrap();
+    let mut outs = Vec::new();
+    for extra in [&[][..], &["--opt.rdf-star=true"]] {
+        let out = d.join(format!("o{}.jelly", outs.len()));
+        let mut args = vec!["rdf", "to-jelly", s(&nt), "-q", "-o", s(&out)];
+        args.extend_from_slice(extra);
+        ok(&args, None);
+        let text = ok(&["rdf", "from-jelly", s(&out)], None).out();
+        outs.push(text);
+        ok(
+            &["rdf", "validate", s(&out), "--compare-to-rdf-file", s(&nt)],
+            None,
+        );
+    }
+    assert_eq!(outs[0], outs[1]);
+    assert!(outs[0].contains("\"x\"@en-us"), "{}", outs[0]);
+}

@@ -47,7 +47,9 @@ pub fn normalize(statements: &[Statement]) -> HashSet<Statement> {
 }
 
 /// One term in the form the comparison uses: `"x"^^xsd:string` as the simple literal
-/// `"x"` (the same RDF term, and how encoders write it), also inside quoted triples.
+/// `"x"` (the same RDF term, and how encoders write it), and a language tag in lower
+/// case (RDF compares tags ignoring case: `en-US` and `en-us` are one tag, and parsers
+/// differ in which they keep), also inside quoted triples.
 ///
 /// ```
 /// use jelly::iso::normalize_term;
@@ -55,6 +57,8 @@ pub fn normalize(statements: &[Statement]) -> HashSet<Statement> {
 /// let typed = Term::Literal(Literal { lex: "x".into(), kind: OwnedLiteralKind::Typed(jelly::term::XSD_STRING.into()) });
 /// let simple = Term::Literal(Literal { lex: "x".into(), kind: OwnedLiteralKind::Simple });
 /// assert_eq!(normalize_term(&typed), simple);
+/// let lang = |t: &str| Term::Literal(Literal { lex: "x".into(), kind: OwnedLiteralKind::Lang(t.into()) });
+/// assert_eq!(normalize_term(&lang("en-US")), normalize_term(&lang("en-us")));
 /// assert_eq!(normalize_term(&Term::Iri("http://ex.org/a".into())), Term::Iri("http://ex.org/a".into()));
 /// ```
 pub fn normalize_term(t: &Term) -> Term {
@@ -65,6 +69,13 @@ pub fn normalize_term(t: &Term) -> Term {
         }) if dt == XSD_STRING => Term::Literal(Literal {
             lex: lex.clone(),
             kind: OwnedLiteralKind::Simple,
+        }),
+        Term::Literal(Literal {
+            lex,
+            kind: OwnedLiteralKind::Lang(tag),
+        }) if tag.bytes().any(|b| b.is_ascii_uppercase()) => Term::Literal(Literal {
+            lex: lex.clone(),
+            kind: OwnedLiteralKind::Lang(tag.to_ascii_lowercase()),
         }),
         Term::Triple(tr) => Term::Triple(Box::new(Triple {
             subject: normalize_term(&tr.subject),
@@ -78,7 +89,8 @@ pub fn normalize_term(t: &Term) -> Term {
 /// Ordered isomorphism: the i-th statement of one list must equal the i-th of the
 /// other, with blank nodes matched one to one by a mapping that holds across every
 /// call on the same value (so one value per stream: the suite assumes one blank node
-/// pool for the whole stream). `"x"^^xsd:string` equals `"x"`.
+/// pool for the whole stream). `"x"^^xsd:string` equals `"x"`, and language tags
+/// compare ignoring case.
 ///
 /// ```
 /// use jelly::iso::OrderedIso;

@@ -479,7 +479,15 @@ impl<'a> Parser<'a> {
             if !crate::term::valid_language_tag(tag) {
                 return Err(self.err(&format!("invalid language tag `{tag}`")));
             }
-            KindSpan::Lang(Span::Line(start, self.pos))
+            // In lower case, as oxrdf keeps tags (and RDF compares them ignoring case):
+            // one spelling of the tag whichever parser read the input.
+            if tag.bytes().any(|b| b.is_ascii_uppercase()) {
+                let from = scratch.len();
+                scratch.push_str(&tag.to_ascii_lowercase());
+                KindSpan::Lang(Span::Scratch(from, scratch.len()))
+            } else {
+                KindSpan::Lang(Span::Line(start, self.pos))
+            }
         } else {
             KindSpan::Simple
         };

@@ -112,7 +112,8 @@ fn sample_rows() -> Vec<PatchRow> {
         PatchRow::Add(st(
             iri("http://ex/s"),
             iri("http://ex/p"),
-            lit("chat", OwnedLiteralKind::Lang("fr-CA".into())),
+            // Tags are read in lower case (see `tags_are_read_in_lower_case`).
+            lit("chat", OwnedLiteralKind::Lang("fr-ca".into())),
             Some(bnode("graph-2")),
         )),
         PatchRow::Delete(st(
@@ -187,7 +188,7 @@ fn canonical_forms() {
     );
     assert_eq!(
         lines[12],
-        "A <http://ex/s> <http://ex/p> \"chat\"@fr-CA <_:graph-2> ."
+        "A <http://ex/s> <http://ex/p> \"chat\"@fr-ca <_:graph-2> ."
     );
     // Blank nodes are always written in Jena's <_:…> form, whatever their label.
     assert_eq!(
@@ -716,4 +717,21 @@ fn deeply_nested_triple_terms_are_refused_not_overflowed() {
     // The validator reads rows with the same parser.
     let e = validate(nested(20_000, "<< ", ">>").as_bytes()).unwrap_err();
     assert!(e.to_string().contains("nested deeper"), "{e}");
+}
+
+/// A language tag is read in lower case, as oxrdf keeps tags (RDF compares them
+/// ignoring case), so every reader of the project gives one spelling.
+#[test]
+fn tags_are_read_in_lower_case() {
+    let rows = parse_str("A <http://ex/s> <http://ex/p> \"chat\"@fr-CA .\n").unwrap();
+    let PatchRow::Add(st) = &rows[0] else {
+        panic!("{rows:?}")
+    };
+    assert_eq!(
+        st.object,
+        Term::Literal(jelly::Literal {
+            lex: "chat".into(),
+            kind: OwnedLiteralKind::Lang("fr-ca".into())
+        })
+    );
 }
