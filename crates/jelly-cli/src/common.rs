@@ -29,14 +29,36 @@ pub fn options_from_file(path: &str) -> CliResult<StreamOptions> {
     )))
 }
 
-/// The options asked for by the flags, on top of `base` (preset, `--options-from` or a stream's options).
-pub fn apply_option_flags(mut o: StreamOptions, a: &StreamOptionArgs) -> StreamOptions {
+/// The options asked for by the flags, on top of `base` (preset, `--options-from` or a
+/// stream's options). A physical type given without a logical type carries the logical
+/// type over to its counterpart ([`jelly::LogicalType::for_physical`]: a stream of
+/// Jelly-JVM's or pyjelly's, always `FLAT_*`, re-encoded as another physical type would
+/// otherwise declare a combination those readers refuse). Notes go to stderr unless
+/// `quiet`.
+pub fn apply_option_flags(
+    mut o: StreamOptions,
+    a: &StreamOptionArgs,
+    quiet: bool,
+) -> StreamOptions {
     if let Some(p) = a.physical_type {
         o.physical_type = match p {
             PhysicalArg::Triples => PhysicalType::Triples,
             PhysicalArg::Quads => PhysicalType::Quads,
             PhysicalArg::Graphs => PhysicalType::Graphs,
         };
+        if a.logical_type.is_none() {
+            let carried = o.logical_type.for_physical(o.physical_type);
+            if carried != o.logical_type && !quiet {
+                eprintln!(
+                    "jelly: note: logical type {} becomes {} with physical type {} \
+                     (--opt.logical-type sets another)",
+                    o.logical_type.name(),
+                    carried.name(),
+                    o.physical_type.name()
+                );
+            }
+            o.logical_type = carried;
+        }
     }
     if let Some(l) = a.logical_type {
         o.logical_type = l;
@@ -61,6 +83,7 @@ pub fn apply_option_flags(mut o: StreamOptions, a: &StreamOptionArgs) -> StreamO
     }
     if (a.physical_type.is_some() || a.logical_type.is_some())
         && !o.logical_type.fits(o.physical_type)
+        && !quiet
     {
         // Written as asked (the spec does not forbid it), but readers may not expect it.
         eprintln!(

@@ -61,7 +61,7 @@ pub fn run(args: &ToJellyArgs, quiet: bool) -> CliResult {
             PhysicalType::Triples
         };
     }
-    options = apply_option_flags(options, &args.opts);
+    options = apply_option_flags(options, &args.opts, quiet);
     let frame_per = args.framing.frame_per;
     if frame_per == Some(FramePer::Frame) {
         return Err(CliError::usage(

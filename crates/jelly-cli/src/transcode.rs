@@ -84,7 +84,7 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
                             let ns =
                                 args.framing.enable_namespace_declarations || opts.version >= 2;
                             opts.version = 0;
-                            opts = apply_option_flags(opts, &args.opts);
+                            opts = apply_option_flags(opts, &args.opts, quiet);
                             if args.opts.logical_type.is_none()
                                 && let Some(l) = args
                                     .framing

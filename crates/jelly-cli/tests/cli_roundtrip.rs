@@ -825,7 +825,6 @@ fn stream_types_take_the_jvm_cli_spellings() {
             "https://w3id.org/stax/ontology#flatTripleStream",
             "-o",
             s(&out),
-            "-q",
         ],
         None,
     );
@@ -861,7 +860,6 @@ fn stream_types_take_the_jvm_cli_spellings() {
             "datasets",
             "-o",
             s(&out),
-            "-q",
         ],
         None,
     );
@@ -895,4 +893,85 @@ fn language_tags_read_the_same_and_compare_ignoring_case() {
     }
     assert_eq!(outs[0], outs[1]);
     assert!(outs[0].contains("\"x\"@en-us"), "{}", outs[0]);
+}
+
+/// Another physical type without a logical type carries the logical type over to its
+/// counterpart: a FLAT_TRIPLES stream (as Jelly-JVM and pyjelly always write) transcoded
+/// to QUADS says FLAT_QUADS, not a combination those readers refuse; with a note,
+/// unless -q.
+#[test]
+fn a_new_physical_type_carries_the_logical_type_over() {
+    let d = tmp("carry-logical");
+    let nt = d.join("a.nt");
+    std::fs::write(&nt, "<http://ex.org/s> <http://ex.org/p> \"o\" .\n").unwrap();
+    let flat = d.join("flat.jelly");
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&nt),
+            "--opt.physical-type",
+            "triples",
+            "--opt.logical-type",
+            "flat-triples",
+            "-o",
+            s(&flat),
+        ],
+        None,
+    );
+    let logical = |path: &std::path::Path| {
+        let r = ok(&["rdf", "inspect", s(path)], None);
+        r.out()
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("logical_type: ").map(str::to_string))
+            .unwrap()
+    };
+    assert_eq!(logical(&flat), "flat-triples");
+    let quads = d.join("quads.jelly");
+    let r = ok(
+        &[
+            "rdf",
+            "transcode",
+            s(&flat),
+            "--opt.physical-type",
+            "quads",
+            "-o",
+            s(&quads),
+        ],
+        None,
+    );
+    assert_eq!(logical(&quads), "flat-quads");
+    assert!(r.stderr.contains("becomes flat-quads"), "{}", r.stderr);
+    let r = ok(
+        &[
+            "-q",
+            "rdf",
+            "transcode",
+            s(&flat),
+            "--opt.physical-type",
+            "graphs",
+            "-o",
+            s(&quads),
+        ],
+        None,
+    );
+    assert_eq!(logical(&quads), "flat-quads");
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+    // A logical type given is kept, with the note that readers may refuse it.
+    let r = ok(
+        &[
+            "rdf",
+            "transcode",
+            s(&flat),
+            "--opt.physical-type",
+            "quads",
+            "--opt.logical-type",
+            "flat-triples",
+            "-o",
+            s(&quads),
+        ],
+        None,
+    );
+    assert_eq!(logical(&quads), "flat-triples");
+    assert!(r.stderr.contains("not recommend"), "{}", r.stderr);
 }

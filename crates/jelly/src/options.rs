@@ -95,6 +95,32 @@ impl LogicalType {
         )
     }
 
+    /// This type carried over to a stream of `physical` type: itself where it fits,
+    /// else its counterpart (flat triples and flat quads; graphs and datasets, the
+    /// framed kinds), else unspecified. For re-encoding a stream as another physical
+    /// type without leaving a logical type its readers may refuse.
+    ///
+    /// ```
+    /// use jelly::{LogicalType, PhysicalType};
+    /// assert_eq!(LogicalType::FLAT_TRIPLES.for_physical(PhysicalType::Quads), LogicalType::FLAT_QUADS);
+    /// assert_eq!(LogicalType::NAMED_GRAPHS.for_physical(PhysicalType::Triples), LogicalType::GRAPHS);
+    /// assert_eq!(LogicalType::SUBJECT_GRAPHS.for_physical(PhysicalType::Triples), LogicalType::SUBJECT_GRAPHS);
+    /// ```
+    pub fn for_physical(self, physical: PhysicalType) -> LogicalType {
+        if self.fits(physical) {
+            return self;
+        }
+        match (self.base().0, physical) {
+            (lt::FLAT_QUADS, PhysicalType::Triples) => LogicalType::FLAT_TRIPLES,
+            (lt::DATASETS, PhysicalType::Triples) => LogicalType::GRAPHS,
+            (lt::FLAT_TRIPLES, PhysicalType::Quads | PhysicalType::Graphs) => {
+                LogicalType::FLAT_QUADS
+            }
+            (lt::GRAPHS, PhysicalType::Quads | PhysicalType::Graphs) => LogicalType::DATASETS,
+            _ => LogicalType::UNSPECIFIED,
+        }
+    }
+
     /// Parses a CLI-style name (`flat-triples`, `named-graphs`, …) or a number.
     pub fn parse(s: &str) -> Option<LogicalType> {
         let norm = s.to_ascii_lowercase().replace('_', "-");
