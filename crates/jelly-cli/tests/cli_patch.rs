@@ -1056,7 +1056,8 @@ fn patch_messages_name_the_real_trouble() {
 }
 
 /// A PUNCTUATED stream whose rows go on after its last punctuation (a stream cut at a
-/// frame boundary, say) is not valid, and inspect counts and flags that last patch.
+/// frame boundary, say) is not valid: validate, from-jelly and apply refuse it, and
+/// inspect counts and flags that last patch.
 #[test]
 fn an_unended_last_patch_of_a_punctuated_stream() {
     let d = tmp("patch-unended");
@@ -1086,6 +1087,20 @@ fn an_unended_last_patch_of_a_punctuated_stream() {
     let v: serde_json::Value = serde_json::from_slice(&r.stdout).expect("json");
     assert_eq!(v["patches"], 2, "{v}");
     assert_eq!(v["last_patch_unterminated"], true, "{v}");
+    // Nor is it converted or applied as if the cut patch were whole: the dataset is
+    // left as it was.
+    let r = jelly(&["patch", "from-jelly", s(&cut)], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("last patch is not ended"), "{}", r.stderr);
+    let base = d.join("base.nq");
+    std::fs::write(&base, "<http://e/a> <http://e/b> <http://e/c> .\n").expect("write");
+    let r = jelly(&["patch", "apply", s(&base), s(&cut), "-o", s(&base)], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("last patch is not ended"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&base).expect("read"),
+        "<http://e/a> <http://e/b> <http://e/c> .\n"
+    );
     // The stream that ends with its punctuation is valid and not flagged.
     let whole = d.join("whole.jellyp");
     std::fs::write(&whole, delimited(&[ended])).expect("write");

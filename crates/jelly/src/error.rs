@@ -133,6 +133,10 @@ pub enum DecodeErrorKind {
     TransactionSpansFrames,
     #[error("transaction still open at the end of the patch")]
     UnterminatedTransaction,
+    #[error(
+        "the last patch is not ended: {0} row(s) after the last punctuation (each patch of a PUNCTUATED stream ends with one; was the stream cut short?)"
+    )]
+    UnendedPatch(u64),
     #[error("punctuation inside a transaction")]
     PunctuationInTransaction,
     #[error("punctuation is only allowed in PUNCTUATED patch streams")]

@@ -289,6 +289,18 @@ fn punctuation_rules() {
     let e = err_of(&stream(&[rows.clone()]));
     assert!(matches!(e.kind, K::PunctuationInTransaction), "{e}");
     assert_eq!(e.row, Some(2));
+    // Every patch of a PUNCTUATED stream ends with its punctuation, the last one too:
+    // rows after the last punctuation are a stream cut short.
+    let mut p = vec![options(TRIPLES, PUNCTUATED, 1)];
+    p.extend(names());
+    p.push(add_row(None));
+    p.push(marker(row::PUNCTUATION));
+    assert_eq!(read(&stream(&[p.clone()])).unwrap().len(), 2);
+    let e = err_of(&stream(&[p.clone(), vec![add_row(None)]]));
+    assert!(matches!(e.kind, K::UnendedPatch(1)), "{e}");
+    assert_eq!(e.frame, 1, "reported against the last frame");
+    p.pop();
+    assert!(matches!(err_of(&stream(&[p])).kind, K::UnendedPatch(1)));
     rows[0] = options(TRIPLES, FLAT, 1);
     rows.remove(1);
     let e = err_of(&stream(&[rows.clone()]));

@@ -189,6 +189,7 @@ pub fn run(args: &PatchApplyArgs, quiet: bool) -> CliResult {
                 &name,
                 FrameRange::ALL,
                 &mut progress,
+                false,
                 |loc, op| match op {
                     Op::Row { row: r, .. } => state.row(r, &|| loc.at(&name)),
                     _ => Ok(()),

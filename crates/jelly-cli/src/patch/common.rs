@@ -258,11 +258,14 @@ pub fn event_row<'a>(ev: &PatchEvent<'a>) -> Option<PatchRowRef<'a>> {
 
 /// Reads a Jelly-Patch stream, calling `f` for every row of the frames in `range` and
 /// at the end of every frame read. Errors are `FILE:frame N:row M (byte B): message`.
+/// A PUNCTUATED stream whose last patch has no punctuation is an error (a stream cut
+/// short), unless `allow_unended` (for `inspect`, which reports it).
 pub fn read_binary(
     mut reader: impl BufRead,
     name: &str,
     range: FrameRange,
     progress: &mut Progress,
+    allow_unended: bool,
     mut f: impl FnMut(Loc, Op<'_>) -> CliResult,
 ) -> CliResult<BinarySummary> {
     let cfg = DecoderOptions {
@@ -299,7 +302,11 @@ pub fn read_binary(
                     "{name}: input is empty (no frames)"
                 )));
             }
-            dec.finish().map_err(|kind| {
+            let end = match dec.finish() {
+                Err(jelly::DecodeErrorKind::UnendedPatch(_)) if allow_unended => Ok(()),
+                other => other,
+            };
+            end.map_err(|kind| {
                 decode_error(
                     name,
                     &DecodeError {

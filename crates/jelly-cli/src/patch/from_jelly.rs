@@ -58,6 +58,7 @@ pub fn run(args: &PatchFromJellyArgs, quiet: bool) -> CliResult {
         &name,
         range,
         &mut progress,
+        false,
         |loc, op| match op {
             Op::Row { row: r, .. } => w
                 .write(r)

@@ -102,6 +102,7 @@ pub fn inspect(args: &PatchInspectArgs, quiet: bool) -> CliResult<Value> {
         &name,
         FrameRange::ALL,
         &mut progress,
+        true,
         |_, op| {
             match op {
                 Op::Row { .. } => open_rows += 1,

@@ -65,9 +65,15 @@ pub fn run(args: &PatchToJellyArgs, quiet: bool) -> CliResult {
         };
         let r = match kind {
             PatchFormat::Rdfp => read_text(input.reader, &name, generalized, &mut progress, on_op),
-            PatchFormat::Jellyp => {
-                read_binary(input.reader, &name, FrameRange::ALL, &mut progress, on_op).map(|_| ())
-            }
+            PatchFormat::Jellyp => read_binary(
+                input.reader,
+                &name,
+                FrameRange::ALL,
+                &mut progress,
+                false,
+                on_op,
+            )
+            .map(|_| ()),
         };
         progress.finish();
         r?;

@@ -22,22 +22,19 @@ pub fn run(args: &PatchValidateArgs, quiet: bool) -> CliResult {
     match kind {
         PatchFormat::Jellyp => {
             let mut ops = 0u64;
-            // Rows since the last punctuation: a PUNCTUATED stream's patches each end
-            // with one, so rows after the last are a patch cut short.
-            let mut open_rows = 0u64;
+            // A PUNCTUATED stream's last patch without its punctuation (cut short) is
+            // refused by read_binary.
             let r = read_binary(
                 input.reader,
                 &name,
                 FrameRange::ALL,
                 &mut progress,
+                false,
                 |_, op| {
                     match op {
-                        super::common::Op::Row { .. } => {
-                            ops += 1;
-                            open_rows += 1;
-                        }
-                        super::common::Op::Punctuation => open_rows = 0,
-                        super::common::Op::FrameEnd { .. }
+                        super::common::Op::Row { .. } => ops += 1,
+                        super::common::Op::Punctuation
+                        | super::common::Op::FrameEnd { .. }
                         | super::common::Op::FrameSkipped { .. } => {}
                     }
                     Ok(())
@@ -45,16 +42,6 @@ pub fn run(args: &PatchValidateArgs, quiet: bool) -> CliResult {
             );
             progress.finish();
             let s = r?;
-            if open_rows > 0
-                && s.options.as_ref().map(|o| o.stream_type)
-                    == Some(jelly::patch::PatchStreamType::Punctuated)
-            {
-                return Err(CliError::invalid(format!(
-                    "{name}: the last patch is not ended: {open_rows} row(s) after the last \
-                     punctuation (each patch of a PUNCTUATED stream ends with one; was the \
-                     stream cut short?)"
-                )));
-            }
             if !quiet {
                 eprintln!(
                     "{name}: valid Jelly-Patch ({} frames, {ops} rows, {} stream)",

@@ -88,6 +88,9 @@ pub struct PatchDecoder {
     ns_has_iri: bool,
     ns_has_graph: bool,
     stats: PatchStats,
+    /// Rows of the patch since the last punctuation (a PUNCTUATED stream must end
+    /// each patch with one, the last included).
+    unpunctuated: u64,
 }
 
 impl PatchDecoder {
@@ -140,10 +143,14 @@ impl PatchDecoder {
         }
     }
 
-    /// Checks the end of the stream: no transaction may be left open.
+    /// Checks the end of the stream: no transaction may be left open, and in a
+    /// PUNCTUATED stream the last patch must be ended by its punctuation (a stream cut
+    /// short would otherwise read as a shorter, complete patch).
     pub fn finish(&self) -> Result<(), K> {
         if self.in_tx {
             Err(K::UnterminatedTransaction)
+        } else if self.unpunctuated > 0 && self.stream_type() == PatchStreamType::Punctuated {
+            Err(K::UnendedPatch(self.unpunctuated))
         } else {
             Ok(())
         }
@@ -390,6 +397,7 @@ impl PatchDecoder {
                     return Err(K::PunctuationInTransaction);
                 }
                 self.stats.punctuations += 1;
+                self.unpunctuated = 0;
                 Ok(Produced::Punctuation)
             }
         }
@@ -491,7 +499,11 @@ impl PatchFrameCursor<'_, '_> {
             self.pos = pos + len as usize;
             match self.dec.row(Reader::new(row)) {
                 Ok(Produced::Nothing) => {}
-                Ok(p) => break p,
+                Ok(p @ (Produced::Options | Produced::Punctuation)) => break p,
+                Ok(p) => {
+                    self.dec.unpunctuated += 1;
+                    break p;
+                }
                 Err(e) => return Err(self.err(e, Some(row_index))),
             }
         };
