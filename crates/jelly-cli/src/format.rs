@@ -184,6 +184,40 @@ pub fn is_jelly_path(path: &str) -> bool {
         .is_some_and(|(_, ext)| ext.eq_ignore_ascii_case("jelly"))
 }
 
+/// Gives the blank nodes of `q` labels that RDF/XML can hold. Its `rdf:nodeID` is an
+/// XML name, which cannot start with a digit, while the other syntaxes take `_:1a`: such
+/// a label gets the [escaped](jelly::term::escaped_blank_node_label) form (`e-` and
+/// hex), as labels of other characters already have (plain labels have no `-`, so
+/// distinct blank nodes stay distinct).
+///
+/// ```
+/// let mut q = oxrdf::Quad::new(
+///     oxrdf::BlankNode::new_unchecked("1a"),
+///     oxrdf::NamedNode::new_unchecked("http://ex.org/p"),
+///     oxrdf::BlankNode::new_unchecked("b1"),
+///     oxrdf::GraphName::DefaultGraph,
+/// );
+/// jelly_cli::format::xml_blank_node_labels(&mut q);
+/// assert_eq!(q.subject.to_string(), "_:e-3161");
+/// assert_eq!(q.object.to_string(), "_:b1");
+/// ```
+pub fn xml_blank_node_labels(q: &mut oxrdf::Quad) {
+    fn fix(b: &mut oxrdf::BlankNode) {
+        if b.as_str().starts_with(|c: char| c.is_ascii_digit()) {
+            *b = oxrdf::BlankNode::new_unchecked(jelly::term::escaped_blank_node_label(b.as_str()));
+        }
+    }
+    if let oxrdf::NamedOrBlankNode::BlankNode(b) = &mut q.subject {
+        fix(b);
+    }
+    if let oxrdf::Term::BlankNode(b) = &mut q.object {
+        fix(b);
+    }
+    if let oxrdf::GraphName::BlankNode(b) = &mut q.graph_name {
+        fix(b);
+    }
+}
+
 /// Why `st` cannot be written as RDF/XML, or `None`: text that XML 1.0 cannot hold
 /// (control characters other than tab, line feed and carriage return), or a predicate
 /// that does not end in an XML name (RDF/XML writes predicates as element names, so

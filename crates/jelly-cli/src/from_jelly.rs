@@ -105,13 +105,16 @@ impl Sink {
                         at()
                     )));
                 }
-                let q = st.to_oxrdf_quad().map_err(|e| {
+                let mut q = st.to_oxrdf_quad().map_err(|e| {
                     CliError::invalid(format!(
                         "{}: {e}; {} cannot hold this statement, use --out-format nq",
                         at(),
                         format.name()
                     ))
                 })?;
+                if *format == Format::Rdfxml {
+                    crate::format::xml_blank_node_labels(&mut q);
+                }
                 if ser.is_none() {
                     let mut s = RdfSerializer::from_format(format.oxrdfio());
                     for (name, iri) in prefixes {

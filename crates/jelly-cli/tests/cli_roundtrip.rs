@@ -975,3 +975,29 @@ fn a_new_physical_type_carries_the_logical_type_over() {
     assert_eq!(logical(&quads), "flat-triples");
     assert!(r.stderr.contains("not recommend"), "{}", r.stderr);
 }
+
+/// Blank nodes whose labels start with a digit (`_:1a` in N-Triples) are written to
+/// RDF/XML with labels it can hold (an `rdf:nodeID` is an XML name), and read back as
+/// the same graph.
+#[test]
+fn rdfxml_output_gives_digit_labels_xml_names() {
+    let d = tmp("rdfxml-digits");
+    let nt = d.join("in.nt");
+    std::fs::write(
+        &nt,
+        "_:1a <http://ex.org/p> _:9 .\n_:9 <http://ex.org/p> _:b1 .\n_:b1 <http://ex.org/q> _:1a .\n",
+    )
+    .unwrap();
+    let j = ok(&["rdf", "to-jelly", s(&nt)], None).stdout;
+    let xml = ok(&["rdf", "from-jelly", "--out-format", "rdfxml"], Some(&j));
+    assert!(!xml.out().contains("nodeID=\"1a\""), "{}", xml.out());
+    let xml_file = d.join("out.rdf");
+    std::fs::write(&xml_file, &xml.stdout).unwrap();
+    let back = ok(&["rdf", "to-jelly", s(&xml_file)], None).stdout;
+    let back = ok(&["rdf", "from-jelly"], Some(&back)).stdout;
+    assert_iso(
+        &parse(&back),
+        &parse(&std::fs::read(&nt).unwrap()),
+        "rdfxml",
+    );
+}
