@@ -851,12 +851,60 @@ impl Follow {
                 Batch::Items { data, .. } => Some((Ok(data), Some(f))),
                 Batch::KeepAlive => Some((Ok(Bytes::from_static(b": keep-alive\n\n")), Some(f))),
                 Batch::End(reason) => {
-                    let e = reason.of_topic(&f.topic).body_error(f.end.is_some())?;
-                    Some((Err(e), None))
+                    let reason = reason.of_topic(&f.topic);
+                    match reason.body_error(f.end.is_some()) {
+                        Some(e) => Some((Err(e), None)),
+                        None if f.wrapping == Wrapping::Sse => {
+                            let ev = sse_end_event(&reason)?;
+                            Some((Ok(Bytes::from(ev)), None))
+                        }
+                        None => None,
+                    }
                 }
             }
         })
     }
+}
+
+/// The last event of an SSE body that ends in order, saying why: `EventSource`
+/// reconnects after any end of the body, and would learn only from a failed
+/// reconnection (410, 404) that it should not. `None` for a failure, which cuts the
+/// body off instead (see [`EndReason::body_error`]).
+///
+/// ```
+/// use jelly_server::deliver::{EndReason, sse_end_event};
+/// let ev = sse_end_event(&EndReason::Truncated { requested: 5, first: 9 }).unwrap();
+/// let ev = String::from_utf8(ev).unwrap();
+/// let data: serde_json::Value = serde_json::from_str(ev.strip_prefix("event: end\ndata: ").unwrap()).unwrap();
+/// assert_eq!((data["reason"].as_str(), data["first_offset"].as_u64()), (Some("fell_behind"), Some(9)));
+/// assert!(sse_end_event(&EndReason::Closed).is_none());
+/// ```
+pub fn sse_end_event(reason: &EndReason) -> Option<Vec<u8>> {
+    let data = match reason {
+        EndReason::Reached => serde_json::json!({
+            "reason": "end",
+            "message": "every item asked for was sent (follow=false)",
+        }),
+        EndReason::Truncated { requested, first } => serde_json::json!({
+            "reason": "fell_behind",
+            "first_offset": first,
+            "message": format!(
+                "offset {requested} is no longer retained (the first retained offset is {first}); resuming from it would answer 410"
+            ),
+        }),
+        EndReason::Deleted => serde_json::json!({
+            "reason": "deleted",
+            "message": "the topic was deleted; a topic created again under its name starts over at offset 0",
+        }),
+        EndReason::Shutdown => serde_json::json!({
+            "reason": "shutdown",
+            "message": "the server is shutting down; resume from the offset after the last event's id",
+        }),
+        EndReason::ReadFailed(_) | EndReason::DeliverFailed(_) | EndReason::Closed => {
+            return None;
+        }
+    };
+    Some(format!("event: end\ndata: {data}\n\n").into_bytes())
 }
 
 /// Writes one SSE event.

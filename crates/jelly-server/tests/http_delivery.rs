@@ -141,8 +141,14 @@ async fn each_sse_jelly_event_decodes_alone() {
         .await,
     )
     .unwrap();
+    // The replay ends with an `end` event saying so (EventSource would reconnect).
+    let last = body.trim_end().rsplit("\n\n").next().unwrap();
+    assert!(
+        last.starts_with("event: end\ndata: {\"") && last.contains("\"reason\":\"end\""),
+        "{last}"
+    );
     let mut n = 0;
-    for event in body.split("\n\n").filter(|e| e.contains("data: ")) {
+    for event in body.split("\n\n").filter(|e| e.contains("event: item")) {
         let id: u64 = event
             .lines()
             .find_map(|l| l.strip_prefix("id: "))

@@ -174,6 +174,12 @@ async fn deleting_a_topic_ends_every_subscription_and_removes_its_files() {
         .expect("the SSE stream ends")
         .unwrap();
     assert_eq!(events.matches("event: item").count(), 5, "{events}");
+    // The last event says why the stream ended, so that EventSource stops.
+    let last = events.trim_end().rsplit("\n\n").next().unwrap();
+    assert!(
+        last.starts_with("event: end\ndata: ") && last.contains("\"reason\":\"deleted\""),
+        "{last}"
+    );
     // WebSocket: a close frame with the deletion's code; gRPC: NOT_FOUND.
     let close = loop {
         match tokio::time::timeout(WAIT, ws.next())

@@ -148,16 +148,22 @@ impl Subscription {
             Step::End(reason) => {
                 let reason = reason.of_topic(&self.topic);
                 self.ended = Some(reason.summary());
-                let trailer = if self.stream_framing() {
-                    self.stitcher.trailer()
-                } else {
-                    Bytes::new()
-                };
-                if trailer.is_empty() {
+                let mut last = Vec::new();
+                if self.group.key.framing == Framing::Sse
+                    && let Some(ev) = crate::deliver::sse_end_event(&reason)
+                {
+                    let b = super::encode::block(self.group.key.encoding, ev);
+                    last.push(self.stitcher.block(&b));
+                }
+                if self.stream_framing() {
+                    last.push(self.stitcher.trailer());
+                }
+                last.retain(|b| !b.is_empty());
+                if last.is_empty() {
                     Step::End(reason)
                 } else {
                     self.pending_end = Some(reason);
-                    Step::Data(vec![trailer])
+                    Step::Data(last)
                 }
             }
             other => other,

@@ -383,11 +383,19 @@ fn private_body(f: Follow, encoding: Encoding) -> Body {
                 crate::deliver::Batch::KeepAlive => bytes::Bytes::from_static(b": keep-alive\n\n"),
                 crate::deliver::Batch::End(reason) => {
                     // A failure cuts the body off without its trailer, as uncompressed.
-                    if let Some(e) = reason.of_topic(&f.topic).body_error(f.end.is_some()) {
+                    let reason = reason.of_topic(&f.topic);
+                    if let Some(e) = reason.body_error(f.end.is_some()) {
                         return Some((Err(e), (f, st, None, true)));
                     }
-                    let t = st.trailer();
-                    return Some((Ok(t), (f, st, None, true)));
+                    let mut out = Vec::new();
+                    if f.wrapping == crate::deliver::Wrapping::Sse
+                        && let Some(ev) = crate::deliver::sse_end_event(&reason)
+                    {
+                        let b = crate::fanout::encode::block(encoding, ev);
+                        out.extend_from_slice(&st.block(&b));
+                    }
+                    out.extend_from_slice(&st.trailer());
+                    return Some((Ok(bytes::Bytes::from(out)), (f, st, None, true)));
                 }
             };
             let b = crate::fanout::encode::block(encoding, chunk.to_vec());
