@@ -232,6 +232,9 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
     // open now has had none yet.
     let mut empty_graphs = 0u64;
     let mut graph_is_empty = false;
+    // Statements written with terms RDF does not allow (see `rdf_check`), and the first.
+    let mut not_rdf = 0u64;
+    let mut first_not_rdf: Option<String> = None;
     let result = (|| -> CliResult {
         loop {
             let frame = reader
@@ -270,6 +273,10 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
                     }
                     Event::Statement(st) if take => {
                         graph_is_empty = false;
+                        if let Some(why) = crate::rdf_check::statement_problem(st) {
+                            not_rdf += 1;
+                            first_not_rdf.get_or_insert_with(|| format!("{}: {why}", at()));
+                        }
                         progress.statement();
                         match (&mut split, &mut combined) {
                             (Some((s, p)), _) => s.write(st, &prefixes, &at, p)?,
@@ -317,6 +324,13 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
         // Not an error (an empty selection is a valid answer), but likely a mistake.
         eprintln!(
             "jelly: note: --take-frames {r} selects no frame of {name}, which has {frames_seen}"
+        );
+    }
+    if let Some(first) = first_not_rdf.filter(|_| !quiet) {
+        eprintln!(
+            "jelly: note: {not_rdf} statement(s) of {name} hold terms RDF does not allow, \
+             written as they are (RDF readers will refuse them; `jelly rdf validate` \
+             reports each); the first: {first}"
         );
     }
     if !quiet && empty_graphs > 0 {

@@ -14,6 +14,7 @@ pub mod io;
 pub mod limits;
 pub mod patch;
 pub mod publish;
+pub mod rdf_check;
 pub mod rdf_read;
 pub mod rdf_source;
 pub mod report;

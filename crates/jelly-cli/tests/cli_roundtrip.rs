@@ -1001,3 +1001,48 @@ fn rdfxml_output_gives_digit_labels_xml_names() {
         "rdfxml",
     );
 }
+
+/// Terms a stream can carry but RDF cannot (a relative IRI, `rdf:langString` without a
+/// tag) are written by from-jelly as they are, with a note saying how many and where
+/// the first is (no RDF reader would take the output without it telling).
+#[test]
+fn from_jelly_notes_terms_rdf_does_not_allow() {
+    use jelly::{Encoder, LiteralKind, LiteralRef, StatementRef, StreamOptions, TermRef};
+    let mut enc = Encoder::new(StreamOptions::small()).unwrap();
+    let p = TermRef::Iri("http://ex.org/p");
+    enc.add(StatementRef::triple(
+        TermRef::Iri("http://ex.org/s"),
+        p,
+        TermRef::Iri("http://ex.org/o"),
+    ))
+    .unwrap();
+    enc.add(StatementRef::triple(
+        TermRef::Iri("s"),
+        p,
+        TermRef::Iri("http://ex.org/o"),
+    ))
+    .unwrap();
+    let ls = LiteralRef {
+        lex: "x",
+        kind: LiteralKind::Typed(jelly::term::RDF_LANG_STRING),
+    };
+    enc.add(StatementRef::triple(
+        TermRef::Iri("http://ex.org/s"),
+        p,
+        TermRef::Literal(ls),
+    ))
+    .unwrap();
+    let frame = enc.finish_frame();
+    let mut stream = Vec::new();
+    jelly_proto::wire::put_varint(&mut stream, frame.len() as u64);
+    stream.extend_from_slice(&frame);
+    let r = ok(&["rdf", "from-jelly"], Some(&stream));
+    assert_eq!(r.out().lines().count(), 3);
+    assert!(
+        r.stderr.contains("2 statement(s)") && r.stderr.contains("<s> is not absolute"),
+        "{}",
+        r.stderr
+    );
+    let q = ok(&["-q", "rdf", "from-jelly"], Some(&stream));
+    assert!(q.stderr.is_empty(), "{}", q.stderr);
+}
