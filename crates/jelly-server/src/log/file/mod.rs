@@ -66,7 +66,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot, watch};
 
 use super::record::{self, HEADER_LEN};
 use super::segment::{self, ScanError, Segment};
-use super::{Log, LogError, OffsetWatch, ReadLimits, check_consecutive, now_ms};
+use super::{Clock, Log, LogError, OffsetWatch, ReadLimits, check_consecutive};
 use crate::item::{Item, NewItem};
 
 /// When an append counts as done.
@@ -109,39 +109,6 @@ impl FromStr for Durability {
                 )),
             },
         }
-    }
-}
-
-/// The time source for append timestamps and age retention, in milliseconds since
-/// the Unix epoch. Tests inject their own.
-#[derive(Clone)]
-pub struct Clock(Arc<dyn Fn() -> u64 + Send + Sync>);
-
-impl Clock {
-    /// The system clock ([`now_ms`]).
-    pub fn system() -> Self {
-        Clock(Arc::new(now_ms))
-    }
-
-    /// A clock reading `f`.
-    pub fn from_fn(f: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
-        Clock(Arc::new(f))
-    }
-
-    pub fn now_ms(&self) -> u64 {
-        (self.0)()
-    }
-}
-
-impl Default for Clock {
-    fn default() -> Self {
-        Clock::system()
-    }
-}
-
-impl fmt::Debug for Clock {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Clock")
     }
 }
 
