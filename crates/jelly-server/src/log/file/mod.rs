@@ -287,7 +287,8 @@ impl FileLog {
     pub fn open(dir: impl AsRef<Path>, options: FileLogOptions) -> Result<FileLog, LogError> {
         let dir = dir.as_ref().to_path_buf();
         fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
-        let segments = recover(&dir, options.index_interval_bytes)?;
+        let recovered = recover(&dir, options.index_interval_bytes)?;
+        let segments = recovered.segments;
         let next = segments.last().map_or(0, |s| s.next);
         let watch = OffsetWatch::new(next);
         let shared = Arc::new(Shared {
@@ -307,7 +308,11 @@ impl FileLog {
         let max_inflight = options.max_inflight_bytes.clamp(1, u32::MAX as usize >> 1) as u32;
         let (tx, rx) = mpsc::channel();
         let inline = options.durability != Durability::Fsync;
-        let writer = Arc::new(Mutex::new(Writer::new(shared.clone(), options)?));
+        let writer = Arc::new(Mutex::new(Writer::new(
+            shared.clone(),
+            options,
+            recovered.last_ts,
+        )?));
         let thread_writer = writer.clone();
         let thread_shared = shared.clone();
         let handle = std::thread::Builder::new()

@@ -72,7 +72,13 @@ struct Pending {
 }
 
 impl Writer {
-    pub(super) fn new(shared: Arc<Shared>, opts: FileLogOptions) -> Result<Writer, LogError> {
+    /// A writer for the log in `shared`, whose newest timestamp (on record, or of its
+    /// newest item) is `last_ts`.
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        opts: FileLogOptions,
+        last_ts: u64,
+    ) -> Result<Writer, LogError> {
         let st = shared.read_state();
         let Some(seg) = st.segments.last() else {
             return Err(corrupt(&shared.dir, 0, "no segment"));
@@ -81,7 +87,6 @@ impl Writer {
         let active_path = seg.path.clone();
         let len = seg.len;
         let next = st.next;
-        let last_ts = st.segments.iter().map(|s| s.last_ts).max().unwrap_or(0);
         let last_indexed = seg.index.last().map(|e| e.pos);
         drop(st);
         let now = Instant::now();
@@ -479,7 +484,7 @@ impl Writer {
             .create_new(true)
             .open(&path)?;
         crate::log::sync_dir(&self.shared.dir)?;
-        note_newest_segment(&self.shared.dir, first)?;
+        note_newest_segment(&self.shared.dir, first, self.last_ts)?;
         let file = Arc::new(file);
         {
             let mut st = self.shared.write_state();
@@ -526,7 +531,7 @@ impl Writer {
         // small): the record must never name a segment that a crash could still lose,
         // or recovery would call a log that merely lost unsynced writes damaged.
         if let Err(e) = crate::log::sync_dir(&self.shared.dir)
-            .and_then(|()| note_newest_segment(&self.shared.dir, self.next))
+            .and_then(|()| note_newest_segment(&self.shared.dir, self.next, self.last_ts))
         {
             // Not left behind to make the next attempt's `create_new` fail.
             let _ = fs::remove_file(&path);
