@@ -1009,6 +1009,44 @@ async fn a_record_without_a_timestamp_opens() {
     }
 }
 
+/// A quiet topic's items go at the pace of its age limit, not of the periodic
+/// check's ceiling (an hour here, far past the test's deadline): retention is
+/// checked every half of the limit. Also when the limit is set on a live log whose
+/// writer is asleep for the ceiling (a PATCH of `retention_ms`).
+#[tokio::test]
+async fn age_retention_is_checked_at_the_pace_of_the_limit() {
+    for set_live in [false, true] {
+        let dir = TempDir::new("ret-pace");
+        let (now, clock) = injected_clock(1_000_000);
+        let opts = FileLogOptions {
+            retention_age: (!set_live).then_some(Duration::from_millis(400)),
+            retention_check_interval: Duration::from_secs(3600),
+            clock,
+            ..small(1 << 20)
+        };
+        let log = open(dir.path(), opts);
+        log.append(vec![fixed_item(0)]).await.unwrap();
+        if set_live {
+            // After the append, the writer goes back to sleep for the ceiling (the
+            // pause makes it likely that it has): setting the limit must wake it.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            log.set_retention(None, Some(Duration::from_millis(400)));
+        }
+        assert_eq!(log.first_offset(), 0);
+        // Expired now; no append follows, so only the periodic check can see it.
+        now.fetch_add(1_000, Ordering::SeqCst);
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while log.first_offset() == 0 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            (log.first_offset(), log.next_offset()),
+            (1, 1),
+            "set on the live log: {set_live}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_appenders_get_dense_unique_offsets() {
     concurrent_appenders(Durability::Fsync).await;

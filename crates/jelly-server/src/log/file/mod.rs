@@ -128,7 +128,10 @@ pub struct FileLogOptions {
     pub retention_bytes: Option<u64>,
     /// Delete segments whose newest record is older than this.
     pub retention_age: Option<Duration>,
-    /// Besides after every append, retention is checked this often.
+    /// Besides after every append, retention is checked at least this often. Under
+    /// an age limit, more often: every half of the limit, but not more often than
+    /// every 100 ms, so that a quiet topic's items outlive the limit by about half
+    /// of it (a topic without an age limit is not woken more often for it).
     pub retention_check_interval: Duration,
     /// Bytes of appends that may wait for the writer before `append` waits too.
     pub max_inflight_bytes: usize,
@@ -159,7 +162,7 @@ impl Default for FileLogOptions {
 /// A durable [`Log`] in a directory of segment files. See the module docs.
 pub struct FileLog {
     shared: Arc<Shared>,
-    tx: Option<mpsc::Sender<Request>>,
+    tx: Option<mpsc::Sender<ToWriter>>,
     /// The writer thread: group commits under `Fsync`, timed fsyncs and retention.
     thread: Option<JoinHandle<()>>,
     /// The write side, shared with the thread. Under `None` and `Interval` an append
@@ -266,6 +269,15 @@ struct Placed {
     timestamps: Vec<u64>,
     /// The log may start over at `first` even when it holds items.
     restart: bool,
+}
+
+/// What the writer thread is sent.
+enum ToWriter {
+    /// An append to commit (under `Fsync`; otherwise appends commit inline).
+    Append(Request),
+    /// The retention limits changed: the thread works out again how long it may
+    /// sleep, since a lower age limit is checked more often.
+    LimitsChanged,
 }
 
 struct Request {
@@ -386,6 +398,11 @@ impl FileLog {
             w.opts.retention_age = age;
         }
         retain_all(&self.writer);
+        // The thread may be asleep for the old interval; a lower age limit must be
+        // checked at its own pace from now on, not after that.
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(ToWriter::LimitsChanged);
+        }
     }
 
     /// Number of retained segments (the active one included).
@@ -456,13 +473,13 @@ impl FileLog {
             .await
             .map_err(|_| LogError::Closed)?;
         let (reply, rx) = oneshot::channel();
-        tx.send(Request {
+        tx.send(ToWriter::Append(Request {
             items,
             placed,
             bytes,
             reply,
             _permit: Some(permit),
-        })
+        }))
         .map_err(|_| self.gone())?;
         rx.await.map_err(|_| self.gone())?
     }
