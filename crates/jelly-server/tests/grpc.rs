@@ -801,6 +801,65 @@ async fn unreadable_publish_streams_are_invalid_argument() {
     srv.shutdown().await.unwrap();
 }
 
+/// A gRPC message flagged compressed: `members` each gzipped, then `after`.
+fn gzip_message(members: &[&[u8]], after: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut payload = Vec::new();
+    for m in members {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(m).unwrap();
+        payload.extend(e.finish().unwrap());
+    }
+    payload.extend(after);
+    let mut msg = vec![1u8];
+    msg.extend((payload.len() as u32).to_be_bytes());
+    msg.extend(payload);
+    msg
+}
+
+/// A compressed `PublishRdf` message must be compressed data and nothing else, as an
+/// HTTP request body must: bytes after a message's gzip data (which tonic's own
+/// decompression ignores) are INVALID_ARGUMENT naming the message, and nothing of
+/// that message is appended. A message of several gzip members is read whole.
+#[tokio::test]
+async fn compressed_publish_messages_with_bytes_after_their_data_are_refused() {
+    let s = start().await;
+    let ch = channel(&s).await;
+    let groups = quad_groups(3, 0);
+    let fr = frames(&groups, quads_opts());
+    let half = fr[0].len() / 2;
+    let body = [
+        // Frame 0 in two gzip members.
+        gzip_message(&[&fr[0][..half], &fr[0][half..]], b""),
+        // Frame 1 with junk after its gzip data; frame 2 is never read.
+        gzip_message(&[&fr[1]], b"JUNK"),
+        gzip_message(&[&fr[2]], b""),
+    ]
+    .concat();
+    let md = [("x-jelly-topic", "gzjunk"), ("grpc-encoding", "gzip")];
+    let body = http_body_util::Full::new(Bytes::from(body));
+    let get = raw_grpc_call(&s, PUBLISH_PATH, &md, body).await;
+    assert_eq!(get("grpc-status"), "3");
+    let m = get("grpc-message").replace("%20", " ");
+    assert!(
+        m.contains("frame 1 (counting from 0)") && m.contains("4 byte(s) after its gzip data"),
+        "{m}"
+    );
+    assert_eq!(get("x-jelly-items"), "1", "{m}");
+    assert_eq!(s.state().topics.get("gzjunk").unwrap().log.next_offset(), 1);
+    let mut rd = Reader::new(subscribe(&ch, "gzjunk", None, None).await.unwrap());
+    assert_eq!(flat(&rd.take(1).await), groups[0]);
+
+    // The same for SubscribeRdf's request message.
+    let sub = [0x0a, 6, b'g', b'z', b'j', b'u', b'n', b'k'];
+    let body = http_body_util::Full::new(Bytes::from(gzip_message(&[&sub], b"!")));
+    let get = raw_grpc_call(&s, SUBSCRIBE_PATH, &[("grpc-encoding", "gzip")], body).await;
+    assert_eq!(get("grpc-status"), "3");
+    let m = get("grpc-message").replace("%20", " ");
+    assert!(m.contains("after its gzip data"), "{m}");
+    s.shutdown().await.unwrap();
+}
+
 /// A gRPC call made by hand over HTTP/2 (for what a tonic client would not send):
 /// POSTs `body` to `path` with `headers` and returns a lookup of the answer's headers
 /// and trailers together (a status may come in either).

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use jelly_server::item::{Item, NewItem};
-use jelly_server::log::{FileLog, FileLogOptions, Log, ReadLimits};
+use jelly_server::log::{Clock, FileLog, FileLogOptions, Log, ReadLimits};
 
 const CHILD_DIR: &str = "JELLY_LOG_CRASH_CHILD_DIR";
 const CHILD_RUN: &str = "JELLY_LOG_CRASH_CHILD_RUN";
@@ -272,4 +272,99 @@ fn kill_9_loses_no_acknowledged_item() {
             on_disk - kept
         );
     }
+}
+
+const TS_CHILD_DIR: &str = "JELLY_LOG_CRASH_TS_CHILD_DIR";
+/// Where the child's clock starts (ms).
+const TS_START_MS: u64 = 5_000_000_000;
+
+/// The child of `kill_9_keeps_the_newest_timestamp_of_an_emptied_log`: appends two
+/// items, lets age retention delete both, prints `EMPTIED <newest timestamp>` and
+/// waits to be killed.
+#[test]
+fn crash_ts_child() {
+    let Ok(dir) = std::env::var(TS_CHILD_DIR) else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let now = Arc::new(AtomicU64::new(TS_START_MS));
+        let read = now.clone();
+        let opts = FileLogOptions {
+            clock: Clock::from_fn(move || read.load(Ordering::SeqCst)),
+            ..options()
+        };
+        let log = FileLog::open(&dir, opts).unwrap();
+        for id in 0..2 {
+            log.append(vec![payload(id)]).await.unwrap();
+            now.fetch_add(1000, Ordering::SeqCst);
+        }
+        let items = log.read(0, ReadLimits::default()).await.unwrap();
+        let newest = items.last().unwrap().timestamp_ms;
+        now.fetch_add(60_000, Ordering::SeqCst);
+        log.set_retention(None, Some(Duration::from_secs(10)));
+        assert_eq!((log.first_offset(), log.next_offset()), (2, 2));
+        println!("EMPTIED {newest}");
+        std::io::stdout().flush().unwrap();
+        std::thread::sleep(Duration::from_secs(600));
+    });
+}
+
+/// A log emptied by age retention keeps its newest timestamp through a `kill -9`:
+/// restarted with the clock an hour behind, it stamps its next item no earlier.
+#[test]
+fn kill_9_keeps_the_newest_timestamp_of_an_emptied_log() {
+    let dir = temp_dir();
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new(&exe)
+        .args([
+            "crash_ts_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(TS_CHILD_DIR, &dir.0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    // The harness's "test crash_ts_child ... " may begin the same line.
+    let newest = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            let (_, t) = l.split_once("EMPTIED ")?;
+            t.trim().parse::<u64>().ok()
+        });
+    // SIGKILL on Unix: no destructor, no final fsync.
+    child.kill().unwrap();
+    let _ = child.wait();
+    let newest = newest.expect("the child emptied its log");
+    assert_eq!(newest, TS_START_MS + 1000);
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let opts = FileLogOptions {
+            clock: Clock::from_fn(|| TS_START_MS - 3_600_000),
+            ..options()
+        };
+        let log = FileLog::open(&dir.0, opts).unwrap();
+        assert_eq!((log.first_offset(), log.next_offset()), (2, 2));
+        log.append(vec![payload(2)]).await.unwrap();
+        let items = log.read(2, ReadLimits::default()).await.unwrap();
+        assert!(
+            items[0].timestamp_ms >= newest,
+            "offset 2 stamped {}, before offset 1's {newest}",
+            items[0].timestamp_ms
+        );
+        assert_eq!(log.offset_for_timestamp(newest).await.unwrap(), 2);
+    });
 }

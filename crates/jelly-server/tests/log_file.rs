@@ -269,7 +269,9 @@ async fn a_log_without_a_record_opens_and_gets_one() {
     assert_eq!((log.first_offset(), log.next_offset()), (0, 5));
     assert_eq!(read_all(&log).await.len(), 5);
     drop(log);
-    assert_eq!(fs::read_to_string(&record).unwrap().trim(), "0");
+    // The newest segment's start, and the newest timestamp (of the items it holds).
+    let text = fs::read_to_string(&record).unwrap();
+    assert_eq!(text.lines().next(), Some("0"), "{text}");
     fs::remove_file(seg_path(dir.path(), 0)).unwrap();
     assert!(FileLog::open(dir.path(), small(1 << 20)).is_err());
 }
@@ -897,6 +899,152 @@ async fn retention_by_age_with_injected_clock() {
     let rest = read_all(&log).await;
     assert_eq!(rest.len(), 1);
     assert_item(&rest[0], 11, &fixed_item(11));
+}
+
+/// Timestamps never go backwards across a restart, also when age retention deleted
+/// every item before it and the clock is behind after it: the newest timestamp is
+/// kept with the record of the newest segment (`newest-segment`), since no record is
+/// left to tell it. Otherwise a reader resuming by time from the last item it saw
+/// would skip the items appended after the restart.
+#[tokio::test]
+async fn timestamps_do_not_go_backwards_after_retention_emptied_the_log() {
+    let dir = TempDir::new("ts-floor");
+    let (now, clock) = injected_clock(5_000_000_000);
+    let opts = FileLogOptions {
+        retention_check_interval: Duration::from_secs(3600),
+        clock,
+        ..small(1 << 20)
+    };
+    let log = open(dir.path(), opts);
+    append_a_second_apart(&log, &now, 2).await;
+    let seen = read_all(&log).await[1].timestamp_ms;
+    assert_eq!(seen, 5_000_001_000);
+    // Both items expire: the active segment is closed and deleted.
+    now.store(seen + 10_000, Ordering::SeqCst);
+    log.set_retention(None, Some(Duration::from_secs(2)));
+    assert_eq!((log.first_offset(), log.next_offset()), (2, 2));
+    drop(log);
+
+    // Restarted an hour behind, twice (the second start finds only the empty segment
+    // the first one left, plus the record).
+    for restart in 0..2 {
+        let (_, behind) = injected_clock(seen - 3_600_000);
+        let log = open(
+            dir.path(),
+            FileLogOptions {
+                clock: behind,
+                ..small(1 << 20)
+            },
+        );
+        assert_eq!(log.next_offset(), 2);
+        drop(log);
+        assert!(
+            fs::read_to_string(dir.path().join("newest-segment"))
+                .unwrap()
+                .contains(&seen.to_string()),
+            "restart {restart}"
+        );
+    }
+    let (_, behind) = injected_clock(seen - 3_600_000);
+    let log = open(
+        dir.path(),
+        FileLogOptions {
+            clock: behind,
+            ..small(1 << 20)
+        },
+    );
+    log.append(vec![fixed_item(2)]).await.unwrap();
+    let all = read_all(&log).await;
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].offset, 2);
+    assert!(
+        all[0].timestamp_ms >= seen,
+        "offset 2 stamped {} before offset 1's {seen}",
+        all[0].timestamp_ms
+    );
+    // A reader resuming from the time of the last item it saw gets the new one.
+    assert_eq!(log.offset_for_timestamp(seen).await.unwrap(), 2);
+}
+
+/// A `newest-segment` written before timestamps were recorded (the offset alone)
+/// still opens; the newest item on disk then gives the floor, and the record gains
+/// the timestamp at the next roll.
+#[tokio::test]
+async fn a_record_without_a_timestamp_opens() {
+    let dir = TempDir::new("ts-oldrecord");
+    let (now, clock) = injected_clock(2_000_000);
+    let opts = FileLogOptions {
+        retention_check_interval: Duration::from_secs(3600),
+        clock: clock.clone(),
+        ..small(1 << 20)
+    };
+    let log = open(dir.path(), opts.clone());
+    append_a_second_apart(&log, &now, 3).await;
+    drop(log);
+    let record = dir.path().join("newest-segment");
+    fs::write(&record, "0\n").unwrap();
+    // The clock behind: the items on disk hold the floor.
+    now.store(1_000_000, Ordering::SeqCst);
+    let log = open(dir.path(), opts.clone());
+    log.append(vec![fixed_item(3)]).await.unwrap();
+    assert_eq!(read_all(&log).await[3].timestamp_ms, 2_002_000);
+    // Expired: rolled and deleted; the record now holds the newest timestamp.
+    now.store(3_000_000, Ordering::SeqCst);
+    log.set_retention(None, Some(Duration::from_secs(1)));
+    assert_eq!((log.first_offset(), log.next_offset()), (4, 4));
+    drop(log);
+    assert_eq!(
+        fs::read_to_string(&record).unwrap(),
+        "4\nlast-timestamp-ms 2002000\n"
+    );
+    // Anything else in the record is refused, not half trusted.
+    fs::write(&record, "4\nsomething else\n").unwrap();
+    match FileLog::open(dir.path(), opts) {
+        Err(LogError::Corrupt { path, reason, .. }) => {
+            assert_eq!(Path::new(&path), record, "{reason}");
+            assert!(reason.contains("something else"), "{reason}");
+        }
+        Err(e) => panic!("expected Corrupt, got {e}"),
+        Ok(l) => panic!("opened at next offset {}", l.next_offset()),
+    }
+}
+
+/// A quiet topic's items go at the pace of its age limit, not of the periodic
+/// check's ceiling (an hour here, far past the test's deadline): retention is
+/// checked every half of the limit. Also when the limit is set on a live log whose
+/// writer is asleep for the ceiling (a PATCH of `retention_ms`).
+#[tokio::test]
+async fn age_retention_is_checked_at_the_pace_of_the_limit() {
+    for set_live in [false, true] {
+        let dir = TempDir::new("ret-pace");
+        let (now, clock) = injected_clock(1_000_000);
+        let opts = FileLogOptions {
+            retention_age: (!set_live).then_some(Duration::from_millis(400)),
+            retention_check_interval: Duration::from_secs(3600),
+            clock,
+            ..small(1 << 20)
+        };
+        let log = open(dir.path(), opts);
+        log.append(vec![fixed_item(0)]).await.unwrap();
+        if set_live {
+            // After the append, the writer goes back to sleep for the ceiling (the
+            // pause makes it likely that it has): setting the limit must wake it.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            log.set_retention(None, Some(Duration::from_millis(400)));
+        }
+        assert_eq!(log.first_offset(), 0);
+        // Expired now; no append follows, so only the periodic check can see it.
+        now.fetch_add(1_000, Ordering::SeqCst);
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while log.first_offset() == 0 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            (log.first_offset(), log.next_offset()),
+            (1, 1),
+            "set on the live log: {set_live}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

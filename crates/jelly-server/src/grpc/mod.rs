@@ -7,6 +7,7 @@
 //! - [`subscribe`]: `SubscribeRdf`; [`publish`]: `PublishRdf`.
 //! - [`service`]: the routes that hand `application/grpc` requests to tonic.
 //! - [`deadline`]: the client's `grpc-timeout`.
+//! - [`inflate`]: compressed request messages, read strictly.
 //!
 //! Extensions carried in request metadata (the official messages have no fields for
 //! them): `x-jelly-topic` (publish: the topic), `x-jelly-source` and
@@ -19,6 +20,7 @@
 
 pub mod codec;
 pub mod deadline;
+pub mod inflate;
 pub mod messages;
 pub mod negotiate;
 pub mod publish;

@@ -13,6 +13,7 @@ use tonic::codec::CompressionEncoding;
 use tonic::server::Grpc;
 
 use super::codec::JellyCodec;
+use super::inflate::{Inflating, MessageCoding};
 use super::messages::{Frame, Received};
 use super::publish::PublishService;
 use crate::http::AppState;
@@ -24,6 +25,8 @@ pub const SUBSCRIBE_PATH: &str = "/eu.ostrzyciel.jelly.core.proto.v1.RdfStreamSe
 /// Path of `PublishRdf`.
 pub const PUBLISH_PATH: &str = "/eu.ostrzyciel.jelly.core.proto.v1.RdfStreamService/PublishRdf";
 
+/// The metadata key naming the encoding of a call's messages.
+const GRPC_ENCODING: &str = "grpc-encoding";
 /// The metadata key naming the encodings the server reads.
 pub const ACCEPT_ENCODING_METADATA: &str = "grpc-accept-encoding";
 /// The encodings both methods read and SubscribeRdf can send.
@@ -86,16 +89,30 @@ async fn publish_rdf(State(s): State<AppState>, req: Request) -> Response {
         Err(st) => return st.into_http::<Body>().into_response(),
     };
     let limit = message_limit(&s);
-    // Compressed messages are read as SubscribeRdf reads them; the size limit holds
-    // for the decompressed message (tonic stops decompressing at it).
     let mut grpc = Grpc::new(JellyCodec::<Received, Frame>::new())
         .max_decoding_message_size(limit)
         .accept_compressed(CompressionEncoding::Gzip)
         .accept_compressed(CompressionEncoding::Zstd);
-    let mut r = grpc
-        .client_streaming(PublishService(s, timeout), req)
-        .await
-        .map(Body::new);
+    let coding = req
+        .headers()
+        .get(GRPC_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .and_then(MessageCoding::of);
+    let service = PublishService(s, timeout);
+    let r = match coding {
+        // Compressed messages are decompressed here, strictly (tonic ignores bytes
+        // after a message's gzip data), and tonic reads them as plain messages. The
+        // size limit holds for each message both ways. Other encodings are left to
+        // tonic, which refuses them.
+        Some(coding) => {
+            let (mut parts, body) = req.into_parts();
+            parts.headers.remove(GRPC_ENCODING);
+            let req = Request::from_parts(parts, Inflating::new(body, coding, limit));
+            grpc.client_streaming(service, req).await
+        }
+        None => grpc.client_streaming(service, req).await,
+    };
+    let mut r = r.map(Body::new);
     // Tells clients which encodings they may compress messages with (tonic reads
     // them but does not say so on a client-streaming answer).
     r.headers_mut()

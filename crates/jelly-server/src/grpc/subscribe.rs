@@ -8,7 +8,6 @@
 //! re-encoded (compact) ones by their own reader.
 
 use std::convert::Infallible;
-use std::io::Read as _;
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -21,6 +20,7 @@ use http_body_util::{BodyExt as _, StreamBody};
 use tonic::Status;
 use tonic::metadata::{MetadataMap, MetadataValue};
 
+use super::inflate::MessageCoding;
 use super::messages::Subscribe;
 use super::negotiate::negotiate;
 use super::{FROM_METADATA, TOPIC_ID_METADATA, WINDOW_METADATA, ascii_metadata};
@@ -112,32 +112,23 @@ async fn read_request(headers: &HeaderMap, body: Body) -> Result<Subscribe, Stat
                 ));
             };
             let enc = enc.to_str().unwrap_or("(not ASCII)");
-            let mut out = Vec::new();
-            let limit = MAX_REQUEST_BYTES as u64 + 1;
-            let r = match enc {
-                "gzip" => flate2::read::GzDecoder::new(payload)
-                    .take(limit)
-                    .read_to_end(&mut out),
-                "zstd" => zstd::stream::read::Decoder::new(payload)
-                    .and_then(|d| d.take(limit).read_to_end(&mut out)),
-                "identity" => {
+            match MessageCoding::of(enc) {
+                // Strictly: bytes after the compressed data are refused, as for
+                // PublishRdf and HTTP request bodies.
+                Some(c) => c.decompress(payload, MAX_REQUEST_BYTES).map_err(|e| {
+                    Status::new(e.code(), format!("the request message: {}", e.message()))
+                })?,
+                None if enc == "identity" => {
                     return Err(Status::invalid_argument(
                         "the request message is flagged compressed, but the call's grpc-encoding is identity",
                     ));
                 }
-                other => {
+                None => {
                     return Err(Status::unimplemented(format!(
-                        "request compressed with `{other}`; this server reads gzip and zstd"
+                        "request compressed with `{enc}`; this server reads gzip and zstd"
                     )));
                 }
-            };
-            r.map_err(|e| Status::invalid_argument(format!("cannot decompress the request: {e}")))?;
-            if out.len() > MAX_REQUEST_BYTES {
-                return Err(Status::resource_exhausted(format!(
-                    "the request message is over {MAX_REQUEST_BYTES} bytes"
-                )));
             }
-            out
         }
         f => {
             return Err(Status::invalid_argument(format!(

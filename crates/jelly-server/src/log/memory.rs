@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use tokio::sync::watch;
 
-use super::{Log, LogError, OffsetWatch, ReadLimits, check_consecutive, now_ms};
+use super::{Clock, Log, LogError, OffsetWatch, ReadLimits, check_consecutive};
 use crate::item::{Item, NewItem};
 
 /// An in-memory [`Log`] that keeps at most `capacity` items (older ones are dropped).
@@ -23,6 +23,7 @@ use crate::item::{Item, NewItem};
 pub struct MemoryLog {
     inner: Mutex<Inner>,
     tx: OffsetWatch,
+    clock: Clock,
 }
 
 struct Inner {
@@ -30,6 +31,11 @@ struct Inner {
     /// Most items kept.
     capacity: usize,
     next: u64,
+    /// Newest timestamp given out or placed. Appends never stamp an older one, even
+    /// when the wall clock is stepped back: readers resume by time
+    /// ([`Log::offset_for_timestamp`]), and an item stamped before its predecessor
+    /// would be skipped by a reader resuming just after that predecessor.
+    last_ts: u64,
     /// Set by [`Log::close`].
     closed: bool,
 }
@@ -37,14 +43,21 @@ struct Inner {
 impl MemoryLog {
     /// A log retaining at most `capacity` items.
     pub fn new(capacity: usize) -> Self {
+        Self::with_clock(capacity, Clock::system())
+    }
+
+    /// A log retaining at most `capacity` items, stamping appends with `clock`.
+    pub fn with_clock(capacity: usize, clock: Clock) -> Self {
         MemoryLog {
             inner: Mutex::new(Inner {
                 items: VecDeque::new(),
                 capacity: capacity.max(1),
                 next: 0,
+                last_ts: 0,
                 closed: false,
             }),
             tx: OffsetWatch::new(0),
+            clock,
         }
     }
 
@@ -115,7 +128,9 @@ impl Log for MemoryLog {
             return Err(LogError::Closed);
         }
         super::check_room(g.next, items.len() as u64)?;
-        let ts = now_ms();
+        // Clamped as the file log clamps (see `Inner::last_ts`).
+        let ts = self.clock.now_ms().max(g.last_ts);
+        g.last_ts = ts;
         let mut offsets = Vec::with_capacity(items.len());
         for it in items {
             let offset = g.next;
@@ -156,6 +171,10 @@ impl Log for MemoryLog {
             g.items.clear();
         }
         g.next = first + items.len() as u64;
+        // Placed timestamps are the upstream's, stored as given; later appends do not
+        // go below them either.
+        let newest = items.iter().map(|i| i.timestamp_ms).max().unwrap_or(0);
+        g.last_ts = g.last_ts.max(newest);
         g.items.extend(items);
         g.trim();
         let next = g.next;
@@ -199,5 +218,74 @@ impl Log for MemoryLog {
     fn close(&self) {
         self.lock().closed = true;
         self.tx.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use bytes::Bytes;
+
+    use super::*;
+
+    fn item() -> NewItem {
+        NewItem {
+            frame: Bytes::from_static(b"\x00"),
+            statements: 0,
+            source: String::new(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// A wall clock stepped back while the log runs does not stamp items before the
+    /// ones already there, so a reader resuming by time just after an item still
+    /// gets every later one.
+    #[tokio::test]
+    async fn timestamps_do_not_follow_the_clock_backwards() {
+        let now = Arc::new(AtomicU64::new(5_000_000));
+        let read = now.clone();
+        let log = MemoryLog::with_clock(100, Clock::from_fn(move || read.load(Ordering::SeqCst)));
+        log.append(vec![item()]).await.unwrap();
+        now.store(5_000_200, Ordering::SeqCst);
+        log.append(vec![item()]).await.unwrap();
+        // An hour back.
+        now.store(5_000_200 - 3_600_000, Ordering::SeqCst);
+        log.append(vec![item(), item()]).await.unwrap();
+        let ts: Vec<u64> = log
+            .read(0, ReadLimits::default())
+            .await
+            .unwrap()
+            .iter()
+            .map(|i| i.timestamp_ms)
+            .collect();
+        assert_eq!(ts, [5_000_000, 5_000_200, 5_000_200, 5_000_200]);
+        // Resuming just after item 0 finds item 1 and everything after it.
+        assert_eq!(log.offset_for_timestamp(5_000_001).await.unwrap(), 1);
+        // Once the clock is ahead again, it is followed.
+        now.store(5_000_300, Ordering::SeqCst);
+        log.append(vec![item()]).await.unwrap();
+        let last = log.read(4, ReadLimits::default()).await.unwrap();
+        assert_eq!(last[0].timestamp_ms, 5_000_300);
+    }
+
+    /// Placed items (a mirror's) raise the floor too: a later append behind them in
+    /// time is stamped no earlier than the newest placed item.
+    #[tokio::test]
+    async fn placed_timestamps_raise_the_floor() {
+        let log = MemoryLog::with_clock(100, Clock::from_fn(|| 1_000));
+        let placed = Item {
+            offset: 0,
+            timestamp_ms: 9_000,
+            frame: Bytes::from_static(b"\x00"),
+            statements: 0,
+            source: String::new(),
+            headers: Vec::new(),
+        };
+        log.append_at(vec![placed], false).await.unwrap();
+        log.append(vec![item()]).await.unwrap();
+        let items = log.read(0, ReadLimits::default()).await.unwrap();
+        assert_eq!(items[1].timestamp_ms, 9_000);
     }
 }

@@ -8,9 +8,11 @@ mod memory;
 mod record;
 mod segment;
 
+use std::fmt;
 use std::future::Future;
+use std::sync::Arc;
 
-pub use file::{Clock, Durability, FileLog, FileLogOptions};
+pub use file::{Durability, FileLog, FileLogOptions};
 pub use memory::MemoryLog;
 use thiserror::Error;
 use tokio::sync::watch;
@@ -201,4 +203,38 @@ pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The time source of a log: append timestamps and (file log) age retention, in
+/// milliseconds since the Unix epoch. Tests inject their own, to move it at will
+/// (backwards too, as a wall clock may be stepped).
+#[derive(Clone)]
+pub struct Clock(Arc<dyn Fn() -> u64 + Send + Sync>);
+
+impl Clock {
+    /// The system clock ([`now_ms`]).
+    pub fn system() -> Self {
+        Clock(Arc::new(now_ms))
+    }
+
+    /// A clock reading `f`.
+    pub fn from_fn(f: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
+        Clock(Arc::new(f))
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        (self.0)()
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::system()
+    }
+}
+
+impl fmt::Debug for Clock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Clock")
+    }
 }

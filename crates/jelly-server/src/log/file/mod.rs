@@ -66,7 +66,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot, watch};
 
 use super::record::{self, HEADER_LEN};
 use super::segment::{self, ScanError, Segment};
-use super::{Log, LogError, OffsetWatch, ReadLimits, check_consecutive, now_ms};
+use super::{Clock, Log, LogError, OffsetWatch, ReadLimits, check_consecutive};
 use crate::item::{Item, NewItem};
 
 /// When an append counts as done.
@@ -112,39 +112,6 @@ impl FromStr for Durability {
     }
 }
 
-/// The time source for append timestamps and age retention, in milliseconds since
-/// the Unix epoch. Tests inject their own.
-#[derive(Clone)]
-pub struct Clock(Arc<dyn Fn() -> u64 + Send + Sync>);
-
-impl Clock {
-    /// The system clock ([`now_ms`]).
-    pub fn system() -> Self {
-        Clock(Arc::new(now_ms))
-    }
-
-    /// A clock reading `f`.
-    pub fn from_fn(f: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
-        Clock(Arc::new(f))
-    }
-
-    pub fn now_ms(&self) -> u64 {
-        (self.0)()
-    }
-}
-
-impl Default for Clock {
-    fn default() -> Self {
-        Clock::system()
-    }
-}
-
-impl fmt::Debug for Clock {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Clock")
-    }
-}
-
 /// Settings of a [`FileLog`].
 #[derive(Debug, Clone)]
 pub struct FileLogOptions {
@@ -161,7 +128,10 @@ pub struct FileLogOptions {
     pub retention_bytes: Option<u64>,
     /// Delete segments whose newest record is older than this.
     pub retention_age: Option<Duration>,
-    /// Besides after every append, retention is checked this often.
+    /// Besides after every append, retention is checked at least this often. Under
+    /// an age limit, more often: every half of the limit, but not more often than
+    /// every 100 ms, so that a quiet topic's items outlive the limit by about half
+    /// of it (a topic without an age limit is not woken more often for it).
     pub retention_check_interval: Duration,
     /// Bytes of appends that may wait for the writer before `append` waits too.
     pub max_inflight_bytes: usize,
@@ -192,7 +162,7 @@ impl Default for FileLogOptions {
 /// A durable [`Log`] in a directory of segment files. See the module docs.
 pub struct FileLog {
     shared: Arc<Shared>,
-    tx: Option<mpsc::Sender<Request>>,
+    tx: Option<mpsc::Sender<ToWriter>>,
     /// The writer thread: group commits under `Fsync`, timed fsyncs and retention.
     thread: Option<JoinHandle<()>>,
     /// The write side, shared with the thread. Under `None` and `Interval` an append
@@ -301,6 +271,15 @@ struct Placed {
     restart: bool,
 }
 
+/// What the writer thread is sent.
+enum ToWriter {
+    /// An append to commit (under `Fsync`; otherwise appends commit inline).
+    Append(Request),
+    /// The retention limits changed: the thread works out again how long it may
+    /// sleep, since a lower age limit is checked more often.
+    LimitsChanged,
+}
+
 struct Request {
     items: Vec<NewItem>,
     /// Offsets and timestamps chosen by the appender ([`Log::append_at`]).
@@ -320,7 +299,8 @@ impl FileLog {
     pub fn open(dir: impl AsRef<Path>, options: FileLogOptions) -> Result<FileLog, LogError> {
         let dir = dir.as_ref().to_path_buf();
         fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
-        let segments = recover(&dir, options.index_interval_bytes)?;
+        let recovered = recover(&dir, options.index_interval_bytes)?;
+        let segments = recovered.segments;
         let next = segments.last().map_or(0, |s| s.next);
         let watch = OffsetWatch::new(next);
         let shared = Arc::new(Shared {
@@ -340,7 +320,11 @@ impl FileLog {
         let max_inflight = options.max_inflight_bytes.clamp(1, u32::MAX as usize >> 1) as u32;
         let (tx, rx) = mpsc::channel();
         let inline = options.durability != Durability::Fsync;
-        let writer = Arc::new(Mutex::new(Writer::new(shared.clone(), options)?));
+        let writer = Arc::new(Mutex::new(Writer::new(
+            shared.clone(),
+            options,
+            recovered.last_ts,
+        )?));
         let thread_writer = writer.clone();
         let thread_shared = shared.clone();
         let handle = std::thread::Builder::new()
@@ -414,6 +398,11 @@ impl FileLog {
             w.opts.retention_age = age;
         }
         retain_all(&self.writer);
+        // The thread may be asleep for the old interval; a lower age limit must be
+        // checked at its own pace from now on, not after that.
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(ToWriter::LimitsChanged);
+        }
     }
 
     /// Number of retained segments (the active one included).
@@ -484,13 +473,13 @@ impl FileLog {
             .await
             .map_err(|_| LogError::Closed)?;
         let (reply, rx) = oneshot::channel();
-        tx.send(Request {
+        tx.send(ToWriter::Append(Request {
             items,
             placed,
             bytes,
             reply,
             _permit: Some(permit),
-        })
+        }))
         .map_err(|_| self.gone())?;
         rx.await.map_err(|_| self.gone())?
     }

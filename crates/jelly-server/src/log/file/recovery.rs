@@ -14,41 +14,87 @@ use crate::log::segment::{self, After, IndexEntry, RecordReader, ScanError, Segm
 /// recovery notices newest segments that went missing (deleted by hand, lost with a
 /// disk): without it, their offsets would be handed out again under the same topic
 /// id, and a reader resuming past them would silently skip the new items.
+///
+/// It also records the newest timestamp of the log when that segment was started
+/// (a second line, `last-timestamp-ms <ms>`, left out while it is 0): retention
+/// deletes only segments that are no longer active, that is older than the newest
+/// start, so this is at least the timestamp of every item retention ever deleted.
+/// When retention has emptied the log, it is all that is left of the items' times,
+/// and new items are never stamped before it (a clock set back across a restart).
+/// Written at each roll, never on the append path.
 pub(super) const NEWEST_SEGMENT_FILE: &str = "newest-segment";
 
-/// Records that segments up to `base` were started (atomically: a temporary file,
-/// synced, renamed over the old record, and the directory synced).
-pub(super) fn note_newest_segment(dir: &Path, base: u64) -> std::io::Result<()> {
+/// The key of the line of [`NEWEST_SEGMENT_FILE`] with the newest timestamp.
+const LAST_TIMESTAMP_KEY: &str = "last-timestamp-ms";
+
+/// What [`NEWEST_SEGMENT_FILE`] records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Noted {
+    /// First offset of the newest segment started.
+    base: u64,
+    /// Newest item timestamp when it was started (0: none recorded).
+    last_ts: u64,
+}
+
+/// Records that segments up to `base` were started, when the log's newest timestamp
+/// was `last_ts` (atomically: a temporary file, synced, renamed over the old record,
+/// and the directory synced).
+pub(super) fn note_newest_segment(dir: &Path, base: u64, last_ts: u64) -> std::io::Result<()> {
     let tmp = dir.join(format!("{NEWEST_SEGMENT_FILE}.tmp"));
+    // Without a timestamp the file stays as it was before timestamps were recorded
+    // (the offset alone), which older servers read too.
+    let mut text = format!("{base}\n");
+    if last_ts > 0 {
+        text.push_str(&format!("{LAST_TIMESTAMP_KEY} {last_ts}\n"));
+    }
     {
         let f = File::create(&tmp)?;
-        f.write_all_at(format!("{base}\n").as_bytes(), 0)?;
+        f.write_all_at(text.as_bytes(), 0)?;
         f.sync_all()?;
     }
     fs::rename(&tmp, dir.join(NEWEST_SEGMENT_FILE))?;
     crate::log::sync_dir(dir)
 }
 
-/// The newest segment start on record, if any.
-fn noted_newest_segment(dir: &Path) -> Result<Option<u64>, LogError> {
+/// The record in [`NEWEST_SEGMENT_FILE`], if there is one. Files from before the
+/// timestamp was recorded hold the offset alone.
+fn noted_newest_segment(dir: &Path) -> Result<Option<Noted>, LogError> {
     let path = dir.join(NEWEST_SEGMENT_FILE);
-    match fs::read_to_string(&path) {
-        Ok(text) => text
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| corrupt(&path, 0, format!("`{}` is not an offset", text.trim()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_err(&path, e)),
+    let text = match fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err(&path, e)),
+    };
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("");
+    let base = first
+        .parse()
+        .map_err(|_| corrupt(&path, 0, format!("`{first}` is not an offset")))?;
+    let mut last_ts = 0;
+    for line in lines {
+        // Anything else means the file is not what this server wrote: refused like
+        // a bad offset, rather than trusted in part.
+        last_ts = line
+            .strip_prefix(LAST_TIMESTAMP_KEY)
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| {
+                corrupt(
+                    &path,
+                    0,
+                    format!("`{line}` is not `{LAST_TIMESTAMP_KEY} <milliseconds>`"),
+                )
+            })?;
     }
+    Ok(Some(Noted { base, last_ts }))
 }
 
 /// Refuses a log whose newest segment starts before the newest one on record.
-/// Returns whether there is a record.
-fn check_newest_segment(dir: &Path, newest: Option<u64>) -> Result<bool, LogError> {
-    let Some(noted) = noted_newest_segment(dir)? else {
-        return Ok(false);
+/// Returns the record, if there is one.
+fn check_newest_segment(dir: &Path, newest: Option<u64>) -> Result<Option<Noted>, LogError> {
+    let Some(record) = noted_newest_segment(dir)? else {
+        return Ok(None);
     };
+    let noted = record.base;
     if newest.is_none_or(|base| base < noted) {
         let found = match newest {
             Some(base) => format!("the newest segment found starts at offset {base}"),
@@ -64,10 +110,20 @@ fn check_newest_segment(dir: &Path, newest: Option<u64>) -> Result<bool, LogErro
             ),
         ));
     }
-    Ok(true)
+    Ok(Some(record))
 }
 
-pub(super) fn recover(dir: &Path, index_interval: u64) -> Result<Vec<Segment>, LogError> {
+/// A log as recovery found it.
+pub(super) struct Recovered {
+    /// Never empty; the last one is the active segment.
+    pub segments: Vec<Segment>,
+    /// The newest timestamp the log has given out, as far as its files tell: that of
+    /// its newest record, or the one on record in [`NEWEST_SEGMENT_FILE`] if later
+    /// (retention deleted the items it belonged to). New items get none older.
+    pub last_ts: u64,
+}
+
+pub(super) fn recover(dir: &Path, index_interval: u64) -> Result<Recovered, LogError> {
     let mut found = Vec::new();
     for entry in fs::read_dir(dir).map_err(|e| io_err(dir, e))? {
         let entry = entry.map_err(|e| io_err(dir, e))?;
@@ -107,8 +163,9 @@ pub(super) fn recover(dir: &Path, index_interval: u64) -> Result<Vec<Segment>, L
     }
     found.sort_unstable_by_key(|(base, _)| *base);
     let noted = check_newest_segment(dir, found.last().map(|(base, _)| *base))?;
-    let note = |base: u64| {
-        note_newest_segment(dir, base).map_err(|e| io_err(&dir.join(NEWEST_SEGMENT_FILE), e))
+    let note = |base: u64, last_ts: u64| {
+        note_newest_segment(dir, base, last_ts)
+            .map_err(|e| io_err(&dir.join(NEWEST_SEGMENT_FILE), e))
     };
     if found.is_empty() {
         let path = dir.join(segment::file_name(0));
@@ -124,8 +181,11 @@ pub(super) fn recover(dir: &Path, index_interval: u64) -> Result<Vec<Segment>, L
         // and then loses its only segment, or all its items, is refused rather than
         // started over at 0 under the same topic id, where readers resuming with
         // their offsets would skip the new items.
-        note(0)?;
-        return Ok(vec![empty_segment(0, path, file)]);
+        note(0, 0)?;
+        return Ok(Recovered {
+            segments: vec![empty_segment(0, path, file)],
+            last_ts: 0,
+        });
     }
     let n = found.len();
     let mut segments: Vec<Segment> = Vec::with_capacity(n);
@@ -148,13 +208,17 @@ pub(super) fn recover(dir: &Path, index_interval: u64) -> Result<Vec<Segment>, L
         }
         segments.push(scan_segment(base, path, i + 1 == n, index_interval)?);
     }
+    let newest_record = segments.iter().map(|s| s.last_ts).max().unwrap_or(0);
+    let last_ts = newest_record.max(noted.map_or(0, |n| n.last_ts));
     // A log from before the record was kept from the start (or whose record was
     // removed to accept a loss) gets one now, so that losing its newest segments
     // from here on is noticed.
-    if !noted && let Some(last) = segments.last() {
-        note(last.base)?;
+    if noted.is_none()
+        && let Some(last) = segments.last()
+    {
+        note(last.base, last_ts)?;
     }
-    Ok(segments)
+    Ok(Recovered { segments, last_ts })
 }
 
 /// Whether `name` looks like a segment's (digits and `.seg`).
@@ -312,7 +376,10 @@ mod tests {
                 assert!(reason.contains("no room"), "{reason}");
             }
             Err(e) => panic!("expected Corrupt, got {e}"),
-            Ok(segs) => panic!("recovered, next offset {:?}", segs.last().map(|s| s.next)),
+            Ok(r) => panic!(
+                "recovered, next offset {:?}",
+                r.segments.last().map(|s| s.next)
+            ),
         }
         let _ = fs::remove_dir_all(&dir);
     }

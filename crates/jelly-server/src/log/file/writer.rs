@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::recovery::{NEWEST_SEGMENT_FILE, note_newest_segment, sync_dir};
-use super::{Deleting, Durability, FileLogOptions, Reply, Request, Shared, corrupt, io_err, lock};
+use super::{
+    Deleting, Durability, FileLogOptions, Reply, Request, Shared, ToWriter, corrupt, io_err, lock,
+};
 use crate::item::Item;
 use crate::log::LogError;
 use crate::log::record;
@@ -72,7 +74,13 @@ struct Pending {
 }
 
 impl Writer {
-    pub(super) fn new(shared: Arc<Shared>, opts: FileLogOptions) -> Result<Writer, LogError> {
+    /// A writer for the log in `shared`, whose newest timestamp (on record, or of its
+    /// newest item) is `last_ts`.
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        opts: FileLogOptions,
+        last_ts: u64,
+    ) -> Result<Writer, LogError> {
         let st = shared.read_state();
         let Some(seg) = st.segments.last() else {
             return Err(corrupt(&shared.dir, 0, "no segment"));
@@ -81,7 +89,6 @@ impl Writer {
         let active_path = seg.path.clone();
         let len = seg.len;
         let next = st.next;
-        let last_ts = st.segments.iter().map(|s| s.last_ts).max().unwrap_or(0);
         let last_indexed = seg.index.last().map(|e| e.pos);
         drop(st);
         let now = Instant::now();
@@ -106,19 +113,22 @@ impl Writer {
 
     /// The writer thread: takes queued appends as one group, and between them runs
     /// timed fsyncs and retention. Ends when the log is dropped.
-    pub(super) fn run(w: &Mutex<Writer>, rx: &mpsc::Receiver<Request>) {
+    pub(super) fn run(w: &Mutex<Writer>, rx: &mpsc::Receiver<ToWriter>) {
         retain_all(w);
         loop {
             let wait = lock(w).wait_time();
             match rx.recv_timeout(wait) {
-                Ok(first) => {
+                Ok(ToWriter::Append(first)) => {
                     let mut group = vec![first];
                     while let Ok(more) = rx.try_recv() {
-                        group.push(more);
+                        if let ToWriter::Append(req) = more {
+                            group.push(req);
+                        }
                     }
                     lock(w).commit(group);
                 }
-                Err(RecvTimeoutError::Timeout) => {}
+                // New limits were applied by the sender; the wait is worked out again.
+                Ok(ToWriter::LimitsChanged) | Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
             let mut g = lock(w);
@@ -128,7 +138,7 @@ impl Writer {
             {
                 g.sync_quietly();
             }
-            let check = g.last_retention.elapsed() >= g.opts.retention_check_interval;
+            let check = g.last_retention.elapsed() >= g.retention_check_interval();
             drop(g);
             if check {
                 retain_all(w);
@@ -140,10 +150,14 @@ impl Writer {
         }
     }
 
+    /// How often retention is checked without appends ([`check_interval`]).
+    fn retention_check_interval(&self) -> Duration {
+        check_interval(self.opts.retention_age, self.opts.retention_check_interval)
+    }
+
     fn wait_time(&self) -> Duration {
         let mut wait = self
-            .opts
-            .retention_check_interval
+            .retention_check_interval()
             .saturating_sub(self.last_retention.elapsed());
         if self.dirty
             && let Durability::Interval(d) = self.opts.durability
@@ -479,7 +493,7 @@ impl Writer {
             .create_new(true)
             .open(&path)?;
         crate::log::sync_dir(&self.shared.dir)?;
-        note_newest_segment(&self.shared.dir, first)?;
+        note_newest_segment(&self.shared.dir, first, self.last_ts)?;
         let file = Arc::new(file);
         {
             let mut st = self.shared.write_state();
@@ -526,7 +540,7 @@ impl Writer {
         // small): the record must never name a segment that a crash could still lose,
         // or recovery would call a log that merely lost unsynced writes damaged.
         if let Err(e) = crate::log::sync_dir(&self.shared.dir)
-            .and_then(|()| note_newest_segment(&self.shared.dir, self.next))
+            .and_then(|()| note_newest_segment(&self.shared.dir, self.next, self.last_ts))
         {
             // Not left behind to make the next attempt's `create_new` fail.
             let _ = fs::remove_file(&path);
@@ -716,6 +730,22 @@ fn remove_segment_file(deleting: &Deleting, path: &std::path::Path) -> std::io::
     fs::remove_file(path)
 }
 
+/// The shortest interval of periodic retention checks under an age limit.
+const MIN_RETENTION_CHECK: Duration = Duration::from_millis(100);
+
+/// How often retention is checked on a topic without appends: under an age limit,
+/// every half of it (at least [`MIN_RETENTION_CHECK`] apart), so that an item of a
+/// quiet topic is gone within about one and a half times the limit (its segment
+/// rolled and deleted by the first check after it expired), as documented; at most
+/// `ceiling` apart. Without an age limit only the size limit counts, which appends
+/// apply themselves, so the ceiling is enough and idle topics are not woken often.
+fn check_interval(age: Option<Duration>, ceiling: Duration) -> Duration {
+    match age {
+        Some(age) => (age / 2).max(MIN_RETENTION_CHECK).min(ceiling),
+        None => ceiling,
+    }
+}
+
 /// Segments an append's commit deletes at most ([`Writer::retain_some`]).
 const RETAIN_PER_COMMIT: usize = 4;
 
@@ -783,6 +813,23 @@ mod tests {
             _permit: None,
         };
         (req, rx)
+    }
+
+    /// Under an age limit retention is checked every half of it, within a floor and
+    /// the configured ceiling; without one, at the ceiling only (no extra wake-ups).
+    #[test]
+    fn the_retention_check_follows_the_age_limit() {
+        let ceiling = Duration::from_secs(10);
+        let ms = Duration::from_millis;
+        assert_eq!(check_interval(None, ceiling), ceiling);
+        assert_eq!(check_interval(Some(ms(1000)), ceiling), ms(500));
+        assert_eq!(check_interval(Some(ms(10)), ceiling), MIN_RETENTION_CHECK);
+        assert_eq!(
+            check_interval(Some(Duration::from_secs(3600)), ceiling),
+            ceiling
+        );
+        // A ceiling below the floor (tests) wins.
+        assert_eq!(check_interval(Some(ms(10)), ms(20)), ms(20));
     }
 
     /// The tail cache counts what its items hold, metadata included: tiny frames with
