@@ -396,9 +396,11 @@ pub(crate) fn varint_at(b: &[u8], pos: &mut usize) -> Result<u64, K> {
 #[cold]
 #[inline(never)]
 fn varint_at_slow(b: &[u8], pos: &mut usize) -> Result<u64, K> {
-    let mut r = Reader::new(&b[*pos..]);
+    // Based at `*pos`, so that an error's offset is an offset in `b`, like the other
+    // offsets the callers report (see `DecodeErrorKind::shifted`).
+    let mut r = Reader::with_base(&b[*pos..], *pos);
     let v = r.varint()?;
-    *pos += r.offset();
+    *pos = r.offset();
     Ok(v)
 }
 
@@ -465,7 +467,19 @@ pub(crate) fn iri_ids(b: &[u8]) -> Result<(u32, u32), K> {
 }
 
 /// Term kind and payload of one statement position, as found on the wire.
-type RawSlot<'b> = Option<(TermField, &'b [u8])>;
+pub(crate) type RawSlot<'b> = Option<(TermField, &'b [u8])>;
+
+/// `e`, an error found in the payload of `slot`, a term of the statement `whole`, with
+/// its offset moved to an offset in `whole`. Worked out only for errors (from where
+/// the payload lies in memory), so that the terms being decoded carry no offsets.
+#[cold]
+#[inline(never)]
+fn slot_error(e: K, whole: &[u8], slot: RawSlot<'_>) -> K {
+    let at = slot.map_or(0, |(_, part)| {
+        (part.as_ptr() as usize).wrapping_sub(whole.as_ptr() as usize)
+    });
+    e.shifted(at)
+}
 
 /// Term kinds by the code used in [`term_keys`].
 const TERM_KINDS: [TermField; 5] = [
@@ -541,7 +555,9 @@ impl State {
     /// Applies the IRI rules and writes the resolved IRI into `dest`.
     #[inline]
     pub(crate) fn resolve_iri(&mut self, mut r: Reader<'_>, dest: &mut TermBuf) -> Result<(), K> {
+        let at = r.offset();
         self.resolve_iri_bytes(r.remaining(), dest)
+            .map_err(|e| e.shifted(at))
     }
 
     /// Resolves an `RdfLiteral` payload in one of its usual shapes (lexical form with a
@@ -687,9 +703,10 @@ impl State {
             TermField::Iri => self.resolve_iri(payload, dest),
             TermField::Bnode => {
                 let mut r = payload;
+                let start = r.offset();
                 // The payload of a string field is the string itself.
                 let s = utf8(r_rest(&mut r))
-                    .map_err(|e| WireError::BadUtf8(r.offset() + e.valid_up_to()))?;
+                    .map_err(|e| WireError::BadUtf8(start + e.valid_up_to()))?;
                 dest.set_str(BufKind::Bnode, s);
                 Ok(())
             }
@@ -942,7 +959,8 @@ impl TermDecoder {
 
     /// Decodes an `RdfTriple` (n = 3) or `RdfQuad` (n = 4) payload into the current
     /// statement. Fields are first located on the wire, then resolved in S, P, O, G
-    /// order, as the IRI delta rules require whatever the field order.
+    /// order, as the IRI delta rules require whatever the field order. Errors' byte
+    /// offsets are offsets in `b` (the caller moves them to its own buffer's).
     #[inline(always)]
     pub(crate) fn statement(&mut self, b: &[u8], n: usize) -> Result<(), K> {
         // One copy per statement size, which then tests no size at run time.
@@ -982,6 +1000,7 @@ impl TermDecoder {
                 pos = end;
                 continue;
             }
+            let key_at = pos;
             let key = varint_at(b, &mut pos)?;
             let field = key >> 3;
             let term_field = match field {
@@ -992,7 +1011,7 @@ impl TermDecoder {
             };
             if !term_field {
                 // Unknown field: skip it with the general reader.
-                let mut r = Reader::new(&b[pos..]);
+                let mut r = Reader::with_base(&b[pos..], pos);
                 let wt = match key & 7 {
                     0 => WireType::Varint,
                     1 => WireType::Fixed64,
@@ -1001,13 +1020,13 @@ impl TermDecoder {
                     w => {
                         return Err(WireError::BadWireType {
                             wire_type: w as u8,
-                            offset: pos,
+                            offset: key_at,
                         }
                         .into());
                     }
                 };
                 r.skip(wt)?;
-                pos += r.offset();
+                pos = r.offset();
                 continue;
             }
             let field = field as u32;
@@ -1044,20 +1063,25 @@ impl TermDecoder {
             slots[p] = Some((kind, b.get(pos..end).unwrap_or_default()));
             pos = end;
         }
-        // Unrolled, so that each call knows its position.
-        self.slot(0, slots[0])?;
-        self.slot(1, slots[1])?;
-        self.slot(2, slots[2])?;
-        if n == 4 {
-            self.slot(3, slots[3])?;
-        }
-        Ok(())
+        // Unrolled, so that each call knows its position. A term's errors are located
+        // in its payload: moved to `b` here.
+        let r = self.slot(0, slots[0]).map_err(|e| (e, 0));
+        let r = r.and_then(|()| self.slot(1, slots[1]).map_err(|e| (e, 1)));
+        let r = r.and_then(|()| self.slot(2, slots[2]).map_err(|e| (e, 2)));
+        let r = if n == 4 {
+            r.and_then(|()| self.slot(3, slots[3]).map_err(|e| (e, 3)))
+        } else {
+            r
+        };
+        // (`& 3`: `i` is at most 3, which the compiler does not see.)
+        r.map_err(|(e, i)| slot_error(e, b, slots[i & 3]))
     }
 
     /// Resolves the term found for repeat slot `i` (0–3: S, P, O, G), or keeps the
-    /// slot's previous term when none was found (a repeated term).
+    /// slot's previous term when none was found (a repeated term). Errors' byte offsets
+    /// are offsets in the term's payload.
     #[inline(always)]
-    pub(crate) fn slot(&mut self, i: usize, found: Option<(TermField, &[u8])>) -> Result<(), K> {
+    pub(crate) fn slot(&mut self, i: usize, found: RawSlot<'_>) -> Result<(), K> {
         match found {
             Some((TermField::Iri, payload)) => {
                 // IRIs are allowed in every position: no feature check needed.
