@@ -1010,6 +1010,11 @@ impl TermDecoder {
                 _ => false,
             };
             if !term_field {
+                // Field 0 is not a field (protobuf parsers reject it), as everywhere
+                // else in a frame.
+                if field == 0 {
+                    return Err(WireError::ZeroField(key_at).into());
+                }
                 // Unknown field: skip it with the general reader.
                 let mut r = Reader::with_base(&b[pos..], pos);
                 let wt = match key & 7 {

@@ -2288,3 +2288,47 @@ fn metadata_key_error_offset_is_a_position_in_the_input() {
     let key_at = only_pos(&stream, b"k\x80") + 1;
     assert_eq!(seen, vec![Ok(0), Ok(1), Err((2, key_at))]);
 }
+
+/// Field number 0 is not a protobuf field: refused inside a statement as it is in the
+/// frame, the row and every term, whatever its wire type, in triples, quads and quoted
+/// triples.
+#[test]
+fn field_zero_in_a_statement_is_rejected() {
+    let quad_opts = Opts::triples().physical(pt::QUADS);
+    let mut quad = spo_fields();
+    quad.push((st::G_IRI, iri(0, 1)));
+    let star = Opts::triples().star();
+    for key in [vec![0x02, 0x00], vec![0x00, 0x00], vec![0x05, 1, 2, 3, 4]] {
+        for (opts, row_field, fields) in [
+            (Opts::triples(), row::TRIPLE, spo_fields()),
+            (quad_opts.clone(), row::QUAD, quad.clone()),
+        ] {
+            // Field 0 first, then a complete statement (which alone decodes).
+            let mut body = key.clone();
+            body.extend_from_slice(&msg(&fields));
+            let f = spo_names(F::new().options(&opts)).row(row_field, &body);
+            let e = assert_err_at!(
+                decode_err(&[f.build()]),
+                0,
+                4,
+                K::Wire(jelly_proto::wire::WireError::ZeroField(_))
+            );
+            let f = spo_names(F::new().options(&opts)).row(row_field, &msg(&fields));
+            assert_eq!(decode(&[f.build()]).unwrap().len(), 2, "{e}");
+        }
+        // Inside a quoted triple.
+        let mut inner = key.clone();
+        inner.extend_from_slice(&msg(&spo_fields()));
+        let f = spo_names(F::new().options(&star)).triple(&[
+            (st::S_TRIPLE, inner),
+            (st::P_IRI, iri(0, 2)),
+            (st::O_IRI, iri(0, 3)),
+        ]);
+        assert_err_at!(
+            decode_err(&[f.build()]),
+            0,
+            4,
+            K::Wire(jelly_proto::wire::WireError::ZeroField(_))
+        );
+    }
+}
