@@ -2,6 +2,8 @@
 //! IRI delta state (`prefix_id`/`name_id` zero rules), the full-IRI cache and the
 //! repeated-term buffers of the current statement.
 
+use std::collections::HashMap;
+
 use jelly_proto::fields::{iri, literal as lit, statement as st};
 use jelly_proto::wire::{Reader, WireError, WireType, utf8};
 
@@ -81,23 +83,34 @@ impl StrSlots {
     }
 }
 
+/// One lookup table. Entries live in slots indexed by id (`defined`, `values`), which
+/// grow with the ids set, while at least a quarter of them would be in use; an entry
+/// whose id lies further out goes into `sparse` (until the slots grow past it). So a
+/// stream that asks for a large table (under a raised limit) costs memory for the
+/// entries it defines, not for the highest id it uses: one entry of id 10^7 used to
+/// fill 10^7 slots, about 0.5 GB with the IRI cache's.
 #[derive(Debug, Default)]
 struct Lookup {
     values: StrSlots,
     defined: Vec<bool>,
+    /// Entries whose id is at or beyond `defined.len()`.
+    sparse: HashMap<u32, Box<str>>,
+    /// Ids defined, in the slots and in `sparse`.
+    count: usize,
     last_id: u32,
     max: u32,
 }
 
 impl Lookup {
-    /// Empties the table and sets its size. Nothing is allocated for the size: the
-    /// slots grow with the ids set, so a stream that asks for a large table (under a
-    /// raised limit) costs memory only for the entries it defines.
+    /// Empties the table and sets its size. Nothing is allocated for the size (see
+    /// [`Lookup`]).
     fn reset(&mut self, max: u32) {
         self.max = max;
         self.last_id = 0;
         self.values.reset();
         self.defined.clear();
+        self.sparse.clear();
+        self.count = 0;
         // Room for tables of the usual sizes (up to the default limits), so that they
         // grow without reallocating; reserved, not filled, so it costs no work.
         let room = presized(max);
@@ -109,8 +122,15 @@ impl Lookup {
     fn get(&self, id: u32, table: Table) -> Result<&str, K> {
         match self.defined.get(id as usize) {
             Some(true) => Ok(self.values.get(id as usize)),
-            _ => Err(self.get_error(id, table)),
+            _ => self.get_slow(id, table),
         }
+    }
+
+    /// [`Lookup::get`] of an id not in a slot: in `sparse`, or an error.
+    #[cold]
+    #[inline(never)]
+    fn get_slow(&self, id: u32, table: Table) -> Result<&str, K> {
+        self.get_sparse(id).ok_or_else(|| self.get_error(id, table))
     }
 
     /// [`Lookup::get`] as bytes (see [`StrSlots::get_bytes`]); `None` when `id` has no
@@ -119,8 +139,20 @@ impl Lookup {
     fn get_bytes(&self, id: u32) -> Option<&[u8]> {
         match self.defined.get(id as usize) {
             Some(true) => Some(self.values.get_bytes(id as usize)),
-            _ => None,
+            _ => self.get_sparse(id).map(str::as_bytes),
         }
+    }
+
+    /// The value of `id` when it is not in a slot.
+    #[cold]
+    fn get_sparse(&self, id: u32) -> Option<&str> {
+        self.sparse.get(&id).map(|v| &**v)
+    }
+
+    /// Length of the slots: ids below it are kept in slots.
+    #[inline]
+    fn slots(&self) -> usize {
+        self.defined.len()
     }
 
     /// Why `id` has no value: out of range, or not defined yet.
@@ -165,21 +197,55 @@ impl Lookup {
         let i = id as usize;
         if i >= self.defined.len() {
             let len = grown_len(i, self.defined.len(), self.max);
+            // Slots only while at least a quarter of them would be in use (and always
+            // for tables up to the default limits).
+            if len > DENSE_SLOTS.max(4 * (self.count + 1)) {
+                let fresh = self.sparse.insert(id as u32, value.into()).is_none();
+                self.count += usize::from(fresh);
+                self.last_id = id as u32;
+                return Ok(());
+            }
             grow_to(&mut self.defined, len, false)
                 .and_then(|()| grow_to(&mut self.values.spans, len, (0, 0)))
                 .map_err(|()| K::TableAllocation { table, id })?;
+            if !self.sparse.is_empty() {
+                self.unsparse();
+            }
         }
         self.values.set(i, value);
+        self.count += usize::from(!self.defined[i]);
         self.defined[i] = true;
         self.last_id = id as u32;
         Ok(())
     }
+
+    /// Moves the entries of `sparse` that the slots now reach into their slots.
+    #[cold]
+    fn unsparse(&mut self) {
+        let len = self.defined.len();
+        let reached: Vec<u32> = self
+            .sparse
+            .keys()
+            .copied()
+            .filter(|&id| (id as usize) < len)
+            .collect();
+        for id in reached {
+            if let Some(v) = self.sparse.remove(&id) {
+                self.values.set(id as usize, &v);
+                self.defined[id as usize] = true;
+            }
+        }
+    }
 }
+
+/// Slots a table may always have (up to 4,096 entries, the default name table limit),
+/// however few of them are in use.
+const DENSE_SLOTS: usize = 4097;
 
 /// Slots reserved ahead for a table of size `max`: all of them up to 4,096 (the
 /// default name table limit), then that many.
 fn presized(max: u32) -> usize {
-    (max as usize + 1).min(4097)
+    (max as usize + 1).min(DENSE_SLOTS)
 }
 
 /// The length a table's slots grow to for id `i`: at least twice the present length
@@ -228,6 +294,9 @@ struct CachedIri {
 /// prefix) always has version 0.
 const NO_IRI: u64 = 1 << 32;
 
+/// A key no [`CachedIri`] has (prefix id 0 has version 0): that of an IRI not to cache.
+const UNCACHED_IRI: u64 = 2 << 32;
+
 /// [`CachedIri::key`] of an IRI built with prefix entry `pid` at version `pver`.
 #[inline(always)]
 fn iri_key(pid: u32, pver: u32) -> u64 {
@@ -275,7 +344,8 @@ const QUOTED_KEEP: usize = 64 << 10;
 /// Lookup tables and the IRI delta state (`prefix_id`/`name_id` zero rules).
 #[derive(Debug, Default)]
 pub(crate) struct State {
-    /// Full IRIs by name id.
+    /// Full IRIs by name id, for the ids the name table keeps in slots (as far as
+    /// they were set).
     iri_cache: Vec<CachedIri>,
     /// Bytes allocated by the buffers of `iri_cache` (at most [`IRI_CACHE_BYTES_MAX`]).
     iri_cache_bytes: usize,
@@ -286,6 +356,8 @@ pub(crate) struct State {
     /// multiply a frame's bytes by the number of terms.
     pub(crate) max_quoted_bytes: u64,
     /// Bumped whenever a prefix entry changes, which makes cached IRIs with it stale.
+    /// Index 0 (no prefix) is always there; a prefix id beyond the end (one the prefix
+    /// table keeps out of its slots) has no version, and IRIs with it are not cached.
     prefix_ver: Vec<u32>,
     names: Lookup,
     prefixes: Lookup,
@@ -886,9 +958,9 @@ impl TermDecoder {
         st.datatypes.reset(datatypes);
         // Entries keep their buffers, so a decoder reused for many short streams (the
         // server's items) builds its cached IRIs without allocating again.
-        // Like the tables, the cache and the prefix versions grow with the entries set
-        // (in `entry_row`); what a larger earlier stream left beyond this one's tables
-        // is dropped.
+        // Like the tables' slots, the cache and the prefix versions grow with the
+        // entries set (in `entry_row`), as far as the slots; what a larger earlier
+        // stream left beyond this one's tables is dropped.
         st.iri_cache.truncate(names as usize + 1);
         for e in &mut st.iri_cache {
             e.key = NO_IRI;
@@ -896,6 +968,7 @@ impl TermDecoder {
         st.iri_cache_bytes = st.iri_cache.iter().map(|e| e.iri.capacity()).sum();
         st.prefix_ver.clear();
         let _ = st.prefix_ver.try_reserve(presized(prefixes));
+        st.prefix_ver.push(0);
         let _ = st
             .iri_cache
             .try_reserve(presized(names).saturating_sub(st.iri_cache.len()));
@@ -925,10 +998,15 @@ impl TermDecoder {
                 // Terms still pointing at the cached IRI of this name keep their own copy.
                 Self::release(&mut self.cur, &self.state.iri_cache, id);
                 let cache = &mut self.state.iri_cache;
+                let slots = self.state.names.slots();
                 match cache.get_mut(id as usize) {
                     Some(e) => e.key = NO_IRI,
+                    // A name out of the table's slots has no cache entry: its IRIs are
+                    // built into their terms.
+                    None if id as usize >= slots => {}
                     None => {
-                        let len = grown_len(id as usize, cache.len(), self.state.names.max);
+                        let len =
+                            grown_len(id as usize, cache.len(), self.state.names.max).min(slots);
                         grow_with(cache, len, CachedIri::default).map_err(|()| {
                             K::TableAllocation {
                                 table,
@@ -940,8 +1018,10 @@ impl TermDecoder {
             }
             Table::Prefix => {
                 let vers = &mut self.state.prefix_ver;
-                if id as usize >= vers.len() {
-                    let len = grown_len(id as usize, vers.len(), self.state.prefixes.max);
+                let slots = self.state.prefixes.slots();
+                if id as usize >= vers.len() && (id as usize) < slots {
+                    let len =
+                        grown_len(id as usize, vers.len(), self.state.prefixes.max).min(slots);
                     grow_to(vers, len, 0).map_err(|()| K::TableAllocation {
                         table,
                         id: u64::from(id),
@@ -1130,9 +1210,12 @@ impl TermDecoder {
         } else {
             name_id
         };
-        // Version 0 for no prefix (entry 0 is never set).
-        let pver = st.prefix_ver.get(pid as usize).copied().unwrap_or(0);
-        let key = iri_key(pid, pver);
+        // Version 0 for no prefix (entry 0 is never set); no version, and a key no
+        // entry has, for a prefix out of the prefix table's slots.
+        let key = match st.prefix_ver.get(pid as usize) {
+            Some(&pver) => iri_key(pid, pver),
+            None => UNCACHED_IRI,
+        };
         let hit = match st.iri_cache.get(nid as usize) {
             Some(e) => e.key == key,
             None => false,
@@ -1150,10 +1233,12 @@ impl TermDecoder {
                 .get(nid as usize)
                 .map_or(0, |e| e.iri.capacity());
             let cap = len.next_power_of_two().max(64);
-            // Over the cache's budget, or (never, as every defined name has its slot,
-            // made when it was set) no slot: this IRI goes into the term itself.
+            // Over the cache's budget, a name or prefix out of its table's slots (in
+            // streams that set a few entries of high id): this IRI goes into the term
+            // itself.
             let slot = nid as usize;
             if slot >= st.iri_cache.len()
+                || key == UNCACHED_IRI
                 || (old_cap < len && st.iri_cache_bytes - old_cap + cap > IRI_CACHE_BYTES_MAX)
             {
                 self.cur[i].set_iri2(prefix, name);

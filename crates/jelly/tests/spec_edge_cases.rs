@@ -2332,3 +2332,73 @@ fn field_zero_in_a_statement_is_rejected() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Large tables with few entries
+// ---------------------------------------------------------------------------------------
+
+/// Entries of high id in large tables (which a decoder keeps apart from the table's
+/// slots until enough lower ids are set) resolve like any other, before and after
+/// the lower ids fill in, and changing them changes the IRIs built from them (no stale
+/// cached IRI).
+#[test]
+fn entries_of_high_id_resolve_and_change() {
+    let cfg = DecoderOptions {
+        max_name_table_size: 100_000,
+        max_prefix_table_size: 100_000,
+        ..Default::default()
+    };
+    let opts = Opts::triples().tables(100_000, 100_000, 4);
+    let far = |p: u32, n: u32| {
+        vec![
+            (st::S_IRI, iri(p, n)),
+            (st::P_IRI, iri(p, n)),
+            (st::O_IRI, iri(p, n)),
+        ]
+    };
+    // A prefix and a name far out, used twice.
+    let f0 = F::new()
+        .options(&opts)
+        .prefix(50_000, "http://a/")
+        .name(60_000, "x")
+        .triple(&far(50_000, 60_000))
+        .triple(&far(0, 60_000))
+        .build();
+    // Enough lower ids for the tables' slots to reach them, then the same IRI.
+    let mut f1 = F::new();
+    for k in 1..=20_000u32 {
+        f1 = f1.name(k, &format!("n{k}"));
+    }
+    for k in 1..=15_000u32 {
+        f1 = f1.prefix(k, &format!("http://p{k}/"));
+    }
+    let f1 = f1.triple(&far(50_000, 60_000)).build();
+    // Then each entry changed in turn.
+    let f2 = F::new()
+        .prefix(50_000, "http://b/")
+        .triple(&far(50_000, 60_000))
+        .name(60_000, "y")
+        .triple(&far(50_000, 60_000))
+        .triple(&far(7, 9))
+        .build();
+    let got: Vec<Statement> = decode_with(cfg, &[f0, f1, f2])
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e {
+            Ev::St(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    let all = |x: &str| t(i(x), i(x), i(x));
+    assert_eq!(
+        got,
+        vec![
+            all("http://a/x"),
+            all("http://a/x"),
+            all("http://a/x"),
+            all("http://b/x"),
+            all("http://b/y"),
+            all("http://p7/n9"),
+        ]
+    );
+}
