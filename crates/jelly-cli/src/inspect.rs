@@ -262,9 +262,6 @@ pub fn inspect(
             let before = dec.stats().clone();
             let mut st_in_frame = 0u64;
             let mut f = dec.frame_at(buf, message_at);
-            if f.metadata().map(|m| !m.is_empty()).unwrap_or(false) {
-                metadata_frames += 1;
-            }
             while let Some(ev) = f.next_event().map_err(|e| located(&e))? {
                 if let Event::Statement(s) = ev {
                     st_in_frame += 1;
@@ -276,6 +273,12 @@ pub fn inspect(
                         distinct.add(g);
                     }
                 }
+            }
+            // Keys are proto `string`s: one that is not UTF-8 makes the frame invalid,
+            // as it does for any protobuf parser. Read after the rows, so that damage
+            // earlier in the frame is reported first, as the other verbs report it.
+            if !f.metadata().map_err(|e| located(&e))?.is_empty() {
+                metadata_frames += 1;
             }
             statements += st_in_frame;
             if let Some(w) = detail.as_deref_mut() {

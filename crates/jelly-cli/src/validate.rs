@@ -4,7 +4,9 @@
 use std::io::Read;
 
 use jelly::iso::{IsoResult, isomorphic};
-use jelly::{DecoderOptions, Delimiting, Event, JellyReader, Statement, StreamOptions};
+use jelly::{
+    DecodeError, DecoderOptions, Delimiting, Event, JellyReader, Statement, StreamOptions,
+};
 
 use crate::cli::{DelimitedArg, ValidateArgs};
 use crate::common::FrameRange;
@@ -71,25 +73,21 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
         }
         e
     };
+    let located = |e: &DecodeError| {
+        framing_hint(
+            not_jelly_hint(decode_error(&name, e), in_path, e.frame),
+            e.frame,
+        )
+    };
     let mut got: Vec<Statement> = Vec::new();
     let mut statements = 0u64;
     let mut frames = 0u64;
     let result = (|| -> CliResult {
-        while let Some(mut frame) = reader.next_frame().map_err(|e| {
-            framing_hint(
-                not_jelly_hint(decode_error(&name, &e), in_path, e.frame),
-                e.frame,
-            )
-        })? {
+        while let Some(mut frame) = reader.next_frame().map_err(|e| located(&e))? {
             let i = frame.index();
             frames += 1;
             let keep = expected.is_some() && range.contains(i);
-            while let Some(ev) = frame.next_event().map_err(|e| {
-                framing_hint(
-                    not_jelly_hint(decode_error(&name, &e), in_path, e.frame),
-                    e.frame,
-                )
-            })? {
+            while let Some(ev) = frame.next_event().map_err(|e| located(&e))? {
                 if let Event::Statement(s) = ev {
                     statements += 1;
                     progress.statement();
@@ -98,6 +96,9 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
                     }
                 }
             }
+            // Metadata keys are proto `string`s, so UTF-8 (values are any bytes). Read
+            // after the rows, so that damage earlier in the frame is reported first.
+            frame.metadata().map_err(|e| located(&e))?;
         }
         Ok(())
     })();

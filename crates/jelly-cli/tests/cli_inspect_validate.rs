@@ -421,6 +421,15 @@ fn small_frame(version: u64, namespace: bool) -> Vec<u8> {
     frame_of(&rows)
 }
 
+/// The only position of `needle` in `hay`.
+fn only_pos(hay: &[u8], needle: &[u8]) -> usize {
+    let at: Vec<usize> = (0..=hay.len() - needle.len())
+        .filter(|&i| hay[i..].starts_with(needle))
+        .collect();
+    assert_eq!(at.len(), 1, "{needle:02x?} in {hay:02x?}");
+    at[0]
+}
+
 /// A frame length prefix of 10 bytes that overflows 64 bits is refused by inspect as
 /// by the other verbs (it used to wrap to a length of 0 there: an empty frame).
 #[test]
@@ -437,6 +446,40 @@ fn inspect_refuses_a_frame_length_over_64_bits() {
         assert!(
             r.stderr.contains(&format!(
                 "frame 1 (byte {at}): malformed protobuf: malformed varint at byte {at}"
+            )),
+            "{verb}: {}",
+            r.stderr
+        );
+    }
+}
+
+/// Metadata keys are proto `string`s: one that is not UTF-8 is an error naming the
+/// frame and the byte, in inspect (which counted the frame as one without metadata)
+/// and in validate (which did not read metadata). Values may be any bytes.
+#[test]
+fn metadata_keys_must_be_utf8() {
+    let meta = |key: &[u8], value: &[u8]| {
+        fields(&[(15, fields(&[(1, key.to_vec()), (2, value.to_vec())]))])
+    };
+    let good = delimited(&[small_frame(1, false), meta(b"k", b"\xff\xfe")]);
+    let y = ok(&["rdf", "inspect", "-"], Some(&good)).out();
+    assert!(y.contains("frames_with_metadata: 1\n"), "{y}");
+    ok(&["rdf", "validate", "-"], Some(&good));
+    // The bad key after the rows of its frame (which decode first).
+    let first = delimited(&[small_frame(1, false)]);
+    let mut second = small_frame(1, false);
+    second.extend_from_slice(&meta(b"k\xc3", b"v"));
+    let bad = delimited(&[small_frame(1, false), second.clone()]);
+    // Frame 1's message starts after frame 0 and its own length prefix.
+    let frame_at = first.len() + jelly_proto::wire::varint_len(second.len() as u64);
+    // The byte at fault: the one after `k`.
+    let key_at = only_pos(&bad, b"k\xc3") + 1;
+    for verb in ["inspect", "validate"] {
+        let r = jelly(&["rdf", verb, "-"], Some(&bad));
+        assert_eq!(r.code, 1, "{verb}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!(
+                "frame 1 (byte {frame_at}): malformed protobuf: invalid UTF-8 in string field at byte {key_at}"
             )),
             "{verb}: {}",
             r.stderr

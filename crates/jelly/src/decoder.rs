@@ -705,8 +705,17 @@ impl<'d, 'b> FrameCursor<'d, 'b> {
     /// The frame's metadata entries (`RdfStreamFrame.metadata`), in wire order.
     ///
     /// Keys must be UTF-8 (they are proto `string`s); values are arbitrary bytes.
+    /// An error is located at the frame's start (whatever rows were read before).
     pub fn metadata(&self) -> Result<Vec<(&'b str, &'b [u8])>, DecodeError> {
-        frame_metadata(self.bytes).map_err(|e| self.err(e.into(), None).moved(self.base))
+        frame_metadata(self.bytes).map_err(|e| {
+            DecodeError {
+                frame: self.index,
+                row: None,
+                offset: Some(self.base),
+                kind: e.into(),
+            }
+            .moved(self.base)
+        })
     }
 }
 
