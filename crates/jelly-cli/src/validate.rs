@@ -5,7 +5,8 @@ use std::io::Read;
 
 use jelly::iso::{IsoResult, isomorphic};
 use jelly::{
-    DecodeError, DecoderOptions, Delimiting, Event, JellyReader, Statement, StreamOptions,
+    DecodeError, DecodeErrorKind, DecoderOptions, Delimiting, Event, JellyReader, Statement,
+    StreamOptions,
 };
 
 use crate::cli::{DelimitedArg, ValidateArgs};
@@ -88,11 +89,25 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
             frames += 1;
             let keep = expected.is_some() && range.contains(i);
             while let Some(ev) = frame.next_event().map_err(|e| located(&e))? {
-                if let Event::Statement(s) = ev {
-                    statements += 1;
-                    progress.statement();
-                    if keep {
-                        got.push(s.to_owned());
+                let namespace = match ev {
+                    Event::Statement(s) => {
+                        statements += 1;
+                        progress.statement();
+                        if keep {
+                            got.push(s.to_owned());
+                        }
+                        false
+                    }
+                    Event::Namespace { .. } => true,
+                    _ => false,
+                };
+                // Namespace declarations came with version 2 (the decoder accepts them
+                // in any version, for streams that only mislabel their version).
+                if namespace {
+                    let version = frame.decoder().options().map_or(0, |o| o.version);
+                    if version < 2 {
+                        let kind = DecodeErrorKind::NamespaceBeforeVersion2(version);
+                        return Err(located(&frame.row_error(kind)));
                     }
                 }
             }

@@ -487,6 +487,31 @@ fn metadata_keys_must_be_utf8() {
     }
 }
 
+/// Namespace declarations came with version 2: validate reports one in a version-1
+/// stream; decoding accepts it (a stream only mislabelled is still read).
+#[test]
+fn validate_refuses_namespaces_in_version_1() {
+    let v1 = delimited(&[small_frame(1, true)]);
+    let r = jelly(&["rdf", "validate", "-"], Some(&v1));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("frame 0:row 4 (byte ")
+            && r.stderr
+                .contains("namespace declaration in a version 1 stream"),
+        "{}",
+        r.stderr
+    );
+    ok(
+        &["rdf", "validate", "-"],
+        Some(&delimited(&[small_frame(2, true)])),
+    );
+    let nt = ok(&["rdf", "from-jelly", "--out-format", "nt", "-"], Some(&v1)).out();
+    assert_eq!(
+        nt,
+        "<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> .\n"
+    );
+}
+
 /// Inspect decides the framing from three bytes even when its input arrives in
 /// smaller pieces (a pipe whose first read returns two bytes). The pause only makes
 /// the short first read likely; without it the test still checks the result.

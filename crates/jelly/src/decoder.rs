@@ -444,6 +444,12 @@ impl Decoder {
                 Ok(Produced::GraphEnd)
             }
             row::NAMESPACE => {
+                // Accepted whatever the stream's version, although declarations came
+                // with version 2 (our encoder refuses them below it): one carries no
+                // RDF, and refusing it would refuse a whole stream whose only fault is
+                // a version tag too low, which readers should not reject (spec: a
+                // consumer SHOULD NOT reject lower non-zero versions). `jelly rdf
+                // validate` reports it (NamespaceBeforeVersion2).
                 self.stats.namespace_rows += 1;
                 let mut r = m;
                 let mut value: Option<Reader<'_>> = None;
@@ -522,6 +528,27 @@ impl<'d, 'b> FrameCursor<'d, 'b> {
     /// The decoder (for its options and stats).
     pub fn decoder(&self) -> &Decoder {
         self.dec
+    }
+
+    /// An error about the row the last event came from, located as the decoder's own
+    /// errors are: for checks made beyond the decoder's.
+    ///
+    /// ```
+    /// use jelly::{DecodeErrorKind, Decoder, Encoder, StreamOptions};
+    /// let bytes = Encoder::new(StreamOptions::small()).unwrap().finish_frame();
+    /// let mut dec = Decoder::default();
+    /// let mut frame = dec.frame_at(&bytes, 10);
+    /// frame.next_event().unwrap(); // the options row
+    /// let e = frame.row_error(DecodeErrorKind::EmptyRow);
+    /// assert_eq!((e.frame, e.row, e.offset), (0, Some(0), Some(10)));
+    /// ```
+    pub fn row_error(&self, kind: K) -> DecodeError {
+        DecodeError {
+            frame: self.index,
+            row: Some(self.row.saturating_sub(1)),
+            offset: Some(self.base + self.row_start as u64),
+            kind,
+        }
     }
 
     /// Locates an error of the row that starts at `row_start`. Byte offsets inside

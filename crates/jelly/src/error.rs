@@ -107,6 +107,12 @@ pub enum DecodeErrorKind {
     RdfStarNotAllowed { position: &'static str },
     #[error("namespace declaration has no IRI value")]
     NamespaceWithoutIri,
+    /// Not reported by the decoder itself (see `Decoder`'s namespace rows), but by
+    /// stricter checks such as `jelly rdf validate`.
+    #[error(
+        "namespace declaration in a version {0} stream (namespace declarations came with version 2)"
+    )]
+    NamespaceBeforeVersion2(u32),
     #[error("field {field} has wire type {got}, expected {expected}")]
     WrongWireType {
         field: u32,
