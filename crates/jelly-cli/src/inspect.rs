@@ -2,126 +2,20 @@
 //! lookup table usage of a stream, in bounded memory.
 
 use std::hash::{BuildHasher, Hasher};
-use std::io::{BufRead, Read, Write};
+use std::io::Write;
 
 use hashbrown::HashSet;
-use jelly::{Decoder, DecoderStats, Delimiting, Event, StreamOptions, TermRef, detect_delimiting};
+use jelly::{Decoder, DecoderStats, Delimiting, Event, FrameReader, StreamOptions, TermRef};
 use jelly_proto::fields::{entry, frame as ff, row};
 use jelly_proto::wire::{Reader, WireType};
 
 use crate::cli::InspectArgs;
-use crate::error::{CliError, CliResult, FRAME_LIMIT_HINT, decode_error, not_jelly_hint};
+use crate::error::{CliError, CliResult, decode_error, not_jelly_hint};
 use crate::io::{Progress, display_name, open_input, open_output};
 use crate::report::{Value, around_top_list, map};
 
 /// Distinct terms kept exactly up to this many per kind.
 pub const DISTINCT_CAP: usize = 4_000_000;
-
-/// Splits a byte stream into frames (delimited or a single frame).
-pub struct RawFrames<R: BufRead> {
-    r: R,
-    delimiting: Delimiting,
-    /// Bytes consumed.
-    pub offset: u64,
-    done: bool,
-    max: u64,
-}
-
-impl<R: BufRead> RawFrames<R> {
-    /// Frames of `r`, with `delimiting` (Auto to detect).
-    pub fn new(r: R, delimiting: Delimiting, max: u64) -> Self {
-        RawFrames {
-            r,
-            delimiting,
-            offset: 0,
-            done: false,
-            max,
-        }
-    }
-
-    /// The framing, once detected.
-    pub fn delimiting(&self) -> Delimiting {
-        self.delimiting
-    }
-
-    /// Reads the next frame into `buf`; `Ok(false)` at the end. Errors are messages.
-    pub fn next(&mut self, buf: &mut Vec<u8>, index: u64) -> Result<bool, String> {
-        buf.clear();
-        if self.done {
-            return Ok(false);
-        }
-        if self.delimiting == Delimiting::Auto {
-            let head = self.r.fill_buf().map_err(|e| e.to_string())?;
-            if head.is_empty() {
-                return Err("input is empty".into());
-            }
-            self.delimiting = detect_delimiting(&head[..head.len().min(3)]);
-        }
-        if self.delimiting == Delimiting::Single {
-            self.done = true;
-            (&mut self.r)
-                .take(self.max + 1)
-                .read_to_end(buf)
-                .map_err(|e| e.to_string())?;
-            if buf.len() as u64 > self.max {
-                return Err(format!(
-                    "frame {index} (byte {}): larger than {} bytes{FRAME_LIMIT_HINT}",
-                    self.offset, self.max
-                ));
-            }
-            self.offset += buf.len() as u64;
-            return Ok(index == 0 || !buf.is_empty());
-        }
-        let prefix_at = self.offset;
-        let mut len = 0u64;
-        let mut shift = 0;
-        let mut n = 0;
-        loop {
-            let mut b = [0u8; 1];
-            let got = self.r.read(&mut b).map_err(|e| e.to_string())?;
-            if got == 0 {
-                if n == 0 {
-                    self.done = true;
-                    return Ok(false);
-                }
-                return Err(format!(
-                    "frame {index} (byte {prefix_at}): the input ends inside a length prefix"
-                ));
-            }
-            n += 1;
-            if shift > 63 {
-                return Err(format!(
-                    "frame {index} (byte {prefix_at}): malformed length prefix"
-                ));
-            }
-            len |= u64::from(b[0] & 0x7f) << shift;
-            shift += 7;
-            if b[0] < 0x80 {
-                break;
-            }
-        }
-        self.offset += n;
-        if len > self.max {
-            return Err(format!(
-                "frame {index} (byte {prefix_at}): {len} bytes exceeds the limit of {} bytes\
-                 {FRAME_LIMIT_HINT}",
-                self.max
-            ));
-        }
-        let got = (&mut self.r)
-            .take(len)
-            .read_to_end(buf)
-            .map_err(|e| e.to_string())?;
-        self.offset += got as u64;
-        if (got as u64) < len {
-            return Err(format!(
-                "frame {index} (byte {}): the input ends in the middle of a frame (expected {len} bytes, got {got})",
-                self.offset - got as u64
-            ));
-        }
-        Ok(true)
-    }
-}
 
 /// Lookup entry ids seen in a frame, with the 0 = previous + 1 rule.
 #[derive(Debug, Default, Clone, Copy)]
@@ -340,37 +234,35 @@ pub fn inspect(
     let name = input.name.clone();
     let mut progress = Progress::new(quiet, input.bytes_read.clone());
     let cfg = crate::limits::decoder_options();
-    let mut frames = RawFrames::new(input.reader, Delimiting::Auto, cfg.max_frame_bytes);
+    // The library's framing, as the other verbs read it: the same frames, limits,
+    // autodetection (from three bytes, however the input arrives) and errors.
+    let mut frames = FrameReader::new(input.reader, Delimiting::Auto, cfg.max_frame_bytes);
     let mut dec = Decoder::new(cfg);
-    let mut buf = Vec::new();
     let mut tables = [TableUse::default(); 3];
     let mut distinct = Distinct::default();
     let mut statements = 0u64;
     let mut index = 0u64;
     let mut metadata_frames = 0u64;
     let result = (|| -> CliResult {
+        let located =
+            |e: &jelly::DecodeError| not_jelly_hint(decode_error(&name, e), in_path, e.frame);
         loop {
-            let start = frames.offset;
-            let more = frames
-                .next(&mut buf, index)
-                .map_err(|e| CliError::invalid(format!("{name}: {e}")))?;
-            if !more {
+            let start = frames.bytes_read();
+            let Some(raw) = frames.next_frame().map_err(|e| located(&e))? else {
+                if index == 0 && frames.bytes_read() == 0 {
+                    return Err(CliError::invalid(format!("{name}: input is empty")));
+                }
                 break;
-            }
-            // Where the frame's message starts, after its length prefix: the byte the
-            // other verbs' errors name.
-            let message_at = frames.offset - buf.len() as u64;
-            scan_tables(&buf, &mut tables);
+            };
+            // `offset` is where the frame's message starts, after its length prefix:
+            // the byte the other verbs' errors name.
+            let (buf, message_at) = (raw.bytes, raw.offset);
+            let frame_bytes = message_at + buf.len() as u64 - start;
+            scan_tables(buf, &mut tables);
             let before = dec.stats().clone();
             let mut st_in_frame = 0u64;
-            let mut f = dec.frame_at(&buf, message_at);
-            if f.metadata().map(|m| !m.is_empty()).unwrap_or(false) {
-                metadata_frames += 1;
-            }
-            while let Some(ev) = f
-                .next_event()
-                .map_err(|e| not_jelly_hint(decode_error(&name, &e), in_path, e.frame))?
-            {
+            let mut f = dec.frame_at(buf, message_at);
+            while let Some(ev) = f.next_event().map_err(|e| located(&e))? {
                 if let Event::Statement(s) = ev {
                     st_in_frame += 1;
                     progress.statement();
@@ -382,12 +274,18 @@ pub fn inspect(
                     }
                 }
             }
+            // Keys are proto `string`s: one that is not UTF-8 makes the frame invalid,
+            // as it does for any protobuf parser. Read after the rows, so that damage
+            // earlier in the frame is reported first, as the other verbs report it.
+            if !f.metadata().map_err(|e| located(&e))?.is_empty() {
+                metadata_frames += 1;
+            }
             statements += st_in_frame;
             if let Some(w) = detail.as_deref_mut() {
                 let d = diff(dec.stats(), &before);
                 let entry = map(vec![
                     ("index", index.into()),
-                    ("bytes", (frames.offset - start).into()),
+                    ("bytes", frame_bytes.into()),
                     ("statements", st_in_frame.into()),
                     ("rows", rows_value(&d)),
                 ]);
@@ -406,7 +304,7 @@ pub fn inspect(
         Err(e) if detail.is_some() => Some(e),
         Err(e) => return Err(e),
     };
-    let total_bytes = frames.offset;
+    let total_bytes = frames.bytes_read();
     let stats = dec.stats().clone();
     let counts = distinct.counts();
     let opts = dec.options().cloned();

@@ -4,7 +4,10 @@
 use std::io::Read;
 
 use jelly::iso::{IsoResult, isomorphic};
-use jelly::{DecoderOptions, Delimiting, Event, JellyReader, Statement, StreamOptions};
+use jelly::{
+    DecodeError, DecodeErrorKind, DecoderOptions, Delimiting, Event, JellyReader, Statement,
+    StreamOptions,
+};
 
 use crate::cli::{DelimitedArg, ValidateArgs};
 use crate::common::FrameRange;
@@ -71,33 +74,46 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
         }
         e
     };
+    let located = |e: &DecodeError| {
+        framing_hint(
+            not_jelly_hint(decode_error(&name, e), in_path, e.frame),
+            e.frame,
+        )
+    };
     let mut got: Vec<Statement> = Vec::new();
     let mut statements = 0u64;
     let mut frames = 0u64;
     let result = (|| -> CliResult {
-        while let Some(mut frame) = reader.next_frame().map_err(|e| {
-            framing_hint(
-                not_jelly_hint(decode_error(&name, &e), in_path, e.frame),
-                e.frame,
-            )
-        })? {
+        while let Some(mut frame) = reader.next_frame().map_err(|e| located(&e))? {
             let i = frame.index();
             frames += 1;
             let keep = expected.is_some() && range.contains(i);
-            while let Some(ev) = frame.next_event().map_err(|e| {
-                framing_hint(
-                    not_jelly_hint(decode_error(&name, &e), in_path, e.frame),
-                    e.frame,
-                )
-            })? {
-                if let Event::Statement(s) = ev {
-                    statements += 1;
-                    progress.statement();
-                    if keep {
-                        got.push(s.to_owned());
+            while let Some(ev) = frame.next_event().map_err(|e| located(&e))? {
+                let namespace = match ev {
+                    Event::Statement(s) => {
+                        statements += 1;
+                        progress.statement();
+                        if keep {
+                            got.push(s.to_owned());
+                        }
+                        false
+                    }
+                    Event::Namespace { .. } => true,
+                    _ => false,
+                };
+                // Namespace declarations came with version 2 (the decoder accepts them
+                // in any version, for streams that only mislabel their version).
+                if namespace {
+                    let version = frame.decoder().options().map_or(0, |o| o.version);
+                    if version < 2 {
+                        let kind = DecodeErrorKind::NamespaceBeforeVersion2(version);
+                        return Err(located(&frame.row_error(kind)));
                     }
                 }
             }
+            // Metadata keys are proto `string`s, so UTF-8 (values are any bytes). Read
+            // after the rows, so that damage earlier in the frame is reported first.
+            frame.metadata().map_err(|e| located(&e))?;
         }
         Ok(())
     })();

@@ -365,3 +365,185 @@ fn inspect_per_frame_reports_frames_before_an_error() {
     let g: serde_json::Value = serde_json::from_slice(&good.stdout).expect("valid JSON");
     assert_eq!(g["frames_detail"], v["frames_detail"]);
 }
+
+// ---- hand-built streams ------------------------------------------------------------
+
+/// A message of length-delimited fields.
+fn fields(fs: &[(u32, Vec<u8>)]) -> Vec<u8> {
+    let mut b = Vec::new();
+    for (f, v) in fs {
+        jelly_proto::wire::put_bytes_field(&mut b, *f, v);
+    }
+    b
+}
+
+/// A frame of rows, each `(row field, body)`.
+fn frame_of(rows: &[(u32, Vec<u8>)]) -> Vec<u8> {
+    let rows: Vec<(u32, Vec<u8>)> = rows
+        .iter()
+        .map(|r| (1, fields(std::slice::from_ref(r))))
+        .collect();
+    fields(&rows)
+}
+
+/// Delimited concatenation of frames.
+fn delimited(frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for f in frames {
+        jelly_proto::wire::put_varint(&mut out, f.len() as u64);
+        out.extend_from_slice(f);
+    }
+    out
+}
+
+/// `RdfIri{name_id}`.
+fn iri(name_id: u64) -> Vec<u8> {
+    let mut b = Vec::new();
+    jelly_proto::wire::put_uint_field(&mut b, 2, name_id);
+    b
+}
+
+/// Options (TRIPLES, name table 8, `version`), three names and `s p o`, with a
+/// namespace declaration before the triple when `namespace`.
+fn small_frame(version: u64, namespace: bool) -> Vec<u8> {
+    let mut o = Vec::new();
+    jelly_proto::wire::put_uint_field(&mut o, 2, 1);
+    jelly_proto::wire::put_uint_field(&mut o, 9, 8);
+    jelly_proto::wire::put_uint_field(&mut o, 15, version);
+    let mut rows = vec![(1, o)];
+    for n in ["http://ex.org/s", "http://ex.org/p", "http://ex.org/o"] {
+        rows.push((9, fields(&[(2, n.as_bytes().to_vec())])));
+    }
+    if namespace {
+        rows.push((6, fields(&[(1, b"ex".to_vec()), (2, iri(1))])));
+    }
+    rows.push((2, fields(&[(1, iri(1)), (5, iri(2)), (9, iri(3))])));
+    frame_of(&rows)
+}
+
+/// The only position of `needle` in `hay`.
+fn only_pos(hay: &[u8], needle: &[u8]) -> usize {
+    let at: Vec<usize> = (0..=hay.len() - needle.len())
+        .filter(|&i| hay[i..].starts_with(needle))
+        .collect();
+    assert_eq!(at.len(), 1, "{needle:02x?} in {hay:02x?}");
+    at[0]
+}
+
+/// A frame length prefix of 10 bytes that overflows 64 bits is refused by inspect as
+/// by the other verbs (it used to wrap to a length of 0 there: an empty frame).
+#[test]
+fn inspect_refuses_a_frame_length_over_64_bits() {
+    let first = delimited(&[small_frame(1, false)]);
+    let mut stream = first.clone();
+    stream.extend_from_slice(&[0x80; 9]);
+    stream.push(0x02);
+    stream.extend_from_slice(&first);
+    let at = first.len();
+    for verb in ["inspect", "validate", "from-jelly"] {
+        let r = jelly(&["rdf", verb, "-"], Some(&stream));
+        assert_eq!(r.code, 1, "{verb}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!(
+                "frame 1 (byte {at}): malformed protobuf: malformed varint at byte {at}"
+            )),
+            "{verb}: {}",
+            r.stderr
+        );
+    }
+}
+
+/// Metadata keys are proto `string`s: one that is not UTF-8 is an error naming the
+/// frame and the byte, in inspect (which counted the frame as one without metadata)
+/// and in validate (which did not read metadata). Values may be any bytes.
+#[test]
+fn metadata_keys_must_be_utf8() {
+    let meta = |key: &[u8], value: &[u8]| {
+        fields(&[(15, fields(&[(1, key.to_vec()), (2, value.to_vec())]))])
+    };
+    let good = delimited(&[small_frame(1, false), meta(b"k", b"\xff\xfe")]);
+    let y = ok(&["rdf", "inspect", "-"], Some(&good)).out();
+    assert!(y.contains("frames_with_metadata: 1\n"), "{y}");
+    ok(&["rdf", "validate", "-"], Some(&good));
+    // The bad key after the rows of its frame (which decode first).
+    let first = delimited(&[small_frame(1, false)]);
+    let mut second = small_frame(1, false);
+    second.extend_from_slice(&meta(b"k\xc3", b"v"));
+    let bad = delimited(&[small_frame(1, false), second.clone()]);
+    // Frame 1's message starts after frame 0 and its own length prefix.
+    let frame_at = first.len() + jelly_proto::wire::varint_len(second.len() as u64);
+    // The byte at fault: the one after `k`.
+    let key_at = only_pos(&bad, b"k\xc3") + 1;
+    for verb in ["inspect", "validate"] {
+        let r = jelly(&["rdf", verb, "-"], Some(&bad));
+        assert_eq!(r.code, 1, "{verb}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!(
+                "frame 1 (byte {frame_at}): malformed protobuf: invalid UTF-8 in string field at byte {key_at}"
+            )),
+            "{verb}: {}",
+            r.stderr
+        );
+    }
+}
+
+/// Namespace declarations came with version 2: validate reports one in a version-1
+/// stream; decoding accepts it (a stream only mislabelled is still read).
+#[test]
+fn validate_refuses_namespaces_in_version_1() {
+    let v1 = delimited(&[small_frame(1, true)]);
+    let r = jelly(&["rdf", "validate", "-"], Some(&v1));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("frame 0:row 4 (byte ")
+            && r.stderr
+                .contains("namespace declaration in a version 1 stream"),
+        "{}",
+        r.stderr
+    );
+    ok(
+        &["rdf", "validate", "-"],
+        Some(&delimited(&[small_frame(2, true)])),
+    );
+    let nt = ok(&["rdf", "from-jelly", "--out-format", "nt", "-"], Some(&v1)).out();
+    assert_eq!(
+        nt,
+        "<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> .\n"
+    );
+}
+
+/// Inspect decides the framing from three bytes even when its input arrives in
+/// smaller pieces (a pipe whose first read returns two bytes). The pause only makes
+/// the short first read likely; without it the test still checks the result.
+#[test]
+fn inspect_detects_framing_from_a_short_first_read() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let stream = delimited(&[small_frame(1, false), small_frame(1, false)]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jelly"))
+        .args(["-q", "rdf", "inspect", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let data = stream.clone();
+    let writer = std::thread::spawn(move || {
+        stdin.write_all(&data[..2]).unwrap();
+        stdin.flush().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        stdin.write_all(&data[2..]).unwrap();
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    let y = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(y.contains("delimited: true\n"), "{y}");
+    assert!(y.contains("frames: 2\n"), "{y}");
+    assert!(y.contains(&format!("bytes: {}\n", stream.len())), "{y}");
+}

@@ -33,7 +33,8 @@ pub enum WireError {
 }
 
 impl WireError {
-    /// Byte offset (relative to the buffer given to the [`Reader`]) where the problem is.
+    /// Byte offset where the problem is: in the buffer given to the [`Reader`], plus the
+    /// base it was given ([`Reader::with_base`]).
     pub fn offset(&self) -> usize {
         match *self {
             WireError::Truncated(o)
@@ -41,6 +42,32 @@ impl WireError {
             | WireError::ZeroField(o)
             | WireError::BadUtf8(o) => o,
             WireError::BadWireType { offset, .. } | WireError::Overflow32 { offset, .. } => offset,
+        }
+    }
+
+    /// The same error with its offset moved `by` bytes on: for an error found in a
+    /// buffer that starts `by` bytes into the input, its position in the input.
+    ///
+    /// ```
+    /// use jelly_proto::wire::WireError;
+    /// assert_eq!(WireError::BadUtf8(3).shifted(10), WireError::BadUtf8(13));
+    /// ```
+    #[must_use]
+    pub fn shifted(self, by: usize) -> Self {
+        let at = |o: usize| o.saturating_add(by);
+        match self {
+            WireError::Truncated(o) => WireError::Truncated(at(o)),
+            WireError::BadVarint(o) => WireError::BadVarint(at(o)),
+            WireError::ZeroField(o) => WireError::ZeroField(at(o)),
+            WireError::BadUtf8(o) => WireError::BadUtf8(at(o)),
+            WireError::BadWireType { wire_type, offset } => WireError::BadWireType {
+                wire_type,
+                offset: at(offset),
+            },
+            WireError::Overflow32 { value, offset } => WireError::Overflow32 {
+                value,
+                offset: at(offset),
+            },
         }
     }
 }

@@ -107,6 +107,12 @@ pub enum DecodeErrorKind {
     RdfStarNotAllowed { position: &'static str },
     #[error("namespace declaration has no IRI value")]
     NamespaceWithoutIri,
+    /// Not reported by the decoder itself (see `Decoder`'s namespace rows), but by
+    /// stricter checks such as `jelly rdf validate`.
+    #[error(
+        "namespace declaration in a version {0} stream (namespace declarations came with version 2)"
+    )]
+    NamespaceBeforeVersion2(u32),
     #[error("field {field} has wire type {got}, expected {expected}")]
     WrongWireType {
         field: u32,
@@ -151,6 +157,23 @@ pub enum DecodeErrorKind {
     TableAllocation { table: Table, id: u64 },
 }
 
+impl DecodeErrorKind {
+    /// The same error with its byte offset (if it has one) moved `by` bytes on.
+    ///
+    /// The decoding functions report offsets in the buffer they were given (a term's or
+    /// a statement's payload, a frame), which is all they know; each caller moves them
+    /// to its own buffer's, up to the frame cursor, which moves them to the input's, so
+    /// that every "at byte N" of a [`DecodeError`] is a position in the input. Only
+    /// errors pay for this: the decoding itself carries no offsets around.
+    #[must_use]
+    pub(crate) fn shifted(self, by: usize) -> Self {
+        match self {
+            DecodeErrorKind::Wire(e) => DecodeErrorKind::Wire(e.shifted(by)),
+            other => other,
+        }
+    }
+}
+
 /// A decoding error with its location.
 ///
 /// `frame` counts from 0, `row` counts from 0 within the frame, `offset` is the byte
@@ -162,6 +185,17 @@ pub struct DecodeError {
     pub offset: Option<u64>,
     #[source]
     pub kind: DecodeErrorKind,
+}
+
+impl DecodeError {
+    /// The error with the byte offsets inside its kind moved `by` bytes on (see
+    /// [`DecodeErrorKind::shifted`]).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn moved(mut self, by: u64) -> Self {
+        self.kind = self.kind.shifted(usize::try_from(by).unwrap_or(usize::MAX));
+        self
+    }
 }
 
 impl fmt::Display for DecodeError {

@@ -340,7 +340,9 @@ impl<R: Read> FrameReader<R> {
             };
             n += 1;
             if shift >= 63 && b > 1 {
-                return Err(jelly_proto::wire::WireError::BadVarint(0).into());
+                // Where the varint starts in the input (not yet consumed: `self.offset`).
+                let at = usize::try_from(self.offset).unwrap_or(usize::MAX);
+                return Err(jelly_proto::wire::WireError::BadVarint(at).into());
             }
             value |= u64::from(b & 0x7f) << shift;
             if b < 0x80 {

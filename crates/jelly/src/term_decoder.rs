@@ -2,6 +2,8 @@
 //! IRI delta state (`prefix_id`/`name_id` zero rules), the full-IRI cache and the
 //! repeated-term buffers of the current statement.
 
+use std::collections::HashMap;
+
 use jelly_proto::fields::{iri, literal as lit, statement as st};
 use jelly_proto::wire::{Reader, WireError, WireType, utf8};
 
@@ -81,23 +83,34 @@ impl StrSlots {
     }
 }
 
+/// One lookup table. Entries live in slots indexed by id (`defined`, `values`), which
+/// grow with the ids set, while at least a quarter of them would be in use; an entry
+/// whose id lies further out goes into `sparse` (until the slots grow past it). So a
+/// stream that asks for a large table (under a raised limit) costs memory for the
+/// entries it defines, not for the highest id it uses: one entry of id 10^7 used to
+/// fill 10^7 slots, about 0.5 GB with the IRI cache's.
 #[derive(Debug, Default)]
 struct Lookup {
     values: StrSlots,
     defined: Vec<bool>,
+    /// Entries whose id is at or beyond `defined.len()`.
+    sparse: HashMap<u32, Box<str>>,
+    /// Ids defined, in the slots and in `sparse`.
+    count: usize,
     last_id: u32,
     max: u32,
 }
 
 impl Lookup {
-    /// Empties the table and sets its size. Nothing is allocated for the size: the
-    /// slots grow with the ids set, so a stream that asks for a large table (under a
-    /// raised limit) costs memory only for the entries it defines.
+    /// Empties the table and sets its size. Nothing is allocated for the size (see
+    /// [`Lookup`]).
     fn reset(&mut self, max: u32) {
         self.max = max;
         self.last_id = 0;
         self.values.reset();
         self.defined.clear();
+        self.sparse.clear();
+        self.count = 0;
         // Room for tables of the usual sizes (up to the default limits), so that they
         // grow without reallocating; reserved, not filled, so it costs no work.
         let room = presized(max);
@@ -109,8 +122,15 @@ impl Lookup {
     fn get(&self, id: u32, table: Table) -> Result<&str, K> {
         match self.defined.get(id as usize) {
             Some(true) => Ok(self.values.get(id as usize)),
-            _ => Err(self.get_error(id, table)),
+            _ => self.get_slow(id, table),
         }
+    }
+
+    /// [`Lookup::get`] of an id not in a slot: in `sparse`, or an error.
+    #[cold]
+    #[inline(never)]
+    fn get_slow(&self, id: u32, table: Table) -> Result<&str, K> {
+        self.get_sparse(id).ok_or_else(|| self.get_error(id, table))
     }
 
     /// [`Lookup::get`] as bytes (see [`StrSlots::get_bytes`]); `None` when `id` has no
@@ -119,8 +139,20 @@ impl Lookup {
     fn get_bytes(&self, id: u32) -> Option<&[u8]> {
         match self.defined.get(id as usize) {
             Some(true) => Some(self.values.get_bytes(id as usize)),
-            _ => None,
+            _ => self.get_sparse(id).map(str::as_bytes),
         }
+    }
+
+    /// The value of `id` when it is not in a slot.
+    #[cold]
+    fn get_sparse(&self, id: u32) -> Option<&str> {
+        self.sparse.get(&id).map(|v| &**v)
+    }
+
+    /// Length of the slots: ids below it are kept in slots.
+    #[inline]
+    fn slots(&self) -> usize {
+        self.defined.len()
     }
 
     /// Why `id` has no value: out of range, or not defined yet.
@@ -165,21 +197,55 @@ impl Lookup {
         let i = id as usize;
         if i >= self.defined.len() {
             let len = grown_len(i, self.defined.len(), self.max);
+            // Slots only while at least a quarter of them would be in use (and always
+            // for tables up to the default limits).
+            if len > DENSE_SLOTS.max(4 * (self.count + 1)) {
+                let fresh = self.sparse.insert(id as u32, value.into()).is_none();
+                self.count += usize::from(fresh);
+                self.last_id = id as u32;
+                return Ok(());
+            }
             grow_to(&mut self.defined, len, false)
                 .and_then(|()| grow_to(&mut self.values.spans, len, (0, 0)))
                 .map_err(|()| K::TableAllocation { table, id })?;
+            if !self.sparse.is_empty() {
+                self.unsparse();
+            }
         }
         self.values.set(i, value);
+        self.count += usize::from(!self.defined[i]);
         self.defined[i] = true;
         self.last_id = id as u32;
         Ok(())
     }
+
+    /// Moves the entries of `sparse` that the slots now reach into their slots.
+    #[cold]
+    fn unsparse(&mut self) {
+        let len = self.defined.len();
+        let reached: Vec<u32> = self
+            .sparse
+            .keys()
+            .copied()
+            .filter(|&id| (id as usize) < len)
+            .collect();
+        for id in reached {
+            if let Some(v) = self.sparse.remove(&id) {
+                self.values.set(id as usize, &v);
+                self.defined[id as usize] = true;
+            }
+        }
+    }
 }
+
+/// Slots a table may always have (up to 4,096 entries, the default name table limit),
+/// however few of them are in use.
+const DENSE_SLOTS: usize = 4097;
 
 /// Slots reserved ahead for a table of size `max`: all of them up to 4,096 (the
 /// default name table limit), then that many.
 fn presized(max: u32) -> usize {
-    (max as usize + 1).min(4097)
+    (max as usize + 1).min(DENSE_SLOTS)
 }
 
 /// The length a table's slots grow to for id `i`: at least twice the present length
@@ -228,6 +294,9 @@ struct CachedIri {
 /// prefix) always has version 0.
 const NO_IRI: u64 = 1 << 32;
 
+/// A key no [`CachedIri`] has (prefix id 0 has version 0): that of an IRI not to cache.
+const UNCACHED_IRI: u64 = 2 << 32;
+
 /// [`CachedIri::key`] of an IRI built with prefix entry `pid` at version `pver`.
 #[inline(always)]
 fn iri_key(pid: u32, pver: u32) -> u64 {
@@ -275,7 +344,8 @@ const QUOTED_KEEP: usize = 64 << 10;
 /// Lookup tables and the IRI delta state (`prefix_id`/`name_id` zero rules).
 #[derive(Debug, Default)]
 pub(crate) struct State {
-    /// Full IRIs by name id.
+    /// Full IRIs by name id, for the ids the name table keeps in slots (as far as
+    /// they were set).
     iri_cache: Vec<CachedIri>,
     /// Bytes allocated by the buffers of `iri_cache` (at most [`IRI_CACHE_BYTES_MAX`]).
     iri_cache_bytes: usize,
@@ -286,6 +356,8 @@ pub(crate) struct State {
     /// multiply a frame's bytes by the number of terms.
     pub(crate) max_quoted_bytes: u64,
     /// Bumped whenever a prefix entry changes, which makes cached IRIs with it stale.
+    /// Index 0 (no prefix) is always there; a prefix id beyond the end (one the prefix
+    /// table keeps out of its slots) has no version, and IRIs with it are not cached.
     prefix_ver: Vec<u32>,
     names: Lookup,
     prefixes: Lookup,
@@ -396,9 +468,11 @@ pub(crate) fn varint_at(b: &[u8], pos: &mut usize) -> Result<u64, K> {
 #[cold]
 #[inline(never)]
 fn varint_at_slow(b: &[u8], pos: &mut usize) -> Result<u64, K> {
-    let mut r = Reader::new(&b[*pos..]);
+    // Based at `*pos`, so that an error's offset is an offset in `b`, like the other
+    // offsets the callers report (see `DecodeErrorKind::shifted`).
+    let mut r = Reader::with_base(&b[*pos..], *pos);
     let v = r.varint()?;
-    *pos += r.offset();
+    *pos = r.offset();
     Ok(v)
 }
 
@@ -465,7 +539,19 @@ pub(crate) fn iri_ids(b: &[u8]) -> Result<(u32, u32), K> {
 }
 
 /// Term kind and payload of one statement position, as found on the wire.
-type RawSlot<'b> = Option<(TermField, &'b [u8])>;
+pub(crate) type RawSlot<'b> = Option<(TermField, &'b [u8])>;
+
+/// `e`, an error found in the payload of `slot`, a term of the statement `whole`, with
+/// its offset moved to an offset in `whole`. Worked out only for errors (from where
+/// the payload lies in memory), so that the terms being decoded carry no offsets.
+#[cold]
+#[inline(never)]
+fn slot_error(e: K, whole: &[u8], slot: RawSlot<'_>) -> K {
+    let at = slot.map_or(0, |(_, part)| {
+        (part.as_ptr() as usize).wrapping_sub(whole.as_ptr() as usize)
+    });
+    e.shifted(at)
+}
 
 /// Term kinds by the code used in [`term_keys`].
 const TERM_KINDS: [TermField; 5] = [
@@ -541,7 +627,9 @@ impl State {
     /// Applies the IRI rules and writes the resolved IRI into `dest`.
     #[inline]
     pub(crate) fn resolve_iri(&mut self, mut r: Reader<'_>, dest: &mut TermBuf) -> Result<(), K> {
+        let at = r.offset();
         self.resolve_iri_bytes(r.remaining(), dest)
+            .map_err(|e| e.shifted(at))
     }
 
     /// Resolves an `RdfLiteral` payload in one of its usual shapes (lexical form with a
@@ -687,9 +775,10 @@ impl State {
             TermField::Iri => self.resolve_iri(payload, dest),
             TermField::Bnode => {
                 let mut r = payload;
+                let start = r.offset();
                 // The payload of a string field is the string itself.
                 let s = utf8(r_rest(&mut r))
-                    .map_err(|e| WireError::BadUtf8(r.offset() + e.valid_up_to()))?;
+                    .map_err(|e| WireError::BadUtf8(start + e.valid_up_to()))?;
                 dest.set_str(BufKind::Bnode, s);
                 Ok(())
             }
@@ -869,9 +958,9 @@ impl TermDecoder {
         st.datatypes.reset(datatypes);
         // Entries keep their buffers, so a decoder reused for many short streams (the
         // server's items) builds its cached IRIs without allocating again.
-        // Like the tables, the cache and the prefix versions grow with the entries set
-        // (in `entry_row`); what a larger earlier stream left beyond this one's tables
-        // is dropped.
+        // Like the tables' slots, the cache and the prefix versions grow with the
+        // entries set (in `entry_row`), as far as the slots; what a larger earlier
+        // stream left beyond this one's tables is dropped.
         st.iri_cache.truncate(names as usize + 1);
         for e in &mut st.iri_cache {
             e.key = NO_IRI;
@@ -879,6 +968,7 @@ impl TermDecoder {
         st.iri_cache_bytes = st.iri_cache.iter().map(|e| e.iri.capacity()).sum();
         st.prefix_ver.clear();
         let _ = st.prefix_ver.try_reserve(presized(prefixes));
+        st.prefix_ver.push(0);
         let _ = st
             .iri_cache
             .try_reserve(presized(names).saturating_sub(st.iri_cache.len()));
@@ -908,10 +998,15 @@ impl TermDecoder {
                 // Terms still pointing at the cached IRI of this name keep their own copy.
                 Self::release(&mut self.cur, &self.state.iri_cache, id);
                 let cache = &mut self.state.iri_cache;
+                let slots = self.state.names.slots();
                 match cache.get_mut(id as usize) {
                     Some(e) => e.key = NO_IRI,
+                    // A name out of the table's slots has no cache entry: its IRIs are
+                    // built into their terms.
+                    None if id as usize >= slots => {}
                     None => {
-                        let len = grown_len(id as usize, cache.len(), self.state.names.max);
+                        let len =
+                            grown_len(id as usize, cache.len(), self.state.names.max).min(slots);
                         grow_with(cache, len, CachedIri::default).map_err(|()| {
                             K::TableAllocation {
                                 table,
@@ -923,8 +1018,10 @@ impl TermDecoder {
             }
             Table::Prefix => {
                 let vers = &mut self.state.prefix_ver;
-                if id as usize >= vers.len() {
-                    let len = grown_len(id as usize, vers.len(), self.state.prefixes.max);
+                let slots = self.state.prefixes.slots();
+                if id as usize >= vers.len() && (id as usize) < slots {
+                    let len =
+                        grown_len(id as usize, vers.len(), self.state.prefixes.max).min(slots);
                     grow_to(vers, len, 0).map_err(|()| K::TableAllocation {
                         table,
                         id: u64::from(id),
@@ -942,7 +1039,8 @@ impl TermDecoder {
 
     /// Decodes an `RdfTriple` (n = 3) or `RdfQuad` (n = 4) payload into the current
     /// statement. Fields are first located on the wire, then resolved in S, P, O, G
-    /// order, as the IRI delta rules require whatever the field order.
+    /// order, as the IRI delta rules require whatever the field order. Errors' byte
+    /// offsets are offsets in `b` (the caller moves them to its own buffer's).
     #[inline(always)]
     pub(crate) fn statement(&mut self, b: &[u8], n: usize) -> Result<(), K> {
         // One copy per statement size, which then tests no size at run time.
@@ -982,6 +1080,7 @@ impl TermDecoder {
                 pos = end;
                 continue;
             }
+            let key_at = pos;
             let key = varint_at(b, &mut pos)?;
             let field = key >> 3;
             let term_field = match field {
@@ -991,8 +1090,13 @@ impl TermDecoder {
                 _ => false,
             };
             if !term_field {
+                // Field 0 is not a field (protobuf parsers reject it), as everywhere
+                // else in a frame.
+                if field == 0 {
+                    return Err(WireError::ZeroField(key_at).into());
+                }
                 // Unknown field: skip it with the general reader.
-                let mut r = Reader::new(&b[pos..]);
+                let mut r = Reader::with_base(&b[pos..], pos);
                 let wt = match key & 7 {
                     0 => WireType::Varint,
                     1 => WireType::Fixed64,
@@ -1001,13 +1105,13 @@ impl TermDecoder {
                     w => {
                         return Err(WireError::BadWireType {
                             wire_type: w as u8,
-                            offset: pos,
+                            offset: key_at,
                         }
                         .into());
                     }
                 };
                 r.skip(wt)?;
-                pos += r.offset();
+                pos = r.offset();
                 continue;
             }
             let field = field as u32;
@@ -1044,20 +1148,25 @@ impl TermDecoder {
             slots[p] = Some((kind, b.get(pos..end).unwrap_or_default()));
             pos = end;
         }
-        // Unrolled, so that each call knows its position.
-        self.slot(0, slots[0])?;
-        self.slot(1, slots[1])?;
-        self.slot(2, slots[2])?;
-        if n == 4 {
-            self.slot(3, slots[3])?;
-        }
-        Ok(())
+        // Unrolled, so that each call knows its position. A term's errors are located
+        // in its payload: moved to `b` here.
+        let r = self.slot(0, slots[0]).map_err(|e| (e, 0));
+        let r = r.and_then(|()| self.slot(1, slots[1]).map_err(|e| (e, 1)));
+        let r = r.and_then(|()| self.slot(2, slots[2]).map_err(|e| (e, 2)));
+        let r = if n == 4 {
+            r.and_then(|()| self.slot(3, slots[3]).map_err(|e| (e, 3)))
+        } else {
+            r
+        };
+        // (`& 3`: `i` is at most 3, which the compiler does not see.)
+        r.map_err(|(e, i)| slot_error(e, b, slots[i & 3]))
     }
 
     /// Resolves the term found for repeat slot `i` (0–3: S, P, O, G), or keeps the
-    /// slot's previous term when none was found (a repeated term).
+    /// slot's previous term when none was found (a repeated term). Errors' byte offsets
+    /// are offsets in the term's payload.
     #[inline(always)]
-    pub(crate) fn slot(&mut self, i: usize, found: Option<(TermField, &[u8])>) -> Result<(), K> {
+    pub(crate) fn slot(&mut self, i: usize, found: RawSlot<'_>) -> Result<(), K> {
         match found {
             Some((TermField::Iri, payload)) => {
                 // IRIs are allowed in every position: no feature check needed.
@@ -1101,9 +1210,12 @@ impl TermDecoder {
         } else {
             name_id
         };
-        // Version 0 for no prefix (entry 0 is never set).
-        let pver = st.prefix_ver.get(pid as usize).copied().unwrap_or(0);
-        let key = iri_key(pid, pver);
+        // Version 0 for no prefix (entry 0 is never set); no version, and a key no
+        // entry has, for a prefix out of the prefix table's slots.
+        let key = match st.prefix_ver.get(pid as usize) {
+            Some(&pver) => iri_key(pid, pver),
+            None => UNCACHED_IRI,
+        };
         let hit = match st.iri_cache.get(nid as usize) {
             Some(e) => e.key == key,
             None => false,
@@ -1121,10 +1233,12 @@ impl TermDecoder {
                 .get(nid as usize)
                 .map_or(0, |e| e.iri.capacity());
             let cap = len.next_power_of_two().max(64);
-            // Over the cache's budget, or (never, as every defined name has its slot,
-            // made when it was set) no slot: this IRI goes into the term itself.
+            // Over the cache's budget, a name or prefix out of its table's slots (in
+            // streams that set a few entries of high id): this IRI goes into the term
+            // itself.
             let slot = nid as usize;
             if slot >= st.iri_cache.len()
+                || key == UNCACHED_IRI
                 || (old_cap < len && st.iri_cache_bytes - old_cap + cap > IRI_CACHE_BYTES_MAX)
             {
                 self.cur[i].set_iri2(prefix, name);

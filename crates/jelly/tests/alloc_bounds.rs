@@ -302,3 +302,81 @@ fn large_declared_tables_cost_only_the_entries_set() {
     assert_eq!(got[0].object, Term::Iri("http://ex.org/o".into()));
     assert!(peak < 1 << 20, "decoding held {} KiB", peak >> 10);
 }
+
+/// Nor for the highest id it uses: one name of id 10 million, one prefix and one
+/// datatype of id a million, in tables of those sizes, decode in well under a
+/// megabyte (the tables' slots used to reach the highest id: about 0.5 GB).
+#[test]
+fn entries_of_high_id_cost_only_themselves() {
+    use jelly_proto::fields::{
+        entry, frame as ff, iri as iri_f, literal, options as of, row, statement,
+    };
+    use jelly_proto::wire::{put_bytes_field, put_uint_field, put_varint};
+    let field = |f: u32, body: &[u8]| {
+        let mut b = Vec::new();
+        put_bytes_field(&mut b, f, body);
+        b
+    };
+    let entry_row = |r: u32, id: u64, value: &str| {
+        let mut e = Vec::new();
+        put_uint_field(&mut e, entry::ID, id);
+        put_bytes_field(&mut e, entry::VALUE, value.as_bytes());
+        field(r, &e)
+    };
+    let mut opts = Vec::new();
+    put_uint_field(&mut opts, of::PHYSICAL_TYPE, 1);
+    put_uint_field(&mut opts, of::MAX_NAME_TABLE_SIZE, 10_000_000);
+    put_uint_field(&mut opts, of::MAX_PREFIX_TABLE_SIZE, 1_000_000);
+    put_uint_field(&mut opts, of::MAX_DATATYPE_TABLE_SIZE, 1_000_000);
+    put_uint_field(&mut opts, of::VERSION, 1);
+    let rows = [
+        field(row::OPTIONS, &opts),
+        entry_row(row::PREFIX, 1_000_000, "http://ex.org/"),
+        entry_row(row::NAME, 10_000_000, "s"),
+        entry_row(row::DATATYPE, 1_000_000, "http://ex.org/int"),
+        {
+            let mut iri = Vec::new();
+            put_uint_field(&mut iri, iri_f::PREFIX_ID, 1_000_000);
+            put_uint_field(&mut iri, iri_f::NAME_ID, 10_000_000);
+            let mut lit = Vec::new();
+            put_bytes_field(&mut lit, literal::LEX, b"5");
+            put_uint_field(&mut lit, literal::DATATYPE, 1_000_000);
+            let mut t = Vec::new();
+            put_bytes_field(&mut t, statement::S_IRI, &iri);
+            put_bytes_field(&mut t, statement::P_IRI, &iri);
+            put_bytes_field(&mut t, statement::O_LITERAL, &lit);
+            field(row::TRIPLE, &t)
+        },
+    ];
+    let mut frame = Vec::new();
+    for r in &rows {
+        put_bytes_field(&mut frame, ff::ROWS, r);
+    }
+    let mut bytes = Vec::new();
+    put_varint(&mut bytes, frame.len() as u64);
+    bytes.extend_from_slice(&frame);
+    let raised = DecoderOptions {
+        max_name_table_size: 10_000_000,
+        max_prefix_table_size: 1_000_000,
+        max_datatype_table_size: 1_000_000,
+        ..DecoderOptions::default()
+    };
+    let (r, _, peak) = measure(|| {
+        let mut got = Vec::new();
+        JellyReader::from_slice_with_options(&bytes, raised, Delimiting::Auto)
+            .for_each_statement(|st| got.push(st.to_owned()))
+            .map(|()| got)
+    });
+    let got = r.unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].subject, Term::Iri("http://ex.org/s".into()));
+    assert_eq!(got[0].predicate, Term::Iri("http://ex.org/s".into()));
+    assert_eq!(
+        got[0].object,
+        Term::Literal(jelly::Literal {
+            lex: "5".into(),
+            kind: jelly::OwnedLiteralKind::Typed("http://ex.org/int".into()),
+        })
+    );
+    assert!(peak < 1 << 20, "decoding held {} KiB", peak >> 10);
+}

@@ -542,3 +542,64 @@ fn header_values_of_every_kind_round_trip() {
     let l = lit("v", OwnedLiteralKind::Simple);
     enc.header("t", l.as_ref()).unwrap();
 }
+
+/// The only position of `needle` in `hay`.
+fn only_pos(hay: &[u8], needle: &[u8]) -> usize {
+    let at: Vec<usize> = (0..=hay.len() - needle.len())
+        .filter(|&i| hay[i..].starts_with(needle))
+        .collect();
+    assert_eq!(at.len(), 1, "{needle:02x?} in {hay:02x?}");
+    at[0]
+}
+
+/// Field number 0 is refused in a patch statement, as everywhere else; every wire
+/// error names the byte at fault by its position in the input.
+#[test]
+fn wire_errors_are_located_in_the_input() {
+    let head = || {
+        let mut rows = vec![options(QUADS, FLAT, 1)];
+        rows.extend(names());
+        rows.push(add_row(Some(4)));
+        rows
+    };
+    // An add with an empty field 0 before its terms (which alone decode).
+    let mut q = vec![0x02, 0x00];
+    for (field, id) in [(1, 1), (5, 2), (9, 3), (13, 4)] {
+        put_bytes_field(&mut q, field, &iri_msg(id));
+    }
+    let field0 = row_msg(row::STATEMENT_ADD, &q);
+    // A namespace add whose graph is a blank node with invalid UTF-8.
+    let mut pa = Vec::new();
+    put_bytes_field(&mut pa, nf::NAME, b"ex");
+    put_bytes_field(&mut pa, nf::VALUE, &iri_msg(1));
+    put_bytes_field(&mut pa, nf::G_BNODE, &[b'g', 0xfe]);
+    let pa = row_msg(row::NAMESPACE_ADD, &pa);
+    // A header whose value is a blank node with invalid UTF-8.
+    let mut h = Vec::new();
+    put_bytes_field(&mut h, hf::KEY, b"k");
+    put_bytes_field(&mut h, hf::H_BNODE, &[b'h', 0xfd]);
+    let h = row_msg(row::HEADER, &h);
+    for (what, bad, fault) in [
+        ("field 0 in an add", field0.clone(), field0[2..].to_vec()),
+        ("namespace graph", pa, vec![0xfe]),
+        ("header value", h, vec![0xfd]),
+    ] {
+        // In a second frame, so that offsets in the frame differ from those in the input.
+        let bytes = stream(&[head(), vec![bad]]);
+        let e = err_of(&bytes);
+        let K::Wire(w) = &e.kind else {
+            panic!("{what}: {e}")
+        };
+        assert_eq!(w.offset(), only_pos(&bytes, &fault), "{what}: {e}");
+        assert_eq!((e.frame, e.row), (1, Some(0)), "{what}: {e}");
+    }
+    let K::Wire(jelly_proto::wire::WireError::ZeroField(_)) =
+        err_of(&stream(&[head(), vec![field0]])).kind
+    else {
+        panic!("field 0 not refused")
+    };
+    // The same add without field 0 decodes.
+    let mut ok = head();
+    ok.push(add_row(Some(4)));
+    assert_eq!(read(&stream(&[ok])).unwrap().len(), 2);
+}

@@ -2104,3 +2104,301 @@ fn refused_statement_leaves_stream_decodable() {
         assert_eq!(got, expected, "prefix {prefix} datatype {datatype}");
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Byte offsets of errors
+// ---------------------------------------------------------------------------------------
+
+/// A frame that decodes (options and the three names): put first, it makes the frame
+/// with the fault start well into the input, where an offset within the frame or within
+/// a sub-message differs from the offset in the input.
+fn offset_head(version: u32) -> Vec<u8> {
+    spo_names(F::new().options(&Opts::triples().version(version))).build()
+}
+
+/// The only position of `needle` in `hay`.
+fn only_pos(hay: &[u8], needle: &[u8]) -> usize {
+    let at: Vec<usize> = (0..=hay.len() - needle.len())
+        .filter(|&i| hay[i..].starts_with(needle))
+        .collect();
+    assert_eq!(at.len(), 1, "{needle:02x?} in {hay:02x?}");
+    at[0]
+}
+
+/// The wire error that reading `stream` ends with, and its offset.
+fn wire_error(stream: &[u8]) -> (DecodeError, usize) {
+    let e = JellyReader::new(stream).read_all_frames().unwrap_err();
+    match &e.kind {
+        K::Wire(w) => {
+            let at = w.offset();
+            (e, at)
+        }
+        _ => panic!("not a wire error: {e}"),
+    }
+}
+
+/// A statement row body of raw bytes.
+fn raw_triple(f: F, body: &[u8]) -> F {
+    f.row(row::TRIPLE, body)
+}
+
+/// Every "at byte N" of a decoding error is the position in the input of the byte at
+/// fault, wherever in the frame it lies (statement payload, term, literal, IRI, entry,
+/// namespace, options, the frame itself, the length prefix).
+#[test]
+fn wire_error_offsets_are_positions_in_the_input() {
+    // A lexical form long enough for the general literal path, cut by a lone surrogate.
+    let mut long_lex = vec![b'a'; 150];
+    long_lex.extend_from_slice(&[0xed, 0xa0, 0x80]);
+    let mut long_lit = Vec::new();
+    put_bytes_field(&mut long_lit, lit::LEX, &long_lex);
+    let mut spo_long = spo_fields();
+    spo_long[2] = (st::O_LITERAL, long_lit);
+
+    let mut bad_bnode = spo_fields();
+    bad_bnode[0] = (st::S_BNODE, vec![b'x', 0xfe, b'y']);
+
+    // Field 20 with the group wire type (3) after the terms of a statement.
+    let mut group = msg(&spo_fields());
+    group.extend_from_slice(&[0xa3, 0x01, 0xa4, 0x01]);
+
+    // A field key that is an over-long varint (11 bytes) in a statement.
+    let mut long_key = msg(&spo_fields());
+    long_key.extend_from_slice(&[0xff; 10]);
+    long_key.push(0x01);
+
+    // A subject IRI with a key of field 0 (varint) before its ids.
+    let mut iri0 = spo_fields();
+    iri0[0] = (st::S_IRI, vec![0x00, 0x07, 0x10, 0x01]);
+
+    // A name entry with invalid UTF-8 in a value that is not in the usual shape.
+    let mut entry = Vec::new();
+    put_bytes_field(&mut entry, entry::VALUE, &[b'q', 0xc3, 0x28]);
+    put_uint_field(&mut entry, entry::ID, 4);
+
+    // A namespace name with invalid UTF-8.
+    let ns_row = msg(&[(ns_f::NAME, vec![b'n', 0xf8]), (ns_f::VALUE, iri(0, 1))]);
+
+    // A term field whose length runs past the statement (and the frame).
+    let cut_term = vec![0x0a, 0x05, 0x08];
+
+    /// Where the fault is: at the only occurrence of some bytes, or `n` bytes before
+    /// the end of the input.
+    enum Fault {
+        At(Vec<u8>),
+        BeforeEnd(usize),
+    }
+    let cases = [
+        (
+            "long literal",
+            1,
+            F::new().triple(&spo_long).build(),
+            Fault::At(vec![0xed, 0xa0, 0x80]),
+        ),
+        (
+            "blank node",
+            1,
+            F::new().triple(&bad_bnode).build(),
+            Fault::At(vec![0xfe]),
+        ),
+        (
+            "group in a statement",
+            1,
+            raw_triple(F::new(), &group).build(),
+            Fault::At(vec![0xa3, 0x01]),
+        ),
+        (
+            "over-long key in a statement",
+            1,
+            raw_triple(F::new(), &long_key).build(),
+            Fault::At(vec![0xff; 10]),
+        ),
+        (
+            "field 0 in an IRI",
+            1,
+            F::new().triple(&iri0).build(),
+            Fault::At(vec![0x00, 0x07, 0x10]),
+        ),
+        (
+            "name entry",
+            1,
+            F::new().row(row::NAME, &entry).build(),
+            Fault::At(vec![0xc3, 0x28]),
+        ),
+        (
+            "namespace name",
+            2,
+            F::new().row(row::NAMESPACE, &ns_row).build(),
+            Fault::At(vec![0xf8]),
+        ),
+        (
+            "term longer than its statement",
+            1,
+            raw_triple(F::new(), &cut_term).build(),
+            Fault::BeforeEnd(0),
+        ),
+        (
+            "row longer than its frame",
+            1,
+            vec![0x0a, 0x7f, 0x12, 0x00],
+            Fault::BeforeEnd(0),
+        ),
+        ("frame field 0", 1, vec![0x02, 0x00], Fault::BeforeEnd(2)),
+    ];
+    for (what, version, frame, fault) in cases {
+        let stream = delimited(&[offset_head(version), frame]);
+        let expected = match fault {
+            Fault::At(bytes) => only_pos(&stream, &bytes),
+            Fault::BeforeEnd(n) => stream.len() - n,
+        };
+        let (e, got) = wire_error(&stream);
+        assert_eq!(got, expected, "{what}: {e}");
+        assert_eq!(e.frame, 1, "{what}: {e}");
+        // The located row (or frame) starts at or before the byte at fault.
+        assert!(e.offset.unwrap() <= got as u64, "{what}: {e}");
+    }
+
+    // A frame length prefix that overflows 64 bits (10th byte above 1), after a frame.
+    let mut stream = delimited(&[offset_head(1)]);
+    let prefix_at = stream.len();
+    stream.extend_from_slice(&[0x80; 9]);
+    stream.extend_from_slice(&[0x02, 0x0a]);
+    let (e, got) = wire_error(&stream);
+    assert_eq!(got, prefix_at, "{e}");
+    assert_eq!(e.offset, Some(prefix_at as u64), "{e}");
+}
+
+/// A metadata key that is not UTF-8 is an error located in the input.
+#[test]
+fn metadata_key_error_offset_is_a_position_in_the_input() {
+    let f1 = F::new().meta("ok", b"\xff\xfe").build();
+    let mut bad = Vec::new();
+    put_bytes_field(&mut bad, ff::MAP_KEY, b"k\x80");
+    let mut f2 = Vec::new();
+    put_bytes_field(&mut f2, ff::METADATA, &bad);
+    let stream = delimited(&[offset_head(1), f1, f2]);
+    let mut r = JellyReader::new(&stream[..]);
+    let mut seen = Vec::new();
+    while let Some(frame) = r.next_frame().unwrap() {
+        seen.push(frame.metadata().map(|m| m.len()).map_err(|e| {
+            let K::Wire(w) = &e.kind else { panic!("{e}") };
+            (e.frame, w.offset())
+        }));
+    }
+    let key_at = only_pos(&stream, b"k\x80") + 1;
+    assert_eq!(seen, vec![Ok(0), Ok(1), Err((2, key_at))]);
+}
+
+/// Field number 0 is not a protobuf field: refused inside a statement as it is in the
+/// frame, the row and every term, whatever its wire type, in triples, quads and quoted
+/// triples.
+#[test]
+fn field_zero_in_a_statement_is_rejected() {
+    let quad_opts = Opts::triples().physical(pt::QUADS);
+    let mut quad = spo_fields();
+    quad.push((st::G_IRI, iri(0, 1)));
+    let star = Opts::triples().star();
+    for key in [vec![0x02, 0x00], vec![0x00, 0x00], vec![0x05, 1, 2, 3, 4]] {
+        for (opts, row_field, fields) in [
+            (Opts::triples(), row::TRIPLE, spo_fields()),
+            (quad_opts.clone(), row::QUAD, quad.clone()),
+        ] {
+            // Field 0 first, then a complete statement (which alone decodes).
+            let mut body = key.clone();
+            body.extend_from_slice(&msg(&fields));
+            let f = spo_names(F::new().options(&opts)).row(row_field, &body);
+            let e = assert_err_at!(
+                decode_err(&[f.build()]),
+                0,
+                4,
+                K::Wire(jelly_proto::wire::WireError::ZeroField(_))
+            );
+            let f = spo_names(F::new().options(&opts)).row(row_field, &msg(&fields));
+            assert_eq!(decode(&[f.build()]).unwrap().len(), 2, "{e}");
+        }
+        // Inside a quoted triple.
+        let mut inner = key.clone();
+        inner.extend_from_slice(&msg(&spo_fields()));
+        let f = spo_names(F::new().options(&star)).triple(&[
+            (st::S_TRIPLE, inner),
+            (st::P_IRI, iri(0, 2)),
+            (st::O_IRI, iri(0, 3)),
+        ]);
+        assert_err_at!(
+            decode_err(&[f.build()]),
+            0,
+            4,
+            K::Wire(jelly_proto::wire::WireError::ZeroField(_))
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Large tables with few entries
+// ---------------------------------------------------------------------------------------
+
+/// Entries of high id in large tables (which a decoder keeps apart from the table's
+/// slots until enough lower ids are set) resolve like any other, before and after
+/// the lower ids fill in, and changing them changes the IRIs built from them (no stale
+/// cached IRI).
+#[test]
+fn entries_of_high_id_resolve_and_change() {
+    let cfg = DecoderOptions {
+        max_name_table_size: 100_000,
+        max_prefix_table_size: 100_000,
+        ..Default::default()
+    };
+    let opts = Opts::triples().tables(100_000, 100_000, 4);
+    let far = |p: u32, n: u32| {
+        vec![
+            (st::S_IRI, iri(p, n)),
+            (st::P_IRI, iri(p, n)),
+            (st::O_IRI, iri(p, n)),
+        ]
+    };
+    // A prefix and a name far out, used twice.
+    let f0 = F::new()
+        .options(&opts)
+        .prefix(50_000, "http://a/")
+        .name(60_000, "x")
+        .triple(&far(50_000, 60_000))
+        .triple(&far(0, 60_000))
+        .build();
+    // Enough lower ids for the tables' slots to reach them, then the same IRI.
+    let mut f1 = F::new();
+    for k in 1..=20_000u32 {
+        f1 = f1.name(k, &format!("n{k}"));
+    }
+    for k in 1..=15_000u32 {
+        f1 = f1.prefix(k, &format!("http://p{k}/"));
+    }
+    let f1 = f1.triple(&far(50_000, 60_000)).build();
+    // Then each entry changed in turn.
+    let f2 = F::new()
+        .prefix(50_000, "http://b/")
+        .triple(&far(50_000, 60_000))
+        .name(60_000, "y")
+        .triple(&far(50_000, 60_000))
+        .triple(&far(7, 9))
+        .build();
+    let got: Vec<Statement> = decode_with(cfg, &[f0, f1, f2])
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e {
+            Ev::St(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    let all = |x: &str| t(i(x), i(x), i(x));
+    assert_eq!(
+        got,
+        vec![
+            all("http://a/x"),
+            all("http://a/x"),
+            all("http://a/x"),
+            all("http://b/x"),
+            all("http://b/y"),
+            all("http://p7/n9"),
+        ]
+    );
+}

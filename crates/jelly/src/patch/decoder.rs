@@ -7,7 +7,7 @@ use jelly_proto::wire::{Reader, WireError};
 use crate::decoder::DecoderOptions;
 use crate::error::{DecodeError, DecodeErrorKind as K, Table};
 use crate::term::{StatementRef, TermBuf, TermRef};
-use crate::term_decoder::{TermDecoder, TermField, expect_len, varint_at};
+use crate::term_decoder::{RawSlot, TermDecoder, TermField, expect_len, varint_at};
 
 use super::options::{PATCH_VERSION, PatchOptions, PatchStatementType, PatchStreamType};
 
@@ -209,8 +209,9 @@ impl PatchDecoder {
     }
 
     fn namespace(&mut self, mut r: Reader<'_>, add: bool) -> Result<(), K> {
-        let mut value: Option<&[u8]> = None;
-        let mut graph: Option<(TermField, &[u8])> = None;
+        let mut value: Option<Reader<'_>> = None;
+        let mut graph: RawSlot<'_> = None;
+        let mut graph_at = 0;
         self.ns_name.clear();
         while let Some((field, wt)) = r.tag()? {
             let kind = match field {
@@ -223,7 +224,7 @@ impl PatchDecoder {
                 }
                 nf::VALUE => {
                     expect_len(field, wt)?;
-                    value = Some(r.bytes()?);
+                    value = Some(r.message()?);
                     continue;
                 }
                 nf::G_IRI => TermField::Iri,
@@ -236,25 +237,23 @@ impl PatchDecoder {
                 }
             };
             expect_len(field, wt)?;
-            let p = r.bytes()?;
+            let p = r.message()?;
             if graph.is_some() {
                 return Err(K::MultipleTermFields { position: "graph" });
             }
-            graph = Some((kind, p));
+            graph = Some((kind, p.unread()));
+            graph_at = p.offset();
         }
         // The spec orders the value IRI before the graph in the IRI delta state.
         self.ns_has_iri = value.is_some();
         match value {
-            Some(v) => self
-                .terms
-                .state
-                .resolve_iri(Reader::new(v), &mut self.ns_iri)?,
+            Some(v) => self.terms.state.resolve_iri(v, &mut self.ns_iri)?,
             None if add => return Err(K::PatchNamespaceWithoutIri),
             None => {}
         }
         if self.quads() {
             // Shares the graph slot (and its repeated term) with statements.
-            self.terms.slot(3, graph)?;
+            self.terms.slot(3, graph).map_err(|e| e.shifted(graph_at))?;
             self.ns_has_graph = true;
         } else if graph.is_some() {
             return Err(K::GraphInTriplesPatch);
@@ -265,7 +264,7 @@ impl PatchDecoder {
     }
 
     fn header(&mut self, mut r: Reader<'_>) -> Result<(), K> {
-        let mut value: Option<(TermField, &[u8])> = None;
+        let mut value: Option<(TermField, Reader<'_>)> = None;
         self.header_key.clear();
         while let Some((field, wt)) = r.tag()? {
             let kind = match field {
@@ -286,7 +285,7 @@ impl PatchDecoder {
                 }
             };
             expect_len(field, wt)?;
-            let p = r.bytes()?;
+            let p = r.message()?;
             if value.is_some() {
                 return Err(K::MultipleTermFields {
                     position: "header value",
@@ -300,7 +299,7 @@ impl PatchDecoder {
         // Checked as an object: any term kind, quoted triples only with rdf_star.
         self.terms
             .state
-            .resolve_term(kind, Reader::new(p), &mut self.header_value, 2, 0)
+            .resolve_term(kind, p, &mut self.header_value, 2, 0)
     }
 
     fn row(&mut self, mut r: Reader<'_>) -> Result<Produced, K> {
@@ -329,12 +328,18 @@ impl PatchDecoder {
             row::OPTIONS => self.apply_options(PatchOptions::decode_from(m)?),
             row::STATEMENT_ADD => {
                 self.stats.adds += 1;
-                self.terms.statement(m.unread(), n)?;
+                let at = m.offset();
+                self.terms
+                    .statement(m.unread(), n)
+                    .map_err(|e| e.shifted(at))?;
                 Ok(Produced::Add)
             }
             row::STATEMENT_DELETE => {
                 self.stats.deletes += 1;
-                self.terms.statement(m.unread(), n)?;
+                let at = m.offset();
+                self.terms
+                    .statement(m.unread(), n)
+                    .map_err(|e| e.shifted(at))?;
                 Ok(Produced::Delete)
             }
             row::NAMESPACE_ADD => {
@@ -443,13 +448,15 @@ impl PatchFrameCursor<'_, '_> {
         self.row.saturating_sub(1)
     }
 
+    /// Locates an error of the row that starts at `row_start`; offsets in `kind` are
+    /// offsets in the frame, moved here to the input's (as the Jelly-RDF decoder does).
     #[cold]
     fn err(&self, kind: K, row: Option<u64>) -> DecodeError {
         DecodeError {
             frame: self.index,
             row,
             offset: Some(self.base + self.row_start as u64),
-            kind,
+            kind: kind.shifted(usize::try_from(self.base).unwrap_or(usize::MAX)),
         }
     }
 
@@ -472,13 +479,13 @@ impl PatchFrameCursor<'_, '_> {
             let mut pos = self.pos;
             let key = varint_at(b, &mut pos).map_err(|e| self.err(e, None))?;
             if key >> 3 != 1 {
-                let mut r = Reader::new(&b[self.pos..]);
+                let mut r = Reader::with_base(&b[self.pos..], self.pos);
                 let skipped = r.tag().and_then(|t| match t {
                     Some((_, wt)) => r.skip(wt),
                     None => Ok(()),
                 });
                 skipped.map_err(|e| self.err(e.into(), None))?;
-                self.pos += r.offset();
+                self.pos = r.offset();
                 continue;
             }
             let row_index = self.row;
@@ -497,7 +504,7 @@ impl PatchFrameCursor<'_, '_> {
             }
             let row = &b[pos..pos + len as usize];
             self.pos = pos + len as usize;
-            match self.dec.row(Reader::new(row)) {
+            match self.dec.row(Reader::with_base(row, pos)) {
                 Ok(Produced::Nothing) => {}
                 Ok(p @ (Produced::Options | Produced::Punctuation)) => break p,
                 Ok(p) => {
