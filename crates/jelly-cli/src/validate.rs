@@ -93,6 +93,10 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
                     Event::Statement(s) => {
                         statements += 1;
                         progress.statement();
+                        if let Some(why) = crate::rdf_check::statement_problem(s) {
+                            let kind = DecodeErrorKind::NotRdf(why);
+                            return Err(located(&frame.row_error(kind)));
+                        }
                         if keep {
                             got.push(s.to_owned());
                         }

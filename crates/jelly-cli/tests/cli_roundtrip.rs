@@ -1004,7 +1004,8 @@ fn rdfxml_output_gives_digit_labels_xml_names() {
 
 /// Terms a stream can carry but RDF cannot (a relative IRI, `rdf:langString` without a
 /// tag) are written by from-jelly as they are, with a note saying how many and where
-/// the first is (no RDF reader would take the output without it telling).
+/// the first is (no RDF reader would take the output without it telling); validate
+/// refuses them.
 #[test]
 fn from_jelly_notes_terms_rdf_does_not_allow() {
     use jelly::{Encoder, LiteralKind, LiteralRef, StatementRef, StreamOptions, TermRef};
@@ -1045,4 +1046,12 @@ fn from_jelly_notes_terms_rdf_does_not_allow() {
     );
     let q = ok(&["-q", "rdf", "from-jelly"], Some(&stream));
     assert!(q.stderr.is_empty(), "{}", q.stderr);
+    // validate holds the stream to RDF: the first such statement, located.
+    let v = jelly(&["rdf", "validate"], Some(&stream));
+    assert_eq!(v.code, 1, "{}", v.stderr);
+    assert!(
+        v.stderr.contains("frame 0:row ") && v.stderr.contains("<s> is not absolute"),
+        "{}",
+        v.stderr
+    );
 }

@@ -113,6 +113,10 @@ pub enum DecodeErrorKind {
         "namespace declaration in a version {0} stream (namespace declarations came with version 2)"
     )]
     NamespaceBeforeVersion2(u32),
+    /// A term the decoder reads but RDF does not allow (a relative IRI, say); raised by
+    /// validators, which hold streams to RDF, not by the decoder.
+    #[error("{0}")]
+    NotRdf(String),
     #[error("field {field} has wire type {got}, expected {expected}")]
     WrongWireType {
         field: u32,
