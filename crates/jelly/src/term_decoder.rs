@@ -662,7 +662,8 @@ impl State {
             return Ok(false);
         };
         match *rest {
-            [] => dest.set_str(BufKind::Simple, lex),
+            // An empty tag: a simple literal (see `resolve_literal`).
+            [] | [0x12, 0] => dest.set_str(BufKind::Simple, lex),
             [0x18, id] if id != 0 && id < 0x80 => {
                 let dt = self.datatypes.get(u32::from(id), Table::Datatype)?;
                 dest.set_str(BufKind::Typed, lex);
@@ -709,6 +710,10 @@ impl State {
         }
         match (lang, dt) {
             (Some(_), Some(_)) => return Err(K::LangAndDatatype),
+            // The oneof set to an empty tag, as a writer that always sets the field
+            // makes: no language, so a simple literal (Jelly-JVM and pyjelly read it so;
+            // RDF has no literal with an empty tag).
+            (Some(""), None) => dest.set_str(BufKind::Simple, lex),
             (Some(l), None) => {
                 check_language_tag(l)?;
                 dest.set_str(BufKind::Lang, lex);

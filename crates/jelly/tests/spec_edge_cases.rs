@@ -1397,6 +1397,11 @@ fn literal_rules() {
             (st::O_LITERAL, vec![]),
         ])
         .triple(&[(st::O_LITERAL, lit_lang("", "de-CH"))])
+        // The language oneof set to an empty tag (a writer that always sets the
+        // field): a simple literal, as Jelly-JVM and pyjelly read it; short and long
+        // literals take different paths in the decoder.
+        .triple(&[(st::O_LITERAL, lit_lang("x", ""))])
+        .triple(&[(st::O_LITERAL, lit_lang(&"y".repeat(300), ""))])
         .build();
     assert_eq!(
         statements(&[f]),
@@ -1409,6 +1414,16 @@ fn literal_rules() {
                     lex: "".into(),
                     kind: OwnedLiteralKind::Lang("de-CH".into())
                 })
+            ),
+            t(
+                i("http://ex/s"),
+                i("http://ex/p"),
+                Term::simple_literal("x")
+            ),
+            t(
+                i("http://ex/s"),
+                i("http://ex/p"),
+                Term::simple_literal("y".repeat(300))
             ),
         ]
     );
