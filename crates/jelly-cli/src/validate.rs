@@ -168,6 +168,16 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
         }
     }
     if !quiet {
+        // Valid (the spec lets readers take or refuse it), but worth knowing: Jelly-JVM
+        // and pyjelly refuse these combinations.
+        if !options.logical_type.fits(options.physical_type) {
+            eprintln!(
+                "{name}: note: logical type {} with physical type {} is a combination the \
+                 spec does not recommend; Jelly-JVM and pyjelly refuse it",
+                options.logical_type.name(),
+                options.physical_type.name()
+            );
+        }
         eprintln!("{name}: valid ({frames} frames, {statements} statements)");
     }
     Ok(())

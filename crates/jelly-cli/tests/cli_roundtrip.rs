@@ -974,6 +974,15 @@ fn a_new_physical_type_carries_the_logical_type_over() {
     );
     assert_eq!(logical(&quads), "flat-triples");
     assert!(r.stderr.contains("not recommend"), "{}", r.stderr);
+    // validate takes it (readers may), and says that the reference readers do not.
+    let v = ok(&["rdf", "validate", s(&quads)], None);
+    assert!(
+        v.stderr.contains("Jelly-JVM and pyjelly refuse it"),
+        "{}",
+        v.stderr
+    );
+    let v = ok(&["rdf", "validate", s(&flat)], None);
+    assert!(!v.stderr.contains("refuse"), "{}", v.stderr);
 }
 
 /// Blank nodes whose labels start with a digit (`_:1a` in N-Triples) are written to
