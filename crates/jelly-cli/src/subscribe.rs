@@ -33,7 +33,9 @@ from the loss). Frames over --max-frame-size and answers that are not Jelly are
 errors (exit 1). A topic that does not exist yet is waited
 for (without --no-follow; with it, a 404 is an error); one that is deleted while followed ends the command with an error (exit 1), even
 when a new topic of the same name appears, whose offsets start over. Jelly output
-keeps each item as one frame with its metadata (offset, ts, source, h:*).
+keeps each item as one frame with its metadata (offset, ts, source, h:*); the first
+frame also names the topic (topic, topic_id), so that --append continues only the same
+topic.
 
 Exit codes: 0 done, 1 the offset is no longer retained, the topic was deleted or the
 server refused the request, 2 usage or I/O error, or the server could not be reached.";
@@ -123,20 +125,50 @@ pub struct SubscribeArgs {
     pub retry_secs: u64,
 }
 
+/// Where items go: an output opened at the start, or (with `--append`) a file opened
+/// at the first item, so that a run refused before it (other options, no item) leaves
+/// the file as it was, compressed or not.
+enum OutSlot {
+    Open(Box<Output>),
+    Lazy(String),
+}
+
+impl OutSlot {
+    fn get(&mut self) -> CliResult<&mut Output> {
+        if let OutSlot::Lazy(path) = self {
+            *self = OutSlot::Open(Box::new(open_output_append(path)?));
+        }
+        match self {
+            OutSlot::Open(o) => Ok(o),
+            OutSlot::Lazy(_) => unreachable!("opened above"),
+        }
+    }
+
+    fn finish(self) -> std::io::Result<()> {
+        match self {
+            OutSlot::Open(o) => o.finish(),
+            OutSlot::Lazy(_) => Ok(()),
+        }
+    }
+}
+
 /// Writes received items.
 struct Sink {
     format: SubFormat,
-    out: Output,
+    out: OutSlot,
     enc: Option<Encoder>,
     buf: Vec<u8>,
     /// With `--append` to a Jelly file: the options of the stream it holds, which the
     /// appended frames must repeat (a stream's options never change).
     continues: Option<(String, jelly::StreamOptions)>,
+    /// The topic followed.
+    topic: String,
 }
 
 impl Sink {
     fn item(
         &mut self,
+        topic_id: Option<&str>,
         options: Option<&jelly::StreamOptions>,
         meta: &[(String, Vec<u8>)],
         statements: &[Statement],
@@ -162,7 +194,7 @@ impl Sink {
                     if let Some((name, held)) = &self.continues
                         && held != enc.options()
                     {
-                        return Err(CliError::invalid(format!(
+                        return Err(CliError::usage(format!(
                             "cannot append to {name}: it holds a stream of other options \
                              ({}) than this topic's ({}); write to another file",
                             describe_options(held),
@@ -170,6 +202,13 @@ impl Sink {
                         )));
                     }
                     self.enc = Some(enc);
+                    // The topic's id goes with the stream's first frame, so that a later
+                    // `--append` resumes only in the same topic (not in one created
+                    // again under its name, whose offsets start over).
+                    if let (Some(id), Some(enc)) = (topic_id, self.enc.as_mut()) {
+                        enc.set_frame_metadata(TOPIC_KEY, self.topic.as_bytes().to_vec());
+                        enc.set_frame_metadata(TOPIC_ID_KEY, id.as_bytes().to_vec());
+                    }
                 }
                 let enc = self.enc.as_mut().expect("set above");
                 for st in statements {
@@ -221,17 +260,18 @@ impl Sink {
                 ser.finish().map_err(io)?;
             }
         }
-        self.out.write_all(&self.buf).map_err(io)?;
-        self.out.flush().map_err(io)
+        let out = self.out.get()?;
+        out.write_all(&self.buf).map_err(io)?;
+        out.flush().map_err(io)
     }
 }
 
 /// Stream options in a line, for messages.
 fn describe_options(o: &jelly::StreamOptions) -> String {
     format!(
-        "{:?}, logical {:?}, tables {}/{}/{}, rdf-star {}, generalized {}, version {}",
-        o.physical_type,
-        o.logical_type,
+        "{}, logical {}, tables {}/{}/{}, rdf-star {}, generalized {}, version {}",
+        o.physical_type.name(),
+        o.logical_type.name(),
         o.max_name_table_size,
         o.max_prefix_table_size,
         o.max_datatype_table_size,
@@ -251,7 +291,17 @@ struct Existing {
     last_offset: Option<u64>,
     /// Whether it holds anything.
     non_empty: bool,
+    /// The id of the topic its items came from (the last `topic_id` in its frames).
+    topic_id: Option<String>,
+    /// The name of that topic (the last `topic` in its frames).
+    topic: Option<String>,
 }
+
+/// Frame metadata of `jelly subscribe`'s Jelly output: the id of the topic (the server's
+/// `X-Jelly-Topic-Id`), in the first frame of each run.
+const TOPIC_ID_KEY: &str = "topic_id";
+/// Frame metadata of `jelly subscribe`'s Jelly output: the topic's name, beside its id.
+const TOPIC_KEY: &str = "topic";
 
 /// Reads the file `path` that `--append` continues: a Jelly file's options and last
 /// offset; a text file is checked to end with a line break. An uncompressed Jelly file
@@ -268,7 +318,7 @@ fn existing_output(path: &str, format: SubFormat, quiet: bool) -> CliResult<Exis
     let input = crate::io::open_input(path)?;
     let compressed = input.compression != crate::io::Compression::None;
     let cannot = |what: String| {
-        CliError::invalid(format!(
+        CliError::usage(format!(
             "cannot append to {name}: {what}; it is left as it is (write to another file, \
              or repair it)"
         ))
@@ -360,6 +410,12 @@ fn existing_output(path: &str, format: SubFormat, quiet: bool) -> CliResult<Exis
             }
         }
         let meta = jelly::frame_metadata(frame.bytes).map_err(|e| at(e.to_string()))?;
+        if let Some((_, v)) = meta.iter().find(|(k, _)| *k == TOPIC_ID_KEY) {
+            found.topic_id = Some(String::from_utf8_lossy(v).into_owned());
+        }
+        if let Some((_, v)) = meta.iter().find(|(k, _)| *k == TOPIC_KEY) {
+            found.topic = Some(String::from_utf8_lossy(v).into_owned());
+        }
         if let Some((_, v)) = meta.iter().find(|(k, _)| *k == "offset") {
             let offset = std::str::from_utf8(v)
                 .ok()
@@ -370,6 +426,29 @@ fn existing_output(path: &str, format: SubFormat, quiet: bool) -> CliResult<Exis
         whole_end = frame.offset + frame.bytes.len() as u64;
     }
     Ok(found)
+}
+
+/// Locks the file `path` (made if missing) for this run's appends: an exclusive `flock`,
+/// released when the command ends, however it ends.
+fn lock_for_append(path: &str) -> CliResult<std::fs::File> {
+    let name = crate::io::display_name(path, false);
+    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Err(CliError::usage(format!("{name}: is a directory")));
+    }
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .append(true)
+        .open(path)
+        .map_err(|e| CliError::io(&name, &e))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(CliError::usage(format!(
+            "{name}: another command is appending to it (it holds the file's lock); one \
+             subscriber per file"
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(CliError::io(&name, &e)),
+    }
 }
 
 /// Splits one delimited frame off the front of `buf`, if it is complete.
@@ -558,7 +637,7 @@ async fn connection(
                 .find(|(k, _)| k == "offset")
                 .and_then(|(_, v)| std::str::from_utf8(v).ok()?.parse::<u64>().ok())
                 .ok_or_else(|| CliError::invalid("a frame without an `offset` in its metadata"))?;
-            sink.item(dec.options(), &meta, &statements)?;
+            sink.item(st.topic_id.as_deref(), dec.options(), &meta, &statements)?;
             st.next = Some(offset + 1);
             st.written += 1;
             *connected = Instant::now();
@@ -607,20 +686,39 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
     crate::server_client::check_topic(&a.topic)?;
     let format = output_format(a.format, a.to.as_deref())?;
     let mut existing = Existing::default();
+    // Held while this run appends: a second run on the same file would continue from
+    // the same last item and with the same table state, and the file would not decode.
+    let mut lock = None;
     let out = match a.to.as_deref() {
+        Some("-") if a.append => {
+            return Err(CliError::usage(
+                "--append adds to a file: give one with --to (stdout cannot be appended to)",
+            ));
+        }
         Some(path) if a.append => {
-            if format == SubFormat::Jelly || a.from.is_none() {
-                existing = existing_output(path, format, quiet)?;
-            }
-            if existing.non_empty && format != SubFormat::Jelly {
+            lock = Some(lock_for_append(path)?);
+            existing = existing_output(path, format, quiet)?;
+            if existing.non_empty && format != SubFormat::Jelly && a.from.is_none() {
                 return Err(CliError::usage(format!(
                     "--append to a {format:?} file that is not empty needs --from: a text \
                      file does not record the offsets of its items (a Jelly file does)"
                 )));
             }
-            open_output_append(path)?
+            if let Some(held) = existing.topic.as_deref().filter(|t| *t != a.topic) {
+                return Err(CliError::usage(format!(
+                    "cannot append to {path}: it holds items of topic `{held}`, not `{}`",
+                    a.topic
+                )));
+            }
+            if existing.options.is_some() && existing.last_offset.is_none() && a.from.is_none() {
+                return Err(CliError::usage(format!(
+                    "--append: the frames of {path} carry no `offset` metadata (it was not \
+                     written by jelly subscribe), so where to go on is unknown: give --from"
+                )));
+            }
+            OutSlot::Lazy(path.to_string())
         }
-        to => open_output_live(to)?,
+        to => OutSlot::Open(Box::new(open_output_live(to)?)),
     };
     let mut sink = Sink {
         format,
@@ -631,6 +729,7 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
             let name = crate::io::display_name(a.to.as_deref().unwrap_or("-"), false);
             (name, o)
         }),
+        topic: a.topic.clone(),
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -643,18 +742,13 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
         crate::server_client::token(a.token.as_deref()).as_deref(),
         a.cacert.as_deref(),
     )?;
+    // The topic the file's items came from: a topic of the same name created since (its
+    // offsets start over) is refused by the server, and this run ends with an error.
     let mut st = State {
         next: None,
         written: 0,
-        topic_id: None,
+        topic_id: existing.topic_id.clone(),
     };
-    if existing.options.is_some() && existing.last_offset.is_none() && a.from.is_none() {
-        return Err(CliError::usage(format!(
-            "--append: the frames of {} carry no `offset` metadata (it was not written by \
-             jelly subscribe), so where to go on is unknown: give --from",
-            a.to.as_deref().unwrap_or("-")
-        )));
-    }
     if let Some(last) = existing.last_offset {
         match &a.from {
             None => st.next = Some(last.saturating_add(1)),
@@ -679,6 +773,7 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
         }
     });
     let finish = sink.out.finish().map_err(|e| CliError::io("output", &e));
+    drop(lock);
     result.and(finish)?;
     if !quiet {
         let how = if interrupted { "interrupted; " } else { "" };

@@ -1685,7 +1685,16 @@ fn subscribe_append_continues_the_file_where_it_stopped() {
         .collect();
     assert_eq!(values, ["0", "1", "2", "3"]);
 
-    // Another topic's stream options: refused, the file untouched.
+    // A text file whose last line was cut off is refused, also with --from.
+    let mut torn = std::fs::read(&text).unwrap();
+    torn.truncate(torn.len() - 5);
+    std::fs::write(&text, &torn).unwrap();
+    let r = subscribe(t, "2", &["--append", "--from", "4"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("line break"), "{}", r.stderr);
+    assert_eq!(std::fs::read(&text).unwrap(), torn);
+
+    // Another topic's items: refused, the file untouched.
     ok(
         &[
             "topics",
@@ -1699,27 +1708,102 @@ fn subscribe_append_continues_the_file_where_it_stopped() {
         None,
     );
     publish("t", 0, 2);
-    let before = std::fs::read(&file).unwrap();
-    let r = jelly(
-        &[
-            "subscribe",
-            "t",
-            "--server",
-            &url,
-            "--no-follow",
-            "--to",
-            f,
-            "--append",
-            "--from",
-            "earliest",
-        ],
-        None,
+    let sub_t = |file: &str| {
+        jelly(
+            &[
+                "subscribe",
+                "t",
+                "--server",
+                &url,
+                "--no-follow",
+                "--to",
+                file,
+                "--append",
+                "--from",
+                "earliest",
+            ],
+            None,
+        )
+    };
+    for path in [&file, &gz] {
+        let before = std::fs::read(path).unwrap();
+        let r = sub_t(path.to_str().unwrap());
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(
+            r.stderr.contains("holds items of topic `a`"),
+            "{}",
+            r.stderr
+        );
+        assert_eq!(std::fs::read(path).unwrap(), before);
+    }
+    // A stream of other options (no topic in it): refused at the first item, the
+    // file untouched, compressed or not.
+    let nt = dir.join("x.nt");
+    std::fs::write(
+        &nt,
+        "<http://ex.org/x> <http://ex.org/y> <http://ex.org/z> .\n",
+    )
+    .unwrap();
+    for name in ["other.jelly", "other.jelly.gz"] {
+        let other = dir.join(name);
+        ok(
+            &[
+                "rdf",
+                "to-jelly",
+                nt.to_str().unwrap(),
+                "-o",
+                other.to_str().unwrap(),
+            ],
+            None,
+        );
+        let before = std::fs::read(&other).unwrap();
+        let r = sub_t(other.to_str().unwrap());
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("other options"), "{}", r.stderr);
+        assert_eq!(std::fs::read(&other).unwrap(), before, "{name}");
+    }
+
+    // One subscriber per file: a second one appending at the same time is refused.
+    // The first is running once it has written the item the file lacks (item 9).
+    let len = std::fs::metadata(&file).unwrap().len();
+    let live = spawn_jelly(&["subscribe", "a", "--server", &url, "--to", f, "--append"]);
+    let t0 = std::time::Instant::now();
+    while std::fs::metadata(&file).unwrap().len() == len {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the follower wrote nothing"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let r = subscribe(f, "1", &["--append"]);
+    let _ = Command::new("kill")
+        .args(["-INT", &live.id().to_string()])
+        .status();
+    let out = wait_at_most(live, Duration::from_secs(30));
+    let live_err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(r.code, 2, "{} / the first: {live_err}", r.stderr);
+    assert!(
+        r.stderr.contains("another command is appending"),
+        "{}",
+        r.stderr
     );
+    assert!(out.status.success(), "{live_err}");
+    assert_eq!(items(&file), want(10));
+
+    // The topic deleted and created again (offsets from 0 again): the file's topic id
+    // does not match, and the run ends with an error instead of mixing two topics.
+    let held = items(&file).len();
+    ok(&["topics", "delete", "a", "--server", &url], None);
+    publish("a", 0, 12);
+    let before = std::fs::read(&file).unwrap();
+    let r = subscribe(f, "3", &["--append"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
-    assert!(r.stderr.contains("other options"), "{}", r.stderr);
+    assert!(r.stderr.contains("was deleted"), "{}", r.stderr);
     assert_eq!(std::fs::read(&file).unwrap(), before);
-    // Without --to there is nothing to append to.
+    assert_eq!(items(&file).len(), held);
+    // Without --to, or with stdout, there is nothing to append to.
     usage_error(&["subscribe", "a", "--append"], "--to");
+    usage_error(&["subscribe", "a", "--append", "--to", "-"], "stdout");
     assert_eq!(srv.stop(), 0);
 }
 
