@@ -196,9 +196,8 @@ impl Sink {
                     {
                         return Err(CliError::usage(format!(
                             "cannot append to {name}: it holds a stream of other options \
-                             ({}) than this topic's ({}); write to another file",
-                            describe_options(held),
-                            describe_options(enc.options())
+                             than this topic's ({}); write to another file",
+                            crate::validate::option_differences(enc.options(), held).join(", ")
                         )));
                     }
                     self.enc = Some(enc);
@@ -264,21 +263,6 @@ impl Sink {
         out.write_all(&self.buf).map_err(io)?;
         out.flush().map_err(io)
     }
-}
-
-/// Stream options in a line, for messages.
-fn describe_options(o: &jelly::StreamOptions) -> String {
-    format!(
-        "{}, logical {}, tables {}/{}/{}, rdf-star {}, generalized {}, version {}",
-        o.physical_type.name(),
-        o.logical_type.name(),
-        o.max_name_table_size,
-        o.max_prefix_table_size,
-        o.max_datatype_table_size,
-        o.rdf_star,
-        o.generalized_statements,
-        o.version
-    )
 }
 
 /// What a file given with `--append` holds already.

@@ -195,7 +195,8 @@ fn read_options_file(path: &str) -> CliResult<StreamOptions> {
     read_raw_options(&bytes).map_err(|e| CliError::usage(format!("{name}: {e}")))
 }
 
-fn option_differences(got: &StreamOptions, want: &StreamOptions) -> Vec<String> {
+/// The fields in which `got` differs from `want`, each as `FIELD is GOT, expected WANT`.
+pub(crate) fn option_differences(got: &StreamOptions, want: &StreamOptions) -> Vec<String> {
     let mut d = Vec::new();
     macro_rules! cmp {
         ($f:ident) => {
@@ -208,10 +209,21 @@ fn option_differences(got: &StreamOptions, want: &StreamOptions) -> Vec<String> 
                 ));
             }
         };
+        // Stream types by their names (their Debug form is a bare number for some).
+        ($f:ident, name) => {
+            if got.$f != want.$f {
+                d.push(format!(
+                    "{} is {}, expected {}",
+                    stringify!($f),
+                    got.$f.name(),
+                    want.$f.name()
+                ));
+            }
+        };
     }
     cmp!(stream_name);
-    cmp!(physical_type);
-    cmp!(logical_type);
+    cmp!(physical_type, name);
+    cmp!(logical_type, name);
     cmp!(generalized_statements);
     cmp!(rdf_star);
     cmp!(max_name_table_size);
