@@ -39,6 +39,9 @@ echo "pyjelly python: $JELLY_PYTHON"
 echo "Jelly-JVM jar:  $JELLY_JVM_JAR"
 echo "Jelly-JVM gRPC client jar: $JELLY_JVM_GRPC_JAR"
 
+# A one-shot build: incremental caches would only take disk (2 GB) and time.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+
 say "cargo fmt --check"
 cargo fmt --all -- --check
 
