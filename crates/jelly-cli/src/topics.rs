@@ -113,10 +113,10 @@ pub enum TopicsCommand {
         /// Keep at most this many items (memory log).
         #[arg(long, value_name = "N")]
         retention_items: Option<u64>,
-        /// Keep at most about this many bytes (file log; 0: no limit).
+        /// Keep at most about this many bytes (0: no limit).
         #[arg(long, value_name = "BYTES")]
         retention_bytes: Option<u64>,
-        /// Drop items older than this many milliseconds (file log; 0: no limit).
+        /// Drop items older than this many milliseconds (0: no limit).
         #[arg(long, value_name = "MS")]
         retention_ms: Option<u64>,
     },

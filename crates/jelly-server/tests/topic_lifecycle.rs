@@ -890,16 +890,6 @@ async fn changing_the_retention_of_a_memory_topic_drops_its_oldest_items() {
     assert_eq!(status, StatusCode::OK, "{t}");
     assert_eq!(held(&t), (7, 10), "{t}");
     assert_eq!(t["options"]["retention_items"], 3);
-    // Limits of the file log would do nothing here: refused, not answered as made.
-    let (status, err) = patch(&c, &base, "m", r#"{"retention_ms": 1000}"#).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{err}");
-    assert!(
-        err["error"]
-            .as_str()
-            .unwrap()
-            .contains("keeps its topics in memory"),
-        "{err}"
-    );
     publish(&c, &base, "m", items(2, 10)).await;
     // What is left is the newest three, in order.
     let body = get(
@@ -913,5 +903,26 @@ async fn changing_the_retention_of_a_memory_topic_drops_its_oldest_items() {
         .map(|(o, _)| *o)
         .collect();
     assert_eq!(offsets, vec![9, 10, 11]);
+    // A byte limit smaller than one item keeps only the newest.
+    let (status, t) = patch(&c, &base, "m", r#"{"retention_bytes": 1}"#).await;
+    assert_eq!(status, StatusCode::OK, "{t}");
+    assert_eq!(held(&t), (11, 12), "{t}");
+    assert_eq!(t["options"]["retention_bytes"], 1);
+    // An age limit empties the topic once its items are older, with no append.
+    let (status, t) = patch(
+        &c,
+        &base,
+        "m",
+        r#"{"retention_bytes": 0, "retention_ms": 1}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{t}");
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let t: Value = get(&c, &format!("{base}/topics/m"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(held(&t), (12, 12), "{t}");
     srv.shutdown().await.unwrap();
 }

@@ -2,13 +2,44 @@
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use tokio::sync::watch;
 
 use super::{Clock, Log, LogError, OffsetWatch, ReadLimits, check_consecutive};
 use crate::item::{Item, NewItem};
 
-/// An in-memory [`Log`] that keeps at most `capacity` items (older ones are dropped).
+/// How much a [`MemoryLog`] keeps: the oldest items go once any limit is passed.
+///
+/// ```
+/// use jelly_server::log::MemoryRetention;
+/// let r = MemoryRetention { bytes: Some(64 << 20), ..MemoryRetention::items(1000) };
+/// assert_eq!((r.items, r.age), (1000, None));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryRetention {
+    /// Most items kept (at least 1).
+    pub items: usize,
+    /// Most bytes kept ([`Item::held_bytes`] summed), if limited. The newest item is
+    /// kept even when it alone is larger, so a subscriber reading live still gets it.
+    pub bytes: Option<u64>,
+    /// Items older than this go, if limited.
+    pub age: Option<Duration>,
+}
+
+impl MemoryRetention {
+    /// At most `items` items, no other limit.
+    pub fn items(items: usize) -> Self {
+        MemoryRetention {
+            items,
+            bytes: None,
+            age: None,
+        }
+    }
+}
+
+/// An in-memory [`Log`] that keeps what its [`MemoryRetention`] allows (older items are
+/// dropped): at most `capacity` items when made with [`MemoryLog::new`].
 ///
 /// ```
 /// use jelly_server::log::{Log, MemoryLog, ReadLimits};
@@ -28,8 +59,9 @@ pub struct MemoryLog {
 
 struct Inner {
     items: VecDeque<Item>,
-    /// Most items kept.
-    capacity: usize,
+    retention: MemoryRetention,
+    /// [`Item::held_bytes`] of `items`, summed.
+    bytes: u64,
     next: u64,
     /// Newest timestamp given out or placed. Appends never stamp an older one, even
     /// when the wall clock is stepped back: readers resume by time
@@ -48,10 +80,33 @@ impl MemoryLog {
 
     /// A log retaining at most `capacity` items, stamping appends with `clock`.
     pub fn with_clock(capacity: usize, clock: Clock) -> Self {
+        Self::with_retention(MemoryRetention::items(capacity), clock)
+    }
+
+    /// A log keeping what `retention` allows, stamping appends with `clock` (whose
+    /// readings also age the items).
+    ///
+    /// ```
+    /// use jelly_server::log::{Clock, Log, MemoryLog, MemoryRetention, ReadLimits};
+    /// use jelly_server::item::NewItem;
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let item = NewItem { frame: bytes::Bytes::from(vec![0; 100]), statements: 0, source: String::new(), headers: vec![] };
+    /// let retention = MemoryRetention { bytes: Some(250), ..MemoryRetention::items(10) };
+    /// let log = MemoryLog::with_retention(retention, Clock::system());
+    /// log.append(vec![item.clone(), item.clone(), item]).await.unwrap();
+    /// // 300 bytes do not fit in 250: the oldest item went.
+    /// assert_eq!((log.first_offset(), log.next_offset()), (1, 3));
+    /// # });
+    /// ```
+    pub fn with_retention(retention: MemoryRetention, clock: Clock) -> Self {
         MemoryLog {
             inner: Mutex::new(Inner {
                 items: VecDeque::new(),
-                capacity: capacity.max(1),
+                retention: MemoryRetention {
+                    items: retention.items.max(1),
+                    ..retention
+                },
+                bytes: 0,
                 next: 0,
                 last_ts: 0,
                 closed: false,
@@ -74,14 +129,27 @@ impl MemoryLog {
     /// # });
     /// ```
     pub fn set_capacity(&self, capacity: usize) {
+        let retention = MemoryRetention {
+            items: capacity,
+            ..self.lock().retention
+        };
+        self.set_retention(retention);
+    }
+
+    /// Keeps what `retention` allows from now on; items beyond it go at once.
+    pub fn set_retention(&self, retention: MemoryRetention) {
+        let now = self.clock.now_ms();
         let mut g = self.lock();
-        g.capacity = capacity.max(1);
-        g.trim();
+        g.retention = MemoryRetention {
+            items: retention.items.max(1),
+            ..retention
+        };
+        g.trim(now);
     }
 
     /// Items from `from`, bounded by `limits` (everything is in memory).
     fn read_in_memory(&self, from: u64, limits: ReadLimits) -> Result<Vec<Item>, LogError> {
-        let g = self.lock();
+        let g = self.trimmed();
         if g.closed {
             return Err(LogError::Closed);
         }
@@ -110,14 +178,47 @@ impl MemoryLog {
         // A panic while holding the lock cannot leave the deque inconsistent.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// The lock, after dropping the items that aged out. Ageing is applied when the
+    /// log is looked at rather than by a timer: a reader never sees an expired item,
+    /// and an idle log holds at most what its item and byte limits allow anyway.
+    fn trimmed(&self) -> std::sync::MutexGuard<'_, Inner> {
+        let now = self.clock.now_ms();
+        let mut g = self.lock();
+        if g.retention.age.is_some() {
+            g.trim(now);
+        }
+        g
+    }
 }
 
 impl Inner {
-    /// Drops the oldest items beyond the capacity.
-    fn trim(&mut self) {
-        while self.items.len() > self.capacity {
+    /// Drops the oldest items beyond the retention limits, as of `now_ms`.
+    fn trim(&mut self, now_ms: u64) {
+        let r = self.retention;
+        let oldest_kept = r
+            .age
+            .map(|age| now_ms.saturating_sub(u64::try_from(age.as_millis()).unwrap_or(u64::MAX)));
+        while let Some(front) = self.items.front() {
+            let too_many = self.items.len() > r.items;
+            let too_big = r.bytes.is_some_and(|max| self.bytes > max) && self.items.len() > 1;
+            let too_old = oldest_kept.is_some_and(|t| front.timestamp_ms < t);
+            if !(too_many || too_big || too_old) {
+                break;
+            }
+            self.bytes -= front.held_bytes() as u64;
             self.items.pop_front();
         }
+    }
+
+    fn push(&mut self, item: Item) {
+        self.bytes += item.held_bytes() as u64;
+        self.items.push_back(item);
+    }
+
+    fn clear(&mut self) {
+        self.items.clear();
+        self.bytes = 0;
     }
 }
 
@@ -135,7 +236,7 @@ impl Log for MemoryLog {
         for it in items {
             let offset = g.next;
             g.next += 1;
-            g.items.push_back(Item {
+            g.push(Item {
                 offset,
                 timestamp_ms: ts,
                 frame: it.frame,
@@ -145,7 +246,7 @@ impl Log for MemoryLog {
             });
             offsets.push(offset);
         }
-        g.trim();
+        g.trim(ts);
         let next = g.next;
         drop(g);
         self.tx.publish(next);
@@ -168,15 +269,18 @@ impl Log for MemoryLog {
                     got: first,
                 });
             }
-            g.items.clear();
+            g.clear();
         }
         g.next = first + items.len() as u64;
         // Placed timestamps are the upstream's, stored as given; later appends do not
         // go below them either.
         let newest = items.iter().map(|i| i.timestamp_ms).max().unwrap_or(0);
         g.last_ts = g.last_ts.max(newest);
-        g.items.extend(items);
-        g.trim();
+        for item in items {
+            g.push(item);
+        }
+        let now = self.clock.now_ms();
+        g.trim(now);
         let next = g.next;
         drop(g);
         self.tx.publish(next);
@@ -192,7 +296,7 @@ impl Log for MemoryLog {
     }
 
     fn first_offset(&self) -> u64 {
-        let g = self.lock();
+        let g = self.trimmed();
         g.items.front().map_or(g.next, |i| i.offset)
     }
 
@@ -201,7 +305,7 @@ impl Log for MemoryLog {
     }
 
     async fn offset_for_timestamp(&self, timestamp_ms: u64) -> Result<u64, LogError> {
-        let g = self.lock();
+        let g = self.trimmed();
         if g.closed {
             return Err(LogError::Closed);
         }
@@ -268,6 +372,79 @@ mod tests {
         log.append(vec![item()]).await.unwrap();
         let last = log.read(4, ReadLimits::default()).await.unwrap();
         assert_eq!(last[0].timestamp_ms, 5_000_300);
+    }
+
+    fn sized(n: usize) -> NewItem {
+        NewItem {
+            frame: Bytes::from(vec![0; n]),
+            source: "ab".into(),
+            ..item()
+        }
+    }
+
+    fn offsets(log: &MemoryLog) -> (u64, u64) {
+        (log.first_offset(), log.next_offset())
+    }
+
+    /// A byte limit counts frames and metadata, drops the oldest items first, and
+    /// keeps the newest item even when it alone is larger than the limit.
+    #[tokio::test]
+    async fn byte_retention_drops_the_oldest_items() {
+        let retention = MemoryRetention {
+            bytes: Some(250),
+            ..MemoryRetention::items(100)
+        };
+        let log = MemoryLog::with_retention(retention, Clock::system());
+        // 98 + 2 bytes each: two fit in 250, three do not.
+        log.append(vec![sized(98), sized(98)]).await.unwrap();
+        assert_eq!(offsets(&log), (0, 2));
+        log.append(vec![sized(98)]).await.unwrap();
+        assert_eq!(offsets(&log), (1, 3));
+        log.append(vec![sized(1000)]).await.unwrap();
+        assert_eq!(offsets(&log), (3, 4));
+        assert_eq!(log.read(3, ReadLimits::default()).await.unwrap().len(), 1);
+        // Reading what went is refused as with any truncated log.
+        assert!(matches!(
+            log.read(1, ReadLimits::default()).await,
+            Err(LogError::Truncated { first: 3, .. })
+        ));
+        // Lowering the limit applies at once; dropping it keeps what is there.
+        log.append(vec![sized(8), sized(8)]).await.unwrap();
+        assert_eq!(offsets(&log), (4, 6));
+        log.set_retention(MemoryRetention {
+            bytes: Some(10),
+            ..retention
+        });
+        assert_eq!(offsets(&log), (5, 6));
+        log.set_retention(MemoryRetention::items(100));
+        log.append(vec![sized(500), sized(500)]).await.unwrap();
+        assert_eq!(offsets(&log), (5, 8));
+    }
+
+    /// Items older than the age limit are gone for readers even when nothing is
+    /// appended after they expire.
+    #[tokio::test]
+    async fn age_retention_applies_without_appends() {
+        let now = Arc::new(AtomicU64::new(1_000_000));
+        let read = now.clone();
+        let retention = MemoryRetention {
+            age: Some(Duration::from_millis(500)),
+            ..MemoryRetention::items(100)
+        };
+        let log = MemoryLog::with_retention(
+            retention,
+            Clock::from_fn(move || read.load(Ordering::SeqCst)),
+        );
+        log.append(vec![item()]).await.unwrap();
+        now.store(1_000_300, Ordering::SeqCst);
+        log.append(vec![item(), item()]).await.unwrap();
+        now.store(1_000_600, Ordering::SeqCst);
+        assert_eq!(offsets(&log), (1, 3));
+        assert!(log.read(0, ReadLimits::default()).await.is_err());
+        assert_eq!(log.offset_for_timestamp(0).await.unwrap(), 1);
+        now.store(1_000_801, Ordering::SeqCst);
+        assert_eq!(offsets(&log), (3, 3));
+        assert!(log.read(3, ReadLimits::default()).await.unwrap().is_empty());
     }
 
     /// Placed items (a mirror's) raise the floor too: a later append behind them in

@@ -13,7 +13,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 pub use file::{Durability, FileLog, FileLogOptions};
-pub use memory::MemoryLog;
+pub use memory::{MemoryLog, MemoryRetention};
 use thiserror::Error;
 use tokio::sync::watch;
 

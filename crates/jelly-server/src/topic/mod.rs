@@ -81,7 +81,7 @@ impl TopicLog {
     /// limits go at once, so it may delete files: call it off the async threads.
     pub fn set_retention(&self, options: &TopicOptions) {
         match self {
-            TopicLog::Memory(l) => l.set_capacity(options.memory_capacity()),
+            TopicLog::Memory(l) => l.set_retention(options.memory_retention()),
             TopicLog::File(l) => {
                 l.set_retention(options.retention_bytes_limit(), options.retention_age())
             }

@@ -220,17 +220,21 @@ impl TopicOptions {
             && self.retention_ms == other.retention_ms
     }
 
-    /// Items a memory log keeps.
-    pub(super) fn memory_capacity(&self) -> usize {
-        self.retention_items.min(usize::MAX as u64) as usize
+    /// What a memory log keeps: items, bytes and age.
+    pub(super) fn memory_retention(&self) -> crate::log::MemoryRetention {
+        crate::log::MemoryRetention {
+            items: self.retention_items.min(usize::MAX as u64) as usize,
+            bytes: self.retention_bytes_limit(),
+            age: self.retention_age(),
+        }
     }
 
-    /// The size limit of a file log, if there is one.
+    /// The size limit of a log, if there is one.
     pub(super) fn retention_bytes_limit(&self) -> Option<u64> {
         (self.retention_bytes > 0).then_some(self.retention_bytes)
     }
 
-    /// The age limit of a file log, if there is one.
+    /// The age limit of a log, if there is one.
     pub(super) fn retention_age(&self) -> Option<std::time::Duration> {
         (self.retention_ms > 0).then(|| std::time::Duration::from_millis(self.retention_ms))
     }

@@ -565,8 +565,8 @@ impl Registry {
         self.check_not_mirrored(name)
     }
 
-    /// Refuses a retention change that this server's log would not act on (a limit of
-    /// the other kind of log), rather than answer that it was made.
+    /// Refuses a retention change that this server's log would not act on (the file
+    /// log keeps no item count), rather than answer that it was made.
     fn check_has_effect(
         &self,
         current: &TopicOptions,
@@ -584,12 +584,6 @@ impl Registry {
                 "files",
                 "retention_bytes or retention_ms",
             ),
-            LogKind::Memory if new.retention_bytes != current.retention_bytes => {
-                refuse("retention_bytes", "memory", "retention_items")
-            }
-            LogKind::Memory if new.retention_ms != current.retention_ms => {
-                refuse("retention_ms", "memory", "retention_items")
-            }
             _ => Ok(()),
         }
     }

@@ -94,7 +94,10 @@ impl Storage {
     /// Opens (or creates) the log of a topic.
     pub(super) fn open(&self, name: &str, options: &TopicOptions) -> Result<TopicLog, TopicError> {
         match self.kind {
-            LogKind::Memory => Ok(TopicLog::Memory(MemoryLog::new(options.memory_capacity()))),
+            LogKind::Memory => Ok(TopicLog::Memory(MemoryLog::with_retention(
+                options.memory_retention(),
+                crate::log::Clock::system(),
+            ))),
             LogKind::File => {
                 let mut fo = self.file.clone();
                 fo.retention_bytes = options.retention_bytes_limit();
