@@ -543,6 +543,83 @@ async fn a_mirror_of_a_replaced_upstream_topic_stops_or_starts_over() {
     a.shutdown().await.unwrap();
 }
 
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+/// An upstream that lost its newest items but kept its topic (restored from a backup,
+/// or a crash without fsync) and then took those offsets again has other items where
+/// the mirror's copy has its own: offsets alone look fine. The mirror checks the item
+/// it resumes after and stops (or with `on_gone = "skip"` copies the topic again),
+/// rather than go on from offsets that hold other items upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_of_an_upstream_that_lost_items_stops_or_starts_over() {
+    let c = client();
+    let dir_a = TempDir::new("lost-a");
+    let backup = TempDir::new("lost-backup");
+    let dir_b = TempDir::new("lost-b");
+    let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let a = Server::start(file_config(dir_a.path(), any)).await.unwrap();
+    for i in 0..6 {
+        publish(&c, &a, "t", i).await;
+    }
+    a.shutdown().await.unwrap();
+    copy_dir(dir_a.path(), backup.path());
+    let a = Server::start(file_config(dir_a.path(), any)).await.unwrap();
+    for i in 6..10 {
+        publish(&c, &a, "t", i).await;
+    }
+    let b = Server::start(file_mirror_of(&a, "t", dir_b.path(), OnGone::Stop))
+        .await
+        .unwrap();
+    assert_mirrored(&a, &b, "t", "t").await;
+    let old_local_id = b.state().topics.get("t").unwrap().id.clone();
+    b.shutdown().await.unwrap();
+    a.shutdown().await.unwrap();
+
+    // The upstream comes back from the backup (items 0..6, same topic id) and takes
+    // offsets 6.. again with other items, past the mirror's next offset.
+    let a = Server::start(file_config(backup.path(), any))
+        .await
+        .unwrap();
+    for i in 100..106 {
+        publish(&c, &a, "t", i).await;
+    }
+    let b = Server::start(file_mirror_of(&a, "t", dir_b.path(), OnGone::Stop))
+        .await
+        .unwrap();
+    wait_stopped(&b, "t").await;
+    let (_, d) = describe(&c, &b, "t").await;
+    let err = d["mirror"]["last_error"].as_str().unwrap();
+    assert!(
+        err.contains("the upstream's item at offset 9 is not the local copy's"),
+        "{err}"
+    );
+    assert!(err.contains("remove the local topic's folder"), "{err}");
+    assert_eq!(d["next_offset"], 10, "nothing appended after the check");
+    b.shutdown().await.unwrap();
+
+    // With on_gone = "skip": the copy starts over, a new local topic equal to A's.
+    let b = Server::start(file_mirror_of(&a, "t", dir_b.path(), OnGone::Skip))
+        .await
+        .unwrap();
+    assert_mirrored(&a, &b, "t", "t").await;
+    let t = b.state().topics.get("t").unwrap();
+    assert_ne!(t.id, old_local_id, "the local copy is a new topic");
+    assert_eq!((t.log.first_offset(), t.log.next_offset()), (0, 12));
+    b.shutdown().await.unwrap();
+    a.shutdown().await.unwrap();
+}
+
 /// An upstream item larger than this server takes (`max_item_bytes`) stops the mirror
 /// with the reason, instead of fetching the same item again every few seconds for ever;
 /// the items before it are kept.

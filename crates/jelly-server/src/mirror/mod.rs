@@ -37,6 +37,7 @@ pub use status::{MirrorState, MirrorStatus};
 use crate::config::{MirrorConfig, OnGone};
 use crate::http::AppState;
 use crate::item::Item;
+use crate::log::ReadLimits;
 use crate::topic::{Topic, TopicOptions};
 
 /// First pause after a failure.
@@ -140,6 +141,10 @@ enum End {
     Gone { requested: u64, first: u64 },
     /// Cannot go on without an operator.
     Fatal(String),
+    /// The upstream's item at an offset the local copy holds is another item: the
+    /// upstream lost items (a crash without fsync, a restore from a backup) and has
+    /// taken those offsets again. The message says where.
+    Diverged(String),
 }
 
 struct Mirror {
@@ -213,6 +218,21 @@ impl Mirror {
                     tracing::warn!(topic = %self.config.topic, error = %e, "mirror: will retry");
                     self.status.set_error(MirrorState::Retrying, e);
                 }
+                End::Diverged(e) => {
+                    if self.config.on_gone == OnGone::Stop {
+                        let e =
+                            format!("{e}; mirroring stopped (on_gone = \"stop\"){STOPPED_HINT}");
+                        tracing::error!(topic = %self.config.topic, error = %e, "mirror: stopped");
+                        self.status.set_error(MirrorState::Stopped, e);
+                        return;
+                    }
+                    tracing::warn!(topic = %self.config.topic, error = %e, "mirror: starting the local copy over");
+                    let e = match self.start_over().await {
+                        Ok(()) => format!("{e}; the local copy was deleted and is copied again"),
+                        Err(err) => format!("{e}; {err}"),
+                    };
+                    self.status.set_error(MirrorState::Retrying, e);
+                }
             }
             if progressed {
                 backoff = MIN_BACKOFF;
@@ -270,6 +290,30 @@ impl Mirror {
         } else {
             local_next
         };
+        // Resuming a copy, the stream starts one item early, at the newest local item,
+        // which the upstream must still have as it is: offsets alone would not tell an
+        // upstream that lost its newest items and took those offsets again (a crash
+        // with `durability = "none"`, a restore) from the topic the copy is of.
+        let overlap = if !restart && from > up.first && from <= up.next {
+            match topic
+                .log
+                .read(
+                    from - 1,
+                    ReadLimits {
+                        max_items: 1,
+                        max_bytes: 0,
+                    },
+                )
+                .await
+            {
+                Ok(mut items) if items.first().is_some_and(|i| i.offset == from - 1) => items.pop(),
+                Ok(_) => None,
+                Err(e) => return End::Retry(format!("cannot read the local topic: {e}")),
+            }
+        } else {
+            None
+        };
+        let request_from = if overlap.is_some() { from - 1 } else { from };
         self.status.set_upstream_next(up.next, true);
         if from > up.next {
             return End::Retry(format!(
@@ -287,7 +331,7 @@ impl Mirror {
         let resp = tokio::select! {
             r = tokio::time::timeout(
                 REQUEST_TIMEOUT,
-                self.get(&format!("/topics/{name}/items?from={from}&format=jelly{id_param}")).send(),
+                self.get(&format!("/topics/{name}/items?from={request_from}&format=jelly{id_param}")).send(),
             ) => match r {
                 Ok(r) => r,
                 Err(_) => return End::Retry("the upstream did not answer the subscription".into()),
@@ -331,16 +375,34 @@ impl Mirror {
             .get("x-jelly-start-offset")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
-        if start != Some(from) {
+        if start != Some(request_from) {
             return End::Retry(format!(
-                "the upstream started the stream at {start:?}, not at offset {from}"
+                "the upstream started the stream at {start:?}, not at offset {request_from}"
             ));
         }
         self.status.connects.fetch_add(1, Ordering::Relaxed);
         self.status.set_state(MirrorState::Connected);
         self.connected_at = Some(Instant::now());
         tracing::info!(topic = %self.config.topic, from, "mirror: connected");
-        self.copy(resp, &topic, from, restart).await
+        self.copy(resp, &topic, request_from, overlap, restart)
+            .await
+    }
+
+    /// Deletes the local copy, so that the next session copies the upstream topic
+    /// from its start under a new local id (its subscribers see their topic end).
+    async fn start_over(&mut self) -> Result<(), String> {
+        let name = self.config.topic.clone();
+        let state = self.state.clone();
+        let deleted = tokio::task::spawn_blocking(move || state.topics.delete_mirrored(&name))
+            .await
+            .map_err(|e| format!("deleting the local copy: {e}"))?;
+        match deleted {
+            Ok(_) | Err(crate::topic::TopicError::NotFound(_)) => {}
+            Err(err) => return Err(format!("cannot delete the local copy: {err}")),
+        }
+        self.source = None;
+        self.skip_to_first = false;
+        Ok(())
     }
 
     /// Checks that the upstream topic is the one the local copy is of. One deleted
@@ -366,26 +428,13 @@ impl Mirror {
         );
         if self.config.on_gone == OnGone::Stop {
             return Err(End::Fatal(format!(
-                "{e}; mirroring stopped (on_gone = \"stop\"): delete the local topic to copy \
-                 the new one"
+                "{e}; mirroring stopped (on_gone = \"stop\"){STOPPED_HINT}"
             )));
         }
         tracing::warn!(topic = %name, error = %e, "mirror: starting the local copy over");
-        let state = self.state.clone();
-        let deleted = tokio::task::spawn_blocking(move || state.topics.delete_mirrored(&name))
+        self.start_over()
             .await
-            .map_err(|e| End::Retry(format!("deleting the local copy: {e}")))?;
-        match deleted {
-            Ok(_) | Err(crate::topic::TopicError::NotFound(_)) => {}
-            Err(err) => {
-                return Err(End::Retry(format!(
-                    "{e}; cannot delete the local copy: {err}"
-                )));
-            }
-        }
-        self.source = None;
-        self.skip_to_first = false;
-        Ok(())
+            .map_err(|err| End::Retry(format!("{e}; {err}")))
     }
 
     /// `GET /topics/{name}` on the upstream.
@@ -461,6 +510,7 @@ impl Mirror {
         mut resp: reqwest::Response,
         topic: &Topic,
         from: u64,
+        mut overlap: Option<Item>,
         mut restart: bool,
     ) -> End {
         let max_frame = self.state.config.max_item_bytes as u64 + METADATA_BYTES as u64;
@@ -558,6 +608,22 @@ impl Mirror {
                     )));
                 }
                 expect += 1;
+                // The item both sides hold: checked, not stored again.
+                if let Some(local) = overlap.take() {
+                    if !same_item(&local, &item) {
+                        break 'frames Some(End::Diverged(format!(
+                            "the upstream's item at offset {} is not the local copy's (stamped \
+                             {} ms, {} bytes, upstream {} ms, {} bytes): the upstream lost \
+                             items and took their offsets again",
+                            item.offset,
+                            local.timestamp_ms,
+                            local.frame.len(),
+                            item.timestamp_ms,
+                            item.frame.len()
+                        )));
+                    }
+                    continue;
+                }
                 batch_bytes += item.frame.len();
                 batch.push(item);
                 if batch.len() >= BATCH_ITEMS || batch_bytes >= BATCH_BYTES {
@@ -602,6 +668,20 @@ impl Mirror {
         Ok(())
     }
 }
+
+/// Whether an upstream item is the local copy of it: the same stored frame, stamp and
+/// metadata (a mirror stores the upstream's items exactly).
+fn same_item(local: &Item, upstream: &Item) -> bool {
+    local.offset == upstream.offset
+        && local.timestamp_ms == upstream.timestamp_ms
+        && local.frame == upstream.frame
+        && local.source == upstream.source
+        && local.headers == upstream.headers
+}
+
+/// What an operator does about a stopped mirror, after its reason.
+const STOPPED_HINT: &str = ": to copy the upstream topic again, stop this server, remove the \
+    local topic's folder (or the `[[mirror]]` table) and start it again";
 
 /// Checks that a copied item's stream options (its options row) are what the local
 /// topic's items must have: the physical type and features its readers expect. The

@@ -422,7 +422,9 @@ pub enum TopicError {
     #[error("topic storage: {0}")]
     Storage(String),
     #[error(
-        "topic `{topic}` is a mirror of {upstream}: only its mirror writes it (publish upstream)"
+        "topic `{topic}` is a mirror of {upstream}: only its mirror writes it (publish \
+         upstream; to delete it or copy it again, stop this server and remove its `[[mirror]]` \
+         table or the topic's folder)"
     )]
     Mirrored { topic: String, upstream: String },
     /// The topic exists on disk but could not be opened at startup (a corrupt log
