@@ -108,13 +108,25 @@ pub struct Timeouts {
 
 /// Turns on TCP keepalive: probes after `idle` of quiet, 4 of them `idle / 4` apart
 /// (at least 1 s), so a vanished peer is dropped after about twice `idle`.
+///
+/// Keepalive probes are only sent while nothing is in flight, and a peer that
+/// vanished in the middle of a stream leaves sent data unacknowledged: without more,
+/// the kernel retransmits for about 15 minutes before it gives up, holding the
+/// subscription and its slot of `max_connections_per_ip`. So on Linux the same
+/// twice `idle` bounds how long sent data may stay unacknowledged
+/// (`TCP_USER_TIMEOUT`). A live subscriber that just does not read acknowledges the
+/// kernel's zero-window probes, so it is not dropped by this.
 fn set_tcp_keepalive(tcp: &TcpStream, idle: Duration) -> io::Result<()> {
     let interval = (idle / 4).max(Duration::from_secs(1));
     let ka = socket2::TcpKeepalive::new()
         .with_time(idle)
         .with_interval(interval)
         .with_retries(4);
-    socket2::SockRef::from(tcp).set_tcp_keepalive(&ka)
+    let sock = socket2::SockRef::from(tcp);
+    sock.set_tcp_keepalive(&ka)?;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    sock.set_tcp_user_timeout(Some(idle + interval * 4))?;
+    Ok(())
 }
 
 /// Accepts and serves connections until `stop` turns true, then waits for the open
@@ -395,5 +407,34 @@ where
         self.requested.store(true, Ordering::Relaxed);
         req.extensions_mut().insert(self.held.clone());
         self.inner.call(req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keepalive and the bound on unacknowledged data agree: a peer gone quiet and
+    /// one gone in the middle of a stream are both dropped after about twice `idle`.
+    #[tokio::test]
+    async fn keepalive_also_bounds_unacknowledged_data() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        set_tcp_keepalive(&server, Duration::from_secs(60)).unwrap();
+        let sock = socket2::SockRef::from(&server);
+        assert!(sock.keepalive().unwrap());
+        assert_eq!(sock.tcp_keepalive_time().unwrap(), Duration::from_secs(60));
+        assert_eq!(
+            sock.tcp_keepalive_interval().unwrap(),
+            Duration::from_secs(15)
+        );
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            sock.tcp_user_timeout().unwrap(),
+            Some(Duration::from_secs(120))
+        );
+        drop(client);
     }
 }
