@@ -114,8 +114,10 @@ pub struct Timeouts {
 /// the kernel retransmits for about 15 minutes before it gives up, holding the
 /// subscription and its slot of `max_connections_per_ip`. So on Linux the same
 /// twice `idle` bounds how long sent data may stay unacknowledged
-/// (`TCP_USER_TIMEOUT`). A live subscriber that just does not read acknowledges the
-/// kernel's zero-window probes, so it is not dropped by this.
+/// (`TCP_USER_TIMEOUT`). Linux applies it to zero-window probes too: a peer that
+/// reads nothing for that long (its receive buffer full) is dropped as well, as a
+/// send timeout would (nginx's `send_timeout`); a subscriber resumes from its
+/// offset, and the log, not the connection, holds what it has not read.
 fn set_tcp_keepalive(tcp: &TcpStream, idle: Duration) -> io::Result<()> {
     let interval = (idle / 4).max(Duration::from_secs(1));
     let ka = socket2::TcpKeepalive::new()
