@@ -293,7 +293,7 @@ fn render_mirrors(s: &mut String, registry: &Registry) {
         &'static str,
         fn(&crate::mirror::MirrorStatus, Option<u64>) -> Option<u64>,
     );
-    let per_mirror: [PerMirror; 5] = [
+    let per_mirror: [PerMirror; 6] = [
         (
             "jelly_mirror_connected",
             "gauge",
@@ -323,6 +323,12 @@ fn render_mirrors(s: &mut String, registry: &Registry) {
             "gauge",
             "Items the upstream had when last seen that are not copied yet.",
             |m, next| next.and_then(|n| m.lag(n)),
+        ),
+        (
+            "jelly_mirror_upstream_seen_ms",
+            "gauge",
+            "When the upstream last answered or sent items (ms since the epoch): the age of the lag.",
+            |m, _| m.upstream_seen_ms(),
         ),
     ];
     for (name, kind, help, f) in per_mirror {

@@ -543,6 +543,37 @@ async fn a_mirror_of_a_replaced_upstream_topic_stops_or_starts_over() {
     a.shutdown().await.unwrap();
 }
 
+/// While connected, the mirror asks the upstream for its next offset every few
+/// seconds, so the lag and when it was last known (`upstream_seen_ms`) move even when
+/// the stream delivers nothing (a slow link, an idle topic).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connected_mirror_refreshes_what_it_knows_of_the_upstream() {
+    let c = client();
+    let a = start(|_| {}).await;
+    for i in 0..3 {
+        publish(&c, &a, "t", i).await;
+    }
+    let b = start(|cfg| cfg.mirrors = vec![mirror_of(&a, "t", "t")]).await;
+    assert_mirrored(&a, &b, "t", "t").await;
+    let (_, d) = describe(&c, &b, "t").await;
+    let seen = d["mirror"]["upstream_seen_ms"]
+        .as_u64()
+        .expect("seen once connected");
+    assert_eq!(d["mirror"]["lag"], 0, "{d}");
+    wait_for("a newer sighting of the upstream", || async {
+        let (_, d) = describe(&c, &b, "t").await;
+        d["mirror"]["upstream_seen_ms"].as_u64() > Some(seen)
+    })
+    .await;
+    let metrics = support::metrics_text(&c, &b.url()).await;
+    assert!(
+        metrics.contains("jelly_mirror_upstream_seen_ms{topic=\"t\""),
+        "{metrics}"
+    );
+    b.shutdown().await.unwrap();
+    a.shutdown().await.unwrap();
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {

@@ -384,6 +384,12 @@ impl Mirror {
         self.status.set_state(MirrorState::Connected);
         self.connected_at = Some(Instant::now());
         tracing::info!(topic = %self.config.topic, from, "mirror: connected");
+        // The stream alone says nothing of what it has not delivered yet (a slow
+        // link): the upstream's next offset is asked for beside it, for the lag.
+        let _refresh = AbortOnDrop(tokio::spawn(refresh_upstream_next(
+            self.get(&format!("/topics/{name}")),
+            self.status.clone(),
+        )));
         self.copy(resp, &topic, request_from, overlap, restart)
             .await
     }
@@ -439,48 +445,7 @@ impl Mirror {
 
     /// `GET /topics/{name}` on the upstream.
     async fn describe(&self, name: &str) -> Result<Upstream, End> {
-        let resp = self
-            .get(&format!("/topics/{name}"))
-            .timeout(REQUEST_TIMEOUT)
-            .send()
-            .await
-            .map_err(|e| End::Retry(format!("cannot reach the upstream: {}", describe(&e))))?;
-        let status = resp.status();
-        if !status.is_success() {
-            let body = error_body(resp).await;
-            return Err(End::Retry(format!(
-                "describing the upstream topic: HTTP {status}: {}",
-                body["error"].as_str().unwrap_or("")
-            )));
-        }
-        let body = read_capped(resp, DESCRIBE_BYTES)
-            .await
-            .map_err(|e| End::Retry(format!("describing the upstream topic: {e}")))?;
-        let v: Value = serde_json::from_slice(&body)
-            .map_err(|e| End::Retry(format!("describing the upstream topic: {e}")))?;
-        // An answer without options is not a topic description (the wrong service
-        // behind a proxy, say): retried like any unusable answer. Options that are
-        // there but not understood need an operator.
-        if !v["options"].is_object() {
-            return Err(End::Retry(
-                "the upstream's answer is not a topic description (no `options`)".into(),
-            ));
-        }
-        let options: TopicOptions = serde_json::from_value(v["options"].clone()).map_err(|e| {
-            End::Fatal(format!(
-                "the upstream topic's options are not understood: {e}"
-            ))
-        })?;
-        let offset = |k: &str| {
-            v[k].as_u64()
-                .ok_or_else(|| End::Retry(format!("the upstream topic description has no `{k}`")))
-        };
-        Ok(Upstream {
-            options,
-            first: offset("first_offset")?,
-            next: offset("next_offset")?,
-            id: v["id"].as_str().map(str::to_string),
-        })
+        describe_upstream(self.get(&format!("/topics/{name}"))).await
     }
 
     /// The local topic, created with the upstream's options when missing.
@@ -667,6 +632,78 @@ impl Mirror {
         self.status.set_upstream_next(next, false);
         Ok(())
     }
+}
+
+/// How often a connected mirror asks the upstream for its next offset.
+const LAG_REFRESH: Duration = Duration::from_secs(5);
+
+/// Aborts a task when dropped: the task lives as long as the value.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Asks the upstream for its topic's next offset every [`LAG_REFRESH`], for the
+/// mirror's lag; runs until aborted. A failed request is left to the stream, which
+/// breaks by itself when the upstream is gone.
+async fn refresh_upstream_next(request: reqwest::RequestBuilder, status: Arc<MirrorStatus>) {
+    loop {
+        tokio::time::sleep(LAG_REFRESH).await;
+        let Some(req) = request.try_clone() else {
+            return;
+        };
+        if let Ok(up) = describe_upstream(req).await {
+            status.set_upstream_next(up.next, false);
+        }
+    }
+}
+
+/// `GET /topics/{name}` on the upstream (`request`).
+async fn describe_upstream(request: reqwest::RequestBuilder) -> Result<Upstream, End> {
+    let resp = request
+        .timeout(REQUEST_TIMEOUT)
+        .send()
+        .await
+        .map_err(|e| End::Retry(format!("cannot reach the upstream: {}", describe(&e))))?;
+    let status = resp.status();
+    if !status.is_success() {
+        let body = error_body(resp).await;
+        return Err(End::Retry(format!(
+            "describing the upstream topic: HTTP {status}: {}",
+            body["error"].as_str().unwrap_or("")
+        )));
+    }
+    let body = read_capped(resp, DESCRIBE_BYTES)
+        .await
+        .map_err(|e| End::Retry(format!("describing the upstream topic: {e}")))?;
+    let v: Value = serde_json::from_slice(&body)
+        .map_err(|e| End::Retry(format!("describing the upstream topic: {e}")))?;
+    // An answer without options is not a topic description (the wrong service
+    // behind a proxy, say): retried like any unusable answer. Options that are
+    // there but not understood need an operator.
+    if !v["options"].is_object() {
+        return Err(End::Retry(
+            "the upstream's answer is not a topic description (no `options`)".into(),
+        ));
+    }
+    let options: TopicOptions = serde_json::from_value(v["options"].clone()).map_err(|e| {
+        End::Fatal(format!(
+            "the upstream topic's options are not understood: {e}"
+        ))
+    })?;
+    let offset = |k: &str| {
+        v[k].as_u64()
+            .ok_or_else(|| End::Retry(format!("the upstream topic description has no `{k}`")))
+    };
+    Ok(Upstream {
+        options,
+        first: offset("first_offset")?,
+        next: offset("next_offset")?,
+        id: v["id"].as_str().map(str::to_string),
+    })
 }
 
 /// Whether an upstream item is the local copy of it: the same stored frame, stamp and

@@ -57,8 +57,10 @@ struct Inner {
     since_ms: u64,
     last_error: Option<(String, u64)>,
     /// The upstream's next offset, as last seen (at connect time, then raised by
-    /// the items received).
+    /// the items received, and by a description every few seconds).
     upstream_next: Option<u64>,
+    /// When the upstream last answered: a description, or items (ms since the epoch).
+    upstream_seen_ms: Option<u64>,
 }
 
 impl MirrorStatus {
@@ -74,6 +76,7 @@ impl MirrorStatus {
                 since_ms: now_ms(),
                 last_error: None,
                 upstream_next: None,
+                upstream_seen_ms: None,
             }),
             items: AtomicU64::new(0),
             connects: AtomicU64::new(0),
@@ -119,6 +122,12 @@ impl MirrorStatus {
         self.lock().upstream_next
     }
 
+    /// When the upstream last answered or sent items (ms since the epoch): how old
+    /// [`MirrorStatus::upstream_next`] and so the lag are.
+    pub fn upstream_seen_ms(&self) -> Option<u64> {
+        self.lock().upstream_seen_ms
+    }
+
     pub(crate) fn set_state(&self, state: MirrorState) {
         let mut g = self.lock();
         if g.state != state {
@@ -144,6 +153,7 @@ impl MirrorStatus {
             Some(n) if !reset => n.max(next),
             _ => next,
         });
+        g.upstream_seen_ms = Some(now_ms());
     }
 
     /// Items the local topic lacks of what the upstream had when last seen, given
@@ -168,6 +178,7 @@ impl MirrorStatus {
             "last_error": g.last_error.as_ref().map(|(e, _)| e.clone()),
             "last_error_ms": g.last_error.as_ref().map(|(_, t)| *t),
             "upstream_next_offset": g.upstream_next,
+            "upstream_seen_ms": g.upstream_seen_ms,
             "lag": lag,
             "items_copied": self.items.load(Ordering::Relaxed),
             "connects": self.connects.load(Ordering::Relaxed),
