@@ -239,6 +239,11 @@ impl<W: Write> GroupingWriter<W> {
         };
         let writer = JellyWriterBuilder::new(options)
             .frame_policy(policy)
+            .frame_byte_target(
+                framing
+                    .bytes_per_frame
+                    .unwrap_or(crate::cli::DEFAULT_BYTES_PER_FRAME),
+            )
             .delimited(delimited)
             .namespace_declarations(ns_enabled)
             .build(out)

@@ -43,6 +43,10 @@ terms, costs next to nothing when all statements are in the default graph. With
 Patches (--stream-type frame: one frame each; punctuated: each ends with a punctuation
 row; flat: the whole stream is one patch) end at the end of each input file, at each
 `Z .` segment row, and with --patch-per transaction after each top-level TC/TA.
+In FLAT and PUNCTUATED streams a frame ends after 256 rows (--rows-per-frame) or once
+its rows take 512 KiB (--bytes-per-frame), whichever comes first; a frame larger than
+readers accept by default (64 MiB: a huge row, or a huge patch in a FRAME stream) is
+told in a note.
 Empty patches are not written, except that input with no rows at all still makes a
 stream: its options row, which in a FRAME stream is a frame and so one empty patch.
 A Jelly-Patch input is re-encoded row by row: a PD row keeps its IRI.
@@ -215,6 +219,11 @@ pub struct PatchOptionArgs {
     /// Rows per frame for FLAT and PUNCTUATED streams (default 256).
     #[arg(long = "rows-per-frame", value_name = "N", value_parser = crate::cli::at_least_one)]
     pub rows_per_frame: Option<usize>,
+    /// FLAT and PUNCTUATED streams: also end a frame once its rows take N bytes
+    /// (default 524288, 512 KiB); a row larger than N is a frame of its own. A FRAME
+    /// stream's frame is its patch, whatever its size.
+    #[arg(long = "bytes-per-frame", value_name = "N", value_parser = crate::cli::at_least_one)]
+    pub bytes_per_frame: Option<usize>,
     /// Write delimited frames (default true; `--delimited=false` writes exactly one frame).
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub delimited: Option<bool>,

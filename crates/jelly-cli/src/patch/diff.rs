@@ -4,7 +4,7 @@ use jelly::patch::{PatchOptions, PatchStatementType, PatchStreamType};
 use jelly::rdf_patch::{PatchRowRef, RdfPatchWriter};
 
 use super::args::{PatchDiffArgs, PatchFormat};
-use super::common::{PatchOut, format_from_path, text_write_err};
+use super::common::{FrameSize, PatchOut, format_from_path, text_write_err};
 use super::rdf::load_rdf;
 use crate::error::{CliError, CliResult};
 use crate::io::{display_name, open_output};
@@ -79,11 +79,11 @@ pub fn run(args: &PatchDiffArgs, quiet: bool) -> CliResult {
             let mut o = PatchOptions::big(st, PatchStreamType::Flat);
             o.rdf_star = old.data.has_triple_terms() || new.data.has_triple_terms();
             o.generalized_statements = old.data.has_generalized() || new.data.has_generalized();
-            let mut w = PatchOut::new(out, &out_name, o, 256, true)?;
+            let mut w = PatchOut::new(out, &out_name, o, FrameSize::from_flags(None, None), true)?;
             for (i, r) in rows.iter().enumerate() {
                 w.row(*r, None, &|| at(i))?;
             }
-            w.finish(&|| format!("{out_name}: end"))?
+            w.finish(&|| format!("{out_name}: end"), quiet)?
         }
     };
     out.finish().map_err(|e| CliError::io(&out_name, &e))?;
