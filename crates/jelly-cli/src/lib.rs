@@ -20,6 +20,7 @@ pub mod rdf_source;
 pub mod report;
 pub mod serve;
 pub mod server_client;
+pub mod spool;
 pub mod subscribe;
 pub mod to_jelly;
 pub mod topics;
