@@ -202,6 +202,11 @@ Examples:
   jelly rdf validate data.jelly --compare-to-rdf-file frame3.nq --compare-ordered true --compare-frame-indices 3
   jelly rdf validate data.jelly --options-file expected_options.jelly --delimited true
 
+With --compare-ordered true the RDF file is read beside the stream, statement by
+statement, in bounded memory. An unordered comparison (the default) holds both sides
+in memory, about 1.6 KB per statement: at most --max-statements (default 2000000) per
+side, past which it stops with an error naming the count.
+
 Exit codes:
   0  the stream is valid (and matches the RDF file and the options, when asked)
   1  the stream is invalid, or differs from the RDF file or the options
@@ -441,8 +446,9 @@ pub struct ValidateArgs {
     /// Input Jelly file (`-` or none for stdin).
     #[arg(value_name = "INPUT")]
     pub input: Option<String>,
-    /// Compare the stream's statements with this RDF file (or another Jelly file). Both
-    /// sides are held in memory for the comparison.
+    /// Compare the stream's statements with this RDF file (or another Jelly file). An
+    /// unordered comparison holds both sides in memory (see --max-statements); an
+    /// ordered one reads the two side by side.
     #[arg(long = "compare-to-rdf-file", value_name = "FILE")]
     pub compare_to_rdf_file: Option<String>,
     /// Format of the RDF file (default: from its extension).
@@ -456,6 +462,11 @@ pub struct ValidateArgs {
     /// true: statements must appear in the same order; false: compare as datasets (isomorphism).
     #[arg(long = "compare-ordered", action = ArgAction::Set, default_value = "false", value_name = "BOOL")]
     pub compare_ordered: bool,
+    /// Most statements an unordered comparison holds per side (default 2000000); a
+    /// side with more is refused with an error naming this option, instead of running
+    /// out of memory.
+    #[arg(long = "max-statements", value_name = "N")]
+    pub max_statements: Option<u64>,
     /// Only compare these frames (0-based range, as in from-jelly --take-frames).
     #[arg(
         long = "compare-frame-indices",

@@ -8,6 +8,7 @@ pub mod conformance_cmd;
 pub mod error;
 pub mod format;
 pub mod from_jelly;
+pub mod held;
 pub mod inspect;
 pub mod interrupt;
 pub mod io;

@@ -1364,3 +1364,93 @@ fn patch_to_jelly_notes_a_frame_past_the_reader_limit() {
     std::fs::remove_file(&src).ok();
     std::fs::remove_file(&bin).ok();
 }
+
+/// diff and apply hold their data by design: past `--max-statements` they stop with
+/// an error naming the count and the option (not an allocation failure).
+#[test]
+fn diff_and_apply_hold_at_most_max_statements() {
+    let d = tmp("patch-held-limit");
+    let (old, new) = two_versions(&d);
+    // old has 3000 statements, new about 3770.
+    let r = jelly(
+        &[
+            "patch",
+            "diff",
+            s(&old),
+            s(&new),
+            "--max-statements",
+            "3500",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("new.nq: more than 3500 statements")
+            && r.stderr.contains("--max-statements"),
+        "{}",
+        r.stderr
+    );
+    let diff = d.join("d.rdfp");
+    ok(
+        &[
+            "patch",
+            "diff",
+            s(&old),
+            s(&new),
+            "--max-statements",
+            "4000",
+            "-o",
+            s(&diff),
+        ],
+        None,
+    );
+    // apply: the base alone passes 2999, and the additions pass 3500.
+    let r = jelly(
+        &[
+            "patch",
+            "apply",
+            s(&old),
+            s(&diff),
+            "--max-statements",
+            "2999",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("old.nq: more than 2999 statements"),
+        "{}",
+        r.stderr
+    );
+    let r = jelly(
+        &[
+            "patch",
+            "apply",
+            s(&old),
+            s(&diff),
+            "--max-statements",
+            "3500",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("more than 3500 statements") && r.stderr.contains("d.rdfp:"),
+        "{}",
+        r.stderr
+    );
+    let out = d.join("applied.nq");
+    ok(
+        &[
+            "patch",
+            "apply",
+            s(&old),
+            s(&diff),
+            "--max-statements",
+            "8000",
+            "-o",
+            s(&out),
+        ],
+        None,
+    );
+}

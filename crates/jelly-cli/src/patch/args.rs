@@ -104,7 +104,9 @@ missing from OLD (in NEW's order), TC. Statements are compared as written: blank
 by their labels (as RDF Patch intends: labels are store identifiers), literals by
 lexical form (\"x\" and \"x\"^^xsd:string are the same). Anonymous blank nodes ([] in
 Turtle) get fresh labels on every read, so use N-Triples or N-Quads for stable labels.
-Both files are held in memory.
+Both files are held in memory, a few hundred bytes per statement: at most
+--max-statements (default 2000000) each, past which diff stops with an error naming
+the count.
 
 Output is RDF Patch text, or Jelly-Patch when -o ends in .jellyp (.gz, .zst) or with
 --format jelly (then TRIPLES unless a statement is in a named graph, FLAT stream).
@@ -123,7 +125,9 @@ detected by extension or content) are applied in order. Rows inside TX…TC take
 at TC; an aborted transaction (TX…TA) changes nothing. Rows outside transactions take
 effect at once. PA/PD rows edit the prefix map used for Turtle and TriG output (the
 prefix graph is ignored); H headers and Z segments are ignored. The result keeps BASE's
-order, with added statements after it. The dataset is held in memory.
+order, with added statements after it. The dataset is held in memory, a few hundred
+bytes per statement: at most --max-statements (default 2000000) statements, counting
+those an open transaction added, past which apply stops with an error naming the count.
 
 Without --strict, deleting an absent statement or adding a present one does nothing.
 With --strict either one is an error naming the patch and the row.
@@ -319,6 +323,10 @@ pub struct PatchDiffArgs {
     /// Output syntax (default: jellyp when -o ends in .jellyp, else rdfp).
     #[arg(long = "format", value_enum, value_name = "FORMAT")]
     pub format: Option<PatchFormat>,
+    /// Most statements held per file (default 2000000); a file with more is refused
+    /// with an error naming this option, instead of running out of memory.
+    #[arg(long = "max-statements", value_name = "N")]
+    pub max_statements: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -341,4 +349,9 @@ pub struct PatchApplyArgs {
     /// Fail when a D row deletes an absent statement or an A row adds a present one.
     #[arg(long)]
     pub strict: bool,
+    /// Most statements held (default 2000000): the dataset, and the statements an open
+    /// transaction added (kept to undo them). Past it the command stops with an error
+    /// naming this option, instead of running out of memory.
+    #[arg(long = "max-statements", value_name = "N")]
+    pub max_statements: Option<u64>,
 }

@@ -689,6 +689,12 @@ impl Dataset {
         }
     }
 
+    /// Makes room for `n` more statements, or tells that the memory is not there (so
+    /// that running out of memory is an error, not an abort).
+    pub fn try_reserve(&mut self, n: usize) -> Result<(), hashbrown::TryReserveError> {
+        self.map.try_reserve(n)
+    }
+
     /// Adds a statement back at its old place.
     pub fn insert_at(&mut self, st: Statement, seq: u64) {
         self.map.insert(st, seq);

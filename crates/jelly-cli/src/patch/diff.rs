@@ -7,6 +7,7 @@ use super::args::{PatchDiffArgs, PatchFormat};
 use super::common::{FrameSize, PatchOut, format_from_path, text_write_err};
 use super::rdf::load_rdf;
 use crate::error::{CliError, CliResult};
+use crate::held::HeldLimit;
 use crate::io::{display_name, open_output};
 
 /// Runs the command.
@@ -18,8 +19,10 @@ pub fn run(args: &PatchDiffArgs, quiet: bool) -> CliResult {
         .format
         .or_else(|| args.to.as_deref().and_then(format_from_path))
         .unwrap_or(PatchFormat::Rdfp);
-    let old = load_rdf(&args.old, args.in_format, quiet)?;
-    let new = load_rdf(&args.new, args.in_format, quiet)?;
+    let limit = HeldLimit::new(args.max_statements);
+    let why = "diff holds both files";
+    let old = load_rdf(&args.old, args.in_format, quiet, limit, why)?;
+    let new = load_rdf(&args.new, args.in_format, quiet, limit, why)?;
 
     let mut rows: Vec<PatchRowRef<'_>> = Vec::new();
     rows.push(PatchRowRef::TxStart);
