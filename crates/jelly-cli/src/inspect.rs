@@ -253,6 +253,9 @@ pub fn inspect(
                 if index == 0 && frames.bytes_read() == 0 {
                     return Err(CliError::invalid(format!("{name}: input is empty")));
                 }
+                if dec.options().is_none() {
+                    return Err(crate::error::no_options_row(&name, index));
+                }
                 break;
             };
             // `offset` is where the frame's message starts, after its length prefix:

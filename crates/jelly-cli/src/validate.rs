@@ -151,9 +151,7 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
         )));
     }
     let Some(options) = reader.decoder().options().cloned() else {
-        return Err(CliError::invalid(format!(
-            "{name}: the stream has no options row"
-        )));
+        return Err(crate::error::no_options_row(&name, frames));
     };
     if let Some(want) = expected_options {
         let diffs = option_differences(&options, &want);

@@ -740,3 +740,69 @@ fn unordered_comparison_holds_at_most_max_statements() {
         None,
     );
 }
+
+/// A stream's first row is its options row. Frames with no rows before it are allowed
+/// (the spec gives frames no meaning), but a stream of nothing else has no options:
+/// every verb refuses it, as validate and the patch verbs did, rather than read it as
+/// an empty dataset; and past 1024 such frames (any run of zero bytes reads as empty
+/// frames) the stream is refused without reading on.
+#[test]
+fn streams_of_empty_frames_have_no_options_row() {
+    let d = tmp("empty-frames");
+    let empty = d.join("empty-frames.jelly");
+    std::fs::write(&empty, [0u8; 10]).unwrap();
+    for verb in [
+        &["rdf", "from-jelly"][..],
+        &["rdf", "inspect"],
+        &["rdf", "inspect", "--per-frame"],
+        &["rdf", "validate"],
+    ] {
+        let mut args = verb.to_vec();
+        args.push(s(&empty));
+        let r = jelly(&args, None);
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("the stream has no options row (10 frame(s), none with a row)"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    // Zeros without end: refused at the 1025th frame, not read to the end.
+    let zeros = d.join("zeros.jelly");
+    std::fs::write(&zeros, vec![0u8; 1 << 20]).unwrap();
+    for verb in [
+        &["rdf", "from-jelly"][..],
+        &["rdf", "inspect"],
+        &["rdf", "validate"],
+        &["rdf", "transcode"],
+        &["patch", "inspect"],
+        &["patch", "validate", "--in-format", "jellyp"],
+        &["patch", "from-jelly"],
+    ] {
+        let mut args = verb.to_vec();
+        args.push(s(&zeros));
+        let r = jelly(&args, None);
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains(":frame 1024 (byte 1025): no options row in the first 1024 frames"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    // A few empty frames before the options row: a valid stream.
+    let src = d.join("s.nt");
+    std::fs::write(&src, many_statements(5)).unwrap();
+    let j = d.join("s.jelly");
+    ok(&["rdf", "to-jelly", s(&src), "-o", s(&j)], None);
+    let mut padded = vec![0u8; 3];
+    padded.extend(std::fs::read(&j).unwrap());
+    let p = d.join("padded.jelly");
+    std::fs::write(&p, padded).unwrap();
+    let r = ok(&["rdf", "from-jelly", s(&p), "--out-format", "nt"], None);
+    assert_eq!(parse(&r.stdout).len(), 5);
+    ok(&["rdf", "validate", s(&p)], None);
+    let r = ok(&["rdf", "inspect", s(&p)], None);
+    assert!(r.out().contains("frames: 4"), "{}", r.out());
+}
