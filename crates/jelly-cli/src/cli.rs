@@ -204,8 +204,8 @@ Examples:
 
 With --compare-ordered true the RDF file is read beside the stream, statement by
 statement, in bounded memory. An unordered comparison (the default) holds both sides
-in memory, about 1.6 KB per statement: at most --max-statements (default 2000000) per
-side, past which it stops with an error naming the count.
+in memory, a few hundred bytes per statement: at most --max-statements (default
+2000000) per side, past which it stops with an error naming the count.
 
 Exit codes:
   0  the stream is valid (and matches the RDF file and the options, when asked)
