@@ -14,6 +14,7 @@ fn cfg() -> DecoderOptions {
         max_nesting: 24,
         max_frame_bytes: 1 << 20,
         check_features: true,
+        max_frames_before_options: jelly::DEFAULT_MAX_FRAMES_BEFORE_OPTIONS,
     }
 }
 

@@ -15,6 +15,7 @@ fn cfg(check_features: bool) -> DecoderOptions {
         max_nesting: 24,
         max_frame_bytes: 1 << 20,
         check_features,
+        max_frames_before_options: jelly::DEFAULT_MAX_FRAMES_BEFORE_OPTIONS,
     }
 }
 

@@ -30,6 +30,7 @@ fn limits() -> DecoderOptions {
         max_nesting: 24,
         max_frame_bytes: MAX_FRAME,
         check_features: true,
+        max_frames_before_options: jelly::DEFAULT_MAX_FRAMES_BEFORE_OPTIONS,
     }
 }
 

@@ -152,7 +152,10 @@ gzip and zstd input is detected by its magic bytes; output is compressed when --
 in .gz or .zst. The physical type defaults to QUADS for dataset formats (N-Quads, TriG,
 JSON-LD) and TRIPLES otherwise. --frame-per sets the logical type when not given:
 graph -> GRAPHS (triples) or NAMED_GRAPHS, dataset -> DATASETS (GRAPHS for triples),
-input -> GRAPHS or DATASETS.
+input -> GRAPHS or DATASETS. Without --frame-per, a frame ends after 256 rows
+(--rows-per-frame) or once its rows take 512 KiB (--bytes-per-frame), whichever comes
+first; a frame larger than readers accept by default (64 MiB: a single huge row) is
+told in a note.
 
 Exit codes: 0 success, 1 invalid input, 2 usage or I/O error.";
 
@@ -178,7 +181,9 @@ Examples:
   jelly rdf transcode in.jelly --preset small --opt.physical-type quads --to out.jelly.gz
   jelly rdf transcode in.jelly --frame-per graph --to per-graph.jelly
 
-By default the first input's options and frame boundaries are kept.
+By default the first input's options and frame boundaries are kept; --rows-per-frame
+or --bytes-per-frame re-frames the output (frames end after 256 rows or at 512 KiB,
+whichever comes first, unless these flags say otherwise).
 
 Exit codes: 0 success, 1 invalid input, 2 usage or I/O error.";
 
@@ -196,6 +201,11 @@ Examples:
   jelly rdf validate data.jelly --compare-to-rdf-file data.nq
   jelly rdf validate data.jelly --compare-to-rdf-file frame3.nq --compare-ordered true --compare-frame-indices 3
   jelly rdf validate data.jelly --options-file expected_options.jelly --delimited true
+
+With --compare-ordered true the RDF file is read beside the stream, statement by
+statement, in bounded memory. An unordered comparison (the default) holds both sides
+in memory, a few hundred bytes per statement: at most --max-statements (default
+2000000) per side, past which it stops with an error naming the count.
 
 Exit codes:
   0  the stream is valid (and matches the RDF file and the options, when asked)
@@ -312,6 +322,11 @@ pub(crate) fn at_least_one(s: &str) -> Result<usize, String> {
     }
 }
 
+/// Where the writers also end a frame by default (`--bytes-per-frame`): once its rows
+/// take this many bytes. The spec asks for frames under 1 MB; half a MiB keeps a frame
+/// under it unless its last row alone is larger than the rest of the way.
+pub const DEFAULT_BYTES_PER_FRAME: usize = 512 * 1024;
+
 /// Framing flags of the writers.
 #[derive(Debug, Clone, Args, Default)]
 pub struct FramingArgs {
@@ -324,6 +339,17 @@ pub struct FramingArgs {
         conflicts_with = "frame_per"
     )]
     pub rows_per_frame: Option<usize>,
+    /// Also end a frame once its rows take N bytes (default 524288, 512 KiB), so that
+    /// large literals do not make huge frames; a row larger than N is a frame of its
+    /// own. Applies with --rows-per-frame (or its default), not with --frame-per, and
+    /// not to --delimited=false output (one frame).
+    #[arg(
+        long = "bytes-per-frame",
+        value_name = "N",
+        value_parser = at_least_one,
+        conflicts_with = "frame_per"
+    )]
+    pub bytes_per_frame: Option<usize>,
     /// Group frames by graph, dataset or input file instead of by row count.
     #[arg(long = "frame-per", value_enum, value_name = "UNIT")]
     pub frame_per: Option<FramePer>,
@@ -420,8 +446,9 @@ pub struct ValidateArgs {
     /// Input Jelly file (`-` or none for stdin).
     #[arg(value_name = "INPUT")]
     pub input: Option<String>,
-    /// Compare the stream's statements with this RDF file (or another Jelly file). Both
-    /// sides are held in memory for the comparison.
+    /// Compare the stream's statements with this RDF file (or another Jelly file). An
+    /// unordered comparison holds both sides in memory (see --max-statements); an
+    /// ordered one reads the two side by side.
     #[arg(long = "compare-to-rdf-file", value_name = "FILE")]
     pub compare_to_rdf_file: Option<String>,
     /// Format of the RDF file (default: from its extension).
@@ -435,6 +462,11 @@ pub struct ValidateArgs {
     /// true: statements must appear in the same order; false: compare as datasets (isomorphism).
     #[arg(long = "compare-ordered", action = ArgAction::Set, default_value = "false", value_name = "BOOL")]
     pub compare_ordered: bool,
+    /// Most statements an unordered comparison holds per side (default 2000000); a
+    /// side with more is refused with an error naming this option, instead of running
+    /// out of memory.
+    #[arg(long = "max-statements", value_name = "N")]
+    pub max_statements: Option<u64>,
     /// Only compare these frames (0-based range, as in from-jelly --take-frames).
     #[arg(
         long = "compare-frame-indices",

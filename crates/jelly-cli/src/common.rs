@@ -239,6 +239,11 @@ impl<W: Write> GroupingWriter<W> {
         };
         let writer = JellyWriterBuilder::new(options)
             .frame_policy(policy)
+            .frame_byte_target(
+                framing
+                    .bytes_per_frame
+                    .unwrap_or(crate::cli::DEFAULT_BYTES_PER_FRAME),
+            )
             .delimited(delimited)
             .namespace_declarations(ns_enabled)
             .build(out)
@@ -490,35 +495,66 @@ pub fn read_through_line_end(r: &mut dyn BufRead, buf: &mut Vec<u8>) -> io::Resu
     }
 }
 
-/// Reads N-Triples / N-Quads line by line with jelly's own parser (generalized
-/// statements, quoted triples in any position) and calls `f` with each statement and
-/// its 1-based line number. Errors name `name:line:column`.
+/// N-Triples / N-Quads read line by line with jelly's own parser (generalized
+/// statements, quoted triples in any position), one statement at a time. Errors name
+/// `name:line:column`.
+pub struct NQuadsLines<R: BufRead> {
+    reader: R,
+    name: String,
+    buf: Vec<u8>,
+    line_no: usize,
+}
+
+impl<R: BufRead> NQuadsLines<R> {
+    /// A reader of `reader`, called `name` in errors.
+    pub fn new(reader: R, name: &str) -> Self {
+        NQuadsLines {
+            reader,
+            name: name.to_string(),
+            buf: Vec::with_capacity(1024),
+            line_no: 0,
+        }
+    }
+
+    /// The next statement and its 1-based line number, or `None` at the end.
+    pub fn next_statement(&mut self) -> CliResult<Option<(jelly::Statement, usize)>> {
+        let name = &self.name;
+        loop {
+            self.buf.clear();
+            read_through_line_end(&mut self.reader, &mut self.buf)
+                .map_err(|e| input_io_err(name, e))?;
+            if self.buf.is_empty() {
+                return Ok(None);
+            }
+            self.line_no += 1;
+            let line_no = self.line_no;
+            let line = std::str::from_utf8(&self.buf).map_err(|e| {
+                CliError::invalid(format!(
+                    "{name}:{line_no}:{}: invalid UTF-8",
+                    e.valid_up_to() + 1
+                ))
+            })?;
+            let line = line.trim_end_matches(['\n', '\r']);
+            let st = jelly::nquads::parse_line(line, line_no).map_err(|e| {
+                CliError::invalid(format!("{name}:{}:{}: {}", e.line, e.column, e.message))
+            })?;
+            if let Some(st) = st {
+                return Ok(Some((st, line_no)));
+            }
+        }
+    }
+}
+
+/// Reads N-Triples / N-Quads with [`NQuadsLines`] and calls `f` with each statement and
+/// its 1-based line number.
 pub fn for_each_nquads_line(
-    mut reader: impl BufRead,
+    reader: impl BufRead,
     name: &str,
     mut f: impl FnMut(jelly::Statement, usize) -> CliResult,
 ) -> CliResult {
-    let mut buf = Vec::with_capacity(1024);
-    let mut line_no = 0usize;
-    loop {
-        buf.clear();
-        read_through_line_end(&mut reader, &mut buf).map_err(|e| input_io_err(name, e))?;
-        if buf.is_empty() {
-            return Ok(());
-        }
-        line_no += 1;
-        let line = std::str::from_utf8(&buf).map_err(|e| {
-            CliError::invalid(format!(
-                "{name}:{line_no}:{}: invalid UTF-8",
-                e.valid_up_to() + 1
-            ))
-        })?;
-        let line = line.trim_end_matches(['\n', '\r']);
-        let st = jelly::nquads::parse_line(line, line_no).map_err(|e| {
-            CliError::invalid(format!("{name}:{}:{}: {}", e.line, e.column, e.message))
-        })?;
-        if let Some(st) = st {
-            f(st, line_no)?;
-        }
+    let mut lines = NQuadsLines::new(reader, name);
+    while let Some((st, line_no)) = lines.next_statement()? {
+        f(st, line_no)?;
     }
+    Ok(())
 }

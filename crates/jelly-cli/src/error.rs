@@ -65,6 +65,16 @@ pub type CliResult<T = ()> = Result<T, CliError>;
 /// stream's fault, so it says how to raise it.
 pub const FRAME_LIMIT_HINT: &str = " (to read it, raise the limit with --max-frame-size BYTES)";
 
+/// The error for a Jelly-RDF stream of frames none of which has a row: a stream's
+/// first row is its options row, which the spec requires, so this is not a stream of
+/// no statements (every verb that reads a whole stream refuses it, as the patch verbs
+/// refuse a patch stream without options).
+pub fn no_options_row(name: &str, frames: u64) -> CliError {
+    CliError::invalid(format!(
+        "{name}: the stream has no options row ({frames} frame(s), none with a row)"
+    ))
+}
+
 /// Formats a decoding error as `FILE:frame N:row M: message`.
 pub fn decode_error(file: &str, e: &jelly::DecodeError) -> CliError {
     let mut s = format!("{file}:frame {}", e.frame);

@@ -10,7 +10,7 @@ use oxrdfio::{RdfSerializer, WriterQuadSerializer};
 
 use crate::cli::FromJellyArgs;
 use crate::common::FrameRange;
-use crate::error::{CliError, CliResult, decode_error, not_jelly_hint};
+use crate::error::{CliError, CliResult, decode_error, no_options_row, not_jelly_hint};
 use crate::format::Format;
 use crate::io::{Output, Progress, display_name, open_input, open_output};
 
@@ -245,6 +245,11 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
                     return Err(CliError::invalid(format!(
                         "{name}: input is empty (no frames)"
                     )));
+                }
+                // Frames with no rows at all: no options row, so not a stream (as
+                // validate says), rather than an empty dataset.
+                if reader.decoder().options().is_none() {
+                    return Err(no_options_row(&name, frames_seen));
                 }
                 break;
             };

@@ -13,6 +13,7 @@ use crate::cli::InspectArgs;
 use crate::error::{CliError, CliResult, decode_error, not_jelly_hint};
 use crate::io::{Progress, display_name, open_input, open_output};
 use crate::report::{Value, around_top_list, map};
+use crate::spool::{SPOOL_NAME, Spool};
 
 /// Distinct terms kept exactly up to this many per kind.
 pub const DISTINCT_CAP: usize = 4_000_000;
@@ -252,6 +253,9 @@ pub fn inspect(
                 if index == 0 && frames.bytes_read() == 0 {
                     return Err(CliError::invalid(format!("{name}: input is empty")));
                 }
+                if dec.options().is_none() {
+                    return Err(crate::error::no_options_row(&name, index));
+                }
                 break;
             };
             // `offset` is where the frame's message starts, after its length prefix:
@@ -290,7 +294,7 @@ pub fn inspect(
                     ("rows", rows_value(&d)),
                 ]);
                 w.write_all(crate::report::top_list_item(&entry, index == 0, args.json).as_bytes())
-                    .map_err(|e| CliError::io("temporary file for --per-frame", &e))?;
+                    .map_err(|e| CliError::io(SPOOL_NAME, &e))?;
             }
             index += 1;
         }
@@ -374,68 +378,6 @@ pub fn inspect(
     })
 }
 
-/// A temporary file holding the `--per-frame` entries until the summary before them is
-/// known. On Unix it is unlinked at once, so an interrupted run leaves nothing behind.
-struct Spool {
-    file: std::io::BufWriter<std::fs::File>,
-    path: Option<std::path::PathBuf>,
-}
-
-impl Spool {
-    fn create() -> CliResult<Spool> {
-        let dir = std::env::temp_dir();
-        let mut attempt = 0u32;
-        loop {
-            let path = dir.join(format!(
-                "jelly-inspect-{}-{attempt}.tmp",
-                std::process::id()
-            ));
-            match std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .open(&path)
-            {
-                Ok(f) => {
-                    // Where an open file cannot be removed, it is removed on drop.
-                    let path = std::fs::remove_file(&path).is_err().then_some(path);
-                    return Ok(Spool {
-                        file: std::io::BufWriter::new(f),
-                        path,
-                    });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => {
-                    attempt += 1;
-                }
-                Err(e) => {
-                    return Err(CliError::io(
-                        &format!("temporary file for --per-frame {}", path.display()),
-                        &e,
-                    ));
-                }
-            }
-        }
-    }
-
-    /// Copies everything written so far to `out`.
-    fn copy_to(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
-        use std::io::{Seek, SeekFrom};
-        self.file.flush()?;
-        let f = self.file.get_mut();
-        f.seek(SeekFrom::Start(0))?;
-        std::io::copy(f, out)?;
-        Ok(())
-    }
-}
-
-impl Drop for Spool {
-    fn drop(&mut self) {
-        if let Some(p) = &self.path {
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
-
 /// Runs the command.
 pub fn run(args: &InspectArgs, quiet: bool) -> CliResult {
     let mut spool = if args.per_frame {
@@ -443,11 +385,7 @@ pub fn run(args: &InspectArgs, quiet: bool) -> CliResult {
     } else {
         None
     };
-    let found = inspect(
-        args,
-        quiet,
-        spool.as_mut().map(|s| &mut s.file as &mut dyn Write),
-    )?;
+    let found = inspect(args, quiet, spool.as_mut().map(Spool::writer))?;
     let (head, tail) = around_top_list(&found.report, found.frames_detail, args.json);
     let out_name = display_name(args.to.as_deref().unwrap_or("-"), false);
     let mut out = open_output(args.to.as_deref())?;

@@ -20,10 +20,11 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
     }
     crate::format::check_jelly_output("transcode", args.to.as_deref())?;
     // Keep the input's frame boundaries unless asked to re-frame.
-    let frame_per = match (args.framing.frame_per, args.framing.rows_per_frame) {
+    let reframe = args.framing.rows_per_frame.is_some() || args.framing.bytes_per_frame.is_some();
+    let frame_per = match (args.framing.frame_per, reframe) {
         (Some(f), _) => Some(f),
-        (None, Some(_)) => None,
-        (None, None) => Some(FramePer::Frame),
+        (None, true) => None,
+        (None, false) => Some(FramePer::Frame),
     };
     let from_file = match &args.opts.options_from {
         Some(p) => Some(options_from_file(p)?),

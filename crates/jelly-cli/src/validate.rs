@@ -3,7 +3,7 @@
 
 use std::io::Read;
 
-use jelly::iso::{IsoResult, isomorphic};
+use jelly::iso::{IsoResult, OrderedIso, isomorphic};
 use jelly::{
     DecodeError, DecodeErrorKind, DecoderOptions, Delimiting, Event, JellyReader, Statement,
     StreamOptions,
@@ -13,8 +13,9 @@ use crate::cli::{DelimitedArg, ValidateArgs};
 use crate::common::FrameRange;
 use crate::conformance::read_raw_options;
 use crate::error::{CliError, CliResult, decode_error, not_jelly_hint};
+use crate::held::HeldLimit;
 use crate::io::{Progress, open_input};
-use crate::rdf_read::read_rdf_file;
+use crate::rdf_read::StatementReader;
 
 /// Runs the command.
 pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
@@ -34,16 +35,26 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
         Some(r) => FrameRange::parse(r)?,
         None => FrameRange::ALL,
     };
-    // The input opened and the expectations read before the work, so that usage
-    // errors (a missing file) come first; the input first of all, as reading a large
-    // RDF file to compare with takes a while.
+    // The input opened and the expectations read (or, for an ordered comparison,
+    // opened) before the work, so that usage errors (a missing file) come first; the
+    // input first of all, as reading a large RDF file to compare with takes a while.
     let input = open_input(in_path)?;
     let expected_options = match &args.options_file {
         Some(p) => Some(read_options_file(p)?),
         None => None,
     };
-    let expected = match &args.compare_to_rdf_file {
-        Some(p) => Some(read_rdf_file(p, args.compare_to_format)?),
+    let limit = HeldLimit::new(args.max_statements);
+    // Ordered: the RDF file is read as the stream is, statement by statement, in
+    // bounded memory. Unordered: both sides are held, within --max-statements.
+    let mut expected = match &args.compare_to_rdf_file {
+        Some(p) => {
+            let reader = StatementReader::open(p, args.compare_to_format)?;
+            Some(if args.compare_ordered {
+                Expected::Ordered(Box::new(OrderedComparison::new(reader)))
+            } else {
+                Expected::Held(reader.read_all(limit, HELD_WHY)?)
+            })
+        }
         None => None,
     };
     let name = input.name.clone();
@@ -88,6 +99,7 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
             let i = frame.index();
             frames += 1;
             let keep = expected.is_some() && range.contains(i);
+            let at = || format!("{name}:frame {i}");
             while let Some(ev) = frame.next_event().map_err(|e| located(&e))? {
                 let namespace = match ev {
                     Event::Statement(s) => {
@@ -98,7 +110,17 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
                             return Err(located(&frame.row_error(kind)));
                         }
                         if keep {
-                            got.push(s.to_owned());
+                            match &mut expected {
+                                Some(Expected::Ordered(c)) => c.next(s.to_owned())?,
+                                _ => {
+                                    let held = got.len() as u64 + 1;
+                                    limit.check(held, &at(), HELD_WHY)?;
+                                    got.try_reserve(1).map_err(|_| {
+                                        limit.out_of_memory(held - 1, &at(), HELD_WHY)
+                                    })?;
+                                    got.push(s.to_owned());
+                                }
+                            }
                         }
                         false
                     }
@@ -129,9 +151,7 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
         )));
     }
     let Some(options) = reader.decoder().options().cloned() else {
-        return Err(CliError::invalid(format!(
-            "{name}: the stream has no options row"
-        )));
+        return Err(crate::error::no_options_row(&name, frames));
     };
     if let Some(want) = expected_options {
         let diffs = option_differences(&options, &want);
@@ -142,30 +162,15 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
             )));
         }
     }
-    if let Some(want) = expected {
-        if args.compare_ordered {
-            jelly::iso::OrderedIso::default()
-                .compare(&got, &want)
-                .map_err(|e| {
-                    CliError::invalid(format!("{name}: differs from the RDF file: {e}"))
-                })?;
-        } else if jelly::iso::normalize(&got) == jelly::iso::normalize(&want) {
-            // Same statements with the same blank node labels: isomorphic without a search.
-        } else {
-            match isomorphic(&got, &want) {
-                IsoResult::Isomorphic => {}
-                IsoResult::Different(why) => {
-                    return Err(CliError::invalid(format!(
-                        "{name}: differs from the RDF file: {why}"
-                    )));
-                }
-                IsoResult::TooHard => {
-                    return Err(CliError::invalid(format!(
-                        "{name}: could not decide whether it matches the RDF file (blank node search gave up)"
-                    )));
-                }
+    match expected {
+        None => {}
+        Some(Expected::Ordered(c)) => c.finish().map_err(|e| match e {
+            Mismatch::Differs(e) => {
+                CliError::invalid(format!("{name}: differs from the RDF file: {e}"))
             }
-        }
+            Mismatch::Unreadable(e) => e,
+        })?,
+        Some(Expected::Held(want)) => compare_unordered(&name, got, want, limit)?,
     }
     if !quiet {
         // Valid (the spec lets readers take or refuse it), but worth knowing: Jelly-JVM
@@ -181,6 +186,156 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
         eprintln!("{name}: valid ({frames} frames, {statements} statements)");
     }
     Ok(())
+}
+
+/// Why the unordered comparison holds statements (for the error past the limit).
+const HELD_WHY: &str = "an unordered comparison holds both sides; --compare-ordered true \
+                        compares statement by statement without holding them";
+
+/// The RDF file to compare with, as the comparison needs it.
+enum Expected {
+    /// Read as the stream is, for an ordered comparison.
+    Ordered(Box<OrderedComparison>),
+    /// Held whole, for an unordered one (datasets compared as sets, up to isomorphism).
+    Held(Vec<Statement>),
+}
+
+/// Why an ordered comparison failed.
+enum Mismatch {
+    /// The two sides differ (the message says where).
+    Differs(String),
+    /// The RDF file could not be read.
+    Unreadable(CliError),
+}
+
+/// An ordered comparison ("ordered RDF dataset isomorphism", as the conformance suite
+/// compares): each statement of the stream against the RDF file's statement at the
+/// same place, read then. Only the blank node mapping is held.
+struct OrderedComparison {
+    want: StatementReader,
+    iso: OrderedIso,
+    /// Statements of the stream so far.
+    got: u64,
+    /// Statements of the RDF file read so far.
+    want_count: u64,
+    /// The RDF file ended before the stream: `got` goes on counting.
+    want_ended: bool,
+    /// The first difference found; nothing is compared after it.
+    differs: Option<String>,
+}
+
+impl OrderedComparison {
+    fn new(want: StatementReader) -> Self {
+        OrderedComparison {
+            want,
+            iso: OrderedIso::default(),
+            got: 0,
+            want_count: 0,
+            want_ended: false,
+            differs: None,
+        }
+    }
+
+    /// The stream's next statement. A difference is kept for the end (the stream is
+    /// still validated to its end, and an invalid stream is told first); an RDF file
+    /// that cannot be read is an error at once.
+    fn next(&mut self, got: Statement) -> CliResult {
+        let index = self.got;
+        self.got += 1;
+        if self.differs.is_some() || self.want_ended {
+            return Ok(());
+        }
+        match self.want.next_statement()? {
+            Some(want) => {
+                self.want_count += 1;
+                if let Err(e) = self.iso.compare_statement(index, &got, &want) {
+                    self.differs = Some(e);
+                }
+            }
+            None => self.want_ended = true,
+        }
+        Ok(())
+    }
+
+    /// The outcome once the stream has ended: the first difference, or different
+    /// counts (the rest of the RDF file is read to count it).
+    fn finish(mut self) -> Result<(), Mismatch> {
+        if let Some(e) = self.differs {
+            return Err(Mismatch::Differs(e));
+        }
+        if !self.want_ended {
+            while self
+                .want
+                .next_statement()
+                .map_err(Mismatch::Unreadable)?
+                .is_some()
+            {
+                self.want_count += 1;
+            }
+        }
+        if self.want_count != self.got {
+            return Err(Mismatch::Differs(format!(
+                "{} statements, {} expected",
+                self.got, self.want_count
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The unordered comparison: the same statements (with the same labels), else an
+/// isomorphism search. The fast path normalizes both sides in place and compares sets
+/// of references to them: `jelly::iso::normalize` copies every statement into a set,
+/// the largest allocation of this verb (a 470 MB table for a million statements, which
+/// aborted the process where memory was short); this one is fallible and a twentieth
+/// of that.
+fn compare_unordered(
+    name: &str,
+    mut got: Vec<Statement>,
+    mut want: Vec<Statement>,
+    limit: HeldLimit,
+) -> CliResult {
+    for st in got.iter_mut().chain(want.iter_mut()) {
+        normalize_in_place(st);
+    }
+    let held = (got.len() + want.len()) as u64;
+    let set = |v| statement_set(v).map_err(|_| limit.out_of_memory(held, name, HELD_WHY));
+    if set(&got)? == set(&want)? {
+        // Same statements with the same blank node labels: isomorphic without a search.
+        return Ok(());
+    }
+    match isomorphic(&got, &want) {
+        IsoResult::Isomorphic => Ok(()),
+        IsoResult::Different(why) => Err(CliError::invalid(format!(
+            "{name}: differs from the RDF file: {why}"
+        ))),
+        IsoResult::TooHard => Err(CliError::invalid(format!(
+            "{name}: could not decide whether it matches the RDF file (blank node search gave up)"
+        ))),
+    }
+}
+
+/// The set of the statements of `v`, or the error of an allocation that failed.
+fn statement_set(
+    v: &[Statement],
+) -> Result<std::collections::HashSet<&Statement>, std::collections::TryReserveError> {
+    let mut set = std::collections::HashSet::new();
+    set.try_reserve(v.len())?;
+    set.extend(v);
+    Ok(set)
+}
+
+/// A statement in the form `jelly::iso::normalize` gives it (a triple in the default
+/// graph, `"x"^^xsd:string` as `"x"`, language tags in lower case), in place.
+fn normalize_in_place(st: &mut Statement) {
+    st.subject = jelly::iso::normalize_term(&st.subject);
+    st.predicate = jelly::iso::normalize_term(&st.predicate);
+    st.object = jelly::iso::normalize_term(&st.object);
+    st.graph = Some(
+        st.graph
+            .as_ref()
+            .map_or(jelly::Term::DefaultGraph, jelly::iso::normalize_term),
+    );
 }
 
 fn read_options_file(path: &str) -> CliResult<StreamOptions> {

@@ -547,3 +547,262 @@ fn inspect_detects_framing_from_a_short_first_read() {
     assert!(y.contains("frames: 2\n"), "{y}");
     assert!(y.contains(&format!("bytes: {}\n", stream.len())), "{y}");
 }
+
+/// `n` N-Triples statements, a blank node subject every tenth.
+fn many_statements(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            let subject = if i % 10 == 0 {
+                format!("_:b{i}")
+            } else {
+                format!("<http://ex.org/s{i}>")
+            };
+            format!("{subject} <http://ex.org/p{}> \"v{i}\" .\n", i % 7)
+        })
+        .collect()
+}
+
+/// The ordered comparison's answers: the first statement that differs, or the counts
+/// when one side is a prefix of the other; blank nodes mapped one to one across
+/// frames; only the frames asked for.
+#[test]
+fn ordered_comparison_messages() {
+    let d = tmp("validate-ordered-messages");
+    let text = many_statements(300);
+    let src = d.join("s.nt");
+    std::fs::write(&src, &text).unwrap();
+    let j = d.join("s.jelly");
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&src),
+            "--rows-per-frame",
+            "50",
+            "-o",
+            s(&j),
+        ],
+        None,
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    let write = |name: &str, lines: &[&str]| {
+        let p = d.join(name);
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+        p
+    };
+    let validate = |other: &std::path::Path, extra: &[&str]| {
+        let mut args = vec!["rdf", "validate", s(&j), "--compare-to-rdf-file", s(other)];
+        args.extend_from_slice(&["--compare-ordered", "true"]);
+        args.extend_from_slice(extra);
+        jelly(&args, None)
+    };
+    let fails_with = |r: Run, needle: &str| {
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        assert!(r.stderr.contains(needle), "want {needle:?}: {}", r.stderr);
+    };
+    let fewer = write("fewer.nt", &lines[..299]);
+    fails_with(
+        validate(&fewer, &[]),
+        "differs from the RDF file: 300 statements, 299 expected",
+    );
+    let mut more_lines = lines.clone();
+    more_lines.push("<http://ex.org/x> <http://ex.org/p> <http://ex.org/o> .");
+    let more = write("more.nt", &more_lines);
+    fails_with(
+        validate(&more, &[]),
+        "differs from the RDF file: 300 statements, 301 expected",
+    );
+    let mut swapped = lines.clone();
+    swapped.swap(121, 122);
+    let swapped = write("swapped.nt", &swapped);
+    fails_with(
+        validate(&swapped, &[]),
+        "statement 121: got `<http://ex.org/s121> <http://ex.org/p2> \"v121\" .`, expected `<http://ex.org/s122>",
+    );
+    // Labels may differ, but one to one: _:b0 cannot stand for two nodes.
+    let relabelled: Vec<String> = lines.iter().map(|l| l.replace("_:b", "_:other")).collect();
+    let relabelled: Vec<&str> = relabelled.iter().map(String::as_str).collect();
+    ok(
+        &[
+            "rdf",
+            "validate",
+            s(&j),
+            "--compare-to-rdf-file",
+            s(&write("relabelled.nt", &relabelled)),
+            "--compare-ordered",
+            "true",
+        ],
+        None,
+    );
+    let mut merged = lines.clone();
+    merged[10] = "_:b0 <http://ex.org/p3> \"v10\" .";
+    let merged = write("merged.nt", &merged);
+    fails_with(validate(&merged, &[]), "statement 10:");
+    // Frames 1 and 2 only.
+    let sizes: Vec<usize> = frames(&j).iter().map(Vec::len).collect();
+    assert!(sizes.len() > 3, "{sizes:?}");
+    let (from, to) = (sizes[0], sizes[0] + sizes[1] + sizes[2]);
+    let middle = write("middle.nt", &lines[from..to]);
+    let r = validate(&middle, &["--compare-frame-indices", "1..3"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    fails_with(
+        validate(&middle, &["--compare-frame-indices", "1..4"]),
+        &format!(
+            "{} statements, {} expected",
+            to - from + sizes[3],
+            to - from
+        ),
+    );
+    // A syntax error in the RDF file is told with its place.
+    let mut broken = lines.clone();
+    broken[200] = "<http://ex.org/s> <http://ex.org/p> .";
+    fails_with(
+        validate(&write("broken.nt", &broken), &[]),
+        "broken.nt:201:",
+    );
+}
+
+/// An unordered comparison holds both sides: at most `--max-statements` each, past
+/// which it stops with an error naming the count and the option.
+#[test]
+fn unordered_comparison_holds_at_most_max_statements() {
+    let d = tmp("validate-held-limit");
+    let src = d.join("s.nt");
+    std::fs::write(&src, many_statements(300)).unwrap();
+    let j = d.join("s.jelly");
+    ok(&["rdf", "to-jelly", s(&src), "-o", s(&j)], None);
+    let r = jelly(
+        &[
+            "rdf",
+            "validate",
+            s(&j),
+            "--compare-to-rdf-file",
+            s(&src),
+            "--max-statements",
+            "299",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("s.nt: more than 299 statements")
+            && r.stderr.contains("--max-statements"),
+        "{}",
+        r.stderr
+    );
+    ok(
+        &[
+            "rdf",
+            "validate",
+            s(&j),
+            "--compare-to-rdf-file",
+            s(&src),
+            "--max-statements",
+            "300",
+        ],
+        None,
+    );
+    // The stream's side: only the frames compared count.
+    let part = d.join("part.nt");
+    std::fs::write(&part, many_statements(10)).unwrap();
+    let r = jelly(
+        &[
+            "rdf",
+            "validate",
+            s(&j),
+            "--compare-to-rdf-file",
+            s(&part),
+            "--max-statements",
+            "100",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("s.jelly:frame 0: more than 100 statements"),
+        "{}",
+        r.stderr
+    );
+    // Ordered comparisons hold nothing, so the limit does not apply.
+    ok(
+        &[
+            "rdf",
+            "validate",
+            s(&j),
+            "--compare-to-rdf-file",
+            s(&src),
+            "--compare-ordered",
+            "true",
+            "--max-statements",
+            "1",
+        ],
+        None,
+    );
+}
+
+/// A stream's first row is its options row. Frames with no rows before it are allowed
+/// (the spec gives frames no meaning), but a stream of nothing else has no options:
+/// every verb refuses it, as validate and the patch verbs did, rather than read it as
+/// an empty dataset; and past 1024 such frames (any run of zero bytes reads as empty
+/// frames) the stream is refused without reading on.
+#[test]
+fn streams_of_empty_frames_have_no_options_row() {
+    let d = tmp("empty-frames");
+    let empty = d.join("empty-frames.jelly");
+    std::fs::write(&empty, [0u8; 10]).unwrap();
+    for verb in [
+        &["rdf", "from-jelly"][..],
+        &["rdf", "inspect"],
+        &["rdf", "inspect", "--per-frame"],
+        &["rdf", "validate"],
+    ] {
+        let mut args = verb.to_vec();
+        args.push(s(&empty));
+        let r = jelly(&args, None);
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("the stream has no options row (10 frame(s), none with a row)"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    // Zeros without end: refused at the 1025th frame, not read to the end.
+    let zeros = d.join("zeros.jelly");
+    std::fs::write(&zeros, vec![0u8; 1 << 20]).unwrap();
+    for verb in [
+        &["rdf", "from-jelly"][..],
+        &["rdf", "inspect"],
+        &["rdf", "validate"],
+        &["rdf", "transcode"],
+        &["patch", "inspect"],
+        &["patch", "validate", "--in-format", "jellyp"],
+        &["patch", "from-jelly"],
+    ] {
+        let mut args = verb.to_vec();
+        args.push(s(&zeros));
+        let r = jelly(&args, None);
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains(":frame 1024 (byte 1025): no options row in the first 1024 frames"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    // A few empty frames before the options row: a valid stream.
+    let src = d.join("s.nt");
+    std::fs::write(&src, many_statements(5)).unwrap();
+    let j = d.join("s.jelly");
+    ok(&["rdf", "to-jelly", s(&src), "-o", s(&j)], None);
+    let mut padded = vec![0u8; 3];
+    padded.extend(std::fs::read(&j).unwrap());
+    let p = d.join("padded.jelly");
+    std::fs::write(&p, padded).unwrap();
+    let r = ok(&["rdf", "from-jelly", s(&p), "--out-format", "nt"], None);
+    assert_eq!(parse(&r.stdout).len(), 5);
+    ok(&["rdf", "validate", s(&p)], None);
+    let r = ok(&["rdf", "inspect", s(&p)], None);
+    assert!(r.out().contains("frames: 4"), "{}", r.out());
+}

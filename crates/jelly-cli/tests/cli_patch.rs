@@ -1199,3 +1199,258 @@ fn taken_frames_keep_their_patch_numbers() {
         .collect();
     assert_eq!(ends, ["# end of patch 2", "# end of patch 3"], "{out}");
 }
+
+/// RDF Patch text adding `n` statements whose objects are distinct literals of about
+/// `len` bytes (the same literal twice would be a repeated term, a few bytes), in one
+/// transaction when `tx`.
+fn big_adds(n: usize, len: usize, tx: bool) -> String {
+    let lit = "x".repeat(len);
+    let mut t = String::new();
+    if tx {
+        t.push_str("TX .\n");
+    }
+    for i in 0..n {
+        t.push_str(&format!(
+            "A <http://ex.org/s{i}> <http://ex.org/p> \"{i}{lit}\" .\n"
+        ));
+    }
+    if tx {
+        t.push_str("TC .\n");
+    }
+    t
+}
+
+/// FLAT and PUNCTUATED frames end at 512 KiB as well as at 256 rows, inside a
+/// transaction too (these stream types let transactions span frames); a FRAME stream's
+/// frame is its patch, whatever its size. `--rows-per-frame` keeps its meaning.
+#[test]
+fn patch_frames_also_end_at_a_byte_size() {
+    let d = tmp("patch-bytes-per-frame");
+    let src = d.join("big.rdfp");
+    std::fs::write(&src, big_adds(6, 300_000, true)).unwrap();
+    let bin = d.join("big.jellyp");
+    for stream in ["flat", "punctuated"] {
+        ok(
+            &[
+                "patch",
+                "to-jelly",
+                s(&src),
+                "--stream-type",
+                stream,
+                "-o",
+                s(&bin),
+            ],
+            None,
+        );
+        // Two adds reach 512 KiB: [options, TX, A, A], [A, A], [A, A], [TC (, punctuation)].
+        assert_eq!(binary_shape(&bin).0, 4, "{stream}");
+        let back = ok(&["patch", "from-jelly", s(&bin)], None);
+        assert_eq!(
+            rows(&back.stdout),
+            rows(std::fs::read(&src).unwrap().as_slice())
+        );
+    }
+    ok(
+        &[
+            "patch",
+            "to-jelly",
+            s(&src),
+            "--bytes-per-frame",
+            "1",
+            "-o",
+            s(&bin),
+        ],
+        None,
+    );
+    // [options, TX], six [A] (each with its lookup entries), [TC].
+    assert_eq!(
+        binary_shape(&bin).0,
+        8,
+        "every row past the bound ends a frame"
+    );
+    ok(
+        &[
+            "patch",
+            "to-jelly",
+            s(&src),
+            "--rows-per-frame",
+            "1",
+            "--bytes-per-frame",
+            "100000000",
+            "-o",
+            s(&bin),
+        ],
+        None,
+    );
+    assert_eq!(
+        binary_shape(&bin).0,
+        8,
+        "a frame per row (and its lookup entries)"
+    );
+    ok(
+        &[
+            "patch",
+            "to-jelly",
+            s(&src),
+            "--stream-type",
+            "frame",
+            "-o",
+            s(&bin),
+        ],
+        None,
+    );
+    assert_eq!(
+        binary_shape(&bin).0,
+        1,
+        "a FRAME stream's patch is one frame"
+    );
+    ok(
+        &[
+            "patch",
+            "to-jelly",
+            s(&src),
+            "--delimited=false",
+            "-o",
+            s(&bin),
+        ],
+        None,
+    );
+    assert_eq!(binary_shape(&bin).0, 1, "non-delimited output is one frame");
+}
+
+/// A frame larger than readers accept by default (64 MiB) is told, as rdf to-jelly
+/// tells it: here a FRAME stream's patch of two 34 MB rows.
+#[test]
+fn patch_to_jelly_notes_a_frame_past_the_reader_limit() {
+    let d = tmp("patch-frame-note");
+    let src = d.join("huge.rdfp");
+    std::fs::write(&src, big_adds(2, 34_000_000, false)).unwrap();
+    let bin = d.join("huge.jellyp");
+    let r = ok(
+        &[
+            "patch",
+            "to-jelly",
+            s(&src),
+            "--stream-type",
+            "frame",
+            "-o",
+            s(&bin),
+        ],
+        None,
+    );
+    assert!(
+        r.stderr.contains("note: the output has a frame of 68000")
+            && r.stderr.contains("--max-frame-size 68000"),
+        "{}",
+        r.stderr
+    );
+    let r = ok(
+        &[
+            "-q",
+            "patch",
+            "to-jelly",
+            s(&src),
+            "--stream-type",
+            "frame",
+            "-o",
+            s(&bin),
+        ],
+        None,
+    );
+    assert!(!r.stderr.contains("note"), "{}", r.stderr);
+    // Under the limit (a FLAT stream cuts it): no note.
+    let r = ok(&["patch", "to-jelly", s(&src), "-o", s(&bin)], None);
+    assert!(!r.stderr.contains("note"), "{}", r.stderr);
+    std::fs::remove_file(&src).ok();
+    std::fs::remove_file(&bin).ok();
+}
+
+/// diff and apply hold their data by design: past `--max-statements` they stop with
+/// an error naming the count and the option (not an allocation failure).
+#[test]
+fn diff_and_apply_hold_at_most_max_statements() {
+    let d = tmp("patch-held-limit");
+    let (old, new) = two_versions(&d);
+    // old has 3000 statements, new about 3770.
+    let r = jelly(
+        &[
+            "patch",
+            "diff",
+            s(&old),
+            s(&new),
+            "--max-statements",
+            "3500",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("new.nq: more than 3500 statements")
+            && r.stderr.contains("--max-statements"),
+        "{}",
+        r.stderr
+    );
+    let diff = d.join("d.rdfp");
+    ok(
+        &[
+            "patch",
+            "diff",
+            s(&old),
+            s(&new),
+            "--max-statements",
+            "4000",
+            "-o",
+            s(&diff),
+        ],
+        None,
+    );
+    // apply: the base alone passes 2999, and the additions pass 3500.
+    let r = jelly(
+        &[
+            "patch",
+            "apply",
+            s(&old),
+            s(&diff),
+            "--max-statements",
+            "2999",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("old.nq: more than 2999 statements"),
+        "{}",
+        r.stderr
+    );
+    let r = jelly(
+        &[
+            "patch",
+            "apply",
+            s(&old),
+            s(&diff),
+            "--max-statements",
+            "3500",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("more than 3500 statements") && r.stderr.contains("d.rdfp:"),
+        "{}",
+        r.stderr
+    );
+    let out = d.join("applied.nq");
+    ok(
+        &[
+            "patch",
+            "apply",
+            s(&old),
+            s(&diff),
+            "--max-statements",
+            "8000",
+            "-o",
+            s(&out),
+        ],
+        None,
+    );
+}

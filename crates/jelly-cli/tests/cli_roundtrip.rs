@@ -1064,3 +1064,186 @@ fn from_jelly_notes_terms_rdf_does_not_allow() {
         v.stderr
     );
 }
+
+/// N-Triples of `n` statements whose objects are distinct literals of about `len`
+/// bytes (the same literal twice would be a repeated term, a few bytes), all in one
+/// named graph when `graphs` (N-Quads then).
+fn big_literals(n: usize, len: usize, graphs: bool) -> String {
+    let lit = "x".repeat(len);
+    (0..n)
+        .map(|i| {
+            let g = if graphs { " <http://ex.org/g>" } else { "" };
+            format!("<http://ex.org/s{i}> <http://ex.org/p> \"{i}{lit}\"{g} .\n")
+        })
+        .collect()
+}
+
+/// Frames end at 512 KiB as well as at 256 rows (`--bytes-per-frame`), so rows with
+/// large literals make frames of a few rows, not one frame of all of them; a row larger
+/// than the bound is a frame of its own; `--rows-per-frame` keeps its meaning; frames
+/// that are units (`--frame-per`, transcode keeping the input's frames) are not cut.
+#[test]
+fn frames_also_end_at_a_byte_size() {
+    let d = tmp("bytes-per-frame");
+    // Six rows of 300 KB: two reach 512 KiB.
+    let src = d.join("big.nt");
+    std::fs::write(&src, big_literals(6, 300_000, false)).unwrap();
+    let j = d.join("big.jelly");
+    ok(&["rdf", "to-jelly", s(&src), "-o", s(&j)], None);
+    let sizes: Vec<usize> = frames(&j).iter().map(Vec::len).collect();
+    assert_eq!(sizes, [2, 2, 2], "default: 512 KiB frames");
+    // Every row past the bound: a frame each.
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&src),
+            "--bytes-per-frame",
+            "1",
+            "-o",
+            s(&j),
+        ],
+        None,
+    );
+    assert_eq!(frames(&j).len(), 6);
+    // A larger bound, then the row count first.
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&src),
+            "--bytes-per-frame",
+            "2000000",
+            "-o",
+            s(&j),
+        ],
+        None,
+    );
+    let sizes: Vec<usize> = frames(&j).iter().map(Vec::len).collect();
+    assert_eq!(sizes, [6]);
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&src),
+            "--rows-per-frame",
+            "1",
+            "--bytes-per-frame",
+            "2000000",
+            "-o",
+            s(&j),
+        ],
+        None,
+    );
+    assert_eq!(frames(&j).len(), 6);
+    // Small rows: the row count decides, as before (the same bytes as with no byte
+    // bound to speak of).
+    let small = head(NANOPUBS, 1000, &d, "np.nq");
+    let (js, unbounded) = (d.join("np.jelly"), d.join("np-unbounded.jelly"));
+    ok(&["rdf", "to-jelly", s(&small), "-o", s(&js)], None);
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&small),
+            "--bytes-per-frame",
+            "1000000000",
+            "-o",
+            s(&unbounded),
+        ],
+        None,
+    );
+    assert!(frames(&js).len() > 1);
+    assert_eq!(
+        std::fs::read(&js).unwrap(),
+        std::fs::read(&unbounded).unwrap()
+    );
+
+    // Transcode keeps the input's frames unless asked to re-frame.
+    let one = d.join("one.jelly");
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&src),
+            "--rows-per-frame",
+            "1000",
+            "--bytes-per-frame",
+            "100000000",
+            "-o",
+            s(&one),
+        ],
+        None,
+    );
+    assert_eq!(frames(&one).len(), 1);
+    let kept = d.join("kept.jelly");
+    ok(&["rdf", "transcode", s(&one), "-o", s(&kept)], None);
+    assert_eq!(frames(&kept).len(), 1, "transcode keeps the input's frames");
+    let re = d.join("re.jelly");
+    ok(
+        &[
+            "rdf",
+            "transcode",
+            s(&one),
+            "--bytes-per-frame",
+            "700000",
+            "-o",
+            s(&re),
+        ],
+        None,
+    );
+    let sizes: Vec<usize> = frames(&re).iter().map(Vec::len).collect();
+    assert_eq!(sizes, [3, 3], "transcode --bytes-per-frame re-frames");
+    ok(
+        &[
+            "rdf",
+            "transcode",
+            s(&one),
+            "--rows-per-frame",
+            "100",
+            "-o",
+            s(&re),
+        ],
+        None,
+    );
+    assert_eq!(
+        frames(&re).len(),
+        3,
+        "--rows-per-frame re-frames with the default byte bound"
+    );
+
+    // A graph is one frame with --frame-per graph, whatever its size.
+    let nq = d.join("big.nq");
+    std::fs::write(&nq, big_literals(6, 300_000, true)).unwrap();
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&nq),
+            "--frame-per",
+            "graph",
+            "-o",
+            s(&j),
+        ],
+        None,
+    );
+    assert_eq!(frames(&j).len(), 1);
+    usage_error(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&nq),
+            "--frame-per",
+            "graph",
+            "--bytes-per-frame",
+            "10",
+        ],
+        "--bytes-per-frame",
+    );
+    // Non-delimited output stays one frame.
+    ok(
+        &["rdf", "to-jelly", s(&src), "--delimited=false", "-o", s(&j)],
+        None,
+    );
+    assert_eq!(frames(&j).len(), 1);
+}

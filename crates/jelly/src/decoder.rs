@@ -34,7 +34,16 @@ pub struct DecoderOptions {
     pub max_frame_bytes: u64,
     /// Reject terms the stream options do not allow (generalized terms, quoted triples).
     pub check_features: bool,
+    /// Most frames a stream may have before its options row. The options row must be
+    /// the stream's first row, so the frames before it have no rows: the spec gives
+    /// them no meaning and no writer needs many of them, while any run of zero bytes
+    /// (a zero-filled file, `/dev/zero`) reads as a stream of empty frames that would
+    /// otherwise be read without end. Past this many, the stream is refused.
+    pub max_frames_before_options: u64,
 }
+
+/// The default of [`DecoderOptions::max_frames_before_options`].
+pub const DEFAULT_MAX_FRAMES_BEFORE_OPTIONS: u64 = 1024;
 
 /// The deepest nesting of quoted triples any decoder accepts, whatever
 /// [`DecoderOptions::max_nesting`] asks for.
@@ -81,6 +90,7 @@ impl Default for DecoderOptions {
             max_nesting: 100,
             max_frame_bytes: 64 << 20,
             check_features: true,
+            max_frames_before_options: DEFAULT_MAX_FRAMES_BEFORE_OPTIONS,
         }
     }
 }
@@ -594,6 +604,15 @@ impl<'d, 'b> FrameCursor<'d, 'b> {
         let produced = loop {
             let b = self.bytes;
             if self.pos >= b.len() {
+                // Checked once per frame, at its end (after its metadata, if any).
+                if self.dec.options.is_none() {
+                    let frames = self.index + 1;
+                    let max = self.dec.cfg.max_frames_before_options;
+                    if frames > max {
+                        self.row_start = self.pos;
+                        return Err(self.err(K::NoOptionsInFirstFrames(max), None));
+                    }
+                }
                 return Ok(None);
             }
             self.row_start = self.pos;

@@ -39,6 +39,12 @@ pub enum DecodeErrorKind {
     FrameTooLarge { len: u64, max: u64 },
     #[error("the first row of the stream must be the stream options")]
     MissingOptions,
+    #[error(
+        "no options row in the first {0} frames: a stream starts with its options row, and \
+         frames without rows before it are not expected by the thousand (is the input \
+         Jelly, or zero-filled?)"
+    )]
+    NoOptionsInFirstFrames(u64),
     #[error("stream options differ from the options at the start of the stream")]
     OptionsChanged,
     #[error("stream version 0 is invalid (version is required and must be > 0)")]

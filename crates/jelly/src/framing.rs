@@ -447,6 +447,8 @@ impl<'a> FrameReader<&'a [u8]> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FramePolicy {
     /// After this many rows (checked after each statement). Jelly-JVM's default is 256.
+    /// With [`JellyWriterBuilder::frame_byte_target`], also once the frame reaches that
+    /// many bytes.
     Rows(usize),
     /// Only when [`JellyWriter::flush_frame`] is called (one frame per graph, dataset, or input).
     Manual,
@@ -476,6 +478,9 @@ pub struct JellyWriter<W: Write> {
 #[derive(Debug, Clone, Copy)]
 struct Frames {
     policy: FramePolicy,
+    /// With [`FramePolicy::Rows`] and delimited output, a frame also ends once its
+    /// rows take this many bytes.
+    byte_target: Option<usize>,
     delimited: bool,
     written: u64,
     bytes: u64,
@@ -484,9 +489,11 @@ struct Frames {
 }
 
 impl Frames {
-    fn new(policy: FramePolicy, delimited: bool) -> Frames {
+    fn new(policy: FramePolicy, byte_target: Option<usize>, delimited: bool) -> Frames {
         Frames {
             policy,
+            // Non-delimited output is one frame: a cut would only fail.
+            byte_target: byte_target.filter(|_| delimited),
             delimited,
             written: 0,
             bytes: 0,
@@ -497,7 +504,12 @@ impl Frames {
     /// Whether the policy ends the frame now.
     #[inline]
     fn full(&self, enc: &Encoder) -> bool {
-        matches!(self.policy, FramePolicy::Rows(n) if enc.frame_rows() >= n)
+        match self.policy {
+            FramePolicy::Rows(n) => {
+                enc.frame_rows() >= n || self.byte_target.is_some_and(|b| enc.frame_bytes() >= b)
+            }
+            FramePolicy::Manual => false,
+        }
     }
 
     /// Whether ending the frame now writes one: not for an empty frame after the first
@@ -543,6 +555,7 @@ pub struct JellyWriterBuilder {
     options: StreamOptions,
     config: EncoderConfig,
     policy: FramePolicy,
+    byte_target: Option<usize>,
     delimited: bool,
 }
 
@@ -553,12 +566,43 @@ impl JellyWriterBuilder {
             options,
             config: EncoderConfig::default(),
             policy: FramePolicy::Rows(256),
+            byte_target: None,
             delimited: true,
         }
     }
     /// Frame policy (default: 256 rows).
     pub fn frame_policy(mut self, p: FramePolicy) -> Self {
         self.policy = p;
+        self
+    }
+    /// With [`FramePolicy::Rows`], also ends a frame once its encoded rows (lookup
+    /// entries included) take `bytes` or more, so that large rows do not make
+    /// frames of hundreds of rows' worth of megabytes (the spec asks for frames
+    /// under 1 MB). A soft bound: the row that reaches it stays in its frame, so a row
+    /// larger than `bytes` is a frame of its own. Not applied to
+    /// [`FramePolicy::Manual`], whose frames are the caller's units, nor to
+    /// non-delimited output, which is one frame. Default: none.
+    ///
+    /// ```
+    /// use jelly::{FramePolicy, JellyReader, JellyWriterBuilder, LiteralKind, LiteralRef, StatementRef, StreamOptions, TermRef};
+    /// let mut out = Vec::new();
+    /// let mut w = JellyWriterBuilder::new(StreamOptions::small())
+    ///     .frame_policy(FramePolicy::Rows(256))
+    ///     .frame_byte_target(2500)
+    ///     .build(&mut out)
+    ///     .unwrap();
+    /// for i in 0..9 {
+    ///     // Distinct literals (a repeated one would be a repeated term, a few bytes).
+    ///     let big = format!("{i}{}", "x".repeat(1000));
+    ///     let lit = TermRef::Literal(LiteralRef { lex: &big, kind: LiteralKind::Simple });
+    ///     w.add(StatementRef::triple(TermRef::Iri("http://a"), TermRef::Iri("http://b"), lit)).unwrap();
+    /// }
+    /// w.finish().unwrap();
+    /// // Three rows of about 1000 bytes reach 2500 bytes: 3 frames of 3 rows.
+    /// assert_eq!(JellyReader::new(&out[..]).read_all_frames().unwrap().len(), 3);
+    /// ```
+    pub fn frame_byte_target(mut self, bytes: usize) -> Self {
+        self.byte_target = Some(bytes.max(1));
         self
     }
     /// Delimited output (default true). Non-delimited output holds exactly one frame.
@@ -576,7 +620,7 @@ impl JellyWriterBuilder {
         Ok(JellyWriter {
             out,
             enc: Encoder::with_config(self.options, self.config)?,
-            frames: Frames::new(self.policy, self.delimited),
+            frames: Frames::new(self.policy, self.byte_target, self.delimited),
         })
     }
 }
@@ -609,7 +653,7 @@ impl JellyWriterBuilder {
         Ok(JellyVecWriter {
             out,
             enc,
-            frames: Frames::new(self.policy, self.delimited),
+            frames: Frames::new(self.policy, self.byte_target, self.delimited),
         })
     }
 }
@@ -865,12 +909,7 @@ impl<W: Write> JellyWriter<W> {
 
     /// A builder.
     pub fn builder(options: StreamOptions) -> JellyWriterBuilder {
-        JellyWriterBuilder {
-            options,
-            config: EncoderConfig::default(),
-            policy: FramePolicy::Rows(256),
-            delimited: true,
-        }
+        JellyWriterBuilder::new(options)
     }
 
     /// The encoder (options, counters, frame metadata).

@@ -120,18 +120,48 @@ impl OrderedIso {
     /// differs, or the counts.
     pub fn compare(&mut self, got: &[Statement], want: &[Statement]) -> Result<(), String> {
         for (i, (g, w)) in got.iter().zip(want).enumerate() {
-            let gg = g.graph.as_ref().unwrap_or(&Term::DefaultGraph);
-            let wg = w.graph.as_ref().unwrap_or(&Term::DefaultGraph);
-            let same = self.term_eq(&g.subject, &w.subject)
-                && self.term_eq(&g.predicate, &w.predicate)
-                && self.term_eq(&g.object, &w.object)
-                && self.term_eq(gg, wg);
-            if !same {
-                return Err(format!("statement {i}: got `{g}`, expected `{w}`"));
-            }
+            self.compare_statement(i as u64, g, w)?;
         }
         if got.len() != want.len() {
             return Err(format!("{} statements, {} expected", got.len(), want.len()));
+        }
+        Ok(())
+    }
+
+    /// Compares statement `index` (from 0, for the message) of one side with the
+    /// statement at the same place of the other, as [`OrderedIso::compare`] does each
+    /// pair: for comparing streams statement by statement, without holding them. Only
+    /// the blank node mapping is kept.
+    ///
+    /// ```
+    /// use jelly::iso::OrderedIso;
+    /// use jelly::{Statement, Term};
+    /// let st = |s: &str| Statement {
+    ///     subject: Term::BlankNode(s.into()),
+    ///     predicate: Term::Iri("http://ex.org/p".into()),
+    ///     object: Term::Iri("http://ex.org/o".into()),
+    ///     graph: None,
+    /// };
+    /// let mut iso = OrderedIso::default();
+    /// assert!(iso.compare_statement(0, &st("a"), &st("x")).is_ok());
+    /// let e = iso.compare_statement(1, &st("a"), &st("y")).unwrap_err();
+    /// assert!(e.starts_with("statement 1:"), "{e}");
+    /// ```
+    pub fn compare_statement(
+        &mut self,
+        index: u64,
+        got: &Statement,
+        want: &Statement,
+    ) -> Result<(), String> {
+        let (g, w) = (got, want);
+        let gg = g.graph.as_ref().unwrap_or(&Term::DefaultGraph);
+        let wg = w.graph.as_ref().unwrap_or(&Term::DefaultGraph);
+        let same = self.term_eq(&g.subject, &w.subject)
+            && self.term_eq(&g.predicate, &w.predicate)
+            && self.term_eq(&g.object, &w.object)
+            && self.term_eq(gg, wg);
+        if !same {
+            return Err(format!("statement {index}: got `{g}`, expected `{w}`"));
         }
         Ok(())
     }

@@ -42,7 +42,8 @@ pub mod text_position;
 pub mod xml_guard;
 
 pub use decoder::{
-    Decoder, DecoderOptions, DecoderStats, Event, FrameCursor, MAX_NESTING_CAP, frame_metadata,
+    DEFAULT_MAX_FRAMES_BEFORE_OPTIONS, Decoder, DecoderOptions, DecoderStats, Event, FrameCursor,
+    MAX_NESTING_CAP, frame_metadata,
 };
 pub use encoder::{Encoder, EncoderConfig, SharedEncoder};
 pub use error::{DecodeError, DecodeErrorKind, EncodeError, Table};

@@ -9,6 +9,7 @@ use super::rdf::{load_rdf, set_prefix, write_rdf};
 use crate::common::FrameRange;
 use crate::error::{CliError, CliResult};
 use crate::format::Format;
+use crate::held::HeldLimit;
 use crate::io::{Progress, display_name, open_input, open_output};
 
 /// How to undo one change of an open transaction.
@@ -18,11 +19,16 @@ enum Undo {
     Prefix(String, Option<String>),
 }
 
+/// Why apply holds statements (for the error past the limit).
+const HELD_WHY: &str = "apply holds the dataset";
+
 /// The dataset being patched.
 struct State {
     data: Dataset,
     prefixes: Vec<(String, String)>,
     strict: bool,
+    /// Bounds the dataset and the undo log together.
+    limit: HeldLimit,
     in_tx: bool,
     undo: Vec<Undo>,
     added: u64,
@@ -88,6 +94,16 @@ impl State {
                     }
                     self.no_ops += 1;
                 } else {
+                    // An added statement is held once, and once more while its
+                    // transaction is open (to undo it).
+                    let held = (self.data.len() + self.undo.len()) as u64;
+                    let more = if self.in_tx { 2 } else { 1 };
+                    self.limit.check(held + more, &at(), HELD_WHY)?;
+                    let room = self.data.try_reserve(1).is_ok()
+                        && (!self.in_tx || self.undo.try_reserve(1).is_ok());
+                    if !room {
+                        return Err(self.limit.out_of_memory(held, &at(), HELD_WHY));
+                    }
                     if self.in_tx {
                         self.undo.push(Undo::Added(st.clone()));
                     }
@@ -100,6 +116,11 @@ impl State {
                 match self.data.remove(&st) {
                     Some(seq) => {
                         if self.in_tx {
+                            // Moved from the dataset to the undo log: held as before.
+                            if self.undo.try_reserve(1).is_err() {
+                                let held = (self.data.len() + self.undo.len()) as u64;
+                                return Err(self.limit.out_of_memory(held, &at(), HELD_WHY));
+                            }
                             self.undo.push(Undo::Removed(st, seq));
                         }
                         self.deleted += 1;
@@ -140,11 +161,13 @@ pub fn run(args: &PatchApplyArgs, quiet: bool) -> CliResult {
             "N3 is an input format only; use ttl, trig, nt or nq",
         ));
     }
-    let base = load_rdf(&args.base, args.in_format, quiet)?;
+    let limit = HeldLimit::new(args.max_statements);
+    let base = load_rdf(&args.base, args.in_format, quiet, limit, HELD_WHY)?;
     let mut state = State {
         data: base.data,
         prefixes: base.prefixes,
         strict: args.strict,
+        limit,
         in_tx: false,
         undo: Vec::new(),
         added: 0,

@@ -43,6 +43,10 @@ terms, costs next to nothing when all statements are in the default graph. With
 Patches (--stream-type frame: one frame each; punctuated: each ends with a punctuation
 row; flat: the whole stream is one patch) end at the end of each input file, at each
 `Z .` segment row, and with --patch-per transaction after each top-level TC/TA.
+In FLAT and PUNCTUATED streams a frame ends after 256 rows (--rows-per-frame) or once
+its rows take 512 KiB (--bytes-per-frame), whichever comes first; a frame larger than
+readers accept by default (64 MiB: a huge row, or a huge patch in a FRAME stream) is
+told in a note.
 Empty patches are not written, except that input with no rows at all still makes a
 stream: its options row, which in a FRAME stream is a frame and so one empty patch.
 A Jelly-Patch input is re-encoded row by row: a PD row keeps its IRI.
@@ -100,7 +104,9 @@ missing from OLD (in NEW's order), TC. Statements are compared as written: blank
 by their labels (as RDF Patch intends: labels are store identifiers), literals by
 lexical form (\"x\" and \"x\"^^xsd:string are the same). Anonymous blank nodes ([] in
 Turtle) get fresh labels on every read, so use N-Triples or N-Quads for stable labels.
-Both files are held in memory.
+Both files are held in memory, a few hundred bytes per statement: at most
+--max-statements (default 2000000) each, past which diff stops with an error naming
+the count.
 
 Output is RDF Patch text, or Jelly-Patch when -o ends in .jellyp (.gz, .zst) or with
 --format jelly (then TRIPLES unless a statement is in a named graph, FLAT stream).
@@ -119,7 +125,9 @@ detected by extension or content) are applied in order. Rows inside TX…TC take
 at TC; an aborted transaction (TX…TA) changes nothing. Rows outside transactions take
 effect at once. PA/PD rows edit the prefix map used for Turtle and TriG output (the
 prefix graph is ignored); H headers and Z segments are ignored. The result keeps BASE's
-order, with added statements after it. The dataset is held in memory.
+order, with added statements after it. The dataset is held in memory, a few hundred
+bytes per statement: at most --max-statements (default 2000000) statements, counting
+those an open transaction added, past which apply stops with an error naming the count.
 
 Without --strict, deleting an absent statement or adding a present one does nothing.
 With --strict either one is an error naming the patch and the row.
@@ -215,6 +223,11 @@ pub struct PatchOptionArgs {
     /// Rows per frame for FLAT and PUNCTUATED streams (default 256).
     #[arg(long = "rows-per-frame", value_name = "N", value_parser = crate::cli::at_least_one)]
     pub rows_per_frame: Option<usize>,
+    /// FLAT and PUNCTUATED streams: also end a frame once its rows take N bytes
+    /// (default 524288, 512 KiB); a row larger than N is a frame of its own. A FRAME
+    /// stream's frame is its patch, whatever its size.
+    #[arg(long = "bytes-per-frame", value_name = "N", value_parser = crate::cli::at_least_one)]
+    pub bytes_per_frame: Option<usize>,
     /// Write delimited frames (default true; `--delimited=false` writes exactly one frame).
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub delimited: Option<bool>,
@@ -310,6 +323,10 @@ pub struct PatchDiffArgs {
     /// Output syntax (default: jellyp when -o ends in .jellyp, else rdfp).
     #[arg(long = "format", value_enum, value_name = "FORMAT")]
     pub format: Option<PatchFormat>,
+    /// Most statements held per file (default 2000000); a file with more is refused
+    /// with an error naming this option, instead of running out of memory.
+    #[arg(long = "max-statements", value_name = "N")]
+    pub max_statements: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -332,4 +349,9 @@ pub struct PatchApplyArgs {
     /// Fail when a D row deletes an absent statement or an A row adds a present one.
     #[arg(long)]
     pub strict: bool,
+    /// Most statements held (default 2000000): the dataset, and the statements an open
+    /// transaction added (kept to undo them). Past it the command stops with an error
+    /// naming this option, instead of running out of memory.
+    #[arg(long = "max-statements", value_name = "N")]
+    pub max_statements: Option<u64>,
 }

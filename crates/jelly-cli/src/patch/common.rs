@@ -431,15 +431,38 @@ pub fn options_from_flags(a: &PatchOptionArgs, default_quads: bool) -> CliResult
     Ok(o)
 }
 
-/// Writes a Jelly-Patch stream: frames of `rows_per_frame` rows (FLAT, PUNCTUATED) or
-/// one frame per patch (FRAME), delimited or as exactly one frame.
+/// When a [`PatchOut`] ends the frames of FLAT and PUNCTUATED streams: after `rows`
+/// rows, or once the rows take `bytes` bytes, whichever comes first.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameSize {
+    /// Rows per frame (`--rows-per-frame`).
+    pub rows: usize,
+    /// Bytes a frame's rows may reach before it ends (`--bytes-per-frame`).
+    pub bytes: usize,
+}
+
+impl FrameSize {
+    /// The sizes `--rows-per-frame` and `--bytes-per-frame` ask for, or the defaults.
+    pub fn from_flags(rows: Option<usize>, bytes: Option<usize>) -> FrameSize {
+        FrameSize {
+            rows: rows.unwrap_or(256).max(1),
+            bytes: bytes.unwrap_or(crate::cli::DEFAULT_BYTES_PER_FRAME).max(1),
+        }
+    }
+}
+
+/// Writes a Jelly-Patch stream: frames of at most [`FrameSize`] (FLAT, PUNCTUATED; a
+/// row past the byte size stays in its frame) or one frame per patch (FRAME), delimited
+/// or as exactly one frame.
 pub struct PatchOut<W: Write> {
     out: W,
     out_name: String,
     enc: PatchEncoder,
-    rows_per_frame: usize,
+    frame_size: FrameSize,
     delimited: bool,
     frames: u64,
+    /// Bytes of the largest frame written, without its length prefix.
+    largest_frame: u64,
     ops_in_patch: u64,
     buf: Vec<u8>,
 }
@@ -450,7 +473,7 @@ impl<W: Write> PatchOut<W> {
         out: W,
         out_name: &str,
         options: PatchOptions,
-        rows_per_frame: usize,
+        frame_size: FrameSize,
         delimited: bool,
     ) -> CliResult<Self> {
         let enc = PatchEncoder::new(options)
@@ -459,12 +482,23 @@ impl<W: Write> PatchOut<W> {
             out,
             out_name: out_name.to_string(),
             enc,
-            rows_per_frame: rows_per_frame.max(1),
+            frame_size,
             delimited,
             frames: 0,
+            largest_frame: 0,
             ops_in_patch: 0,
             buf: Vec::new(),
         })
+    }
+
+    /// Whether a FLAT or PUNCTUATED stream's frame is full. Transactions and patches may
+    /// span frames in these stream types, so any row may end one; a FRAME stream's frame
+    /// is one patch and never ends here; non-delimited output is one frame.
+    fn frame_full(&self) -> bool {
+        self.enc.options().stream_type != PatchStreamType::Frame
+            && self.delimited
+            && (self.enc.frame_rows() >= self.frame_size.rows
+                || self.enc.frame_bytes() >= self.frame_size.bytes)
     }
 
     /// The options written.
@@ -513,10 +547,7 @@ impl<W: Write> PatchOut<W> {
         };
         res.map_err(|e| Self::enc_err(e, at))?;
         self.ops_in_patch += 1;
-        if self.enc.options().stream_type != PatchStreamType::Frame
-            && self.delimited
-            && self.enc.frame_rows() >= self.rows_per_frame
-        {
+        if self.frame_full() {
             self.flush(at)?;
         }
         Ok(())
@@ -530,7 +561,8 @@ impl<W: Write> PatchOut<W> {
             )));
         }
         self.buf.clear();
-        self.enc.finish_frame_into(&mut self.buf, self.delimited);
+        let len = self.enc.finish_frame_into(&mut self.buf, self.delimited);
+        self.largest_frame = self.largest_frame.max(len as u64);
         self.out
             .write_all(&self.buf)
             .map_err(|e| CliError::io(&self.out_name, &e))?;
@@ -557,7 +589,7 @@ impl<W: Write> PatchOut<W> {
             PatchStreamType::Punctuated => {
                 self.enc.punctuation().map_err(|e| Self::enc_err(e, at))?;
                 self.ops_in_patch = 0;
-                if self.delimited && self.enc.frame_rows() >= self.rows_per_frame {
+                if self.frame_full() {
                     self.flush(at)?;
                 }
                 Ok(())
@@ -566,8 +598,10 @@ impl<W: Write> PatchOut<W> {
         }
     }
 
-    /// Ends the last patch, writes the last frame and returns the output.
-    pub fn finish(mut self, at: &dyn Fn() -> String) -> CliResult<W> {
+    /// Ends the last patch, writes the last frame and returns the output. Unless
+    /// `quiet`, a note on stderr tells when a frame came out larger than readers accept
+    /// by default (as rdf to-jelly tells it), since the reader's error comes much later.
+    pub fn finish(mut self, at: &dyn Fn() -> String, quiet: bool) -> CliResult<W> {
         if self.enc.in_transaction() {
             return Err(CliError::invalid(format!(
                 "{}: the input ends inside a transaction",
@@ -577,6 +611,9 @@ impl<W: Write> PatchOut<W> {
         self.end_patch(at)?;
         if self.enc.frame_rows() > 0 || self.frames == 0 {
             self.flush(at)?;
+        }
+        if !quiet && let Some(note) = crate::limits::frame_note(self.largest_frame) {
+            eprintln!("{note}");
         }
         self.out
             .flush()
@@ -650,6 +687,12 @@ impl Dataset {
                 true
             }
         }
+    }
+
+    /// Makes room for `n` more statements, or tells that the memory is not there (so
+    /// that running out of memory is an error, not an abort).
+    pub fn try_reserve(&mut self, n: usize) -> Result<(), hashbrown::TryReserveError> {
+        self.map.try_reserve(n)
     }
 
     /// Adds a statement back at its old place.

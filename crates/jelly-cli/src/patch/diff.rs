@@ -4,9 +4,10 @@ use jelly::patch::{PatchOptions, PatchStatementType, PatchStreamType};
 use jelly::rdf_patch::{PatchRowRef, RdfPatchWriter};
 
 use super::args::{PatchDiffArgs, PatchFormat};
-use super::common::{PatchOut, format_from_path, text_write_err};
+use super::common::{FrameSize, PatchOut, format_from_path, text_write_err};
 use super::rdf::load_rdf;
 use crate::error::{CliError, CliResult};
+use crate::held::HeldLimit;
 use crate::io::{display_name, open_output};
 
 /// Runs the command.
@@ -18,8 +19,10 @@ pub fn run(args: &PatchDiffArgs, quiet: bool) -> CliResult {
         .format
         .or_else(|| args.to.as_deref().and_then(format_from_path))
         .unwrap_or(PatchFormat::Rdfp);
-    let old = load_rdf(&args.old, args.in_format, quiet)?;
-    let new = load_rdf(&args.new, args.in_format, quiet)?;
+    let limit = HeldLimit::new(args.max_statements);
+    let why = "diff holds both files";
+    let old = load_rdf(&args.old, args.in_format, quiet, limit, why)?;
+    let new = load_rdf(&args.new, args.in_format, quiet, limit, why)?;
 
     let mut rows: Vec<PatchRowRef<'_>> = Vec::new();
     rows.push(PatchRowRef::TxStart);
@@ -79,11 +82,11 @@ pub fn run(args: &PatchDiffArgs, quiet: bool) -> CliResult {
             let mut o = PatchOptions::big(st, PatchStreamType::Flat);
             o.rdf_star = old.data.has_triple_terms() || new.data.has_triple_terms();
             o.generalized_statements = old.data.has_generalized() || new.data.has_generalized();
-            let mut w = PatchOut::new(out, &out_name, o, 256, true)?;
+            let mut w = PatchOut::new(out, &out_name, o, FrameSize::from_flags(None, None), true)?;
             for (i, r) in rows.iter().enumerate() {
                 w.row(*r, None, &|| at(i))?;
             }
-            w.finish(&|| format!("{out_name}: end"))?
+            w.finish(&|| format!("{out_name}: end"), quiet)?
         }
     };
     out.finish().map_err(|e| CliError::io(&out_name, &e))?;

@@ -1,6 +1,8 @@
 //! `jelly patch inspect`: options, frames, patches, rows by kind and transactions of a
 //! Jelly-Patch stream, in bounded memory.
 
+use std::io::Write;
+
 use jelly::Delimiting;
 use jelly::patch::{PatchOptions, PatchStats, PatchStreamType};
 
@@ -9,7 +11,8 @@ use super::common::{Op, detect, read_binary};
 use crate::common::FrameRange;
 use crate::error::{CliError, CliResult};
 use crate::io::{Compression, Progress, display_name, open_input, open_output};
-use crate::report::{Value, map, to_json, to_yaml};
+use crate::report::{Value, around_top_list, map, top_list_item};
+use crate::spool::{SPOOL_NAME, Spool};
 
 /// The options as a report value.
 pub fn options_value(o: &PatchOptions) -> Value {
@@ -77,8 +80,23 @@ fn ratio(bytes: u64, n: u64) -> Value {
     }
 }
 
-/// Builds the report of a stream.
-pub fn inspect(args: &PatchInspectArgs, quiet: bool) -> CliResult<Value> {
+/// What [`inspect`] found.
+pub struct Inspected {
+    /// The report; with `--per-frame`, its last value `frames_detail` is an empty list
+    /// standing for the entries written to the detail writer.
+    pub report: Value,
+    /// Per-frame entries written.
+    pub frames_detail: u64,
+}
+
+/// Builds the report of a stream. With `--per-frame`, each frame's entry is written to
+/// `detail` as the frame is read (rendered for a top-level list, see
+/// [`crate::report::top_list_item`]), so memory does not grow with the frame count.
+pub fn inspect(
+    args: &PatchInspectArgs,
+    quiet: bool,
+    mut detail: Option<&mut dyn Write>,
+) -> CliResult<Inspected> {
     let in_path = args.input.as_deref().unwrap_or("-");
     let mut input = open_input(in_path)?;
     let name = input.name.clone();
@@ -93,9 +111,8 @@ pub fn inspect(args: &PatchInspectArgs, quiet: bool) -> CliResult<Value> {
     let compression = input.compression;
     let raw_bytes = input.bytes_read.clone();
     let mut progress = Progress::new(quiet, input.bytes_read.clone());
-    let mut per_frame = Vec::new();
+    let mut frames_detail = 0u64;
     let mut prev = PatchStats::default();
-    let want_frames = args.per_frame;
     let mut open_rows = 0u64;
     let r = read_binary(
         input.reader,
@@ -115,16 +132,19 @@ pub fn inspect(args: &PatchInspectArgs, quiet: bool) -> CliResult<Value> {
                 stats,
                 ..
             } = op
-                && want_frames
+                && let Some(w) = detail.as_deref_mut()
             {
                 let d = minus(stats, &prev);
                 let ops = operations(&d);
-                per_frame.push(map(vec![
+                let entry = map(vec![
                     ("index", index.into()),
                     ("bytes", bytes.into()),
                     ("operations", ops.into()),
                     ("rows", rows_value(&d)),
-                ]));
+                ]);
+                w.write_all(top_list_item(&entry, frames_detail == 0, args.json).as_bytes())
+                    .map_err(|e| CliError::io(SPOOL_NAME, &e))?;
+                frames_detail += 1;
                 prev = stats.clone();
             }
             Ok(())
@@ -177,20 +197,33 @@ pub fn inspect(args: &PatchInspectArgs, quiet: bool) -> CliResult<Value> {
         "bytes_per_statement",
         ratio(summary.bytes, s.adds + s.deletes),
     ));
-    if want_frames {
-        fields.push(("frames_detail", Value::List(per_frame)));
+    if detail.is_some() {
+        fields.push(("frames_detail", Value::List(Vec::new())));
     }
-    Ok(map(fields))
+    Ok(Inspected {
+        report: map(fields),
+        frames_detail,
+    })
 }
 
 /// Runs the command.
 pub fn run(args: &PatchInspectArgs, quiet: bool) -> CliResult {
-    let v = inspect(args, quiet)?;
-    let text = if args.json { to_json(&v) } else { to_yaml(&v) };
+    let mut spool = if args.per_frame {
+        Some(Spool::create()?)
+    } else {
+        None
+    };
+    let found = inspect(args, quiet, spool.as_mut().map(Spool::writer))?;
+    let (head, tail) = around_top_list(&found.report, found.frames_detail, args.json);
     let out_name = display_name(args.to.as_deref().unwrap_or("-"), false);
     let mut out = open_output(args.to.as_deref())?;
-    use std::io::Write;
-    out.write_all(text.as_bytes())
-        .map_err(|e| CliError::io(&out_name, &e))?;
+    let written = (|| {
+        out.write_all(head.as_bytes())?;
+        if let Some(s) = &mut spool {
+            s.copy_to(&mut out)?;
+        }
+        out.write_all(tail.as_bytes())
+    })();
+    written.map_err(|e| CliError::io(&out_name, &e))?;
     out.finish().map_err(|e| CliError::io(&out_name, &e))
 }

@@ -11,6 +11,7 @@ use super::common::{Dataset, normalize};
 use crate::common::for_each_nquads_line;
 use crate::error::{CliError, CliResult, decode_error};
 use crate::format::{Format, is_jelly_path, unknown_format};
+use crate::held::HeldLimit;
 use crate::io::{Output, Progress, open_input};
 use crate::rdf_source::RdfSource;
 
@@ -31,8 +32,15 @@ pub fn set_prefix(prefixes: &mut Vec<(String, String)>, name: &str, iri: &str) {
 
 /// Reads `path` (`-` for stdin: N-Quads unless `format` says otherwise). N-Triples and
 /// N-Quads use Jelly's own line parser (blank node labels kept, RDF-star accepted);
-/// `.jelly` files are decoded.
-pub fn load_rdf(path: &str, format: Option<Format>, quiet: bool) -> CliResult<Loaded> {
+/// `.jelly` files are decoded. At most `limit.max` distinct statements are held (`why`:
+/// why the verb holds them, for the error past the limit).
+pub fn load_rdf(
+    path: &str,
+    format: Option<Format>,
+    quiet: bool,
+    limit: HeldLimit,
+    why: &str,
+) -> CliResult<Loaded> {
     let jelly = format.is_none() && path != "-" && is_jelly_path(path);
     let format = match format {
         Some(f) => Some(f),
@@ -50,6 +58,14 @@ pub fn load_rdf(path: &str, format: Option<Format>, quiet: bool) -> CliResult<Lo
         data: Dataset::default(),
         prefixes: Vec::new(),
     };
+    let hold = |data: &mut Dataset, st: Statement| -> CliResult {
+        let held = data.len() as u64;
+        limit.check(held + 1, &name, why)?;
+        data.try_reserve(1)
+            .map_err(|_| limit.out_of_memory(held, &name, why))?;
+        data.insert(normalize(st));
+        Ok(())
+    };
     let r = (|| -> CliResult {
         match format {
             None => {
@@ -61,7 +77,7 @@ pub fn load_rdf(path: &str, format: Option<Format>, quiet: bool) -> CliResult<Lo
                         match ev {
                             Event::Statement(s) => {
                                 progress.statement();
-                                out.data.insert(normalize(s.to_owned()));
+                                hold(&mut out.data, s.to_owned())?;
                             }
                             Event::Namespace { name: n, iri } => {
                                 set_prefix(&mut out.prefixes, n, iri)
@@ -74,8 +90,7 @@ pub fn load_rdf(path: &str, format: Option<Format>, quiet: bool) -> CliResult<Lo
             Some(Format::Nt | Format::Nq) => {
                 for_each_nquads_line(input.reader, &name, |st, _| {
                     progress.statement();
-                    out.data.insert(normalize(st));
-                    Ok(())
+                    hold(&mut out.data, st)
                 })?;
             }
             Some(f) => {
@@ -88,7 +103,7 @@ pub fn load_rdf(path: &str, format: Option<Format>, quiet: bool) -> CliResult<Lo
                         st.graph = None;
                     }
                     progress.statement();
-                    out.data.insert(normalize(st));
+                    hold(&mut out.data, st)?;
                 }
                 for (p, iri) in it.prefixes() {
                     set_prefix(&mut out.prefixes, p, iri);

@@ -3,7 +3,9 @@
 use jelly::rdf_patch::PatchRowRef;
 
 use super::args::{PatchFormat, PatchPer, PatchToJellyArgs};
-use super::common::{Loc, Op, PatchOut, detect, options_from_flags, read_binary, read_text};
+use super::common::{
+    FrameSize, Loc, Op, PatchOut, detect, options_from_flags, read_binary, read_text,
+};
 use crate::common::FrameRange;
 use crate::error::{CliError, CliResult};
 use crate::io::{Progress, display_name, open_input, open_output};
@@ -35,7 +37,7 @@ pub fn run(args: &PatchToJellyArgs, quiet: bool) -> CliResult {
         output,
         &out_name,
         options,
-        args.opts.rows_per_frame.unwrap_or(256),
+        FrameSize::from_flags(args.opts.rows_per_frame, args.opts.bytes_per_frame),
         args.opts.delimited.unwrap_or(true),
     )?;
     let per_tx = args.patch_per == PatchPer::Transaction;
@@ -79,6 +81,6 @@ pub fn run(args: &PatchToJellyArgs, quiet: bool) -> CliResult {
         r?;
         w.end_patch(&|| format!("{name}: end"))?;
     }
-    let out = w.finish(&|| format!("{last_name}: end"))?;
+    let out = w.finish(&|| format!("{last_name}: end"), quiet)?;
     out.finish().map_err(|e| CliError::io(&out_name, &e))
 }

@@ -57,6 +57,85 @@ pub fn jelly(args: &[&str], stdin: Option<&[u8]>) -> Run {
     }
 }
 
+/// Runs `jelly args…` with optional stdin, as [`jelly`] does, and also returns the
+/// run's peak resident memory in KiB: the kernel's `ru_maxrss` of this one child, from
+/// `wait4` (other tests' children do not count in it).
+///
+/// Linux carries the peak of the process a program is started from into that
+/// program's `ru_maxrss` (the child shares the test process's memory until it execs),
+/// so the figure is at least this test process's own peak: compare it with a run that
+/// does nothing (`jelly --version`), from a test binary that stays small.
+pub fn jelly_peak_rss(args: &[&str], stdin: Option<&[u8]>) -> (Run, u64) {
+    use std::io::Read;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_jelly"));
+    cmd.args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn jelly");
+    if let Some(input) = stdin {
+        let mut si = child.stdin.take().expect("stdin");
+        let data = input.to_vec();
+        std::thread::spawn(move || {
+            let _ = si.write_all(&data);
+        });
+    }
+    let drain = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(
+        child
+            .stdout
+            .take()
+            .map(|r| Box::new(r) as Box<dyn Read + Send>),
+    );
+    let err = drain(
+        child
+            .stderr
+            .take()
+            .map(|r| Box::new(r) as Box<dyn Read + Send>),
+    );
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: an all-zero `rusage` is a valid value of the plain C struct, and wait4
+    // writes only into the two locals passed; `pid` is this test's own child, which
+    // nothing else waits for (`child` is dropped without a wait).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4 on jelly {args:?}");
+    drop(child);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    let stdout = out.join().expect("stdout reader");
+    let stderr = String::from_utf8_lossy(&err.join().expect("stderr reader")).into_owned();
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("internal error"),
+        "panic in jelly {args:?}: {stderr}"
+    );
+    let peak = u64::try_from(usage.ru_maxrss).unwrap_or(0);
+    (
+        Run {
+            code,
+            stdout,
+            stderr,
+        },
+        peak,
+    )
+}
+
 /// Runs `jelly args…` (no stdin) and asserts a usage error: exit 2 with `needle` in the
 /// message.
 pub fn usage_error(args: &[&str], needle: &str) {

@@ -473,6 +473,11 @@ impl PatchFrameCursor<'_, '_> {
                         return Err(self.err(K::TransactionSpansFrames, None));
                     }
                 }
+                // As in Jelly-RDF streams (see `DecoderOptions::max_frames_before_options`).
+                let max = self.dec.cfg.max_frames_before_options;
+                if self.dec.options.is_none() && self.index + 1 > max {
+                    return Err(self.err(K::NoOptionsInFirstFrames(max), None));
+                }
                 return Ok(None);
             }
             self.row_start = self.pos;

@@ -82,6 +82,11 @@ impl PatchEncoder {
         self.terms.rows
     }
 
+    /// Bytes in the current (unfinished) frame.
+    pub fn frame_bytes(&self) -> usize {
+        self.terms.buf.len()
+    }
+
     /// True while a transaction is open.
     pub fn in_transaction(&self) -> bool {
         self.in_tx
@@ -277,16 +282,19 @@ impl PatchEncoder {
         out
     }
 
-    /// Ends the current frame, appending it to `out` (length-prefixed when `delimited`).
+    /// Ends the current frame, appending it to `out` (length-prefixed when `delimited`),
+    /// and returns the frame's length without its prefix.
     /// In FRAME streams a frame is one patch, so callers should not end a frame while a
     /// transaction is open ([`PatchWriter`](super::PatchWriter) refuses to).
-    pub fn finish_frame_into(&mut self, out: &mut Vec<u8>, delimited: bool) {
+    pub fn finish_frame_into(&mut self, out: &mut Vec<u8>, delimited: bool) -> usize {
         self.ensure_options();
+        let len = self.terms.buf.len();
         if delimited {
-            put_varint(out, self.terms.buf.len() as u64);
+            put_varint(out, len as u64);
         }
         out.extend_from_slice(&self.terms.buf);
         self.terms.buf.clear();
         self.terms.rows = 0;
+        len
     }
 }
