@@ -154,10 +154,15 @@ JSON-LD) and TRIPLES otherwise. --frame-per sets the logical type when not given
 graph -> GRAPHS (triples) or NAMED_GRAPHS, dataset -> DATASETS (GRAPHS for triples),
 input -> GRAPHS or DATASETS.
 
+--enable-namespace-declarations declares each prefix (@prefix, xmlns, a JSON-LD context
+term) before the first statement after it. In an input of over 32 prefixes that keeps
+declaring them between statements, a declaration may come up to (prefixes / 32)
+statements later.
+
 Text input is read with bounded memory, and refused (naming the byte offset) where it
 would be held whole or nest without bound: a Turtle, TriG, N3 or JSON-LD token over
 16 MiB, an N-Triples or N-Quads line over 64 MiB, an RDF/XML text, tag or literal over
-64 MiB; triple terms nested over 100 levels.
+64 MiB; triple terms nested over 100 levels, `[ ]`, `( )` and `{ }` over 1024.
 
 Exit codes: 0 success, 1 invalid input, 2 usage or I/O error.";
 

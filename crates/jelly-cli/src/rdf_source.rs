@@ -18,6 +18,7 @@ use crate::common::input_io_err;
 use crate::error::{CliError, CliResult};
 use crate::format::Format;
 use crate::io::Counting;
+use crate::namespaces::{PrefixSignal, ScannedText};
 
 /// The statements of one input, as quads (in the default graph for triple syntaxes).
 ///
@@ -34,11 +35,13 @@ use crate::io::Counting;
 /// assert!(e.message.starts_with("in.rdf:3:"), "{}", e.message);
 /// ```
 pub enum RdfSource<R: Read> {
-    /// Any syntax but RDF/XML, with the count of bytes the parser has read. (Both
-    /// parsers are boxed: they are large, and made once per input.)
+    /// Any syntax but RDF/XML, with the count of bytes the parser has read, and for
+    /// the Turtle family the count of directives it has taken in. (Both parsers are
+    /// boxed: they are large, and made once per input.)
     Oxrdfio {
         parser: Box<oxrdfio::ReaderQuadParser<Counting<Guarded<R>>>>,
         read: Rc<Cell<u64>>,
+        directives: Option<Rc<Cell<u64>>>,
         format: Format,
     },
     /// RDF/XML, through a tracker of line and column.
@@ -48,10 +51,11 @@ pub enum RdfSource<R: Read> {
     },
 }
 
-/// An input, guarded against nesting in the syntaxes that have triple terms.
+/// An input, guarded against deep nesting in the Turtle family.
 pub enum Guarded<R> {
-    /// N-Triples, N-Quads, Turtle or TriG: triple-term nesting bounded.
-    Nesting(CheckedReader<R, NestingScanner>),
+    /// N-Triples, N-Quads, Turtle, TriG or N3: nesting of triple terms and brackets
+    /// bounded, reads ending at directives.
+    Nesting(ScannedText<R>),
     /// Any other syntax, read as it is.
     Plain(R),
 }
@@ -115,22 +119,26 @@ impl<R: Read> RdfSource<R> {
         if let Some(b) = base_iri {
             p = p.with_base_iri(b).map_err(|e| bad_base(b, e))?;
         }
-        // The text parsers recurse once per level of triple terms: deep nesting is
-        // refused before them (JSON-LD has a depth limit of its own).
-        let reader = match format {
-            Format::Nt | Format::Nq | Format::Ttl | Format::Trig => {
-                Guarded::Nesting(CheckedReader::new(
+        // The text parsers recurse once per level of triple terms, and hold a state per
+        // open bracket: deep nesting is refused before them (JSON-LD has a depth limit
+        // of its own). Where directives end is noted for the namespace declarations.
+        let (reader, directives) = match format {
+            Format::Nt | Format::Nq | Format::Ttl | Format::Trig | Format::N3 => {
+                let scanned = ScannedText::new(
                     reader,
-                    NestingScanner::new(jelly::text_nesting::MAX_TEXT_NESTING),
-                ))
+                    NestingScanner::new(jelly::text_nesting::MAX_TEXT_NESTING).noting_directives(),
+                );
+                let passed = scanned.directives_passed();
+                (Guarded::Nesting(scanned), Some(passed))
             }
-            _ => Guarded::Plain(reader),
+            _ => (Guarded::Plain(reader), None),
         };
         let read = Rc::new(Cell::new(0));
         let reader = Counting::new(reader, read.clone());
         Ok(RdfSource::Oxrdfio {
             parser: Box::new(p.for_reader(reader)),
             read,
+            directives,
             format,
         })
     }
@@ -142,6 +150,7 @@ impl<R: Read> RdfSource<R> {
                 parser,
                 read,
                 format,
+                ..
             } => Some(parser.next()?.map_err(|e| match e {
                 RdfParseError::Syntax(s) => match s.location() {
                     Some(l) => CliError::invalid(format!(
@@ -166,6 +175,17 @@ impl<R: Read> RdfSource<R> {
                 )),
                 Err(RdfXmlParseError::Io(io)) => Err(input_io_err(name, io)),
             }),
+        }
+    }
+
+    /// What tells when [`prefixes`](Self::prefixes) may have changed.
+    pub fn prefix_signal(&self) -> PrefixSignal {
+        match self {
+            RdfSource::Oxrdfio {
+                directives: Some(d),
+                ..
+            } => PrefixSignal::Directives(d.get()),
+            _ => PrefixSignal::Unknown,
         }
     }
 

@@ -1128,6 +1128,36 @@ mod tests {
         ));
     }
 
+    /// Nesting of brackets in Turtle and TriG is bounded before the parser, which keeps
+    /// a state per open bracket (a million `[` took 557 MB).
+    #[test]
+    fn deep_brackets_are_refused_before_parsing() {
+        let t = TopicOptions::default();
+        let m = PublishMeta::default();
+        let max = jelly::text_nesting::MAX_BRACKET_NESTING;
+        let nest = |n: usize| {
+            format!(
+                "<http://e/s> <http://e/p> {}<http://e/o>{} .\n",
+                "[ <http://e/p> ".repeat(n),
+                " ]".repeat(n)
+            )
+        };
+        for format in [InputFormat::Turtle, InputFormat::TriG] {
+            assert!(ingest(nest(max).as_bytes(), format, &t, &m, 1 << 24).is_ok());
+            let Err(IngestError::Invalid(e)) =
+                ingest(nest(max + 1).as_bytes(), format, &t, &m, 1 << 24)
+            else {
+                panic!("not refused");
+            };
+            assert!(
+                e.contains(&format!(
+                    "nested deeper than {max} levels (line 1, byte offset"
+                )),
+                "{e}"
+            );
+        }
+    }
+
     /// Jelly bodies reuse pooled publisher streams: each body decodes as with a fresh
     /// decoder, whatever came before it (a body that leans on an earlier body's
     /// repeated terms is refused, as a fresh decoder refuses it).
