@@ -162,7 +162,10 @@ statements later.
 Text input is read with bounded memory, and refused (naming the byte offset) where it
 would be held whole or nest without bound: a Turtle, TriG, N3 or JSON-LD token over
 16 MiB, an N-Triples or N-Quads line over 64 MiB, an RDF/XML text, tag or literal over
-64 MiB; triple terms nested over 100 levels, `[ ]`, `( )` and `{ }` over 1024.
+64 MiB; triple terms nested over 100 levels, `[ ]`, `( )` and `{ }` over 1024. A JSON-LD
+document over 16 MiB is read in parts if it is a top-level array, or an object of
+\"@context\", \"@id\" and \"@graph\" (an array, last); any other is refused, as is
+an element or node over 16 MiB.
 
 Exit codes: 0 success, 1 invalid input, 2 usage or I/O error.";
 
