@@ -157,6 +157,19 @@ input -> GRAPHS or DATASETS. Without --frame-per, a frame ends after 256 rows
 first; a frame larger than readers accept by default (64 MiB: a single huge row) is
 told in a note.
 
+--enable-namespace-declarations declares each prefix (@prefix, xmlns, a JSON-LD context
+term) before the first statement after it. In an input of over 32 prefixes that keeps
+declaring them between statements, a declaration may come up to (prefixes / 32)
+statements later.
+
+Text input is read with bounded memory, and refused (naming the byte offset) where it
+would be held whole or nest without bound: a Turtle, TriG, N3 or JSON-LD token over
+16 MiB, an N-Triples or N-Quads line over 64 MiB, an RDF/XML text, tag or literal over
+64 MiB; triple terms nested over 100 levels, `[ ]`, `( )` and `{ }` over 1024. A JSON-LD
+document over 16 MiB is read in parts if it is a top-level array, or an object of
+\"@context\", \"@id\" and \"@graph\" (an array, last); any other is refused, as is
+an element or node over 16 MiB.
+
 Exit codes: 0 success, 1 invalid input, 2 usage or I/O error.";
 
 const FROM_JELLY_HELP: &str = "\

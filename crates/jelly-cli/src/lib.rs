@@ -13,6 +13,7 @@ pub mod inspect;
 pub mod interrupt;
 pub mod io;
 pub mod limits;
+pub mod namespaces;
 pub mod patch;
 pub mod publish;
 pub mod rdf_check;

@@ -18,6 +18,8 @@ use crate::common::input_io_err;
 use crate::error::{CliError, CliResult};
 use crate::format::Format;
 use crate::io::Counting;
+use crate::namespaces::{PrefixSignal, ScannedText};
+use jelly::jsonld_parts::{ErrorPlace, JsonLdInputError, JsonLdParts, PartMap};
 
 /// The statements of one input, as quads (in the default graph for triple syntaxes).
 ///
@@ -34,13 +36,18 @@ use crate::io::Counting;
 /// assert!(e.message.starts_with("in.rdf:3:"), "{}", e.message);
 /// ```
 pub enum RdfSource<R: Read> {
-    /// Any syntax but RDF/XML, with the count of bytes the parser has read. (Both
-    /// parsers are boxed: they are large, and made once per input.)
+    /// Any syntax but RDF/XML, with the count of bytes the parser has read, and for
+    /// the Turtle family the count of directives it has taken in. (Both parsers are
+    /// boxed: they are large, and made once per input.)
     Oxrdfio {
         parser: Box<oxrdfio::ReaderQuadParser<Counting<Guarded<R>>>>,
         read: Rc<Cell<u64>>,
+        directives: Option<Rc<Cell<u64>>>,
         format: Format,
     },
+    /// JSON-LD, cut into documents the parser can hold whole. (Boxed: large, and made
+    /// once per input.)
+    JsonLd(Box<JsonLdSource<R>>),
     /// RDF/XML, through a tracker of line and column.
     RdfXml {
         parser: Box<ReaderRdfXmlParser<PositionTracker<CheckedReader<R, XmlGuard>>>>,
@@ -48,10 +55,27 @@ pub enum RdfSource<R: Read> {
     },
 }
 
-/// An input, guarded against nesting in the syntaxes that have triple terms.
+/// JSON-LD input: its parts, the parser to make for each, and the current one.
+pub struct JsonLdSource<R> {
+    parts: JsonLdParts<R>,
+    parser: RdfParser,
+    current: Option<CurrentPart>,
+}
+
+/// The parser of one JSON-LD part, and where the part's pieces are in the input.
+pub struct CurrentPart {
+    parser: Box<oxrdfio::ReaderQuadParser<Counting<std::io::Cursor<Vec<u8>>>>>,
+    /// Bytes of the part the parser has read.
+    read: Rc<Cell<u64>>,
+    map: PartMap,
+    done: bool,
+}
+
+/// An input, guarded against deep nesting in the Turtle family.
 pub enum Guarded<R> {
-    /// N-Triples, N-Quads, Turtle or TriG: triple-term nesting bounded.
-    Nesting(CheckedReader<R, NestingScanner>),
+    /// N-Triples, N-Quads, Turtle, TriG or N3: nesting of triple terms and brackets
+    /// bounded, reads ending at directives.
+    Nesting(ScannedText<R>),
     /// Any other syntax, read as it is.
     Plain(R),
 }
@@ -92,6 +116,47 @@ fn parser_buffer_full(name: &str, format: &str, read: u64) -> CliError {
     ))
 }
 
+/// The error of reading JSON-LD input `name` that could not be cut into parts.
+fn jsonld_input_err(name: &str, e: JsonLdInputError) -> CliError {
+    match e {
+        JsonLdInputError::Io(io) => input_io_err(name, io),
+        refused => CliError::invalid(format!("{name}: {refused}")),
+    }
+}
+
+/// The error of parsing a part of JSON-LD input `name`, placed in the input.
+fn jsonld_parse_err(name: &str, part: &CurrentPart, e: RdfParseError) -> CliError {
+    let map = &part.map;
+    match e {
+        RdfParseError::Syntax(s) => {
+            let text = s.to_string();
+            let location = s.location().map(|l| (l.start.line, l.start.column));
+            CliError::invalid(match map.error_place(location) {
+                ErrorPlace::At { line, column } => {
+                    format!("{name}:{line}:{column}: {}", map.message(&text))
+                }
+                ErrorPlace::Unknown => format!("{name}: {text}"),
+                nodes => format!("{name}: {nodes}: {text}"),
+            })
+        }
+        RdfParseError::Io(io) if is_parser_buffer_full(&io) => match map.pieces.as_slice() {
+            // Parsed whole: the bytes read tell where.
+            [(_, start)] if map.whole => {
+                parser_buffer_full(name, "JSON-LD", start.offset + part.read.get())
+            }
+            _ => CliError::invalid(format!(
+                "{name}: {}: a token (IRI, literal, …) does not fit in the JSON-LD parser's \
+                 buffer of {} MiB, which holds a token whole; write the data as N-Triples or \
+                 N-Quads instead (lines up to {} MiB)",
+                map.error_place(None),
+                PARSER_BUFFER >> 20,
+                crate::common::MAX_LINE >> 20
+            )),
+        },
+        RdfParseError::Io(io) => input_io_err(name, io),
+    }
+}
+
 impl<R: Read> RdfSource<R> {
     /// A parser of `format` over `reader`, resolving relative IRIs against `base_iri`.
     pub fn new(format: Format, base_iri: Option<&str>, reader: R) -> CliResult<RdfSource<R>> {
@@ -115,22 +180,33 @@ impl<R: Read> RdfSource<R> {
         if let Some(b) = base_iri {
             p = p.with_base_iri(b).map_err(|e| bad_base(b, e))?;
         }
-        // The text parsers recurse once per level of triple terms: deep nesting is
-        // refused before them (JSON-LD has a depth limit of its own).
-        let reader = match format {
-            Format::Nt | Format::Nq | Format::Ttl | Format::Trig => {
-                Guarded::Nesting(CheckedReader::new(
+        if format == Format::Jsonld {
+            return Ok(RdfSource::JsonLd(Box::new(JsonLdSource {
+                parts: JsonLdParts::new(reader),
+                parser: p,
+                current: None,
+            })));
+        }
+        // The text parsers recurse once per level of triple terms, and hold a state per
+        // open bracket: deep nesting is refused before them (JSON-LD has a depth limit
+        // of its own). Where directives end is noted for the namespace declarations.
+        let (reader, directives) = match format {
+            Format::Nt | Format::Nq | Format::Ttl | Format::Trig | Format::N3 => {
+                let scanned = ScannedText::new(
                     reader,
-                    NestingScanner::new(jelly::text_nesting::MAX_TEXT_NESTING),
-                ))
+                    NestingScanner::new(jelly::text_nesting::MAX_TEXT_NESTING).noting_directives(),
+                );
+                let passed = scanned.directives_passed();
+                (Guarded::Nesting(scanned), Some(passed))
             }
-            _ => Guarded::Plain(reader),
+            _ => (Guarded::Plain(reader), None),
         };
         let read = Rc::new(Cell::new(0));
         let reader = Counting::new(reader, read.clone());
         Ok(RdfSource::Oxrdfio {
             parser: Box::new(p.for_reader(reader)),
             read,
+            directives,
             format,
         })
     }
@@ -142,6 +218,7 @@ impl<R: Read> RdfSource<R> {
                 parser,
                 read,
                 format,
+                ..
             } => Some(parser.next()?.map_err(|e| match e {
                 RdfParseError::Syntax(s) => match s.location() {
                     Some(l) => CliError::invalid(format!(
@@ -156,6 +233,34 @@ impl<R: Read> RdfSource<R> {
                 }
                 RdfParseError::Io(io) => input_io_err(name, io),
             })),
+            RdfSource::JsonLd(j) => loop {
+                let JsonLdSource {
+                    parts,
+                    parser,
+                    current,
+                } = &mut **j;
+                if let Some(c) = current.as_mut().filter(|c| !c.done) {
+                    match c.parser.next() {
+                        Some(Ok(q)) => return Some(Ok(q)),
+                        Some(Err(e)) => return Some(Err(jsonld_parse_err(name, c, e))),
+                        None => c.done = true,
+                    }
+                }
+                match parts.next_part() {
+                    Ok(Some(part)) => {
+                        let read = Rc::new(Cell::new(0));
+                        let text = Counting::new(std::io::Cursor::new(part.text), read.clone());
+                        *current = Some(CurrentPart {
+                            parser: Box::new(parser.clone().for_reader(text)),
+                            read,
+                            map: part.map,
+                            done: false,
+                        });
+                    }
+                    Ok(None) => return None,
+                    Err(e) => return Some(Err(jsonld_input_err(name, e))),
+                }
+            },
             RdfSource::RdfXml { parser, probe } => Some(match parser.next()? {
                 Ok(t) => Ok(t.in_graph(GraphName::DefaultGraph)),
                 Err(RdfXmlParseError::Syntax(s)) => Err(CliError::invalid(
@@ -169,12 +274,80 @@ impl<R: Read> RdfSource<R> {
         }
     }
 
+    /// What tells when [`prefixes`](Self::prefixes) may have changed.
+    pub fn prefix_signal(&self) -> PrefixSignal {
+        match self {
+            RdfSource::Oxrdfio {
+                directives: Some(d),
+                ..
+            } => PrefixSignal::Directives(d.get()),
+            _ => PrefixSignal::Unknown,
+        }
+    }
+
     /// The prefixes declared so far.
     pub fn prefixes(&self) -> impl Iterator<Item = (&str, &str)> {
         let (any, xml) = match self {
             RdfSource::Oxrdfio { parser, .. } => (Some(parser.prefixes()), None),
+            RdfSource::JsonLd(j) => (j.current.as_ref().map(|c| c.parser.prefixes()), None),
             RdfSource::RdfXml { parser, .. } => (None, Some(parser.prefixes())),
         };
         any.into_iter().flatten().chain(xml.into_iter().flatten())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// JSON-LD cut into parts of one node each (objects of over 40 bytes cut).
+    fn cut_jsonld(doc: &str) -> RdfSource<&[u8]> {
+        RdfSource::JsonLd(Box::new(JsonLdSource {
+            parts: JsonLdParts::with_limits(doc.as_bytes(), 40, 1),
+            parser: RdfParser::from_format(Format::Jsonld.oxrdfio()),
+            current: None,
+        }))
+    }
+
+    #[test]
+    fn jsonld_errors_in_parts_name_their_place_in_the_input() {
+        let doc = "{\"@context\": {\"ex\": \"http://ex/\"},\n \"@graph\": [\n  \
+                   {\"@id\": \"ex:a\", \"ex:p\": 1},\n  {\"@id\": \"ex:b\",\n   \"ex:p\": tru}]}";
+        let mut src = cut_jsonld(doc);
+        assert!(src.next_quad("in.jsonld").unwrap().is_ok());
+        let e = src.next_quad("in.jsonld").unwrap().unwrap_err();
+        assert_eq!(e.message, "in.jsonld:5:12: true expected");
+        // An error the parser places nowhere: the lines of the part's nodes.
+        let doc = "[{\"@id\": \"http://ex/a\"},\n {\"@id\": \"http://ex/b\",\n  \"@type\": 5}]";
+        let mut src = cut_jsonld(doc);
+        let e = loop {
+            match src.next_quad("in.jsonld").unwrap() {
+                Ok(_) => {}
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(
+            e.message,
+            "in.jsonld: line 2 (byte offset 26): @type value must be a string"
+        );
+        // A refusal of the cutting.
+        let doc = "{\"http://ex/p\": \"v\", \"@graph\": [{\"@id\": \"http://ex/a\"}]}";
+        let e = cut_jsonld(doc).next_quad("in.jsonld").unwrap().unwrap_err();
+        assert!(
+            e.message.starts_with("in.jsonld: line 1, byte offset 1: "),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn small_jsonld_is_parsed_whole_as_before() {
+        let doc = "{\"@context\": {\"ex\": \"http://ex/\"},\n \"@graph\": [{\"@id\": \"ex:a\", \"ex:p\": tru}]}";
+        let mut src = RdfSource::new(Format::Jsonld, None, doc.as_bytes()).unwrap();
+        let e = src.next_quad("in.jsonld").unwrap().unwrap_err();
+        assert_eq!(
+            e.message,
+            "in.jsonld:2:37: Parser error at line 2 between columns 37 and column 40: true expected"
+        );
     }
 }

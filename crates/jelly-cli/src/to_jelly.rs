@@ -160,13 +160,13 @@ fn convert_one<W: io::Write>(
         }
         _ => {
             let mut it = RdfSource::new(format, base_iri, input.reader)?;
-            let mut ns = NamespaceTracker::default();
+            let mut ns = crate::namespaces::NamespaceTracker::default();
             let want_ns = w.ns_enabled();
             while let Some(q) = it.next_quad(&name) {
                 let q = q?;
                 n += 1;
                 if want_ns {
-                    for (p, iri) in ns.changes(it.prefixes()) {
+                    for (p, iri) in ns.before_statement(it.prefix_signal(), it.prefixes()) {
                         w.namespace(&p, &iri, &|| format!("{name}: statement {n}"))?;
                     }
                 }
@@ -193,7 +193,7 @@ fn convert_one<W: io::Write>(
                 progress.statement();
             }
             if want_ns {
-                for (p, iri) in ns.changes(it.prefixes()) {
+                for (p, iri) in ns.at_end(it.prefixes()) {
                     w.namespace(&p, &iri, &|| format!("{name}: end"))?;
                 }
             }
@@ -298,7 +298,7 @@ fn parse_chunk(chunk: &[u8], quads: bool) -> ParsedChunk {
         return Err((
             e.line - 1,
             (at - line_start) as u64,
-            format!("triple terms nested deeper than {max} levels"),
+            format!("{} nested deeper than {} levels", e.what, e.max),
         ));
     }
     let mut out = Vec::with_capacity(chunk.len() / 64);
@@ -339,40 +339,4 @@ fn read_chunk(r: &mut dyn io::BufRead) -> io::Result<Vec<u8>> {
     // Then to the end of the line.
     crate::common::read_through_line_end(r, &mut buf)?;
     Ok(buf)
-}
-
-/// Notices new or redefined prefixes in a parser's prefix map.
-#[derive(Default)]
-struct NamespaceTracker {
-    fingerprint: (usize, usize),
-    declared: std::collections::HashMap<String, String>,
-}
-
-impl NamespaceTracker {
-    /// The prefixes that are new or changed since the last call, sorted by name.
-    fn changes<'a>(
-        &mut self,
-        prefixes: impl Iterator<Item = (&'a str, &'a str)>,
-    ) -> Vec<(String, String)> {
-        let all: Vec<(&str, &str)> = prefixes.collect();
-        // A cheap fingerprint: the count and the addresses of the IRI strings (a
-        // redefinition allocates a new string).
-        let fp = all.iter().fold((all.len(), 0usize), |(n, h), (_, v)| {
-            (n, h.wrapping_add(v.as_ptr() as usize))
-        });
-        if fp == self.fingerprint {
-            return Vec::new();
-        }
-        self.fingerprint = fp;
-        let mut out: Vec<(String, String)> = all
-            .into_iter()
-            .filter(|(k, v)| self.declared.get(*k).is_none_or(|old| old != v))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        out.sort();
-        for (k, v) in &out {
-            self.declared.insert(k.clone(), v.clone());
-        }
-        out
-    }
 }

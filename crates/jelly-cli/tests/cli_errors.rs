@@ -1276,13 +1276,7 @@ fn token_over_the_parser_buffer_is_invalid_input_with_advice() {
         ),
     )
     .unwrap();
-    let jsonld = d.join("big.jsonld");
-    std::fs::write(
-        &jsonld,
-        format!("{{\"@id\": \"http://a/s\", \"http://a/p\": \"{big}\"}}\n"),
-    )
-    .unwrap();
-    for (f, parser) in [(&ttl, "Turtle"), (&jsonld, "JSON-LD")] {
+    for (f, parser) in [(&ttl, "Turtle")] {
         let r = jelly(
             &["rdf", "to-jelly", s(f), "-o", s(&d.join("o.jelly"))],
             None,
@@ -1296,6 +1290,32 @@ fn token_over_the_parser_buffer_is_invalid_input_with_advice() {
         ] {
             assert!(r.stderr.contains(&needle), "{needle}: {}", r.stderr);
         }
+    }
+    // JSON-LD over 16 MiB is read in parts of elements or nodes of up to 16 MiB (the
+    // parser holds an object whole, at about twenty times its size): a larger one, or
+    // a document it cannot cut, is refused before the parser, with its place.
+    let array = d.join("array.jsonld");
+    let node = format!("{{\"@id\": \"http://a/s\", \"http://a/p\": \"{big}\"}}");
+    std::fs::write(&array, format!("[{{\"@id\": \"http://a/t\"}},\n {node}]\n")).unwrap();
+    let object = d.join("object.jsonld");
+    std::fs::write(&object, format!("{node}\n")).unwrap();
+    for (f, needle) in [
+        (
+            &array,
+            "array.jsonld: line 2, byte offset 25: a JSON-LD value of over 16 MiB",
+        ),
+        (
+            &object,
+            "object.jsonld: line 1, byte offset 22: a JSON-LD document of over 16 MiB is read in parts only if",
+        ),
+    ] {
+        let r = jelly(
+            &["rdf", "to-jelly", s(f), "-o", s(&d.join("o.jelly"))],
+            None,
+        );
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        assert!(r.stderr.contains(needle), "{needle}: {}", r.stderr);
+        assert!(r.stderr.contains("N-Triples or N-Quads"), "{}", r.stderr);
     }
     // A read error of the input during parsing is still an I/O error (exit 2): stdin
     // that is a folder fails at the first read.

@@ -393,6 +393,47 @@ fn namespace_declarations_become_prefixes() {
     );
 }
 
+/// A prefix bound again to another IRI is declared again, in RDF/XML too (where two
+/// sibling elements binding it in turn once looked like no change), and in Turtle
+/// between statements.
+#[test]
+fn namespace_rebindings_are_declared() {
+    let d = tmp("rebind");
+    let xml = d.join("rebind.rdf");
+    std::fs::write(
+        &xml,
+        "<?xml version=\"1.0\"?>\n<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\">\n\
+         <rdf:Description xmlns:ex=\"http://a.example/\" rdf:about=\"http://s/1\"><ex:p>1</ex:p></rdf:Description>\n\
+         <rdf:Description xmlns:ex=\"http://b.example/\" rdf:about=\"http://s/2\"><ex:p>2</ex:p></rdf:Description>\n\
+         </rdf:RDF>\n",
+    )
+    .unwrap();
+    let ttl = d.join("rebind.ttl");
+    std::fs::write(
+        &ttl,
+        "@prefix ex: <http://a.example/> .\nex:s ex:p 1 .\n# @prefix ex: <http://no/> .\n\
+         ex:s ex:p \"PREFIX ex: <http://no/>\" .\nPREFIX ex: <http://b.example/>\nex:s ex:p 2 .\n",
+    )
+    .unwrap();
+    for input in [&xml, &ttl] {
+        let jf = d.join("rebind.jelly");
+        ok(
+            &[
+                "rdf",
+                "to-jelly",
+                s(input),
+                "--enable-namespace-declarations",
+                "-o",
+                s(&jf),
+            ],
+            None,
+        );
+        let insp = ok(&["rdf", "inspect", s(&jf)], None).out();
+        let want = if input == &xml { 3 } else { 2 };
+        assert!(insp.contains(&format!("namespace: {want}")), "{insp}");
+    }
+}
+
 #[test]
 fn rdf_star_and_generalized_input() {
     let d = tmp("star");

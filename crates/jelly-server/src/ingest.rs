@@ -742,30 +742,65 @@ fn ingest_text(
                 ))?;
             }
         }
-        InputFormat::TriG | InputFormat::JsonLd => {
-            let f = match format {
-                InputFormat::TriG => oxrdfio::RdfFormat::TriG,
-                _ => oxrdfio::RdfFormat::JsonLd {
-                    profile: oxrdfio::JsonLdProfileSet::empty(),
-                },
-            };
-            let mut p = oxrdfio::RdfParser::from_format(f);
+        InputFormat::TriG => {
+            let mut p = oxrdfio::RdfParser::from_format(oxrdfio::RdfFormat::TriG);
             if let Some(b) = &meta.base_iri {
                 p = p.with_base_iri(b.as_str()).map_err(bad_base_iri)?;
             }
             for q in p.for_slice(body) {
                 let q = q.map_err(|e| IngestError::Invalid(format!("syntax error: {e}")))?;
-                let mut holder = None;
-                let mut st = from_ox_quad(q.as_ref(), &mut holder);
-                if st.graph == Some(TermRef::DefaultGraph) {
-                    st.graph = None;
+                add_quad(&mut g, &q)?;
+            }
+        }
+        InputFormat::JsonLd => {
+            let mut p = oxrdfio::RdfParser::from_format(oxrdfio::RdfFormat::JsonLd {
+                profile: oxrdfio::JsonLdProfileSet::empty(),
+            });
+            if let Some(b) = &meta.base_iri {
+                p = p.with_base_iri(b.as_str()).map_err(bad_base_iri)?;
+            }
+            // The parser holds a top-level object whole, at about twenty times its size:
+            // a large body is parsed in parts (see `jelly::jsonld_parts`).
+            let mut parts = jelly::jsonld_parts::JsonLdParts::new(body);
+            while let Some(part) = parts
+                .next_part()
+                .map_err(|e| IngestError::Invalid(format!("JSON-LD: {e}")))?
+            {
+                for q in p.clone().for_slice(&part.text) {
+                    let q = q.map_err(|e| jsonld_syntax_error(&part.map, e))?;
+                    add_quad(&mut g, &q)?;
                 }
-                g.add(st)?;
             }
         }
         InputFormat::Jelly => unreachable!("handled by ingest_jelly"),
     }
     g.finish(meta, budget)
+}
+
+/// Adds a statement of the TriG or JSON-LD parser (its default graph is no graph).
+fn add_quad(g: &mut Grouper<'_>, q: &oxrdf::Quad) -> Result<(), IngestError> {
+    let mut holder = None;
+    let mut st = from_ox_quad(q.as_ref(), &mut holder);
+    if st.graph == Some(TermRef::DefaultGraph) {
+        st.graph = None;
+    }
+    g.add(st)
+}
+
+/// The error of the JSON-LD parser in `part`, placed in the body.
+fn jsonld_syntax_error(
+    part: &jelly::jsonld_parts::PartMap,
+    e: oxrdfio::RdfSyntaxError,
+) -> IngestError {
+    use jelly::jsonld_parts::ErrorPlace;
+    let location = e.location().map(|l| (l.start.line, l.start.column));
+    let text = e.to_string();
+    IngestError::Invalid(match part.error_place(location) {
+        // Parsed whole: the parser's own message tells where, as for other formats.
+        _ if part.whole => format!("syntax error: {text}"),
+        ErrorPlace::Unknown => format!("syntax error: {text}"),
+        place => format!("syntax error at {place}: {}", part.message(&text)),
+    })
 }
 
 /// The error of a publisher's base IRI (`?base=`) that is no IRI.
@@ -1126,6 +1161,55 @@ mod tests {
             ),
             Err(IngestError::TooLarge { .. })
         ));
+    }
+
+    /// Nesting of brackets in Turtle and TriG is bounded before the parser, which keeps
+    /// a state per open bracket (a million `[` took 557 MB).
+    #[test]
+    fn deep_brackets_are_refused_before_parsing() {
+        let t = TopicOptions::default();
+        let m = PublishMeta::default();
+        let max = jelly::text_nesting::MAX_BRACKET_NESTING;
+        let nest = |n: usize| {
+            format!(
+                "<http://e/s> <http://e/p> {}<http://e/o>{} .\n",
+                "[ <http://e/p> ".repeat(n),
+                " ]".repeat(n)
+            )
+        };
+        for format in [InputFormat::Turtle, InputFormat::TriG] {
+            assert!(ingest(nest(max).as_bytes(), format, &t, &m, 1 << 24).is_ok());
+            let Err(IngestError::Invalid(e)) =
+                ingest(nest(max + 1).as_bytes(), format, &t, &m, 1 << 24)
+            else {
+                panic!("not refused");
+            };
+            assert!(
+                e.contains(&format!(
+                    "nested deeper than {max} levels (line 1, byte offset"
+                )),
+                "{e}"
+            );
+        }
+    }
+
+    /// A JSON-LD top-level array is parsed in parts (the parser holds an object whole):
+    /// an error in one tells its place in the body, not in the part.
+    #[test]
+    fn json_ld_in_parts_tells_places_in_the_body() {
+        let t = TopicOptions::default();
+        let m = PublishMeta::default();
+        let ok = "[{\"@id\": \"http://e/a\", \"http://e/p\": 1},\n {\"@id\": \"http://e/b\", \"http://e/p\": 2}]";
+        let items = ingest(ok.as_bytes(), InputFormat::JsonLd, &t, &m, 1 << 20).unwrap();
+        assert_eq!(decode_item(&items[0].frame).len(), 2);
+        let bad =
+            "[{\"@id\": \"http://e/a\"},\n {\"@id\": \"http://e/b\",\n  \"http://e/p\": tru}]";
+        let Err(IngestError::Invalid(e)) =
+            ingest(bad.as_bytes(), InputFormat::JsonLd, &t, &m, 1 << 20)
+        else {
+            panic!("not refused");
+        };
+        assert_eq!(e, "syntax error at line 3 column 17: true expected");
     }
 
     /// Jelly bodies reuse pooled publisher streams: each body decodes as with a fresh

@@ -26,6 +26,7 @@ pub mod error;
 pub mod framing;
 pub mod input_check;
 pub mod iso;
+pub mod jsonld_parts;
 mod lookup;
 pub mod nquads;
 pub mod options;

@@ -1,5 +1,5 @@
-//! Bounds on RDF/XML input, checked ahead of the parser: entity expansion and element
-//! depth.
+//! Bounds on RDF/XML input, checked ahead of the parser: entity expansion, element
+//! depth, and the length of runs of text or markup.
 //!
 //! Why entities: the RDF/XML parser expands the entities an input declares in its
 //! `DOCTYPE` (`<!ENTITY a "&b;&b;&b;…">`), each declaration in full as it is read, and
@@ -19,10 +19,21 @@
 //!
 //! Why depth: the parser's work per element grows with its depth, so deeply nested
 //! elements cost time quadratic in the input (64,000 nested `parseType="Resource"`
-//! elements, 1.9 MB, took 32 s of CPU). [`ElementDepth`] refuses elements nested deeper
+//! elements, 1.9 MB, took 32 s of CPU). [`MarkupBounds`] refuses elements nested deeper
 //! than [`MAX_ELEMENT_DEPTH`].
 //!
-//! [`XmlGuard`] does both; [`crate::input_check::CheckedReader`] runs it over a reader.
+//! Why runs: the parser holds a text, a tag or a comment whole, and the content of an
+//! `rdf:parseType="Literal"` element whole, with no bound of its own: a literal of 1 GB
+//! made it take 3.9 GB. [`MarkupBounds`] refuses any of them longer than
+//! [`MAX_XML_RUN`], as the other text syntaxes refuse a token longer than their
+//! parsers' buffers.
+//!
+//! Not bounded: the parser remembers every `rdf:ID` it has read, to refuse one used
+//! twice (RDF/XML requires it), so its memory grows with their number (10 million took
+//! 968 MB), as it does for any reader that checks that rule.
+//!
+//! [`XmlGuard`] does all of these; [`crate::input_check::CheckedReader`] runs it over a
+//! reader.
 
 use std::collections::HashMap;
 
@@ -233,29 +244,42 @@ fn reference(b: &[u8]) -> Option<(&[u8], usize)> {
     (body[end] == b';' && end > 0).then_some((&body[..end], end + 2))
 }
 
-/// Both bounds: [`EntityGuard`] and [`ElementDepth`].
+/// All the bounds: entities ([`EntityGuard`]), and element depth and runs of text or
+/// markup ([`MarkupBounds`]).
 ///
 /// ```
 /// use jelly::xml_guard::XmlGuard;
 /// let deep = format!("<r>{}{}</r>", "<a>".repeat(300), "</a>".repeat(300));
 /// let e = XmlGuard::default().feed(deep.as_bytes()).unwrap_err();
 /// assert!(e.to_string().contains("nested deeper than 256"), "{e}");
+/// let long = format!("<r><p>{}</p></r>", "x".repeat(100));
+/// let e = XmlGuard::with_max_run(64).feed(long.as_bytes()).unwrap_err();
+/// assert!(e.to_string().contains("over 64 bytes (from byte offset 6)"), "{e}");
 /// ```
 #[derive(Debug, Default)]
 pub struct XmlGuard {
     entities: EntityGuard,
-    depth: ElementDepth,
+    markup: MarkupBounds,
 }
 
 impl XmlGuard {
+    /// The guard, with runs of text or markup bounded at `max_run` bytes rather than
+    /// [`MAX_XML_RUN`].
+    pub fn with_max_run(max_run: u64) -> XmlGuard {
+        XmlGuard {
+            entities: EntityGuard::default(),
+            markup: MarkupBounds::with_max_run(max_run),
+        }
+    }
+
     /// Reads the next piece of the input.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<(), XmlRefused> {
-        self.depth.feed(bytes)?;
+        self.markup.feed(bytes)?;
         self.entities.feed(bytes)
     }
 }
 
-/// Where [`ElementDepth`] is in the markup.
+/// Where [`MarkupBounds`] is in the markup.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 enum Markup {
     #[default]
@@ -280,23 +304,122 @@ enum Markup {
     StartTag(Option<u8>, bool),
 }
 
-/// Follows the nesting of elements through the markup, piece by piece.
+/// What a start tag tells of its element's content, read as the tag goes by: whether
+/// it has a `parseType` (any prefix: the guard resolves no namespaces) other than
+/// `Resource` or `Collection`, whose content the parser holds whole as a literal (an
+/// unknown `parseType` is read as `Literal`; `Triple` is counted as one too, which only
+/// makes the guard stricter).
+#[derive(Debug, Default)]
+struct StartTagReading {
+    /// The last bytes of the name read last in the tag, and its length.
+    name: [u8; 10],
+    name_len: usize,
+    /// A name is being read: the next name byte continues it.
+    in_name: bool,
+    /// The value being read is that of a `parseType`: its first bytes and its length.
+    parse_type: Option<([u8; 10], usize)>,
+    /// The element's content is a literal.
+    literal: bool,
+}
+
+impl StartTagReading {
+    /// A byte of the tag outside attribute values.
+    fn outside_value(&mut self, b: u8) {
+        if b.is_ascii_whitespace() || matches!(b, b'=' | b'/' | b'>') {
+            self.in_name = false;
+            return;
+        }
+        if !self.in_name {
+            self.in_name = true;
+            self.name_len = 0;
+        }
+        self.name.copy_within(1.., 0);
+        self.name[9] = b;
+        self.name_len += 1;
+    }
+
+    /// A quote opens the value of the attribute named last.
+    fn value_opens(&mut self) {
+        self.in_name = false;
+        let name = &self.name[10 - self.name_len.min(10)..];
+        let parse_type =
+            name.ends_with(b"parseType") && (self.name_len == 9 || name.first() == Some(&b':'));
+        self.parse_type = parse_type.then_some(([0; 10], 0));
+    }
+
+    fn value_byte(&mut self, b: u8) {
+        if let Some((value, len)) = &mut self.parse_type {
+            if let Some(slot) = value.get_mut(*len) {
+                *slot = b;
+            }
+            *len += 1;
+        }
+    }
+
+    fn value_closes(&mut self) {
+        if let Some((value, len)) = self.parse_type.take() {
+            let value = value.get(..len).unwrap_or(&[]);
+            self.literal |= value != b"Resource" && value != b"Collection";
+        }
+    }
+}
+
+/// Longest run of text (between two pieces of markup) or of one piece of markup (a
+/// tag, a comment, a CDATA section, a declaration), and longest literal content of an
+/// element (`rdf:parseType="Literal"`), in bytes: the parser holds each whole, and
+/// more, so a literal of 1 GB made it take 3.9 GB. Other text syntaxes stop at 16 MiB
+/// (Turtle's and JSON's parsers' buffers) or 64 MiB (a line of N-Triples); this takes
+/// the larger.
+pub const MAX_XML_RUN: u64 = 64 << 20;
+
+/// Follows the nesting of elements through the markup, piece by piece, and refuses
+/// elements nested deeper than [`MAX_ELEMENT_DEPTH`], and runs of text or markup or
+/// literal content longer than a bound ([`MAX_XML_RUN`] by default).
 ///
 /// ```
-/// use jelly::xml_guard::ElementDepth;
-/// let mut d = ElementDepth::default();
+/// use jelly::xml_guard::MarkupBounds;
+/// let mut d = MarkupBounds::default();
 /// d.feed(b"<?xml version=\"1.0\"?><!-- <a><a> --><r a=\"/>\"><![CDATA[<a><a>]]><e/></r>").unwrap();
 /// assert_eq!(d.depth(), 0);
+/// let lit = b"<r><p rdf:parseType=\"Literal\"><b>bold</b> and <i>italic</i></p></r>";
+/// MarkupBounds::with_max_run(40).feed(lit).unwrap();
+/// let e = MarkupBounds::with_max_run(30).feed(lit).unwrap_err();
+/// assert!(e.to_string().contains("literal"), "{e}");
 /// ```
-#[derive(Debug, Default)]
-pub struct ElementDepth {
+#[derive(Debug)]
+pub struct MarkupBounds {
     state: Markup,
     depth: usize,
     /// Bytes read.
     read: u64,
+    max_run: u64,
+    /// Where the current run started.
+    run_start: u64,
+    tag: StartTagReading,
+    /// While in the content of an element whose content is a literal: its depth.
+    literal_depth: Option<usize>,
 }
 
-impl ElementDepth {
+impl Default for MarkupBounds {
+    fn default() -> MarkupBounds {
+        MarkupBounds::with_max_run(MAX_XML_RUN)
+    }
+}
+
+impl MarkupBounds {
+    /// Bounds with runs of at most `max_run` bytes.
+    pub fn with_max_run(max_run: u64) -> MarkupBounds {
+        MarkupBounds {
+            state: Markup::Text,
+            depth: 0,
+            read: 0,
+            max_run,
+            run_start: 0,
+            tag: StartTagReading::default(),
+            literal_depth: None,
+        }
+    }
+
     /// Elements open now.
     pub fn depth(&self) -> usize {
         self.depth
@@ -304,66 +427,122 @@ impl ElementDepth {
 
     /// Reads the next piece of the input.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<(), XmlRefused> {
-        use Markup::*;
         for &b in bytes {
-            self.state = match self.state {
-                Text if b == b'<' => Lt,
-                Text => Text,
-                Lt => match b {
-                    b'/' => EndTag,
-                    b'!' => Bang,
-                    b'?' => Pi(false),
-                    _ => StartTag(None, false),
-                },
-                Bang => match b {
-                    b'-' => BangDash,
-                    b'[' => CData(0),
-                    _ => Declaration(0),
-                },
-                BangDash if b == b'-' => Comment(0),
-                BangDash => Declaration(0),
-                Comment(n) if b == b'-' => Comment((n + 1).min(2)),
-                Comment(2) if b == b'>' => Text,
-                Comment(_) => Comment(0),
-                CData(n) if b == b']' => CData((n + 1).min(2)),
-                CData(2) if b == b'>' => Text,
-                CData(_) => CData(0),
-                Pi(true) if b == b'>' => Text,
-                Pi(_) => Pi(b == b'?'),
-                // As quick-xml: a declaration ends at the `>` that balances its `<`s
-                // (quotes and brackets do not count).
-                Declaration(0) if b == b'>' => Text,
-                Declaration(n) if b == b'>' => Declaration(n - 1),
-                Declaration(n) if b == b'<' => Declaration(n + 1),
-                Declaration(n) => Declaration(n),
-                EndTag if b == b'>' => {
-                    self.depth = self.depth.saturating_sub(1);
-                    Text
-                }
-                EndTag => EndTag,
-                StartTag(Some(q), _) => StartTag((b != q).then_some(q), false),
-                StartTag(None, slash) => match b {
-                    b'"' | b'\'' => StartTag(Some(b), false),
-                    b'/' => StartTag(None, true),
-                    b'>' => {
-                        if !slash {
-                            self.depth += 1;
-                            if self.depth > MAX_ELEMENT_DEPTH {
-                                return Err(XmlRefused(format!(
-                                    "XML elements nested deeper than {MAX_ELEMENT_DEPTH} levels \
-                                     (byte offset {})",
-                                    self.read
-                                )));
-                            }
-                        }
-                        Text
-                    }
-                    _ => StartTag(None, false),
-                },
-            };
+            let before = self.state;
+            let in_literal = self.literal_depth.is_some();
+            self.state = self.next_state(b)?;
+            if self.literal_depth.is_none() && before == Markup::Text && self.state != before {
+                self.run_start = self.read;
+            }
+            // The run so far, this byte included (none when a literal starts after it).
+            if (self.read + 1).saturating_sub(self.run_start) > self.max_run {
+                return Err(XmlRefused(if in_literal {
+                    format!(
+                        "an XML literal (the content of an element with an rdf:parseType other \
+                         than Resource or Collection) of over {} bytes (from byte offset {}); \
+                         the parser holds it whole",
+                        self.max_run, self.run_start
+                    )
+                } else {
+                    format!(
+                        "an XML text, tag, comment or other markup of over {} bytes (from byte \
+                         offset {}); the parser holds each whole",
+                        self.max_run, self.run_start
+                    )
+                }));
+            }
+            if self.literal_depth.is_none() && before != Markup::Text && self.state == Markup::Text
+            {
+                self.run_start = self.read + 1;
+            }
             self.read += 1;
         }
         Ok(())
+    }
+
+    /// The state after byte `b`.
+    fn next_state(&mut self, b: u8) -> Result<Markup, XmlRefused> {
+        use Markup::*;
+        Ok(match self.state {
+            Text if b == b'<' => Lt,
+            Text => Text,
+            Lt => match b {
+                b'/' => EndTag,
+                b'!' => Bang,
+                b'?' => Pi(false),
+                _ => {
+                    self.tag = StartTagReading::default();
+                    self.tag.outside_value(b);
+                    StartTag(None, false)
+                }
+            },
+            Bang => match b {
+                b'-' => BangDash,
+                b'[' => CData(0),
+                _ => Declaration(0),
+            },
+            BangDash if b == b'-' => Comment(0),
+            BangDash => Declaration(0),
+            Comment(n) if b == b'-' => Comment((n + 1).min(2)),
+            Comment(2) if b == b'>' => Text,
+            Comment(_) => Comment(0),
+            CData(n) if b == b']' => CData((n + 1).min(2)),
+            CData(2) if b == b'>' => Text,
+            CData(_) => CData(0),
+            Pi(true) if b == b'>' => Text,
+            Pi(_) => Pi(b == b'?'),
+            // As quick-xml: a declaration ends at the `>` that balances its `<`s
+            // (quotes and brackets do not count).
+            Declaration(0) if b == b'>' => Text,
+            Declaration(n) if b == b'>' => Declaration(n - 1),
+            Declaration(n) if b == b'<' => Declaration(n + 1),
+            Declaration(n) => Declaration(n),
+            EndTag if b == b'>' => {
+                if self.literal_depth == Some(self.depth) {
+                    self.literal_depth = None;
+                }
+                self.depth = self.depth.saturating_sub(1);
+                Text
+            }
+            EndTag => EndTag,
+            StartTag(Some(q), _) if b == q => {
+                self.tag.value_closes();
+                StartTag(None, false)
+            }
+            StartTag(Some(q), _) => {
+                self.tag.value_byte(b);
+                StartTag(Some(q), false)
+            }
+            StartTag(None, slash) => match b {
+                b'"' | b'\'' => {
+                    self.tag.value_opens();
+                    StartTag(Some(b), false)
+                }
+                b'/' => StartTag(None, true),
+                b'>' => {
+                    if !slash {
+                        self.depth += 1;
+                        if self.depth > MAX_ELEMENT_DEPTH {
+                            return Err(XmlRefused(format!(
+                                "XML elements nested deeper than {MAX_ELEMENT_DEPTH} levels \
+                                 (byte offset {})",
+                                self.read
+                            )));
+                        }
+                        if self.tag.literal && self.literal_depth.is_none() {
+                            // The literal starts after this tag.
+                            self.literal_depth = Some(self.depth);
+                            self.run_start = self.read + 1;
+                        }
+                    }
+                    Text
+                }
+                _ => {
+                    self.tag.outside_value(b);
+                    StartTag(None, false)
+                }
+            },
+        })
     }
 }
 
@@ -436,14 +615,14 @@ mod tests {
         let nest = |n: usize| format!("<r>{}{}</r>", "<a b=\"1\">".repeat(n), "</a>".repeat(n));
         for piece in [1, 5, 1 << 20] {
             let ok = nest(MAX_ELEMENT_DEPTH - 1).repeat(3);
-            let mut d = ElementDepth::default();
+            let mut d = MarkupBounds::default();
             ok.as_bytes()
                 .chunks(piece)
                 .try_for_each(|c| d.feed(c))
                 .unwrap();
             assert_eq!(d.depth(), 0);
             let deep = nest(MAX_ELEMENT_DEPTH);
-            let mut d = ElementDepth::default();
+            let mut d = MarkupBounds::default();
             let e = deep.as_bytes().chunks(piece).try_for_each(|c| d.feed(c));
             assert!(e.unwrap_err().to_string().contains("deeper than"));
         }
@@ -451,16 +630,16 @@ mod tests {
         // (with brackets in entity values) open nothing.
         let flat = "<?xml version=\"1.0\"?><!DOCTYPE r [<!ENTITY x \"[[\">]><!-- <a> -->\
                     <r><e/><f g='/>' h=\">\"/><![CDATA[<a><a>]]></r>";
-        let mut d = ElementDepth::default();
+        let mut d = MarkupBounds::default();
         d.feed(flat.as_bytes()).unwrap();
         assert_eq!(d.depth(), 0);
         // A declaration ends where the parser ends it, at the `>` that balances its
         // `<`s: an unclosed `[` or quote in it hides nothing after it.
-        let e = ElementDepth::default()
+        let e = MarkupBounds::default()
             .feed(format!("<!DOCTYPE r [><r>{}", "<a>".repeat(300)).as_bytes())
             .unwrap_err();
         assert!(e.to_string().contains("deeper than"), "{e}");
-        let e = ElementDepth::default()
+        let e = MarkupBounds::default()
             .feed(format!("<!DOCTYPE r [<!ENTITY x \"'\">]><r>{}", "<a>".repeat(300)).as_bytes())
             .unwrap_err();
         assert!(e.to_string().contains("deeper than"), "{e}");
@@ -520,5 +699,84 @@ mod tests {
             .feed(format!("<!ENTITY x \"{}", "y".repeat(5 << 20)).as_bytes())
             .unwrap_err();
         assert!(e.to_string().contains("declaration of over"), "{e}");
+    }
+
+    /// Whether `text` passes runs of at most `max` bytes, fed in pieces of `piece`.
+    fn runs_ok(text: &str, max: u64, piece: usize) -> Result<(), XmlRefused> {
+        let mut m = MarkupBounds::with_max_run(max);
+        text.as_bytes().chunks(piece).try_for_each(|c| m.feed(c))
+    }
+
+    #[test]
+    fn runs_of_text_or_markup_are_bounded_in_any_pieces() {
+        let text = |n: usize| format!("<r><p>{}</p></r>", "x".repeat(n));
+        let tag = |n: usize| format!("<r><p a=\"{}\"/></r>", "x".repeat(n));
+        let comment = |n: usize| format!("<r><!--{}--></r>", "x".repeat(n));
+        let cdata = |n: usize| format!("<r><p><![CDATA[{}]]></p></r>", "x".repeat(n));
+        for piece in [1, 3, 1 << 20] {
+            assert!(runs_ok(&text(100), 100, piece).is_ok());
+            let e = runs_ok(&text(101), 100, piece).unwrap_err().to_string();
+            assert!(e.contains("over 100 bytes (from byte offset 6)"), "{e}");
+            // A tag counts from its `<` to its `>`: 9 bytes besides the value.
+            assert!(runs_ok(&tag(91), 100, piece).is_ok());
+            assert!(runs_ok(&tag(92), 100, piece).is_err());
+            assert!(runs_ok(&comment(93), 100, piece).is_ok());
+            assert!(runs_ok(&comment(94), 100, piece).is_err());
+            assert!(runs_ok(&cdata(200), 100, piece).is_err());
+            // Many short runs pass, whatever they add up to.
+            let many = format!("<r>{}</r>", "<p a='1'>text</p><!-- c -->\n".repeat(1000));
+            assert!(runs_ok(&many, 20, piece).is_ok());
+        }
+    }
+
+    #[test]
+    fn literal_content_is_one_run() {
+        let lit = |attr: &str, n: usize| {
+            format!(
+                "<rdf:RDF><rdf:Description><ex:p {attr}>{}</ex:p><ex:q>{}</ex:q></rdf:Description></rdf:RDF>",
+                "<b>x</b>".repeat(n),
+                "y".repeat(50)
+            )
+        };
+        for piece in [1, 7, 1 << 20] {
+            // 8 bytes per `<b>x</b>`, and the end tag: 11 of them pass 100, 12 do not.
+            assert!(runs_ok(&lit("rdf:parseType=\"Literal\"", 11), 100, piece).is_ok());
+            let e = runs_ok(&lit("rdf:parseType=\"Literal\"", 12), 100, piece)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("XML literal") && e.contains("over 100 bytes"),
+                "{e}"
+            );
+            // Any prefix, single quotes, spaces around `=`, an unknown type.
+            for attr in [
+                "r:parseType='Literal'",
+                "parseType = \"Literal\"",
+                "rdf:parseType=\"Other\"",
+            ] {
+                assert!(runs_ok(&lit(attr, 13), 100, piece).is_err(), "{attr}");
+            }
+            // Resource and Collection content is no literal, nor another attribute's value.
+            for attr in [
+                "rdf:parseType=\"Resource\"",
+                "rdf:parseType='Collection'",
+                "ex:parseTypeX=\"Literal\"",
+                "ex:a=\"parseType\" b=\"Literal\"",
+            ] {
+                assert!(runs_ok(&lit(attr, 1000), 100, piece).is_ok(), "{attr}");
+            }
+        }
+        // An empty literal element starts nothing; a literal ends at its own end tag, not
+        // at an inner one.
+        let empty = format!(
+            "<r><ex:p rdf:parseType=\"Literal\"/>{}</r>",
+            "<b>x</b>".repeat(100)
+        );
+        assert!(runs_ok(&empty, 100, 5).is_ok());
+        let inner = format!(
+            "<r><ex:p rdf:parseType=\"Literal\"><ex:p>a</ex:p>{}</ex:p></r>",
+            "<b>x</b>".repeat(20)
+        );
+        assert!(runs_ok(&inner, 100, 5).is_err());
     }
 }
