@@ -271,6 +271,7 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
                 .next_event()
                 .map_err(|e| not_jelly_hint(decode_error(&name, &e), in_path, e.frame))?
             {
+                let mut written = false;
                 match ev {
                     Event::GraphStart(_) => graph_is_empty = take,
                     Event::GraphEnd => {
@@ -278,16 +279,13 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
                     }
                     Event::Statement(st) if take => {
                         graph_is_empty = false;
-                        if let Some(why) = crate::rdf_check::statement_problem(st) {
-                            not_rdf += 1;
-                            first_not_rdf.get_or_insert_with(|| format!("{}: {why}", at()));
-                        }
                         progress.statement();
                         match (&mut split, &mut combined) {
                             (Some((s, p)), _) => s.write(st, &prefixes, &at, p)?,
                             (None, Some(s)) => s.write(st, &prefixes, &at, &combined_name)?,
                             (None, None) => {}
                         }
+                        written = true;
                     }
                     Event::Namespace { name: n, iri } => {
                         match prefixes.iter_mut().find(|(k, _)| k == n) {
@@ -296,6 +294,13 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
                         }
                     }
                     _ => {}
+                }
+                // Asked of the decoder once the event is done with (it borrows the frame).
+                if written
+                    && let Some(why) = crate::rdf_check::last_statement_problem(frame.decoder())
+                {
+                    not_rdf += 1;
+                    first_not_rdf.get_or_insert_with(|| format!("{}: {why}", at()));
                 }
             }
             if let Some((s, p)) = split {

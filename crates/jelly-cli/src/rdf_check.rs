@@ -5,10 +5,21 @@
 //! accept them too), but no RDF syntax can hold them: the N-Quads we would write reads
 //! back as an error, and Turtle would resolve a relative IRI against a base. So
 //! `from-jelly` says how many it wrote, and `validate` refuses them.
+//!
+//! Which terms these are is the codec's to say ([`jelly::term::is_absolute_iri`],
+//! [`jelly::term::needs_language_tag`]); the decoder flags the statements that hold
+//! them ([`jelly::Decoder::non_rdf_statement`]) from checks it makes once per distinct
+//! IRI and datatype entry. This module words what is wrong.
 
-use jelly::{LiteralKind, StatementRef, TermRef};
+use jelly::term::{is_absolute_iri, needs_language_tag};
+use jelly::{Decoder, LiteralKind, StatementRef, TermRef};
 
-const RDF_DIR_LANG_STRING: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#dirLangString";
+/// What is not RDF about the statement `dec` handed out last, or `None`: cheap for the
+/// usual statement, whose terms the decoder has already found to be RDF.
+#[inline]
+pub fn last_statement_problem(dec: &Decoder) -> Option<String> {
+    dec.non_rdf_statement().and_then(statement_problem)
+}
 
 /// What is not RDF about `t` (quoted triples searched too), or `None`.
 ///
@@ -22,19 +33,15 @@ const RDF_DIR_LANG_STRING: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#di
 /// ```
 pub fn term_problem(t: TermRef<'_>) -> Option<String> {
     match t {
-        TermRef::Iri(i) if !is_absolute(i) => Some(format!(
+        TermRef::Iri(i) if !is_absolute_iri(i) => Some(format!(
             "IRI <{i}> is not absolute (it has no scheme), which RDF does not allow"
         )),
         TermRef::Literal(l) => match l.kind {
-            LiteralKind::Typed(dt)
-                if dt == jelly::term::RDF_LANG_STRING || dt == RDF_DIR_LANG_STRING =>
-            {
-                Some(format!(
-                    "literal \"{}\" has the datatype <{dt}> without a language tag, which RDF does not allow",
-                    l.lex
-                ))
-            }
-            LiteralKind::Typed(dt) if !is_absolute(dt) => Some(format!(
+            LiteralKind::Typed(dt) if needs_language_tag(dt) => Some(format!(
+                "literal \"{}\" has the datatype <{dt}> without a language tag, which RDF does not allow",
+                l.lex
+            )),
+            LiteralKind::Typed(dt) if !is_absolute_iri(dt) => Some(format!(
                 "datatype IRI <{dt}> is not absolute (it has no scheme), which RDF does not allow"
             )),
             _ => None,
@@ -55,33 +62,4 @@ pub fn statement_problem(st: StatementRef<'_>) -> Option<String> {
     .into_iter()
     .flatten()
     .find_map(term_problem)
-}
-
-/// Whether `iri` starts with a scheme (`ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":"`,
-/// RFC 3986 §3.1): absolute IRIs do, relative references do not.
-fn is_absolute(iri: &str) -> bool {
-    let b = iri.as_bytes();
-    let Some(colon) = b.iter().position(|&c| c == b':') else {
-        return false;
-    };
-    colon > 0
-        && b[0].is_ascii_alphabetic()
-        && b[1..colon]
-            .iter()
-            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.'))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn absolute_iris_have_a_scheme() {
-        for ok in ["http://a", "urn:x", "a+b-c.d:e", "uuid:0686"] {
-            assert!(is_absolute(ok), "{ok}");
-        }
-        for bad in ["", "a", "/a:b", ":x", "1a:b", "a b:c", "s", "#frag"] {
-            assert!(!is_absolute(bad), "{bad}");
-        }
-    }
 }

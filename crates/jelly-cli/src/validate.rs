@@ -101,14 +101,10 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
             let keep = expected.is_some() && range.contains(i);
             let at = || format!("{name}:frame {i}");
             while let Some(ev) = frame.next_event().map_err(|e| located(&e))? {
-                let namespace = match ev {
+                let (statement, namespace) = match ev {
                     Event::Statement(s) => {
                         statements += 1;
                         progress.statement();
-                        if let Some(why) = crate::rdf_check::statement_problem(s) {
-                            let kind = DecodeErrorKind::NotRdf(why);
-                            return Err(located(&frame.row_error(kind)));
-                        }
                         if keep {
                             match &mut expected {
                                 Some(Expected::Ordered(c)) => c.next(s.to_owned())?,
@@ -122,11 +118,18 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
                                 }
                             }
                         }
-                        false
+                        (true, false)
                     }
-                    Event::Namespace { .. } => true,
-                    _ => false,
+                    Event::Namespace { .. } => (false, true),
+                    _ => (false, false),
                 };
+                // Asked of the decoder once the event is done with (it borrows the frame).
+                if statement
+                    && let Some(why) = crate::rdf_check::last_statement_problem(frame.decoder())
+                {
+                    let kind = DecodeErrorKind::NotRdf(why);
+                    return Err(located(&frame.row_error(kind)));
+                }
                 // Namespace declarations came with version 2 (the decoder accepts them
                 // in any version, for streams that only mislabel their version).
                 if namespace {

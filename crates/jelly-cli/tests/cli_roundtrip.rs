@@ -1288,3 +1288,116 @@ fn frames_also_end_at_a_byte_size() {
     );
     assert_eq!(frames(&j).len(), 1);
 }
+
+/// The decoder checks an IRI when it builds it from a prefix and a name, not per
+/// statement: the same ids make another IRI once an entry is replaced, and a prefix
+/// and a name can make a scheme only together. The notes must follow the IRIs written.
+#[test]
+fn from_jelly_notes_follow_entries_replaced_mid_stream() {
+    use jelly_proto::fields::{
+        entry, frame as ff, iri, literal as lit, options as of, physical_type as pt, row,
+        statement as st,
+    };
+    use jelly_proto::wire::{WireType, put_bytes_field, put_tag, put_uint_field, put_varint};
+    let mut rows: Vec<Vec<u8>> = Vec::new();
+    let mut add = |field: u32, body: &[u8]| {
+        let mut r = Vec::new();
+        put_bytes_field(&mut r, field, body);
+        rows.push(r);
+    };
+    let entry_row = |id: u32, v: &str| {
+        let mut b = Vec::new();
+        put_uint_field(&mut b, entry::ID, id.into());
+        put_bytes_field(&mut b, entry::VALUE, v.as_bytes());
+        b
+    };
+    let iri_of = |p: u32, n: u32| {
+        let mut b = Vec::new();
+        put_uint_field(&mut b, iri::PREFIX_ID, p.into());
+        put_uint_field(&mut b, iri::NAME_ID, n.into());
+        b
+    };
+    let statement = |fields: &[(u32, Vec<u8>)]| {
+        let mut b = Vec::new();
+        for (f, v) in fields {
+            put_bytes_field(&mut b, *f, v);
+        }
+        b
+    };
+    let mut o = Vec::new();
+    for (f, v) in [
+        (of::PHYSICAL_TYPE, pt::TRIPLES),
+        (of::MAX_NAME_TABLE_SIZE, 8),
+        (of::MAX_PREFIX_TABLE_SIZE, 4),
+        (of::MAX_DATATYPE_TABLE_SIZE, 4),
+        (of::VERSION, 1),
+    ] {
+        put_uint_field(&mut o, f, v.into());
+    }
+    add(row::OPTIONS, &o);
+    add(row::PREFIX, &entry_row(1, "http://ex.org/"));
+    add(row::PREFIX, &entry_row(2, "ht"));
+    add(row::NAME, &entry_row(1, "a"));
+    add(row::NAME, &entry_row(2, "tp://x"));
+    add(row::PREFIX, &entry_row(3, "1"));
+    add(row::NAME, &entry_row(3, "a:b"));
+    // <http://ex.org/a> <http://x> <http://ex.org/a>: "ht" and "tp://x" make a scheme.
+    let all = |s: (u32, u32), p: (u32, u32), o: (u32, u32)| {
+        statement(&[
+            (st::S_IRI, iri_of(s.0, s.1)),
+            (st::P_IRI, iri_of(p.0, p.1)),
+            (st::O_IRI, iri_of(o.0, o.1)),
+        ])
+    };
+    add(row::TRIPLE, &all((1, 1), (2, 2), (1, 1)));
+    // Prefix 1 replaced: the same ids now make <rel/a> (row 9).
+    add(row::PREFIX, &entry_row(1, "rel/"));
+    add(row::TRIPLE, &all((1, 1), (2, 2), (2, 2)));
+    // Its subject repeated.
+    add(row::TRIPLE, &statement(&[(st::O_IRI, iri_of(1, 1))]));
+    // Back to an absolute prefix, and a datatype that needs a language tag.
+    add(row::PREFIX, &entry_row(1, "urn:x:"));
+    add(
+        row::DATATYPE,
+        &entry_row(1, jelly::term::RDF_DIR_LANG_STRING),
+    );
+    let mut l = Vec::new();
+    put_bytes_field(&mut l, lit::LEX, b"x");
+    put_tag(&mut l, lit::DATATYPE, WireType::Varint);
+    put_varint(&mut l, 1);
+    add(row::TRIPLE, &all((1, 1), (2, 2), (1, 1)));
+    add(row::TRIPLE, &statement(&[(st::O_LITERAL, l)]));
+    // A name with a scheme, after a prefix that no scheme starts with: <1a:b>. (The
+    // other terms are made of names that are absolute alone too.)
+    add(row::TRIPLE, &all((2, 2), (2, 2), (3, 3)));
+    let mut frame = Vec::new();
+    for r in &rows {
+        put_bytes_field(&mut frame, ff::ROWS, r);
+    }
+    let mut stream = Vec::new();
+    put_varint(&mut stream, frame.len() as u64);
+    stream.extend_from_slice(&frame);
+
+    let r = ok(&["rdf", "from-jelly"], Some(&stream));
+    assert_eq!(
+        r.out(),
+        "<http://ex.org/a> <http://x> <http://ex.org/a> .\n\
+         <rel/a> <http://x> <http://x> .\n\
+         <rel/a> <http://x> <rel/a> .\n\
+         <urn:x:a> <http://x> <urn:x:a> .\n\
+         <urn:x:a> <http://x> \"x\"^^<http://www.w3.org/1999/02/22-rdf-syntax-ns#dirLangString> .\n\
+         <http://x> <http://x> <1a:b> .\n"
+    );
+    assert!(
+        r.stderr.contains("4 statement(s)") && r.stderr.contains("IRI <rel/a> is not absolute"),
+        "{}",
+        r.stderr
+    );
+    let v = jelly(&["rdf", "validate"], Some(&stream));
+    assert_eq!(v.code, 1, "{}", v.stderr);
+    assert!(
+        v.stderr.contains("frame 0:row 9") && v.stderr.contains("IRI <rel/a> is not absolute"),
+        "{}",
+        v.stderr
+    );
+}

@@ -267,6 +267,65 @@ impl Decoder {
         }
     }
 
+    /// The statement of the last [`Event::Statement`] again, if it holds a term RDF does
+    /// not allow: an IRI that is not absolute ([`crate::term::is_absolute_iri`]), or a
+    /// literal typed with such an IRI or with `rdf:langString` / `rdf:dirLangString`
+    /// ([`crate::term::needs_language_tag`]) — quoted triples searched too. `None` when
+    /// all its terms are RDF. Call it right after the event (before the next one).
+    ///
+    /// The decoder takes such terms (the spec says IRIs SHOULD be valid, and other
+    /// readers take them too), but no RDF syntax can write them. Rather than checking
+    /// every statement's terms, which reads every IRI, ask here: the decoder checks an
+    /// IRI when it builds it from its lookup entries (once per distinct IRI, as long as
+    /// its entries stay) and a datatype when its entry is set, so the answer costs a
+    /// few loads.
+    ///
+    /// ```
+    /// use jelly::{Decoder, Encoder, Event, StatementRef, StreamOptions, TermRef};
+    /// let mut enc = Encoder::new(StreamOptions::small()).unwrap();
+    /// let p = TermRef::Iri("http://ex.org/p");
+    /// enc.add(StatementRef::triple(TermRef::Iri("http://ex.org/s"), p, TermRef::Iri("http://ex.org/o"))).unwrap();
+    /// enc.add(StatementRef::triple(TermRef::Iri("s"), p, TermRef::Iri("http://ex.org/o"))).unwrap();
+    /// let bytes = enc.finish_frame();
+    /// let mut dec = Decoder::default();
+    /// let mut frame = dec.frame(&bytes);
+    /// let mut found = Vec::new();
+    /// while let Some(ev) = frame.next_event().unwrap() {
+    ///     if let Event::Statement(_) = ev {
+    ///         found.push(frame.decoder().non_rdf_statement().map(|st| st.subject.to_string()));
+    ///     }
+    /// }
+    /// assert_eq!(found, [None, Some("<s>".to_string())]);
+    /// ```
+    #[inline]
+    pub fn non_rdf_statement(&self) -> Option<StatementRef<'_>> {
+        // Every term a statement can hold, whatever the stream's type: false for all of
+        // them is the usual answer, found without a branch per term.
+        let t = &self.terms.cur;
+        if !(t[0].not_rdf | t[1].not_rdf | t[2].not_rdf | t[3].not_rdf | self.graph.not_rdf) {
+            return None;
+        }
+        self.non_rdf_statement_of_type()
+    }
+
+    /// [`Decoder::non_rdf_statement`] with only the terms of the stream's statements
+    /// looked at (the graph of a GRAPHS stream or a quad's, as it has one).
+    #[cold]
+    #[inline(never)]
+    fn non_rdf_statement_of_type(&self) -> Option<StatementRef<'_>> {
+        let t = &self.terms.cur;
+        let spo = t[0].not_rdf | t[1].not_rdf | t[2].not_rdf;
+        // The physical type says which statements the stream holds: quads in QUADS
+        // streams, triples (in the open graph, for GRAPHS) in the others.
+        let physical = self.physical();
+        let not_rdf = match physical {
+            PhysicalType::Quads => spo | t[3].not_rdf,
+            PhysicalType::Graphs => spo | self.graph.not_rdf,
+            _ => spo,
+        };
+        not_rdf.then(|| self.statement_ref(physical == PhysicalType::Quads))
+    }
+
     /// The value of entry `id` of `table`, as the stream has defined it so far.
     pub(crate) fn entry(&self, table: crate::error::Table, id: u32) -> Option<&[u8]> {
         self.terms.state.entry(table, id)

@@ -12,6 +12,58 @@ pub const XSD_STRING: &str = "http://www.w3.org/2001/XMLSchema#string";
 /// `http://www.w3.org/1999/02/22-rdf-syntax-ns#langString`.
 pub const RDF_LANG_STRING: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString";
 
+/// `http://www.w3.org/1999/02/22-rdf-syntax-ns#dirLangString` (RDF 1.2).
+pub const RDF_DIR_LANG_STRING: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#dirLangString";
+
+/// Whether `iri` starts with a scheme (`ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":"`,
+/// RFC 3986 §3.1): absolute IRIs do, relative references do not. RDF allows only
+/// absolute IRIs; a Jelly stream can carry others (the spec says IRIs SHOULD be valid),
+/// so decoders take them and tell (see [`crate::Decoder::non_rdf_statement`]).
+///
+/// ```
+/// use jelly::term::is_absolute_iri;
+/// assert!(is_absolute_iri("http://ex.org/a") && is_absolute_iri("urn:x"));
+/// assert!(!is_absolute_iri("a") && !is_absolute_iri("/a:b") && !is_absolute_iri("1a:b"));
+/// ```
+#[inline]
+pub fn is_absolute_iri(iri: &str) -> bool {
+    // One pass that stops at the scheme's colon, or at the first byte no scheme holds.
+    let Some((&first, rest)) = iri.as_bytes().split_first() else {
+        return false;
+    };
+    if !first.is_ascii_alphabetic() {
+        return false;
+    }
+    for &c in rest {
+        if c == b':' {
+            return true;
+        }
+        if !(c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.')) {
+            return false;
+        }
+    }
+    false
+}
+
+/// Whether `datatype` is one RDF gives only to literals with a language tag
+/// (`rdf:langString`, `rdf:dirLangString`): a literal typed with it and no tag is not RDF.
+///
+/// ```
+/// use jelly::term::{RDF_LANG_STRING, XSD_STRING, needs_language_tag};
+/// assert!(needs_language_tag(RDF_LANG_STRING) && !needs_language_tag(XSD_STRING));
+/// ```
+#[inline]
+pub fn needs_language_tag(datatype: &str) -> bool {
+    datatype == RDF_LANG_STRING || datatype == RDF_DIR_LANG_STRING
+}
+
+/// Whether a literal typed `datatype` (and so without a language tag) is RDF: its
+/// datatype is an absolute IRI that does not call for a language tag.
+#[inline]
+pub(crate) fn typed_literal_is_rdf(datatype: &str) -> bool {
+    !needs_language_tag(datatype) && is_absolute_iri(datatype)
+}
+
 /// Whether `tag` is a language tag as RDF's text syntaxes write it: letters, then
 /// `-`-separated groups of letters and digits (`en`, `en-GB`, `sr-Latn-RS`), with an
 /// optional RDF 1.2 base direction carried after `--` (`ar--rtl` or `--ltr`, see
@@ -489,6 +541,11 @@ pub(crate) struct TermBuf {
     pub quoted: Option<Box<[TermBuf; 3]>>,
     /// For [`BufKind::IriCached`]: the name id whose decoder cache entry holds the IRI.
     pub nid: u32,
+    /// The term is, or holds, one RDF does not allow: a relative IRI, or a literal
+    /// typed with a relative IRI, `rdf:langString` or `rdf:dirLangString` (see
+    /// `Decoder::non_rdf_statement`). Kept by the decoder only: the encoder's
+    /// [`TermBuf::set_from`] does not set it.
+    pub not_rdf: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -532,19 +589,35 @@ impl TermBuf {
         }
     }
 
+    /// Sets a term of one string (a blank node, a simple or tagged literal's lexical
+    /// form; an IRI only from [`TermBuf::set_from`]), which the decoder counts as RDF.
     #[inline]
     pub fn set_str(&mut self, kind: BufKind, a: &str) {
         self.kind = kind;
+        self.not_rdf = false;
         self.a.clear();
         self.a.push_str(a);
     }
 
+    /// Sets a typed literal; `not_rdf` is whether its datatype makes it one RDF does
+    /// not allow (worked out once per datatype entry by the decoder).
+    #[inline]
+    pub fn set_typed(&mut self, lex: &str, datatype: &str, not_rdf: bool) {
+        self.set_str(BufKind::Typed, lex);
+        self.not_rdf = not_rdf;
+        self.b.clear();
+        self.b.push_str(datatype);
+    }
+
+    /// Sets the IRI `prefix` + `name`, checking that it is absolute (for IRIs the
+    /// decoder does not cache, whose check is then made per occurrence).
     #[inline]
     pub fn set_iri2(&mut self, prefix: &str, name: &str) {
         self.kind = BufKind::Iri;
         self.a.clear();
         self.a.push_str(prefix);
         self.a.push_str(name);
+        self.not_rdf = !is_absolute_iri(&self.a);
     }
 
     /// Copies any borrowed term in (used for carrying terms over, and by tests).
@@ -577,6 +650,18 @@ impl TermBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absolute_iris_have_a_scheme() {
+        for ok in ["http://a", "urn:x", "a+b-c.d:e", "uuid:0686", "a:"] {
+            assert!(is_absolute_iri(ok), "{ok}");
+        }
+        for bad in [
+            "", "a", "/a:b", ":x", "1a:b", "a b:c", "s", "#frag", "a_b:c",
+        ] {
+            assert!(!is_absolute_iri(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn forbidden_iri_chars_are_the_controls_space_and_the_nine_delimiters() {

@@ -288,6 +288,9 @@ struct CachedIri {
     /// entry's version, or [`NO_IRI`]: one comparison checks an entry.
     key: u64,
     iri: String,
+    /// `iri` is relative (see [`TermBuf::not_rdf`]): checked when the IRI is built, so
+    /// once per distinct IRI rather than per occurrence.
+    not_rdf: bool,
 }
 
 /// [`CachedIri::key`] of an entry holding no IRI. No IRI has it: prefix id 0 (no
@@ -326,6 +329,7 @@ impl Default for CachedIri {
         CachedIri {
             key: NO_IRI,
             iri: String::new(),
+            not_rdf: false,
         }
     }
 }
@@ -359,6 +363,10 @@ pub(crate) struct State {
     /// Index 0 (no prefix) is always there; a prefix id beyond the end (one the prefix
     /// table keeps out of its slots) has no version, and IRIs with it are not cached.
     prefix_ver: Vec<u32>,
+    /// Per datatype id in the datatype table's slots (as far as they were set): whether
+    /// literals of that datatype are not RDF (see [`TermBuf::not_rdf`]), worked out when
+    /// the entry is set; `None` for an entry set out of the slots (then checked per use).
+    datatype_not_rdf: Vec<Option<bool>>,
     names: Lookup,
     prefixes: Lookup,
     datatypes: Lookup,
@@ -598,6 +606,17 @@ impl State {
         t.get_bytes(id)
     }
 
+    /// The datatype IRI of entry `id`, and whether literals typed with it are not RDF.
+    #[inline(always)]
+    fn datatype(&self, id: u32) -> Result<(&str, bool), K> {
+        let dt = self.datatypes.get(id, Table::Datatype)?;
+        let not_rdf = match self.datatype_not_rdf.get(id as usize) {
+            Some(&Some(flag)) => flag,
+            _ => !crate::term::typed_literal_is_rdf(dt),
+        };
+        Ok((dt, not_rdf))
+    }
+
     /// Applies the IRI rules to an `RdfIri` payload and writes the IRI into `dest`.
     #[inline(always)]
     fn resolve_iri_bytes(&mut self, b: &[u8], dest: &mut TermBuf) -> Result<(), K> {
@@ -665,10 +684,8 @@ impl State {
             // An empty tag: a simple literal (see `resolve_literal`).
             [] | [0x12, 0] => dest.set_str(BufKind::Simple, lex),
             [0x18, id] if id != 0 && id < 0x80 => {
-                let dt = self.datatypes.get(u32::from(id), Table::Datatype)?;
-                dest.set_str(BufKind::Typed, lex);
-                dest.b.clear();
-                dest.b.push_str(dt);
+                let (dt, not_rdf) = self.datatype(u32::from(id))?;
+                dest.set_typed(lex, dt, not_rdf);
             }
             [0x12, l, ref tag @ ..] if l < 0x80 && tag.len() == usize::from(l) => {
                 let Ok(tag) = utf8(tag) else {
@@ -722,10 +739,8 @@ impl State {
             }
             (None, Some(0)) => return Err(K::DatatypeZero),
             (None, Some(id)) => {
-                let dt = self.datatypes.get(id, Table::Datatype)?;
-                dest.set_str(BufKind::Typed, lex);
-                dest.b.clear();
-                dest.b.push_str(dt);
+                let (dt, not_rdf) = self.datatype(id)?;
+                dest.set_typed(lex, dt, not_rdf);
             }
             (None, None) => dest.set_str(BufKind::Simple, lex),
         }
@@ -790,6 +805,7 @@ impl State {
             TermField::Literal => self.resolve_literal(payload, dest),
             TermField::DefaultGraph => {
                 dest.kind = BufKind::DefaultGraph;
+                dest.not_rdf = false;
                 Ok(())
             }
             TermField::Triple => {
@@ -807,6 +823,7 @@ impl State {
                     self.resolve_term(k, r, &mut q[i], i, depth + 1)?;
                 }
                 dest.kind = BufKind::Triple;
+                dest.not_rdf = q.iter().any(|t| t.not_rdf);
                 Ok(())
             }
         }
@@ -974,6 +991,8 @@ impl TermDecoder {
         st.prefix_ver.clear();
         let _ = st.prefix_ver.try_reserve(presized(prefixes));
         st.prefix_ver.push(0);
+        st.datatype_not_rdf.clear();
+        let _ = st.datatype_not_rdf.try_reserve(presized(datatypes));
         let _ = st
             .iri_cache
             .try_reserve(presized(names).saturating_sub(st.iri_cache.len()));
@@ -1037,7 +1056,22 @@ impl TermDecoder {
                     *v = v.wrapping_add(1);
                 }
             }
-            Table::Datatype => {}
+            Table::Datatype => {
+                let flags = &mut self.state.datatype_not_rdf;
+                let slots = self.state.datatypes.slots();
+                if id as usize >= flags.len() && (id as usize) < slots {
+                    // Entries moved into the slots from out of them get `None` here.
+                    let len =
+                        grown_len(id as usize, flags.len(), self.state.datatypes.max).min(slots);
+                    grow_to(flags, len, None).map_err(|()| K::TableAllocation {
+                        table,
+                        id: u64::from(id),
+                    })?;
+                }
+                if let Some(flag) = flags.get_mut(id as usize) {
+                    *flag = Some(!crate::term::typed_literal_is_rdf(value));
+                }
+            }
         }
         Ok(())
     }
@@ -1221,10 +1255,11 @@ impl TermDecoder {
             Some(&pver) => iri_key(pid, pver),
             None => UNCACHED_IRI,
         };
-        let hit = match st.iri_cache.get(nid as usize) {
-            Some(e) => e.key == key,
-            None => false,
+        let (hit, cached_not_rdf) = match st.iri_cache.get(nid as usize) {
+            Some(e) => (e.key == key, e.not_rdf),
+            None => (false, false),
         };
+        let mut not_rdf = cached_not_rdf;
         if !hit {
             let prefix = if pid == 0 {
                 ""
@@ -1265,12 +1300,16 @@ impl TermDecoder {
             e.iri.push_str(prefix);
             e.iri.push_str(name);
             e.key = key;
+            // Checked on the whole IRI: whether prefix + name has a scheme depends on both.
+            e.not_rdf = !crate::term::is_absolute_iri(&e.iri);
+            not_rdf = e.not_rdf;
         }
         st.last_prefix_id = pid;
         st.last_name_id = nid;
         let dest = &mut self.cur[i];
         dest.kind = BufKind::IriCached;
         dest.nid = nid;
+        dest.not_rdf = not_rdf;
         Ok(())
     }
 
