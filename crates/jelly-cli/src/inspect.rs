@@ -11,9 +11,9 @@ use jelly_proto::wire::{Reader, WireType};
 
 use crate::cli::InspectArgs;
 use crate::error::{CliError, CliResult, decode_error, not_jelly_hint};
-use crate::io::{Progress, display_name, open_input, open_output};
+use crate::io::{Progress, open_input};
 use crate::report::{Value, around_top_list, map};
-use crate::spool::{SPOOL_NAME, Spool};
+use crate::spool::{SPOOL_NAME, Spool, write_report};
 
 /// Distinct terms kept exactly up to this many per kind.
 pub const DISTINCT_CAP: usize = 4_000_000;
@@ -387,17 +387,7 @@ pub fn run(args: &InspectArgs, quiet: bool) -> CliResult {
     };
     let found = inspect(args, quiet, spool.as_mut().map(Spool::writer))?;
     let (head, tail) = around_top_list(&found.report, found.frames_detail, args.json);
-    let out_name = display_name(args.to.as_deref().unwrap_or("-"), false);
-    let mut out = open_output(args.to.as_deref())?;
-    let written = (|| {
-        out.write_all(head.as_bytes())?;
-        if let Some(s) = &mut spool {
-            s.copy_to(&mut out)?;
-        }
-        out.write_all(tail.as_bytes())
-    })();
-    written.map_err(|e| CliError::io(&out_name, &e))?;
-    out.finish().map_err(|e| CliError::io(&out_name, &e))?;
+    write_report(args.to.as_deref(), &head, spool.as_mut(), &tail)?;
     match found.failure {
         Some(e) => Err(e),
         None => Ok(()),

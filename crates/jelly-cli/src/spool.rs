@@ -5,6 +5,7 @@ use std::io::{self, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
 use crate::error::{CliError, CliResult};
+use crate::io::{display_name, open_output};
 
 /// What error messages call the spool.
 pub const SPOOL_NAME: &str = "temporary file for --per-frame";
@@ -73,4 +74,25 @@ impl Drop for Spool {
             let _ = std::fs::remove_file(p);
         }
     }
+}
+
+/// Writes an `inspect` report to `to` (stdout for `None` or `-`): `head`, the spooled
+/// `--per-frame` entries if any, then `tail`. Shared by `rdf inspect` and `patch inspect`.
+pub fn write_report(
+    to: Option<&str>,
+    head: &str,
+    spool: Option<&mut Spool>,
+    tail: &str,
+) -> CliResult {
+    let out_name = display_name(to.unwrap_or("-"), false);
+    let mut out = open_output(to)?;
+    let written = (|| {
+        out.write_all(head.as_bytes())?;
+        if let Some(s) = spool {
+            s.copy_to(&mut out)?;
+        }
+        out.write_all(tail.as_bytes())
+    })();
+    written.map_err(|e| CliError::io(&out_name, &e))?;
+    out.finish().map_err(|e| CliError::io(&out_name, &e))
 }

@@ -10,9 +10,9 @@ use super::args::{PatchFormat, PatchInspectArgs};
 use super::common::{Op, detect, read_binary};
 use crate::common::FrameRange;
 use crate::error::{CliError, CliResult};
-use crate::io::{Compression, Progress, display_name, open_input, open_output};
+use crate::io::{Compression, Progress, open_input};
 use crate::report::{Value, around_top_list, map, top_list_item};
-use crate::spool::{SPOOL_NAME, Spool};
+use crate::spool::{SPOOL_NAME, Spool, write_report};
 
 /// The options as a report value.
 pub fn options_value(o: &PatchOptions) -> Value {
@@ -215,15 +215,5 @@ pub fn run(args: &PatchInspectArgs, quiet: bool) -> CliResult {
     };
     let found = inspect(args, quiet, spool.as_mut().map(Spool::writer))?;
     let (head, tail) = around_top_list(&found.report, found.frames_detail, args.json);
-    let out_name = display_name(args.to.as_deref().unwrap_or("-"), false);
-    let mut out = open_output(args.to.as_deref())?;
-    let written = (|| {
-        out.write_all(head.as_bytes())?;
-        if let Some(s) = &mut spool {
-            s.copy_to(&mut out)?;
-        }
-        out.write_all(tail.as_bytes())
-    })();
-    written.map_err(|e| CliError::io(&out_name, &e))?;
-    out.finish().map_err(|e| CliError::io(&out_name, &e))
+    write_report(args.to.as_deref(), &head, spool.as_mut(), &tail)
 }
