@@ -22,8 +22,8 @@ impl Run {
     }
 }
 
-/// Runs `jelly args…` with optional stdin. Fails the test if a panic reached stderr.
-pub fn jelly(args: &[&str], stdin: Option<&[u8]>) -> Run {
+/// Starts `jelly args…` with piped output, feeding `stdin` (if any) from a thread.
+fn spawn_jelly(args: &[&str], stdin: Option<&[u8]>) -> std::process::Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_jelly"));
     cmd.args(args)
         .stdin(if stdin.is_some() {
@@ -41,6 +41,12 @@ pub fn jelly(args: &[&str], stdin: Option<&[u8]>) -> Run {
             let _ = si.write_all(&data);
         });
     }
+    child
+}
+
+/// Runs `jelly args…` with optional stdin. Fails the test if a panic reached stderr.
+pub fn jelly(args: &[&str], stdin: Option<&[u8]>) -> Run {
+    let child = spawn_jelly(args, stdin);
     let out = child.wait_with_output().expect("wait jelly");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(
@@ -67,23 +73,7 @@ pub fn jelly(args: &[&str], stdin: Option<&[u8]>) -> Run {
 /// does nothing (`jelly --version`), from a test binary that stays small.
 pub fn jelly_peak_rss(args: &[&str], stdin: Option<&[u8]>) -> (Run, u64) {
     use std::io::Read;
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_jelly"));
-    cmd.args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn jelly");
-    if let Some(input) = stdin {
-        let mut si = child.stdin.take().expect("stdin");
-        let data = input.to_vec();
-        std::thread::spawn(move || {
-            let _ = si.write_all(&data);
-        });
-    }
+    let mut child = spawn_jelly(args, stdin);
     let drain = |r: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut buf = Vec::new();
