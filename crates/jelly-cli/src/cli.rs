@@ -63,8 +63,8 @@ pub enum Command {
 }
 
 /// Limits on the Jelly streams read (defaults: the library's, 4096 / 1024 / 256 table
-/// entries, nesting 100, 64 MiB frames). A stream that asks for more is refused with an
-/// error that names the limit.
+/// entries, nesting 100, 64 MiB frames, an options row within the first 1024 frames). A
+/// stream that asks for more is refused with an error that names the limit.
 #[derive(Debug, Args, Default)]
 pub struct ReaderLimitArgs {
     /// Largest name table a Jelly input may ask for.
@@ -93,6 +93,16 @@ pub struct ReaderLimitArgs {
         help_heading = "Reader limits"
     )]
     pub max_frame_size: Option<u64>,
+    /// Most frames a Jelly input may have before its options row (frames with no rows
+    /// are valid, but thousands of them mean the input is not Jelly, e.g. zeros).
+    #[arg(
+        long,
+        global = true,
+        value_name = "N",
+        value_parser = clap::value_parser!(u64).range(1..),
+        help_heading = "Reader limits"
+    )]
+    pub max_frames_before_options: Option<u64>,
 }
 
 /// A `--max-nesting` value: refused above the decoder's hard cap, which it would

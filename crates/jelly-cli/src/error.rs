@@ -65,6 +65,10 @@ pub type CliResult<T = ()> = Result<T, CliError>;
 /// stream's fault, so it says how to raise it.
 pub const FRAME_LIMIT_HINT: &str = " (to read it, raise the limit with --max-frame-size BYTES)";
 
+/// What the error for a stream with no options row in its first frames adds.
+pub const OPTIONS_LIMIT_HINT: &str =
+    " (if it is Jelly, raise the limit with --max-frames-before-options N)";
+
 /// The error for a Jelly-RDF stream of frames none of which has a row: a stream's
 /// first row is its options row, which the spec requires, so this is not a stream of
 /// no statements (every verb that reads a whole stream refuses it, as the patch verbs
@@ -91,6 +95,9 @@ pub fn decode_error(file: &str, e: &jelly::DecodeError) -> CliError {
         jelly::DecodeErrorKind::FrameTooLarge { .. } | jelly::DecodeErrorKind::QuotedTooLarge(_)
     ) {
         s.push_str(FRAME_LIMIT_HINT);
+    }
+    if matches!(e.kind, jelly::DecodeErrorKind::NoOptionsInFirstFrames(_)) {
+        s.push_str(OPTIONS_LIMIT_HINT);
     }
     if let jelly::DecodeErrorKind::Io(io) = &e.kind {
         // Decompression failures and unreadable input are I/O errors, but they mean the

@@ -19,6 +19,9 @@ pub fn set(a: &ReaderLimitArgs) {
         max_datatype_table_size: a.max_datatype_table.unwrap_or(d.max_datatype_table_size),
         max_nesting: a.max_nesting.unwrap_or(d.max_nesting),
         max_frame_bytes: a.max_frame_size.unwrap_or(d.max_frame_bytes),
+        max_frames_before_options: a
+            .max_frames_before_options
+            .unwrap_or(d.max_frames_before_options),
         ..d
     });
 }

@@ -805,4 +805,46 @@ fn streams_of_empty_frames_have_no_options_row() {
     ok(&["rdf", "validate", s(&p)], None);
     let r = ok(&["rdf", "inspect", s(&p)], None);
     assert!(r.out().contains("frames: 4"), "{}", r.out());
+    // 1,500 empty frames first: refused by default with the flag to raise it, read
+    // with --max-frames-before-options.
+    let mut padded = vec![0u8; 1500];
+    padded.extend(std::fs::read(&j).unwrap());
+    std::fs::write(&p, padded).unwrap();
+    let r = jelly(&["rdf", "from-jelly", s(&p)], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("no options row in the first 1024 frames")
+            && r.stderr.contains("--max-frames-before-options N"),
+        "{}",
+        r.stderr
+    );
+    let r = ok(
+        &[
+            "rdf",
+            "from-jelly",
+            s(&p),
+            "--out-format",
+            "nt",
+            "--max-frames-before-options",
+            "1500",
+        ],
+        None,
+    );
+    assert_eq!(parse(&r.stdout).len(), 5);
+    let r = jelly(
+        &[
+            "rdf",
+            "validate",
+            s(&p),
+            "--max-frames-before-options",
+            "1499",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("no options row in the first 1499 frames"),
+        "{}",
+        r.stderr
+    );
 }
