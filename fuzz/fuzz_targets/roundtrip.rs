@@ -6,7 +6,6 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use jelly::iso::normalize_term;
 use jelly::{
     DecoderOptions, Delimiting, FramePolicy, JellyReader, JellyWriterBuilder, Literal, LogicalType,
     OwnedLiteralKind, PhysicalType, Statement, StatementRef, StreamOptions, Term, TermRef, Triple,
@@ -181,6 +180,27 @@ fn shared_sessions_write_the_same_bytes(
     assert!(plain == shared, "shared sessions wrote different bytes");
 }
 
+/// The statement as the decoder gives it back: `"x"^^xsd:string` comes back as `"x"`.
+/// Nothing else changes; language tags keep their case (`jelly::iso::normalize_term`
+/// also lower-cases them, for comparisons, so it cannot serve here).
+fn as_decoded(t: &Term) -> Term {
+    match t {
+        Term::Literal(Literal {
+            lex,
+            kind: OwnedLiteralKind::Typed(dt),
+        }) if dt == "http://www.w3.org/2001/XMLSchema#string" => Term::Literal(Literal {
+            lex: lex.clone(),
+            kind: OwnedLiteralKind::Simple,
+        }),
+        Term::Triple(tr) => Term::Triple(Box::new(Triple {
+            subject: as_decoded(&tr.subject),
+            predicate: as_decoded(&tr.predicate),
+            object: as_decoded(&tr.object),
+        })),
+        t => t.clone(),
+    }
+}
+
 fuzz_target!(|input: Input| {
     let physical = match input.physical % 3 {
         0 => PhysicalType::Triples,
@@ -228,13 +248,13 @@ fuzz_target!(|input: Input| {
             continue;
         }
         for t in [&mut s.subject, &mut s.predicate, &mut s.object] {
-            *t = normalize_term(t);
+            *t = as_decoded(t);
         }
         match physical {
             PhysicalType::Triples => s.graph = None,
             _ => {
                 let g = s.graph.take().unwrap_or(Term::DefaultGraph);
-                s.graph = Some(normalize_term(&g));
+                s.graph = Some(as_decoded(&g));
             }
         }
         expected.push(s);
