@@ -474,10 +474,14 @@ impl EndReason {
     /// reason through [`EndReason::of_topic`] first.
     ///
     /// `replay`: the subscription was to end at a set offset (`follow=false`). Then
-    /// any end before it (the server shutting down, the topic deleted, items dropped by
-    /// retention before they were sent) leaves the replay incomplete and is an error
-    /// too; a live follow has no end to miss, and those end it in order.
-    pub fn body_error(&self, replay: bool) -> Option<std::io::Error> {
+    /// any end before it (the server shutting down, the topic deleted) leaves the
+    /// replay incomplete and is an error too; a live follow has no end to miss, and
+    /// those end it in order. Items dropped by retention before they were sent are an
+    /// error either way: the subscriber missed them, and an orderly end would let a
+    /// client that does not reconnect (or a proxy that logs it) take the gap for
+    /// nothing at all. Except on `sse`, a live SSE stream: it says so in its last
+    /// event ([`sse_end_event`]), which a page reads to close its `EventSource`.
+    pub fn body_error(&self, replay: bool, sse: bool) -> Option<std::io::Error> {
         let cut = |why: String| {
             Some(std::io::Error::other(format!(
                 "the replay stopped before its end: {why}"
@@ -491,6 +495,12 @@ impl EndReason {
                 "the subscription failed: {e}"
             ))),
             EndReason::Reached => None,
+            EndReason::Truncated { requested, first } if !replay && !sse => {
+                Some(std::io::Error::other(format!(
+                    "the subscriber fell behind retention: offset {requested} is no longer \
+                     retained (the first retained offset is {first}); items were missed"
+                )))
+            }
             _ if !replay => None,
             EndReason::Shutdown => cut("the server is shutting down".into()),
             EndReason::Deleted => cut("the topic was deleted".into()),
@@ -852,7 +862,7 @@ impl Follow {
                 Batch::KeepAlive => Some((Ok(Bytes::from_static(b": keep-alive\n\n")), Some(f))),
                 Batch::End(reason) => {
                     let reason = reason.of_topic(&f.topic);
-                    match reason.body_error(f.end.is_some()) {
+                    match reason.body_error(f.end.is_some(), f.wrapping == Wrapping::Sse) {
                         Some(e) => Some((Err(e), None)),
                         None if f.wrapping == Wrapping::Sse => {
                             let ev = sse_end_event(&reason)?;

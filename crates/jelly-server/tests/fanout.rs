@@ -325,14 +325,14 @@ async fn stalled_subscriber(srv: &Server, path: &str) -> tokio::net::TcpStream {
     s
 }
 
-/// Reads a raw HTTP/1.1 chunked response to its end (or a timeout): the body.
+/// Reads a raw HTTP/1.1 chunked response to its end: the body.
 async fn read_chunked_body(s: &mut tokio::net::TcpStream) -> Vec<u8> {
     read_chunks(s, |_| false).await.0.concat()
 }
 
-/// Reads a raw HTTP/1.1 chunked response to its end, a timeout, or until `enough`
-/// says so of the body so far: its chunks, and whether it ended with the last chunk
-/// (an orderly end, not a connection closed or a timeout).
+/// Reads a raw HTTP/1.1 chunked response to its end, or until `enough` says so of the
+/// body so far: its chunks, and whether it ended with the last chunk (an orderly end,
+/// not a connection closed). Panics after 30 s without either.
 async fn read_chunks(
     s: &mut tokio::net::TcpStream,
     enough: impl Fn(&[u8]) -> bool,
@@ -344,7 +344,8 @@ async fn read_chunks(
             Ok(Ok(0)) => break,
             Ok(Ok(n)) => raw.extend_from_slice(&buf[..n]),
             Ok(Err(e)) => panic!("read: {e}"),
-            Err(_) => break,
+            // A response that neither ends nor is cut off is a hang, not an end.
+            Err(_) => panic!("the response did not end within 30 s"),
         }
         if raw.ends_with(b"\r\n0\r\n\r\n") || enough(&raw) {
             break;
@@ -464,10 +465,15 @@ async fn a_stalled_subscriber_behind_retention_is_closed() {
     for k in 0..n / 10 {
         publish_big(&c, &srv, "t", k * 10, 10).await;
     }
-    // When it reads again it gets a prefix of the items, then the stream ends.
-    let body = read_chunked_body(&mut stalled).await;
-    let got = frames(&body);
+    // When it reads again it gets a prefix of the items, then the stream is cut off:
+    // it missed items, so it must not end like a stream the server closed in order.
+    let (chunks, ended_in_order) = read_chunks(&mut stalled, |_| false).await;
+    let got = frames(&chunks.concat());
     assert!(got.len() < n, "items beyond retention are not sent");
+    assert!(
+        !ended_in_order,
+        "a live stream that missed items ended in order"
+    );
     for (i, (offset, _)) in got.iter().enumerate() {
         assert_eq!(*offset, i as u64, "in order from the start");
     }
@@ -479,6 +485,33 @@ async fn a_stalled_subscriber_behind_retention_is_closed() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(t.subscribers().is_empty(), "the subscription is closed");
+    srv.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_stalled_sse_subscriber_behind_retention_gets_an_end_event() {
+    // SSE says why in its last event, which pages read to stop reconnecting: that
+    // stream ends in order.
+    let srv = start_with(|c| {
+        c.fanout_ring_blocks = 2;
+        c.fanout_ring_bytes = 16 << 10;
+    })
+    .await;
+    let c = plain_client();
+    create(&c, &srv, "t", serde_json::json!({"retention_items": 20})).await;
+    let mut stalled = stalled_subscriber(&srv, "/topics/t/sse?from=latest&format=nquads").await;
+    wait_subscribers(&srv, "t", 1).await;
+    for k in 0..10 {
+        publish_big(&c, &srv, "t", k * 10, 10).await;
+    }
+    let (chunks, ended_in_order) = read_chunks(&mut stalled, |_| false).await;
+    let body = String::from_utf8_lossy(&chunks.concat()).into_owned();
+    let tail = &body[body.len().saturating_sub(400)..];
+    assert!(
+        tail.contains("event: end") && tail.contains("\"reason\":\"fell_behind\""),
+        "{tail}"
+    );
+    assert!(ended_in_order, "{tail}");
     srv.shutdown().await.unwrap();
 }
 
@@ -536,7 +569,8 @@ async fn a_replay_cut_short_by_retention_does_not_end_in_order() {
 async fn a_subscriber_at_the_head_is_not_carried_past_items_retention_dropped() {
     // One publish larger than retention: the group is overtaken and starts again at
     // the first retained item. A subscriber waiting at the head must not go on from
-    // there as if nothing was lost: its stream ends, as for any subscriber behind.
+    // there as if nothing was lost: its stream is cut off, as for any subscriber
+    // behind.
     let srv = start_with(|_| {}).await;
     let c = plain_client();
     create(&c, &srv, "t", serde_json::json!({"retention_items": 10})).await;
@@ -557,7 +591,10 @@ async fn a_subscriber_at_the_head_is_not_carried_past_items_retention_dropped() 
         "items after the lost ones were sent as if none were lost: {}",
         &body[..body.len().min(300)]
     );
-    assert!(ended, "the stream ends");
+    assert!(
+        !ended,
+        "the stream is cut off (it missed items), not ended in order"
+    );
     srv.shutdown().await.unwrap();
 }
 

@@ -148,6 +148,11 @@ impl Subscription {
             Step::End(reason) => {
                 let reason = reason.of_topic(&self.topic);
                 self.ended = Some(reason.summary());
+                let sse = self.group.key.framing == Framing::Sse;
+                if reason.body_error(false, sse).is_some() {
+                    // Cut off without the compression trailer, as for a failure.
+                    return Step::End(reason);
+                }
                 let mut last = Vec::new();
                 if self.group.key.framing == Framing::Sse
                     && let Some(ev) = crate::deliver::sse_end_event(&reason)
@@ -392,7 +397,8 @@ impl Subscription {
                     // A failure cuts the body off (see `EndReason::body_error`).
                     Step::End(reason) => {
                         // A shared subscription follows live: it has no end to miss.
-                        let e = reason.of_topic(&sub.topic).body_error(false)?;
+                        let sse = sub.group.key.framing == Framing::Sse;
+                        let e = reason.of_topic(&sub.topic).body_error(false, sse)?;
                         return Some((Err(e), (None, queue)));
                     }
                 }

@@ -384,7 +384,8 @@ fn private_body(f: Follow, encoding: Encoding) -> Body {
                 crate::deliver::Batch::End(reason) => {
                     // A failure cuts the body off without its trailer, as uncompressed.
                     let reason = reason.of_topic(&f.topic);
-                    if let Some(e) = reason.body_error(f.end.is_some()) {
+                    let sse = f.wrapping == crate::deliver::Wrapping::Sse;
+                    if let Some(e) = reason.body_error(f.end.is_some(), sse) {
                         return Some((Err(e), (f, st, None, true)));
                     }
                     let mut out = Vec::new();
