@@ -1135,10 +1135,13 @@ fn subscribe_stops_with_an_error_when_its_topic_is_deleted() {
     let out = wait_at_most(follower, Duration::from_secs(30));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
+    // The server's reason depends on whether the follower reconnected before the
+    // publishes above made the topic again (a busy machine can reorder them): the
+    // topic is not there yet, or it is there under a new id. Both must stop it.
     assert!(
         stderr.contains("topic `d` is gone after its item 0 (deleted")
             && stderr.contains("not resuming")
-            && stderr.contains("was deleted"),
+            && (stderr.contains("was deleted") || stderr.contains("topic `d` does not exist")),
         "{stderr}"
     );
     // What it had is written, and nothing of the new topic.
