@@ -25,7 +25,9 @@
 //!   matched exactly.
 //! - `ask=<SPARQL ASK query>`: the query answers true on the item. Triples form the
 //!   default graph, quads in a named graph form that named graph (the default graph is
-//!   not their union). Only `ASK` is allowed; `SERVICE` calls fail. Statements
+//!   not their union). Only `ASK` is allowed; `SERVICE` calls fail. Inside quoted
+//!   triples, literals match by value (`"042"^^xsd:integer` is `42`), because
+//!   spareval builds every triple term it compares from values. Statements
 //!   oxrdf cannot hold (generalized terms, quoted triples outside the object) are left
 //!   out of the dataset. The evaluation is bounded by a work budget
 //!   ([`ASK_WORK_BUDGET`] statement visits and term conversions); an item whose
@@ -653,7 +655,7 @@ impl ItemFilter {
             if let Event::Statement(st) = ev
                 && let Ok(q) = st.to_oxrdf_quad()
             {
-                dataset.insert(lower_case_tags(q).as_ref());
+                dataset.insert(as_evaluated(q).as_ref());
             }
         }
         let left = Cell::new(self.ask_budget);
@@ -681,8 +683,27 @@ impl ItemFilter {
     }
 }
 
-/// The quad with its language tags in lower case, as the SPARQL parser writes the
-/// query's (tags are case-insensitive; `"x"@en-US` in a query must match the item's).
+/// The quad in the form the SPARQL evaluator compares terms in:
+///
+/// - language tags in lower case, as the SPARQL parser writes the query's (tags are
+///   case-insensitive; `"x"@en-US` in a query must match the item's);
+/// - the literals inside a triple term in the canonical form of their value
+///   (`"042"^^xsd:integer` as `"42"^^xsd:integer`): spareval builds every triple term
+///   it compares from values, the `<<( s p o )>>` of a query as well as the one a
+///   `<<( ?s ?p ?o )>>` is matched against, so a stored triple term holding another
+///   form would match no triple term of any query.
+fn as_evaluated(q: oxrdf::Quad) -> oxrdf::Quad {
+    let q = lower_case_tags(q);
+    match q.object {
+        object @ oxrdf::Term::Triple(_) => oxrdf::Quad {
+            object: spareval::ExpressionTerm::from(object).into(),
+            ..q
+        },
+        _ => q,
+    }
+}
+
+/// The quad with its language tags in lower case (see [`as_evaluated`]).
 fn lower_case_tags(q: oxrdf::Quad) -> oxrdf::Quad {
     fn term(t: oxrdf::Term) -> oxrdf::Term {
         match t {
@@ -1604,6 +1625,51 @@ mod tests {
             let f = filter(|f| f.ask = Some(q.into())).unwrap();
             assert!(f.accepts(&it).unwrap(), "{q}");
         }
+    }
+
+    /// spareval builds the triple terms of a query from values (`"01"^^xsd:integer`
+    /// becomes `"1"^^xsd:integer`): a quoted triple stored with a literal not in its
+    /// canonical form was matched by no `<<( … )>>` of a query, not even its own text.
+    #[test]
+    fn ask_matches_quoted_triples_holding_non_canonical_literals() {
+        let xsd_integer = "http://www.w3.org/2001/XMLSchema#integer";
+        let it = item(
+            "",
+            &[
+                st(
+                    iri("http://a/s"),
+                    iri("http://a/p"),
+                    Term::Triple(Box::new(jelly::Triple {
+                        subject: iri("http://a/x"),
+                        predicate: iri("http://a/age"),
+                        object: lit("042", jelly::OwnedLiteralKind::Typed(xsd_integer.into())),
+                    })),
+                    None,
+                ),
+                st(
+                    iri("http://a/s"),
+                    iri("http://a/q"),
+                    lit("042", jelly::OwnedLiteralKind::Typed(xsd_integer.into())),
+                    None,
+                ),
+            ],
+        );
+        let ask = |q: &str| {
+            filter(|f| f.ask = Some(q.into()))
+                .unwrap()
+                .accepts(&it)
+                .unwrap()
+        };
+        let quoted = |o: &str| format!("ASK {{ ?s ?p <<( <http://a/x> <http://a/age> {o} )>> }}");
+        assert!(ask(&quoted(&format!("\"042\"^^<{xsd_integer}>"))));
+        assert!(ask(&quoted("42")));
+        assert!(!ask(&quoted("43")));
+        assert!(ask(
+            "ASK { ?s ?p <<( <http://a/x> <http://a/age> ?age )>> FILTER(?age = 42) }"
+        ));
+        // Outside quoted triples, terms are matched as they are.
+        assert!(ask(&format!("ASK {{ ?s ?q \"042\"^^<{xsd_integer}> }}")));
+        assert!(!ask("ASK { ?s ?q 42 }"));
     }
 
     #[test]
