@@ -10,9 +10,10 @@
 //! - `prefix=<iri>[ <iri>...]`: some IRI in the item starts with one of the prefixes
 //!   (space-separated; each may be written bare or as `<iri>`, and must be an absolute
 //!   IRI). IRIs are looked for in every position (subject, predicate, object, graph),
-//!   in literal datatypes (`xsd:` is a vocabulary too) and inside quoted triples;
-//!   literal values are not IRIs, even when they look like one. The comparison is on
-//!   the IRI text as stored, byte by byte.
+//!   in literal datatypes (`xsd:` is a vocabulary too; not the `xsd:string` of a
+//!   simple literal, even written out, nor the `rdf:` datatypes of language-tagged
+//!   strings) and inside quoted triples; literal values are not IRIs, even when they
+//!   look like one. The comparison is on the IRI text as stored, byte by byte.
 //! - `pattern=<s> <p> <o> [<g>]`: some statement of the item matches. Each position
 //!   is an N-Triples term (`<iri>`, a literal such as `"v"`, `"v"@en`,
 //!   `"1"^^<http://www.w3.org/2001/XMLSchema#integer>`, a quoted triple
@@ -760,10 +761,13 @@ fn statement_has_prefix(st: &StatementRef<'_>, prefixes: &[String]) -> bool {
 fn term_has_prefix(t: TermRef<'_>, hit: &impl Fn(&str) -> bool) -> bool {
     match t {
         TermRef::Iri(i) => hit(i),
+        // `"v"^^xsd:string` is the simple literal `"v"`, whose datatype is implicit:
+        // whether a publisher wrote it must not matter (rebased frames keep it,
+        // re-encoded ones and text bodies drop it).
         TermRef::Literal(LiteralRef {
             kind: LiteralKind::Typed(dt),
             ..
-        }) => hit(dt),
+        }) => dt != jelly::term::XSD_STRING && hit(dt),
         TermRef::Triple(tr) => (0..3).any(|i| term_has_prefix(tr.term(i), hit)),
         TermRef::BlankNode(_) | TermRef::Literal(_) | TermRef::DefaultGraph => false,
     }
@@ -1288,6 +1292,52 @@ mod tests {
                 .starts_with("prefix: `not` is not an absolute IRI"),
             "{e}"
         );
+    }
+
+    /// `"v"^^xsd:string` is the simple literal `"v"` (RDF 1.1): whether a publisher's
+    /// frame writes the datatype (stored as sent when rebased) or not (text bodies, and
+    /// frames re-encoded, drop it) must not change what `prefix` sees.
+    #[test]
+    fn prefixes_skip_an_explicit_xsd_string_datatype() {
+        let xsd_string = "http://www.w3.org/2001/XMLSchema#string";
+        // The encoder drops an xsd:string datatype, so the frame is written with
+        // another datatype of the same length and patched.
+        let stand_in = "http://www.w3.org/2001/XMLSchema#strinX";
+        let mut it = item(
+            "",
+            &[st(
+                iri("http://a/s"),
+                iri("http://a/p"),
+                lit("v", jelly::OwnedLiteralKind::Typed(stand_in.into())),
+                None,
+            )],
+        );
+        let mut frame = it.frame.to_vec();
+        let at = frame
+            .windows(stand_in.len())
+            .position(|w| w == stand_in.as_bytes())
+            .unwrap();
+        frame[at..at + stand_in.len()].copy_from_slice(xsd_string.as_bytes());
+        it.frame = Bytes::from(frame);
+        let mut dec = Decoder::default();
+        let mut cur = dec.frame(&it.frame);
+        let s = loop {
+            if let Event::Statement(s) = cur.next_event().unwrap().unwrap() {
+                break s;
+            }
+        };
+        assert_eq!(
+            s.object.to_owned(),
+            lit("v", jelly::OwnedLiteralKind::Typed(xsd_string.into()))
+        );
+        let f = filter(|f| f.prefix = Some("http://www.w3.org/2001/XMLSchema#".into())).unwrap();
+        assert!(!f.accepts(&it).unwrap());
+        // The same literal as the pattern and the ASK query see it: `"v"`.
+        assert!(pattern("* * \"v\"").accepts(&it).unwrap());
+        let f =
+            filter(|f| f.ask = Some("ASK { ?s ?p ?o FILTER(isLiteral(?o) && ?o = \"v\") }".into()))
+                .unwrap();
+        assert!(f.accepts(&it).unwrap());
     }
 
     #[test]
