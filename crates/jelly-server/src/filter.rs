@@ -905,7 +905,7 @@ impl StatementPattern {
                 PatternTerm::Term(t) => term_eq(t.as_ref(), v),
                 PatternTerm::Blank(_) if !matches!(v, TermRef::BlankNode(_)) => false,
                 PatternTerm::Var(s) | PatternTerm::Blank(s) => match bound[*s] {
-                    Some(b) => b == v,
+                    Some(b) => same_term(b, v),
                     None => {
                         bound[*s] = Some(v);
                         true
@@ -1083,13 +1083,46 @@ fn literal_eq(l: oxrdf::LiteralRef<'_>, j: LiteralRef<'_>) -> bool {
             let Some(lang) = l.language() else {
                 return false;
             };
-            let (tag, dir) = match tag.rsplit_once("--") {
-                Some((t, "ltr")) => (t, Some(BaseDirection::Ltr)),
-                Some((t, "rtl")) => (t, Some(BaseDirection::Rtl)),
-                _ => (tag, None),
-            };
+            let (tag, dir) = lang_and_direction(tag);
             tag.eq_ignore_ascii_case(lang) && dir == l.direction()
         }
+    }
+}
+
+/// A Jelly language tag split into the tag and the base direction it carries as
+/// `lang--ltr` / `lang--rtl`.
+fn lang_and_direction(tag: &str) -> (&str, Option<BaseDirection>) {
+    match tag.rsplit_once("--") {
+        Some((t, "ltr")) => (t, Some(BaseDirection::Ltr)),
+        Some((t, "rtl")) => (t, Some(BaseDirection::Rtl)),
+        _ => (tag, None),
+    }
+}
+
+/// Whether two stored terms are one RDF term, as [`literal_eq`] compares a pattern's
+/// term with a stored one: language tags in any case, `"v"^^xsd:string` the simple
+/// literal `"v"`. A variable used twice in a pattern binds terms, not their spelling.
+fn same_term(a: TermRef<'_>, b: TermRef<'_>) -> bool {
+    fn datatype<'a>(k: LiteralKind<'a>) -> Option<&'a str> {
+        match k {
+            LiteralKind::Simple => Some(jelly::term::XSD_STRING),
+            LiteralKind::Typed(dt) => Some(dt),
+            LiteralKind::Lang(_) => None,
+        }
+    }
+    match (a, b) {
+        (TermRef::Literal(x), TermRef::Literal(y)) => {
+            x.lex == y.lex
+                && match (x.kind, y.kind) {
+                    (LiteralKind::Lang(s), LiteralKind::Lang(t)) => {
+                        let ((s, sd), (t, td)) = (lang_and_direction(s), lang_and_direction(t));
+                        s.eq_ignore_ascii_case(t) && sd == td
+                    }
+                    (k, l) => datatype(k).is_some() && datatype(k) == datatype(l),
+                }
+        }
+        (TermRef::Triple(x), TermRef::Triple(y)) => (0..3).all(|i| same_term(x.term(i), y.term(i))),
+        _ => a == b,
     }
 }
 
@@ -1383,6 +1416,43 @@ mod tests {
         assert!(!m("?x <http://schema.org/name> ?x"));
         assert!(m("_:a * _:a"));
         assert!(!m("_:a <http://schema.org/name> *"));
+    }
+
+    /// A variable in two positions binds one RDF term, however it is written: a
+    /// language tag in another case, `xsd:string` written out or not (as an exact
+    /// term in the pattern matches them).
+    #[test]
+    fn pattern_variables_bind_terms_not_spellings() {
+        let quoted = |o: Term| {
+            Term::Triple(Box::new(jelly::Triple {
+                subject: iri("http://a/s"),
+                predicate: iri("http://a/p"),
+                object: o,
+            }))
+        };
+        let en = |tag: &str| lit("v", jelly::OwnedLiteralKind::Lang(tag.into()));
+        let same = [
+            (quoted(en("en-US")), quoted(en("EN-us"))),
+            (en("en"), en("EN")),
+            (
+                lit("v", jelly::OwnedLiteralKind::Simple),
+                lit(
+                    "v",
+                    jelly::OwnedLiteralKind::Typed(
+                        "http://www.w3.org/2001/XMLSchema#string".into(),
+                    ),
+                ),
+            ),
+        ];
+        for (a, b) in same {
+            let it = item("", &[st(a.clone(), iri("http://a/q"), b.clone(), None)]);
+            assert!(
+                pattern("?x <http://a/q> ?x").accepts(&it).unwrap(),
+                "{a:?} {b:?}"
+            );
+        }
+        let it = item("", &[st(en("en"), iri("http://a/q"), en("de"), None)]);
+        assert!(!pattern("?x <http://a/q> ?x").accepts(&it).unwrap());
     }
 
     #[test]

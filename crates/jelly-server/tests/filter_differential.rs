@@ -183,8 +183,15 @@ fn gen_quoted(r: &mut Rng, depth: usize) -> Term {
 /// tag in another case, another or no direction, another datatype, the same text
 /// without its tag; other terms as they are.
 fn near_miss(r: &mut Rng, t: &Term) -> Term {
-    let Term::Literal(l) = t else {
-        return t.clone();
+    let l = match t {
+        Term::Literal(l) => l,
+        Term::Triple(tr) => {
+            return Term::Triple(Box::new(jelly::Triple {
+                object: near_miss(r, &tr.object),
+                ..(**tr).clone()
+            }));
+        }
+        _ => return t.clone(),
     };
     let kind = match (&l.kind, r.below(4)) {
         (OwnedLiteralKind::Lang(tag), 0) => {
@@ -289,8 +296,13 @@ fn gen_item_statements(r: &mut Rng, shape: Shape) -> Vec<Statement> {
             }
         }
         if r.chance(10) {
-            // A statement whose subject is also its object or graph name.
-            st.object = st.subject.clone();
+            // A statement whose subject is also its object, or nearly (the same term
+            // written otherwise, or another term written alike).
+            st.object = if r.chance(50) {
+                st.subject.clone()
+            } else {
+                near_miss(r, &st.subject)
+            };
         }
         out.push(st);
     }
