@@ -659,12 +659,23 @@ impl ItemFilter {
                 dataset.insert(as_evaluated(q).as_ref());
             }
         }
-        let left = Cell::new(self.ask_budget);
+        let budget = Budget::new(self.ask_budget);
         let data = Budgeted {
             inner: &dataset,
-            left: &left,
+            budget: &budget,
         };
-        match QueryEvaluator::new().prepare(query).execute(data) {
+        let evaluator = QueryEvaluator::new().with_cancellation_token(budget.stop.clone());
+        let answer = evaluator.prepare(query).execute(data);
+        // spareval takes a failed conversion inside an expression for an expression
+        // error (a FILTER false, a COALESCE moving on) and may still answer: an
+        // answer given after the budget ran out is not trusted.
+        if budget.ran_out.get() {
+            return Err(FilterError::Item {
+                offset: item.offset,
+                message: format!("ASK evaluation failed: {BudgetExceeded}"),
+            });
+        }
+        match answer {
             Ok(QueryResults::Boolean(b)) => Ok(b),
             Ok(_) => Err(FilterError::Item {
                 offset: item.offset,
@@ -1127,25 +1138,52 @@ fn same_term(a: TermRef<'_>, b: TermRef<'_>) -> bool {
 }
 
 /// An item's dataset with a work budget: every statement visited and every term
-/// converted by the evaluator spends one unit; at zero the evaluation fails.
+/// converted by the evaluator spends from it; once it runs out the evaluation fails.
 struct Budgeted<'a> {
     inner: &'a Dataset,
-    left: &'a Cell<u64>,
+    budget: &'a Budget,
+}
+
+/// What one ASK evaluation may still spend.
+struct Budget {
+    left: Cell<u64>,
+    /// Set once a spending was refused: whatever the evaluator answers after that is
+    /// not trusted (it takes a failed conversion in an expression for an expression
+    /// error, and goes on).
+    ran_out: Cell<bool>,
+    /// Cancelled once the budget ran out, so that the evaluator stops at its next
+    /// statement visit instead of going on with expressions that fail.
+    stop: spareval::CancellationToken,
+}
+
+impl Budget {
+    fn new(units: u64) -> Budget {
+        Budget {
+            left: Cell::new(units),
+            ran_out: Cell::new(false),
+            stop: spareval::CancellationToken::new(),
+        }
+    }
+
+    fn spend(&self, units: u64) -> Result<(), BudgetExceeded> {
+        match self.left.get().checked_sub(units) {
+            Some(left) if !self.ran_out.get() => {
+                self.left.set(left);
+                Ok(())
+            }
+            _ => {
+                self.ran_out.set(true);
+                self.stop.cancel();
+                Err(BudgetExceeded)
+            }
+        }
+    }
 }
 
 /// The ASK evaluation ran out of its work budget.
 #[derive(Debug, thiserror::Error)]
 #[error("the query needs more than its work budget on this item")]
 struct BudgetExceeded;
-
-fn spend(left: &Cell<u64>) -> Result<(), BudgetExceeded> {
-    let n = left.get();
-    if n == 0 {
-        return Err(BudgetExceeded);
-    }
-    left.set(n - 1);
-    Ok(())
-}
 
 type InnerTerm<'a> = <&'a Dataset as QueryableDataset<'a>>::InternalTerm;
 
@@ -1161,11 +1199,11 @@ impl<'a> QueryableDataset<'a> for Budgeted<'a> {
         graph_name: Option<Option<&Self::InternalTerm>>,
     ) -> impl Iterator<Item = Result<InternalQuad<Self::InternalTerm>, BudgetExceeded>> + use<'a>
     {
-        let left = self.left;
+        let budget = self.budget;
         self.inner
             .internal_quads_for_pattern(subject, predicate, object, graph_name)
             .map(move |r| {
-                spend(left)?;
+                budget.spend(1)?;
                 match r {
                     Ok(q) => Ok(q),
                     Err(never) => match never {},
@@ -1174,7 +1212,7 @@ impl<'a> QueryableDataset<'a> for Budgeted<'a> {
     }
 
     fn internalize_term(&self, term: oxrdf::Term) -> Result<Self::InternalTerm, BudgetExceeded> {
-        spend(self.left)?;
+        self.budget.spend(1)?;
         match self.inner.internalize_term(term) {
             Ok(t) => Ok(t),
             Err(never) => match never {},
@@ -1182,7 +1220,7 @@ impl<'a> QueryableDataset<'a> for Budgeted<'a> {
     }
 
     fn externalize_term(&self, term: Self::InternalTerm) -> Result<oxrdf::Term, BudgetExceeded> {
-        spend(self.left)?;
+        self.budget.spend(1)?;
         match self.inner.externalize_term(term) {
             Ok(t) => Ok(t),
             Err(never) => match never {},
@@ -1684,6 +1722,32 @@ mod tests {
         let e = f.accepts(&it).unwrap_err();
         assert!(e.to_string().contains("work budget"), "{e}");
         assert_eq!(e.parameter(), None);
+    }
+
+    /// spareval takes a failed term conversion inside an expression for an expression
+    /// error (the FILTER is false, COALESCE moves on), so running out of the budget
+    /// there gave an answer, even a wrong one, instead of "out of budget".
+    #[test]
+    fn running_out_inside_a_filter_is_out_of_budget() {
+        let it = item(
+            "",
+            &[st(
+                iri("http://a/s"),
+                iri("http://a/p"),
+                lit("v", jelly::OwnedLiteralKind::Simple),
+                None,
+            )],
+        );
+        // False on this item: "vvvvvvvv" is not "never".
+        let q = "ASK { ?s ?p ?o FILTER(COALESCE(CONCAT(?o, ?o, ?o, ?o, ?o, ?o, ?o, ?o) = \"never\", \
+                 true)) }";
+        let f = || {
+            let f = filter(|f| f.ask = Some(q.into())).unwrap();
+            Arc::try_unwrap(f).unwrap()
+        };
+        assert!(!f().accepts(&it).unwrap());
+        let e = f().with_ask_budget(4).accepts(&it).unwrap_err();
+        assert!(e.to_string().contains("work budget"), "{e}");
     }
 
     /// Queries whose evaluation cost escapes the work budget are refused up front: a
