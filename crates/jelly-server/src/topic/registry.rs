@@ -209,6 +209,14 @@ impl Registry {
             .clone()
     }
 
+    /// The unavailable topic names that need an operator: [`Registry::unavailable`]
+    /// without those whose deletion is running (unavailable for that moment only).
+    pub fn unavailable_lasting(&self) -> BTreeMap<String, String> {
+        let mut names = self.unavailable();
+        names.retain(|_, reason| reason != BEING_DELETED);
+        names
+    }
+
     /// The mirror of a topic name, if it is mirrored (the topic may not exist yet).
     pub fn mirror(&self, name: &str) -> Option<Arc<MirrorStatus>> {
         self.mirrors.get(name).cloned()
