@@ -293,7 +293,7 @@ fn render_mirrors(s: &mut String, registry: &Registry) {
         &'static str,
         fn(&crate::mirror::MirrorStatus, Option<u64>) -> Option<u64>,
     );
-    let per_mirror: [PerMirror; 6] = [
+    let per_mirror: [PerMirror; 7] = [
         (
             "jelly_mirror_connected",
             "gauge",
@@ -305,6 +305,12 @@ fn render_mirrors(s: &mut String, registry: &Registry) {
             "gauge",
             "1 when the mirror gave up (the upstream no longer retains what it needs, or other options): needs an operator.",
             |m, _| Some(u64::from(m.state() == MirrorState::Stopped)),
+        ),
+        (
+            "jelly_mirror_upstream_stopped",
+            "gauge",
+            "1 when the upstream topic is a mirror that stopped, or follows one that did: no new items will come until it is repaired (its description's mirror.upstream_stopped says why).",
+            |m, _| Some(u64::from(m.upstream_stopped().is_some())),
         ),
         (
             "jelly_mirror_items_total",

@@ -776,6 +776,58 @@ async fn health_and_readiness_report_a_stopped_mirror() {
     a.shutdown().await.unwrap();
 }
 
+/// A mirror of a mirror that stopped learns it from the upstream's description: its
+/// status, `/health` and `/metrics` say that nothing new will come and why. It stays
+/// ready: it serves what it has, and the stopped mirror is reported (and not ready)
+/// on its own server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_of_a_stopped_mirror_shows_it() {
+    let c = client();
+    let a = start(|_| {}).await;
+    publish(&c, &a, "t", 0).await;
+    publish_big(&c, &a, "t").await;
+    let b = start(|cfg| {
+        cfg.max_item_bytes = 50_000;
+        cfg.mirrors = vec![mirror_of(&a, "t", "t")];
+    })
+    .await;
+    let cc = start(|cfg| cfg.mirrors = vec![mirror_of(&b, "t", "t")]).await;
+    wait_stopped(&b, "t").await;
+    let m = cc.state().topics.mirror("t").unwrap();
+    wait_for("the stop upstream to be seen", || async {
+        m.upstream_stopped().is_some()
+    })
+    .await;
+    let (_, d) = describe(&c, &cc, "t").await;
+    let why = d["mirror"]["upstream_stopped"].as_str().unwrap();
+    assert!(
+        why.contains(&format!("{}/topics/t", a.url())) && why.contains("max_item_bytes"),
+        "{d}"
+    );
+    assert_eq!(d["mirror"]["state"], "connected", "{d}");
+    let h: Value = c
+        .get(format!("{}/health", cc.url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(h["status"], "ok", "{h}");
+    assert_eq!(h["mirrors_upstream_stopped"], 1, "{h}");
+    let r = c.get(format!("{}/ready", cc.url())).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let metrics = support::metrics_text(&c, &cc.url()).await;
+    let line = format!(
+        "jelly_mirror_upstream_stopped{{topic=\"t\",upstream=\"{}/topics/t\"}} 1",
+        b.url()
+    );
+    assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
+    cc.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+    a.shutdown().await.unwrap();
+}
+
 /// What a mirror spends per item: unsplicing a delivered frame (what it does) or
 /// decoding and re-encoding it (`JellyIngest`, the alternative). Prints numbers,
 /// asserts none about speed:

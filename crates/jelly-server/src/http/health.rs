@@ -5,6 +5,10 @@
 //! come back by itself: a topic that could not be opened, a log that refuses appends,
 //! a mirror that stopped. `/ready` answers 503 then, so that a load balancer or an
 //! orchestrator's probe can act on it without reading a body, and lists the reasons.
+//!
+//! A mirror whose upstream is a mirror that stopped is counted, not a problem: this
+//! server serves what it has, and the stopped mirror is reported on its own server.
+//! Counting it would take every server of a chain out of rotation for one stop.
 
 use axum::Json;
 use axum::extract::State;
@@ -31,6 +35,9 @@ struct Health {
     /// progress included.
     unavailable: usize,
     mirrors: usize,
+    /// Mirrors whose upstream is a mirror that stopped (further up a chain): they
+    /// serve what they have, but nothing new will come.
+    mirrors_upstream_stopped: usize,
     problems: Vec<Problem>,
 }
 
@@ -69,6 +76,10 @@ impl Health {
             topics: topics.len(),
             unavailable: s.topics.unavailable().len(),
             mirrors: mirrors.len(),
+            mirrors_upstream_stopped: mirrors
+                .iter()
+                .filter(|m| m.upstream_stopped().is_some())
+                .count(),
             problems,
         }
     }
@@ -120,6 +131,7 @@ pub async fn health(State(s): State<AppState>) -> impl IntoResponse {
         "log_failed": h.count("log_failed"),
         "mirrors": h.mirrors,
         "mirrors_stopped": h.count("mirror_stopped"),
+        "mirrors_upstream_stopped": h.mirrors_upstream_stopped,
     }))
 }
 

@@ -173,6 +173,9 @@ struct Upstream {
     next: u64,
     /// Which topic of that name it is (`None` from a server that does not say).
     id: Option<String>,
+    /// Why it gets no new items, when it is a mirror that stopped or follows one
+    /// ([`upstream_stopped`]).
+    stopped: Option<String>,
 }
 
 impl Mirror {
@@ -265,6 +268,7 @@ impl Mirror {
             },
             _ = crate::http::wait_shutdown(&mut shutdown) => return End::Shutdown,
         };
+        self.status.set_upstream_stopped(up.stopped.clone());
         if let Err(e) = self.check_source(&up).await {
             return e;
         }
@@ -657,6 +661,7 @@ async fn refresh_upstream_next(request: reqwest::RequestBuilder, status: Arc<Mir
         };
         if let Ok(up) = describe_upstream(req).await {
             status.set_upstream_next(up.next, false);
+            status.set_upstream_stopped(up.stopped);
         }
     }
 }
@@ -703,7 +708,30 @@ async fn describe_upstream(request: reqwest::RequestBuilder) -> Result<Upstream,
         first: offset("first_offset")?,
         next: offset("next_offset")?,
         id: v["id"].as_str().map(str::to_string),
+        stopped: upstream_stopped(&v),
     })
+}
+
+/// Longest reason kept from an upstream's description for [`upstream_stopped`].
+const UPSTREAM_STOPPED_CHARS: usize = 2048;
+
+/// Why an upstream topic gets no new items, from its description: it is a mirror
+/// that stopped (its `mirror.state`), or one whose own upstream did (its
+/// `mirror.upstream_stopped`, passed on as it is, so the reason stays the same down
+/// a chain of any length). `None` for a topic that is no mirror or whose mirror runs.
+fn upstream_stopped(description: &Value) -> Option<String> {
+    let m = description.get("mirror")?;
+    let why = if m["state"] == "stopped" {
+        format!(
+            "the upstream topic is a mirror of {}/topics/{} that stopped: {}",
+            m["upstream"].as_str().unwrap_or("?"),
+            m["upstream_topic"].as_str().unwrap_or("?"),
+            m["last_error"].as_str().unwrap_or("no reason given")
+        )
+    } else {
+        m["upstream_stopped"].as_str()?.to_string()
+    };
+    Some(why.chars().take(UPSTREAM_STOPPED_CHARS).collect())
 }
 
 /// Whether an upstream item is the local copy of it: the same stored frame, stamp and
@@ -784,6 +812,26 @@ mod tests {
         };
         enc.add(st).unwrap();
         enc.finish_frame()
+    }
+
+    /// A stopped mirror upstream is reported with its reason, and passed on unchanged
+    /// from further up; a running mirror or a plain topic is not.
+    #[test]
+    fn a_stopped_mirror_upstream_is_read_from_its_description() {
+        let stopped = serde_json::json!({"mirror": {
+            "upstream": "http://a:1", "upstream_topic": "t", "state": "stopped",
+            "last_error": "item 1: too big", "upstream_stopped": null}});
+        let why = upstream_stopped(&stopped).unwrap();
+        assert!(
+            why.contains("http://a:1/topics/t") && why.ends_with("item 1: too big"),
+            "{why}"
+        );
+        let below = serde_json::json!({"mirror": {"state": "connected", "upstream_stopped": why}});
+        assert_eq!(upstream_stopped(&below).as_deref(), Some(why.as_str()));
+        let running =
+            serde_json::json!({"mirror": {"state": "connected", "upstream_stopped": null}});
+        assert_eq!(upstream_stopped(&running), None);
+        assert_eq!(upstream_stopped(&serde_json::json!({"name": "t"})), None);
     }
 
     /// Copied items must have the stream options the local topic's readers expect.
