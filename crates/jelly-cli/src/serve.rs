@@ -33,7 +33,12 @@ file do the same, with more settings (per-mirror token and ca, on_gone).
 --demo replays weather-station observations into the topic `weather`, a few items a
 second, over and over: 100 recorded items built into the binary (one item per frame
 of the recorded stream of ../shared/datasets/iot-assist-weather), or all 395 with
---demo-data ../shared/datasets/iot-assist-weather. The topic keeps its newest 64 MiB.
+--demo-data ../shared/datasets/iot-assist-weather. The topic keeps its newest 64 MiB,
+or topic_defaults.retention_bytes when that is not 0 (as with the memory log, below).
+
+--set log=memory keeps topics in memory (lost on restart). Each memory topic then
+keeps at most 256 MiB of items by default (topic_defaults.retention_bytes; 0: no
+limit), besides topic_defaults.retention_items (1000000).
 
 Security (docs/http-api.md, \"Security\"): --tls-cert/--tls-key serve HTTPS (HTTP/1.1,
 HTTP/2 and gRPC on one port); --auth-tokens FILE turns bearer tokens on, a TOML file

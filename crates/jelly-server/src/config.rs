@@ -23,6 +23,7 @@
 //! physical = "quads"        # triples | quads
 //! logical = "datasets"      # flat-triples, flat-quads, graphs, datasets, named-graphs, …
 //! retention_items = 1000000
+//! retention_bytes = 0       # default 0 (no limit) with the file log, 256 MiB with the memory log
 //!
 //! [[mirror]]                # a repeater: copy a topic of another jellyfish server
 //! topic = "weather"         # the local topic
@@ -88,7 +89,9 @@ pub struct ServerConfig {
     /// publishes to ever new names (auto-creation) would use them up. Creating one
     /// more is refused (507) until a topic is deleted. 0: no limit.
     pub max_topics: usize,
-    /// Options of topics created without explicit options.
+    /// Options of topics created without explicit options. With the memory log,
+    /// `retention_bytes` is [`MEMORY_RETENTION_BYTES`] unless the file gives it
+    /// (parsed configurations and [`ServerConfig::ephemeral`]).
     pub topic_defaults: TopicOptions,
     /// Items per read while delivering (bounds the memory of one subscription step).
     pub delivery_batch_items: usize,
@@ -305,6 +308,17 @@ fn redacted(u: &reqwest::Url) -> String {
     u.to_string()
 }
 
+/// The byte bound of a memory topic when `topic_defaults.retention_bytes` is not
+/// given (with `log = "memory"`; the file log's default is 0, no bound).
+///
+/// Without it a memory topic could hold `retention_items` (1,000,000) items of up to
+/// `max_item_bytes` (16 MiB) each, far more than any machine's memory: a publisher
+/// could take the server down by publishing. 256 MiB holds about 100,000 items of a
+/// few KB (a 50-statement item is about 2.5 KB) and keeps the worst case at 256 MiB
+/// times the number of topics; a server with many memory topics should set less. An
+/// explicit `retention_bytes = 0` still means no bound.
+pub const MEMORY_RETENTION_BYTES: u64 = 256 << 20;
+
 /// The most runtime worker threads a configuration may ask for.
 pub const MAX_WORKER_THREADS: usize = 1024;
 
@@ -360,21 +374,41 @@ pub enum ConfigError {
 }
 
 impl ServerConfig {
-    /// A configuration for tests: memory log, port 0 on loopback.
+    /// A configuration for tests: memory log (with its default byte bound,
+    /// [`MEMORY_RETENTION_BYTES`]), port 0 on loopback.
     pub fn ephemeral() -> Self {
-        ServerConfig {
+        let mut c = ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             log: LogKind::Memory,
             ..Default::default()
+        };
+        c.settle_defaults(&toml::Table::new());
+        c
+    }
+
+    /// Sets the defaults that depend on other keys, where `given` (the parsed file,
+    /// with its `--set`s) does not set them: a memory log's topics are bounded by
+    /// [`MEMORY_RETENTION_BYTES`] unless `topic_defaults.retention_bytes` is given.
+    fn settle_defaults(&mut self, given: &toml::Table) {
+        let retention_bytes_given = given
+            .get("topic_defaults")
+            .and_then(|t| t.get("retention_bytes"))
+            .is_some();
+        if self.log == LogKind::Memory && !retention_bytes_given {
+            self.topic_defaults.retention_bytes = MEMORY_RETENTION_BYTES;
         }
     }
 
-    /// Parses TOML text (missing keys keep their defaults).
+    /// Parses TOML text (missing keys keep their defaults, see
+    /// [`MEMORY_RETENTION_BYTES`] for the one that depends on the log).
     pub fn from_toml(text: &str, path: &str) -> Result<Self, ConfigError> {
-        let c: ServerConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let parse_error = |e: toml::de::Error| ConfigError::Parse {
             path: path.to_string(),
             message: e.to_string(),
-        })?;
+        };
+        let mut c: ServerConfig = toml::from_str(text).map_err(parse_error)?;
+        let given: toml::Table = toml::from_str(text).map_err(parse_error)?;
+        c.settle_defaults(&given);
         c.check().map_err(|m| ConfigError::Parse {
             path: path.to_string(),
             message: m,
@@ -412,9 +446,10 @@ impl ServerConfig {
             for set in &sets[..n] {
                 apply_set(&mut table, set).map_err(|m| (Some(set), m))?;
             }
-            let c: ServerConfig = toml::Value::Table(table)
+            let mut c: ServerConfig = toml::Value::Table(table.clone())
                 .try_into()
                 .map_err(|e: toml::de::Error| (None, e.to_string()))?;
+            c.settle_defaults(&table);
             c.check().map_err(|m| (None, m))?;
             Ok(c)
         };
@@ -866,6 +901,32 @@ mod tests {
             "x.toml",
         )
         .unwrap();
+    }
+
+    /// A memory log bounds its topics' bytes by default; 0 given in the file or by
+    /// `--set` still means no bound, and the file log's default stays 0.
+    #[test]
+    fn the_memory_log_has_a_default_byte_bound() {
+        let bytes = |text: &str, sets: &[&str]| {
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            ServerConfig::from_toml_with(text, "x.toml", &sets)
+                .unwrap()
+                .topic_defaults
+                .retention_bytes
+        };
+        let memory = "log = \"memory\"\n";
+        assert_eq!(bytes(memory, &[]), MEMORY_RETENTION_BYTES);
+        assert_eq!(bytes("", &["log=memory"]), MEMORY_RETENTION_BYTES);
+        assert_eq!(bytes("", &[]), 0);
+        assert_eq!(bytes("", &["topic_defaults.retention_ms=5"]), 0);
+        let unbounded = "log = \"memory\"\n[topic_defaults]\nretention_bytes = 0\n";
+        assert_eq!(bytes(unbounded, &[]), 0);
+        assert_eq!(bytes(memory, &["topic_defaults.retention_bytes=0"]), 0);
+        assert_eq!(bytes(memory, &["topic_defaults.retention_bytes=5"]), 5);
+        assert_eq!(
+            ServerConfig::ephemeral().topic_defaults.retention_bytes,
+            MEMORY_RETENTION_BYTES
+        );
     }
 
     #[test]

@@ -926,3 +926,50 @@ async fn changing_the_retention_of_a_memory_topic_drops_its_oldest_items() {
     assert_eq!(held(&t), (12, 12), "{t}");
     srv.shutdown().await.unwrap();
 }
+
+/// A memory topic is bounded by the memory log's default byte bound unless told
+/// otherwise: its description shows the bound, those options sent back with `PUT`
+/// match, and 0 (at creation or with `PATCH`) lifts it, in the live log too.
+#[tokio::test]
+async fn memory_topics_have_a_default_byte_bound_that_zero_lifts() {
+    use jelly_server::config::MEMORY_RETENTION_BYTES;
+    use jelly_server::topic::TopicLog;
+    let srv = Server::start(ServerConfig::ephemeral()).await.unwrap();
+    let c = client();
+    let base = srv.url();
+    let bound = |name: &str| match &srv.state().topics.get(name).unwrap().log {
+        TopicLog::Memory(l) => l.retention().bytes,
+        TopicLog::File(_) => panic!("a memory server"),
+    };
+    let put = |name: &'static str, body: String| {
+        let c = c.clone();
+        let base = base.clone();
+        async move {
+            let r = c
+                .put(format!("{base}/topics/{name}"))
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            (r.status(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, t) = put("t", String::new()).await;
+    assert_eq!(status, StatusCode::CREATED, "{t}");
+    assert_eq!(
+        t["options"]["retention_bytes"], MEMORY_RETENTION_BYTES,
+        "{t}"
+    );
+    assert_eq!(bound("t"), Some(MEMORY_RETENTION_BYTES));
+    let (status, again) = put("t", t["options"].to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    let (status, u) = put("u", r#"{"retention_bytes": 0}"#.into()).await;
+    assert_eq!(status, StatusCode::CREATED, "{u}");
+    assert_eq!(u["options"]["retention_bytes"], 0, "{u}");
+    assert_eq!(bound("u"), None);
+    let (status, t) = patch(&c, &base, "t", r#"{"retention_bytes": 0}"#).await;
+    assert_eq!(status, StatusCode::OK, "{t}");
+    assert_eq!(t["options"]["retention_bytes"], 0, "{t}");
+    assert_eq!(bound("t"), None);
+    srv.shutdown().await.unwrap();
+}

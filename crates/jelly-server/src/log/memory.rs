@@ -136,6 +136,11 @@ impl MemoryLog {
         self.set_retention(retention);
     }
 
+    /// What the log keeps (its limits, not what it holds).
+    pub fn retention(&self) -> MemoryRetention {
+        self.lock().retention
+    }
+
     /// Keeps what `retention` allows from now on; items beyond it go at once.
     pub fn set_retention(&self, retention: MemoryRetention) {
         let now = self.clock.now_ms();

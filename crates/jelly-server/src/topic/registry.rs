@@ -805,7 +805,7 @@ mod tests {
         for logical in ["datasets", "4"] {
             let named = TopicOptions {
                 logical: Some(logical.into()),
-                ..Default::default()
+                ..r.defaults().clone()
             };
             assert!(!r.create("t", Some(named)).unwrap().1, "{logical}");
         }
