@@ -194,7 +194,7 @@ impl Metrics {
         );
 
         let topics = registry.list();
-        let per_topic: [PerTopic; 6] = [
+        let per_topic: [PerTopic; 7] = [
             (
                 "jelly_topic_items_in_total",
                 "counter",
@@ -224,6 +224,12 @@ impl Metrics {
                 "gauge",
                 "Offset the next item will get.",
                 |t| t.log.next_offset(),
+            ),
+            (
+                "jelly_topic_retained_bytes",
+                "gauge",
+                "Bytes the topic's log holds (file log: records on disk; memory log: frames and metadata).",
+                |t| t.log.retained_bytes(),
             ),
             (
                 "jelly_topic_subscribers",

@@ -973,3 +973,40 @@ async fn memory_topics_have_a_default_byte_bound_that_zero_lifts() {
     assert_eq!(bound("t"), None);
     srv.shutdown().await.unwrap();
 }
+
+/// An idle memory topic returns the memory of its expired items: the server's sweep
+/// drops them with nobody appending or reading (`/metrics` reports what the log holds
+/// without dropping anything).
+#[tokio::test]
+async fn an_idle_memory_topic_returns_the_memory_of_expired_items() {
+    let mut cfg = ServerConfig::ephemeral();
+    cfg.topic_defaults.retention_ms = 100;
+    let srv = Server::start(cfg).await.unwrap();
+    let c = client();
+    let base = srv.url();
+    let answer = publish(&c, &base, "t", items(3, 0)).await;
+    assert_eq!(answer["offsets"], serde_json::json!([0, 1, 2]), "{answer}");
+    let retained = || async {
+        support::metrics_text(&c, &base)
+            .await
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("jelly_topic_retained_bytes{topic=\"t\"} ")?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .expect("the topic's retained bytes")
+    };
+    let t0 = std::time::Instant::now();
+    while retained().await > 0 {
+        assert!(t0.elapsed() < WAIT, "the expired items still hold memory");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let t = support::get_json(&c, &format!("{base}/topics/t")).await;
+    assert_eq!(
+        (&t["first_offset"], &t["retained_bytes"]),
+        (&3.into(), &0.into()),
+        "{t}"
+    );
+    srv.shutdown().await.unwrap();
+}

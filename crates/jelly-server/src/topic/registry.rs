@@ -256,6 +256,14 @@ impl Registry {
             .cloned()
     }
 
+    /// Drops the expired items of every memory topic, so that idle topics return
+    /// their memory (see [`crate::topic::TopicLog::drop_expired`]).
+    pub fn drop_expired_items(&self) {
+        for t in self.list() {
+            t.log.drop_expired();
+        }
+    }
+
     /// All topics, by name.
     pub fn list(&self) -> Vec<Arc<Topic>> {
         self.topics
