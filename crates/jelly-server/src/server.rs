@@ -60,7 +60,7 @@ impl Server {
         let mirror_clients = config
             .mirrors
             .iter()
-            .map(|m| crate::mirror::client(m.ca.as_deref()).map_err(|e| invalid(&e)))
+            .map(|m| crate::mirror::client(m).map_err(|e| invalid(&e)))
             .collect::<io::Result<Vec<_>>>()?;
         let c = config.clone();
         let topics = tokio::task::spawn_blocking(move || Registry::open(&c))
@@ -103,6 +103,7 @@ impl Server {
                 header_read: state.config.header_read_timeout(),
                 http2_keepalive: state.config.http2_keepalive(),
                 tcp_keepalive: state.config.tcp_keepalive(),
+                send: state.config.send_timeout(),
                 shutdown_grace: state.config.shutdown_grace(),
             },
         };

@@ -81,11 +81,12 @@ pub fn describe(e: &reqwest::Error) -> String {
 }
 
 /// The HTTP client of a mirror (HTTP/1.1, no proxy). An `https://` upstream is
-/// checked against the system's roots and the certificates of `ca` (a PEM file).
-pub fn client(ca: Option<&std::path::Path>) -> Result<reqwest::Client, String> {
+/// checked against the system's roots and the certificates of the mirror's `ca` (a
+/// PEM file); its connections have the mirror's TCP keepalive.
+pub fn client(mirror: &MirrorConfig) -> Result<reqwest::Client, String> {
     crate::tls::install_crypto_provider();
     let mut b = reqwest::Client::builder();
-    if let Some(path) = ca {
+    if let Some(path) = &mirror.ca {
         let certs = std::fs::read(path)
             .map_err(|e| e.to_string())
             .and_then(|pem| crate::tls::root_certificates(&pem))
@@ -94,14 +95,16 @@ pub fn client(ca: Option<&std::path::Path>) -> Result<reqwest::Client, String> {
             b = b.add_root_certificate(c);
         }
     }
+    // An idle topic sends nothing: keepalive probes find a dead upstream (by default
+    // in about 30 s) where the stream alone would wait forever.
+    let idle = mirror.keepalive();
+    let interval = idle.map(|i| (i / 3).max(Duration::from_secs(1)));
     b.no_proxy()
         .connect_timeout(REQUEST_TIMEOUT)
         .tcp_nodelay(true)
-        // An idle topic sends nothing: keepalive probes find a dead upstream (about
-        // 30 s) where the stream alone would wait forever.
-        .tcp_keepalive(Duration::from_secs(15))
-        .tcp_keepalive_interval(Duration::from_secs(5))
-        .tcp_keepalive_retries(3)
+        .tcp_keepalive(idle)
+        .tcp_keepalive_interval(interval)
+        .tcp_keepalive_retries(idle.map(|_| 3))
         .http1_only()
         .build()
         .map_err(|e| format!("mirror HTTP client: {e}"))
@@ -812,6 +815,50 @@ mod tests {
         };
         enc.add(st).unwrap();
         enc.finish_frame()
+    }
+
+    /// The client's connections get the mirror's keepalive: read back from the
+    /// kernel's keepalive timer of the connection (Linux `/proc/net/tcp`), which
+    /// counts down from the idle time once the request is acknowledged.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn the_client_keeps_its_connections_alive_as_configured() {
+        use tokio::io::AsyncReadExt as _;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // (timer kind, time left in 1/100 s) of the connection to the listener.
+        let timer = || {
+            let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+            table.lines().skip(1).find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let remote_port = u16::from_str_radix(f[2].split(':').nth(1)?, 16).ok()?;
+                let (kind, left) = f[5].split_once(':')?;
+                (remote_port == port && f[3] == "01")
+                    .then(|| (kind.to_string(), u64::from_str_radix(left, 16).unwrap_or(0)))
+            })
+        };
+        let mut mirror =
+            MirrorConfig::from_topic_url(&format!("http://127.0.0.1:{port}/topics/t")).unwrap();
+        mirror.keepalive_ms = 100_000;
+        let c = client(&mirror).unwrap();
+        let request = tokio::spawn(c.get(format!("http://127.0.0.1:{port}/")).send());
+        let (mut conn, _) = listener.accept().await.unwrap();
+        let mut head = [0u8; 1024];
+        let _ = conn.read(&mut head).await.unwrap();
+        // Once the request is acknowledged the keepalive timer runs: 100 s of it,
+        // far more than the 15 s default.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            match timer() {
+                Some((kind, left)) if kind == "02" => {
+                    assert!(left > 5_000, "{left}");
+                    break;
+                }
+                t => assert!(std::time::Instant::now() < deadline, "{t:?}"),
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        request.abort();
     }
 
     /// A stopped mirror upstream is reported with its reason, and passed on unchanged
