@@ -1,9 +1,9 @@
 //! `GET /health` (liveness) and `GET /ready` (readiness).
 //!
 //! A server that answers is alive, so `/health` is always 200; its `status` says
-//! `degraded` when part of what it holds is not served as it should be and will not
-//! come back by itself: a topic that could not be opened, a log that refuses appends,
-//! a mirror that stopped. `/ready` answers 503 then, so that a load balancer or an
+//! `degraded` when part of what it holds is not served as it should be until an
+//! operator acts: a topic that could not be opened, a log that refuses appends (a
+//! full disk, a failed fsync), a mirror that stopped. `/ready` answers 503 then, so that a load balancer or an
 //! orchestrator's probe can act on it without reading a body, and lists the reasons.
 //!
 //! A mirror whose upstream is a mirror that stopped is counted, not a problem: this
