@@ -28,12 +28,24 @@ copies the topic with the same offsets, follows it live, and resumes where its o
 log ends after a failure or restart. Local publishes to that topic are refused (409).
 An https:// upstream is checked against the system's roots (add a private CA with
 --mirror-ca); --mirror-token authenticates to it. `[[mirror]]` tables in the config
-file do the same, with more settings (per-mirror token and ca, on_gone).
+file do the same, with more settings (per-mirror token and ca, on_gone, and
+keepalive_ms: TCP keepalive to the upstream, 15000 by default, 0: off).
+
+Connections to this server get TCP keepalive (tcp_keepalive_ms, 60000) and, on
+Linux, a bound on unacknowledged sent data (send_timeout_ms: by default the time
+keepalive takes to give up, about twice tcp_keepalive_ms; 0: off), e.g.
+--set send_timeout_ms=30000 drops a subscriber that stops reading (its buffers
+full) after about 30 s.
 
 --demo replays weather-station observations into the topic `weather`, a few items a
 second, over and over: 100 recorded items built into the binary (one item per frame
 of the recorded stream of ../shared/datasets/iot-assist-weather), or all 395 with
---demo-data ../shared/datasets/iot-assist-weather. The topic keeps its newest 64 MiB.
+--demo-data ../shared/datasets/iot-assist-weather. The topic keeps its newest 64 MiB,
+or topic_defaults.retention_bytes when that is not 0 (as with the memory log, below).
+
+--set log=memory keeps topics in memory (lost on restart). Each memory topic then
+keeps at most 256 MiB of items by default (topic_defaults.retention_bytes; 0: no
+limit), besides topic_defaults.retention_items (1000000).
 
 Security (docs/http-api.md, \"Security\"): --tls-cert/--tls-key serve HTTPS (HTTP/1.1,
 HTTP/2 and gRPC on one port); --auth-tokens FILE turns bearer tokens on, a TOML file

@@ -113,7 +113,8 @@ pub enum TopicsCommand {
         /// Keep at most this many items (memory log).
         #[arg(long, value_name = "N")]
         retention_items: Option<u64>,
-        /// Keep at most about this many bytes (0: no limit).
+        /// Keep at most about this many bytes (0: no limit; a new topic's default is 0
+        /// with the file log, 256 MiB with the memory log).
         #[arg(long, value_name = "BYTES")]
         retention_bytes: Option<u64>,
         /// Drop items older than this many milliseconds (0: no limit).

@@ -8,8 +8,10 @@
 //! without an answer. HTTP/2 connections are pinged when quiet
 //! ([`Timeouts::http2_keepalive`]) and closed when the peer does not answer; every
 //! connection also gets TCP keepalive probes ([`Timeouts::tcp_keepalive`]), which
-//! drop a peer that vanished without closing even on a quiet HTTP/1 stream. Bodies
-//! are the handlers' business (`http::publish` bounds pauses in an atomic publish).
+//! drop a peer that vanished without closing even on a quiet HTTP/1 stream, and a
+//! bound on unacknowledged data ([`Timeouts::send`]) for one that vanished in the
+//! middle of a busy stream. Bodies are the handlers' business (`http::publish`
+//! bounds pauses in an atomic publish).
 //!
 //! Shutdown: when the stop signal turns true, the listener closes, every connection
 //! is told to finish gracefully (HTTP/1: after the request in flight; HTTP/2: GOAWAY),
@@ -102,32 +104,44 @@ pub struct Timeouts {
     pub http2_keepalive: Option<Duration>,
     /// TCP keepalive probes on a connection quiet for this long (every protocol).
     pub tcp_keepalive: Option<Duration>,
+    /// Linux: sent data unacknowledged this long drops the connection
+    /// (`TCP_USER_TIMEOUT`, see [`set_send_timeout`]).
+    pub send: Option<Duration>,
     /// After shutdown begins, a connection still open this long is closed.
     pub shutdown_grace: Option<Duration>,
 }
 
 /// Turns on TCP keepalive: probes after `idle` of quiet, 4 of them `idle / 4` apart
-/// (at least 1 s), so a vanished peer is dropped after about twice `idle`.
-///
-/// Keepalive probes are only sent while nothing is in flight, and a peer that
-/// vanished in the middle of a stream leaves sent data unacknowledged: without more,
-/// the kernel retransmits for about 15 minutes before it gives up, holding the
-/// subscription and its slot of `max_connections_per_ip`. So on Linux the same
-/// twice `idle` bounds how long sent data may stay unacknowledged
-/// (`TCP_USER_TIMEOUT`). Linux applies it to zero-window probes too: a peer that
-/// reads nothing for that long (its receive buffer full) is dropped as well, as a
-/// send timeout would (nginx's `send_timeout`); a subscriber resumes from its
-/// offset, and the log, not the connection, holds what it has not read.
+/// (at least 1 s), so a vanished peer is dropped after about twice `idle`
+/// ([`crate::config::keepalive_give_up_ms`]).
 fn set_tcp_keepalive(tcp: &TcpStream, idle: Duration) -> io::Result<()> {
     let interval = (idle / 4).max(Duration::from_secs(1));
     let ka = socket2::TcpKeepalive::new()
         .with_time(idle)
         .with_interval(interval)
         .with_retries(4);
-    let sock = socket2::SockRef::from(tcp);
-    sock.set_tcp_keepalive(&ka)?;
+    socket2::SockRef::from(tcp).set_tcp_keepalive(&ka)
+}
+
+/// Bounds how long sent data may stay unacknowledged (`TCP_USER_TIMEOUT`, Linux only;
+/// elsewhere nothing is set).
+///
+/// Keepalive probes are only sent while nothing is in flight, and a peer that
+/// vanished in the middle of a stream leaves sent data unacknowledged: without this,
+/// the kernel retransmits for about 15 minutes before it gives up, holding the
+/// subscription and its slot of `max_connections_per_ip`. Linux applies it to
+/// zero-window probes too: a peer that reads nothing for that long (its receive
+/// buffer full) is dropped as well, as a send timeout would (nginx's
+/// `send_timeout`); a subscriber resumes from its offset, and the log, not the
+/// connection, holds what it has not read. With keepalive on, Linux also ends
+/// unanswered probing once this much time has passed, when that is sooner.
+#[cfg_attr(
+    not(any(target_os = "linux", target_os = "android")),
+    allow(unused_variables)
+)]
+fn set_send_timeout(tcp: &TcpStream, timeout: Duration) -> io::Result<()> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    sock.set_tcp_user_timeout(Some(idle + interval * 4))?;
+    socket2::SockRef::from(tcp).set_tcp_user_timeout(Some(timeout))?;
     Ok(())
 }
 
@@ -179,6 +193,11 @@ pub async fn serve(
             && let Err(e) = set_tcp_keepalive(&tcp, idle)
         {
             tracing::debug!(error = %e, "cannot set TCP keepalive");
+        }
+        if let Some(timeout) = acceptor.timeouts.send
+            && let Err(e) = set_send_timeout(&tcp, timeout)
+        {
+            tracing::debug!(error = %e, "cannot set TCP_USER_TIMEOUT");
         }
         let conn = Connection {
             acceptor: acceptor.clone(),
@@ -416,15 +435,21 @@ where
 mod tests {
     use super::*;
 
-    /// Keepalive and the bound on unacknowledged data agree: a peer gone quiet and
-    /// one gone in the middle of a stream are both dropped after about twice `idle`.
+    /// Keepalive and the send timeout are set apart: each as configured, and by
+    /// default (`send_timeout_ms` not given) a peer gone quiet and one gone in the
+    /// middle of a stream are both dropped after about twice `idle`.
     #[tokio::test]
-    async fn keepalive_also_bounds_unacknowledged_data() {
+    async fn keepalive_and_send_timeout_are_set_as_configured() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let client = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let (server, _) = listener.accept().await.unwrap();
-        set_tcp_keepalive(&server, Duration::from_secs(60)).unwrap();
+        let accepted = || async {
+            let client = tokio::net::TcpStream::connect(addr).await.unwrap();
+            (client, listener.accept().await.unwrap().0)
+        };
+        let (_client, server) = accepted().await;
+        let c = crate::ServerConfig::default();
+        set_tcp_keepalive(&server, c.tcp_keepalive().unwrap()).unwrap();
+        set_send_timeout(&server, c.send_timeout().unwrap()).unwrap();
         let sock = socket2::SockRef::from(&server);
         assert!(sock.keepalive().unwrap());
         assert_eq!(sock.tcp_keepalive_time().unwrap(), Duration::from_secs(60));
@@ -437,6 +462,23 @@ mod tests {
             sock.tcp_user_timeout().unwrap(),
             Some(Duration::from_secs(120))
         );
-        drop(client);
+        // A send timeout of its own, without keepalive.
+        let (_client, server) = accepted().await;
+        set_send_timeout(&server, Duration::from_secs(7)).unwrap();
+        let sock = socket2::SockRef::from(&server);
+        assert!(!sock.keepalive().unwrap());
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            sock.tcp_user_timeout().unwrap(),
+            Some(Duration::from_secs(7))
+        );
+        // Keepalive without a send timeout.
+        let (_client, server) = accepted().await;
+        set_tcp_keepalive(&server, Duration::from_secs(60)).unwrap();
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            socket2::SockRef::from(&server).tcp_user_timeout().unwrap(),
+            None
+        );
     }
 }

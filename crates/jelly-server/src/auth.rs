@@ -541,7 +541,7 @@ impl Auth {
         )?;
         if tokens.is_empty() && anonymous.publish.is_empty() && anonymous.subscribe.is_empty() {
             tracing::warn!(
-                "auth is on with no tokens and no anonymous rights: every request but /health is refused"
+                "auth is on with no tokens and no anonymous rights: every request but /health and /ready is refused"
             );
         } else {
             tracing::info!(
@@ -712,7 +712,7 @@ pub fn check(
 /// What an HTTP route needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Need {
-    /// Nothing (`/health`).
+    /// Nothing (`/health`, `/ready`).
     Nothing,
     /// A right on the topic named in the path (`{name}`); `query_token`: the token
     /// may come in `?access_token=` (WebSocket and SSE).
@@ -735,7 +735,7 @@ pub fn need_of(method: &Method, path: &str) -> Need {
     let read = *method == Method::GET || *method == Method::HEAD;
     let topic = |right, query_token| Need::Topic { right, query_token };
     match path {
-        "/health" => Need::Nothing,
+        "/health" | "/ready" => Need::Nothing,
         "/metrics" if read => Need::Metrics,
         "/topics" if read => Need::Listing,
         "/topics/{name}" if read => topic(Right::Subscribe, false),
@@ -1006,6 +1006,7 @@ mod tests {
     #[test]
     fn routes_need_rights() {
         assert_eq!(need_of(&Method::GET, "/health"), Need::Nothing);
+        assert_eq!(need_of(&Method::GET, "/ready"), Need::Nothing);
         assert_eq!(
             need_of(&Method::POST, "/topics/{name}/items"),
             Need::Topic {

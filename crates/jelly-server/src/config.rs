@@ -18,11 +18,13 @@
 //! body_min_bytes_per_s = 1024     # slowest average rate of that body, after the first body_read_timeout_ms; 0: none
 //! http2_keepalive_ms = 60000      # HTTP/2: PING a quiet connection (dropped without an answer)
 //! tcp_keepalive_ms = 60000        # TCP keepalive probes on a quiet connection; 0: off
+//! send_timeout_ms = 120000        # sent data unacknowledged this long drops the connection (default: keepalive's give-up time); 0: off
 //!
 //! [topic_defaults]
 //! physical = "quads"        # triples | quads
 //! logical = "datasets"      # flat-triples, flat-quads, graphs, datasets, named-graphs, …
 //! retention_items = 1000000
+//! retention_bytes = 0       # default 0 (no limit) with the file log, 256 MiB with the memory log
 //!
 //! [[mirror]]                # a repeater: copy a topic of another jellyfish server
 //! topic = "weather"         # the local topic
@@ -30,6 +32,7 @@
 //! upstream_topic = "weather"  # default: the same name
 //! token = "…"               # optional bearer token for the upstream
 //! on_gone = "stop"          # or "skip" (see `MirrorConfig::on_gone`)
+//! keepalive_ms = 15000      # TCP keepalive probes to the upstream; 0: off
 //! [tls]                     # absent: plain TCP
 //! cert = "cert.pem"         # PEM chain, leaf first
 //! key = "key.pem"
@@ -88,7 +91,9 @@ pub struct ServerConfig {
     /// publishes to ever new names (auto-creation) would use them up. Creating one
     /// more is refused (507) until a topic is deleted. 0: no limit.
     pub max_topics: usize,
-    /// Options of topics created without explicit options.
+    /// Options of topics created without explicit options. With the memory log,
+    /// `retention_bytes` is [`MEMORY_RETENTION_BYTES`] unless the file gives it
+    /// (parsed configurations and [`ServerConfig::ephemeral`]).
     pub topic_defaults: TopicOptions,
     /// Items per read while delivering (bounds the memory of one subscription step).
     pub delivery_batch_items: usize,
@@ -165,6 +170,26 @@ pub struct ServerConfig {
     /// a subscription or a streaming publish for ever. Covers HTTP/1, where nothing
     /// else checks a quiet connection. 0: off.
     pub tcp_keepalive_ms: u64,
+    /// Linux: the longest time, in milliseconds, that data sent on a connection may
+    /// stay unacknowledged (`TCP_USER_TIMEOUT`) before the connection is dropped. A
+    /// peer that vanished in the middle of a busy stream is then dropped as soon as a
+    /// quiet one is by keepalive (the kernel would otherwise retransmit for about 15
+    /// minutes), and so is one that reads nothing while data waits for it (its
+    /// receive buffer full): a send timeout. A subscriber resumes from its offset.
+    /// When the file does not give it: the time keepalive takes to give up on a
+    /// quiet peer ([`keepalive_give_up_ms`], about twice `tcp_keepalive_ms`; 0 when
+    /// that is off). 0: off.
+    pub send_timeout_ms: u64,
+}
+
+/// How long TCP keepalive with an idle time of `keepalive_ms` takes to drop a peer
+/// that does not answer: the idle time, then 4 probes a quarter of it apart (at
+/// least 1 s). 0 when keepalive is off.
+pub fn keepalive_give_up_ms(keepalive_ms: u64) -> u64 {
+    if keepalive_ms == 0 {
+        return 0;
+    }
+    keepalive_ms.saturating_add(4 * (keepalive_ms / 4).max(1000))
 }
 
 /// What a mirror does when the upstream no longer retains the next item it needs
@@ -202,6 +227,20 @@ pub struct MirrorConfig {
     /// See [`OnGone`].
     #[serde(default)]
     pub on_gone: OnGone,
+    /// TCP keepalive on the connection to the upstream, in milliseconds: probes after
+    /// this long without traffic (3 probes, a third of it apart, at least 1 s), so a
+    /// vanished upstream of a quiet topic is noticed after about twice this and the
+    /// mirror reconnects, where the stream alone would wait for ever. 0: off.
+    #[serde(default = "default_mirror_keepalive_ms")]
+    pub keepalive_ms: u64,
+}
+
+/// [`MirrorConfig::keepalive_ms`] when not given: 15 s, so a dead upstream is found in
+/// about 30 s.
+pub const MIRROR_KEEPALIVE_MS: u64 = 15_000;
+
+fn default_mirror_keepalive_ms() -> u64 {
+    MIRROR_KEEPALIVE_MS
 }
 
 impl std::fmt::Debug for MirrorConfig {
@@ -214,6 +253,7 @@ impl std::fmt::Debug for MirrorConfig {
             .field("token", &self.token.as_ref().map(|_| "<set>"))
             .field("ca", &self.ca)
             .field("on_gone", &self.on_gone)
+            .field("keepalive_ms", &self.keepalive_ms)
             .finish()
     }
 }
@@ -239,6 +279,7 @@ impl MirrorConfig {
             token: None,
             ca: None,
             on_gone: OnGone::Stop,
+            keepalive_ms: MIRROR_KEEPALIVE_MS,
         };
         c.check()?;
         Ok(c)
@@ -282,8 +323,19 @@ impl MirrorConfig {
         Ok(u)
     }
 
-    /// Checks names and the URL.
+    /// The keepalive idle time on the connection to the upstream (`None`: off).
+    pub fn keepalive(&self) -> Option<std::time::Duration> {
+        millis(self.keepalive_ms)
+    }
+
+    /// Checks names, the URL and the keepalive.
     pub fn check(&self) -> Result<(), String> {
+        if self.keepalive_ms > MAX_TCP_KEEPALIVE_MS {
+            return Err(format!(
+                "mirror of `{}`: keepalive_ms = {}: at most {MAX_TCP_KEEPALIVE_MS} (32,767 s; 0: off)",
+                self.topic, self.keepalive_ms
+            ));
+        }
         for (what, name) in [
             ("topic", &self.topic[..]),
             ("upstream_topic", self.upstream_topic()),
@@ -305,11 +357,26 @@ fn redacted(u: &reqwest::Url) -> String {
     u.to_string()
 }
 
+/// The byte bound of a memory topic when `topic_defaults.retention_bytes` is not
+/// given (with `log = "memory"`; the file log's default is 0, no bound).
+///
+/// Without it a memory topic could hold `retention_items` (1,000,000) items of up to
+/// `max_item_bytes` (16 MiB) each, far more than any machine's memory: a publisher
+/// could take the server down by publishing. 256 MiB holds about 100,000 items of a
+/// few KB (a 50-statement item is about 2.5 KB) and keeps the worst case at 256 MiB
+/// times the number of topics; a server with many memory topics should set less. An
+/// explicit `retention_bytes = 0` still means no bound.
+pub const MEMORY_RETENTION_BYTES: u64 = 256 << 20;
+
 /// The most runtime worker threads a configuration may ask for.
 pub const MAX_WORKER_THREADS: usize = 1024;
 
 /// The longest TCP keepalive idle time Linux accepts, in milliseconds.
 pub const MAX_TCP_KEEPALIVE_MS: u64 = 32_767_000;
+
+/// The longest `TCP_USER_TIMEOUT` Linux accepts (a C `int` of milliseconds, about
+/// 24.8 days).
+pub const MAX_SEND_TIMEOUT_MS: u64 = i32::MAX as u64;
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -343,6 +410,7 @@ impl Default for ServerConfig {
             body_min_bytes_per_s: 1024,
             http2_keepalive_ms: 60_000,
             tcp_keepalive_ms: 60_000,
+            send_timeout_ms: keepalive_give_up_ms(60_000),
         }
     }
 }
@@ -360,21 +428,45 @@ pub enum ConfigError {
 }
 
 impl ServerConfig {
-    /// A configuration for tests: memory log, port 0 on loopback.
+    /// A configuration for tests: memory log (with its default byte bound,
+    /// [`MEMORY_RETENTION_BYTES`]), port 0 on loopback.
     pub fn ephemeral() -> Self {
-        ServerConfig {
+        let mut c = ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             log: LogKind::Memory,
             ..Default::default()
+        };
+        c.settle_defaults(&toml::Table::new());
+        c
+    }
+
+    /// Sets the defaults that depend on other keys, where `given` (the parsed file,
+    /// with its `--set`s) does not set them: a memory log's topics are bounded by
+    /// [`MEMORY_RETENTION_BYTES`] unless `topic_defaults.retention_bytes` is given, and
+    /// `send_timeout_ms` follows `tcp_keepalive_ms`.
+    fn settle_defaults(&mut self, given: &toml::Table) {
+        let retention_bytes_given = given
+            .get("topic_defaults")
+            .and_then(|t| t.get("retention_bytes"))
+            .is_some();
+        if self.log == LogKind::Memory && !retention_bytes_given {
+            self.topic_defaults.retention_bytes = MEMORY_RETENTION_BYTES;
+        }
+        if !given.contains_key("send_timeout_ms") {
+            self.send_timeout_ms = keepalive_give_up_ms(self.tcp_keepalive_ms);
         }
     }
 
-    /// Parses TOML text (missing keys keep their defaults).
+    /// Parses TOML text (missing keys keep their defaults, see
+    /// [`MEMORY_RETENTION_BYTES`] for the one that depends on the log).
     pub fn from_toml(text: &str, path: &str) -> Result<Self, ConfigError> {
-        let c: ServerConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let parse_error = |e: toml::de::Error| ConfigError::Parse {
             path: path.to_string(),
             message: e.to_string(),
-        })?;
+        };
+        let mut c: ServerConfig = toml::from_str(text).map_err(parse_error)?;
+        let given: toml::Table = toml::from_str(text).map_err(parse_error)?;
+        c.settle_defaults(&given);
         c.check().map_err(|m| ConfigError::Parse {
             path: path.to_string(),
             message: m,
@@ -412,9 +504,10 @@ impl ServerConfig {
             for set in &sets[..n] {
                 apply_set(&mut table, set).map_err(|m| (Some(set), m))?;
             }
-            let c: ServerConfig = toml::Value::Table(table)
+            let mut c: ServerConfig = toml::Value::Table(table.clone())
                 .try_into()
                 .map_err(|e: toml::de::Error| (None, e.to_string()))?;
+            c.settle_defaults(&table);
             c.check().map_err(|m| (None, m))?;
             Ok(c)
         };
@@ -514,6 +607,12 @@ impl ServerConfig {
                 self.tcp_keepalive_ms
             ));
         }
+        if self.send_timeout_ms > MAX_SEND_TIMEOUT_MS {
+            return Err(format!(
+                "send_timeout_ms = {}: at most {MAX_SEND_TIMEOUT_MS} (about 24.8 days; 0: off)",
+                self.send_timeout_ms
+            ));
+        }
         // Topics are created with these: options no topic can have would refuse every
         // publish to a new name, and an item count would be ignored by the file log.
         self.topic_defaults
@@ -569,6 +668,11 @@ impl ServerConfig {
     /// [`ServerConfig::tcp_keepalive_ms`], `None` when off.
     pub fn tcp_keepalive(&self) -> Option<std::time::Duration> {
         millis(self.tcp_keepalive_ms)
+    }
+
+    /// [`ServerConfig::send_timeout_ms`], `None` when off.
+    pub fn send_timeout(&self) -> Option<std::time::Duration> {
+        millis(self.send_timeout_ms)
     }
 
     /// The file log's durability policy.
@@ -723,6 +827,40 @@ mod tests {
         assert_eq!(c.body_min_bytes_per_s, 0);
     }
 
+    /// The send timeout follows keepalive unless given (what keepalive finds on a
+    /// quiet connection is found as soon on a busy one); given, it stands alone, and
+    /// 0 turns it off.
+    #[test]
+    fn send_timeout_follows_keepalive_unless_given() {
+        let send = |text: &str| {
+            ServerConfig::from_toml(text, "x.toml")
+                .unwrap()
+                .send_timeout()
+        };
+        let secs = |s| Some(Duration::from_secs(s));
+        assert_eq!(ServerConfig::default().send_timeout(), secs(120));
+        assert_eq!(send(""), secs(120));
+        assert_eq!(send("tcp_keepalive_ms = 10000\n"), secs(20));
+        // Probes at least 1 s apart.
+        assert_eq!(send("tcp_keepalive_ms = 2000\n"), secs(6));
+        assert_eq!(send("tcp_keepalive_ms = 0\n"), None);
+        assert_eq!(
+            send("tcp_keepalive_ms = 10000\nsend_timeout_ms = 5000\n"),
+            secs(5)
+        );
+        assert_eq!(send("send_timeout_ms = 0\n"), None);
+        assert_eq!(
+            send("tcp_keepalive_ms = 0\nsend_timeout_ms = 9000\n"),
+            secs(9)
+        );
+        let c = ServerConfig::from_toml_with("", "x.toml", &["tcp_keepalive_ms=4000".into()]);
+        assert_eq!(c.unwrap().send_timeout(), secs(8));
+        let e = ServerConfig::from_toml("send_timeout_ms = 2147483648\n", "x.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at most 2147483647"), "{e}");
+    }
+
     #[test]
     fn toml_overrides_defaults() {
         let c = ServerConfig::from_toml(
@@ -868,6 +1006,32 @@ mod tests {
         .unwrap();
     }
 
+    /// A memory log bounds its topics' bytes by default; 0 given in the file or by
+    /// `--set` still means no bound, and the file log's default stays 0.
+    #[test]
+    fn the_memory_log_has_a_default_byte_bound() {
+        let bytes = |text: &str, sets: &[&str]| {
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            ServerConfig::from_toml_with(text, "x.toml", &sets)
+                .unwrap()
+                .topic_defaults
+                .retention_bytes
+        };
+        let memory = "log = \"memory\"\n";
+        assert_eq!(bytes(memory, &[]), MEMORY_RETENTION_BYTES);
+        assert_eq!(bytes("", &["log=memory"]), MEMORY_RETENTION_BYTES);
+        assert_eq!(bytes("", &[]), 0);
+        assert_eq!(bytes("", &["topic_defaults.retention_ms=5"]), 0);
+        let unbounded = "log = \"memory\"\n[topic_defaults]\nretention_bytes = 0\n";
+        assert_eq!(bytes(unbounded, &[]), 0);
+        assert_eq!(bytes(memory, &["topic_defaults.retention_bytes=0"]), 0);
+        assert_eq!(bytes(memory, &["topic_defaults.retention_bytes=5"]), 5);
+        assert_eq!(
+            ServerConfig::ephemeral().topic_defaults.retention_bytes,
+            MEMORY_RETENTION_BYTES
+        );
+    }
+
     #[test]
     fn busy_poll_needs_one_worker() {
         let c =
@@ -931,6 +1095,7 @@ mod tests {
         assert_eq!(c.mirrors[0].on_gone, OnGone::Stop);
         assert_eq!(c.mirrors[1].upstream_topic(), "x");
         assert_eq!(c.mirrors[1].on_gone, OnGone::Skip);
+        assert_eq!(c.mirrors[0].keepalive(), Some(Duration::from_secs(15)));
         assert!(
             !format!("{:?}", c.mirrors[1]).contains("\"t\""),
             "token not shown"
@@ -941,11 +1106,13 @@ mod tests {
             "[[mirror]]\ntopic = \"a\"\nupstream = \"h:1\"\n",
             "[[mirror]]\ntopic = \"a\"\nupstream = \"http://h:1\"\n[[mirror]]\ntopic = \"a\"\nupstream = \"http://h:2\"\n",
             "[[mirror]]\ntopic = \"a\"\nupstream = \"http://h:1\"\nextra = 1\n",
+            "[[mirror]]\ntopic = \"a\"\nupstream = \"http://h:1\"\nkeepalive_ms = 40000000\n",
         ] {
             assert!(ServerConfig::from_toml(bad, "x.toml").is_err(), "{bad}");
         }
-        let ok = "[[mirror]]\ntopic = \"a\"\nupstream = \"https://h:1\"\nca = \"ca.pem\"\n";
+        let ok = "[[mirror]]\ntopic = \"a\"\nupstream = \"https://h:1\"\nca = \"ca.pem\"\nkeepalive_ms = 0\n";
         let c = ServerConfig::from_toml(ok, "x.toml").unwrap();
+        assert_eq!(c.mirrors[0].keepalive(), None);
         assert_eq!(
             c.mirrors[0].ca.as_deref(),
             Some(std::path::Path::new("ca.pem"))

@@ -89,8 +89,9 @@ pub async fn run(
     let options = TopicOptions {
         physical: Physical::Triples,
         logical: Some("graphs".into()),
-        // The demo repeats forever: without a limit of the configuration's own, its
-        // log keeps the newest 64 MiB, so a demo left running does not fill the disk.
+        // The demo repeats forever: without a limit of the configuration's own (the
+        // memory log has one by default), its log keeps the newest 64 MiB, so a demo
+        // left running does not fill the disk.
         retention_bytes: match defaults.retention_bytes {
             0 => DEMO_RETENTION_BYTES,
             n => n,

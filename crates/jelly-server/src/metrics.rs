@@ -194,7 +194,7 @@ impl Metrics {
         );
 
         let topics = registry.list();
-        let per_topic: [PerTopic; 6] = [
+        let per_topic: [PerTopic; 7] = [
             (
                 "jelly_topic_items_in_total",
                 "counter",
@@ -224,6 +224,12 @@ impl Metrics {
                 "gauge",
                 "Offset the next item will get.",
                 |t| t.log.next_offset(),
+            ),
+            (
+                "jelly_topic_retained_bytes",
+                "gauge",
+                "Bytes the topic's log holds (file log: records on disk; memory log: frames and metadata).",
+                |t| t.log.retained_bytes(),
             ),
             (
                 "jelly_topic_subscribers",
@@ -293,7 +299,7 @@ fn render_mirrors(s: &mut String, registry: &Registry) {
         &'static str,
         fn(&crate::mirror::MirrorStatus, Option<u64>) -> Option<u64>,
     );
-    let per_mirror: [PerMirror; 6] = [
+    let per_mirror: [PerMirror; 7] = [
         (
             "jelly_mirror_connected",
             "gauge",
@@ -305,6 +311,12 @@ fn render_mirrors(s: &mut String, registry: &Registry) {
             "gauge",
             "1 when the mirror gave up (the upstream no longer retains what it needs, or other options): needs an operator.",
             |m, _| Some(u64::from(m.state() == MirrorState::Stopped)),
+        ),
+        (
+            "jelly_mirror_upstream_stopped",
+            "gauge",
+            "1 when the upstream topic is a mirror that stopped, or follows one that did: no new items will come until it is repaired (its description's mirror.upstream_stopped says why).",
+            |m, _| Some(u64::from(m.upstream_stopped().is_some())),
         ),
         (
             "jelly_mirror_items_total",

@@ -20,6 +20,10 @@ use crate::log::ReadLimits;
 use crate::metrics::Metrics;
 use crate::topic::Registry;
 
+/// How often the memory log's expired items are dropped on every topic (see
+/// [`sweep_memory_topics`]).
+const MEMORY_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+
 /// A running server.
 pub struct Server {
     addr: SocketAddr,
@@ -56,7 +60,7 @@ impl Server {
         let mirror_clients = config
             .mirrors
             .iter()
-            .map(|m| crate::mirror::client(m.ca.as_deref()).map_err(|e| invalid(&e)))
+            .map(|m| crate::mirror::client(m).map_err(|e| invalid(&e)))
             .collect::<io::Result<Vec<_>>>()?;
         let c = config.clone();
         let topics = tokio::task::spawn_blocking(move || Registry::open(&c))
@@ -99,10 +103,14 @@ impl Server {
                 header_read: state.config.header_read_timeout(),
                 http2_keepalive: state.config.http2_keepalive(),
                 tcp_keepalive: state.config.tcp_keepalive(),
+                send: state.config.send_timeout(),
                 shutdown_grace: state.config.shutdown_grace(),
             },
         };
         let tls = acceptor.tls.is_some();
+        if state.config.log == crate::config::LogKind::Memory {
+            tokio::spawn(sweep_memory_topics(state.clone(), rx.clone()));
+        }
         let task = tokio::spawn(accept::serve(listener, acceptor, rx));
         tracing::info!(%addr, tls, "listening");
         let mut mirrors = Vec::new();
@@ -165,6 +173,22 @@ impl Server {
         signal.await;
         tracing::info!("shutting down");
         self.shutdown().await
+    }
+}
+
+/// Drops the expired items of every memory topic every [`MEMORY_SWEEP_INTERVAL`],
+/// until shutdown. A memory log drops them by itself only when it is appended to or
+/// read, so an idle topic under `retention_ms` would hold their memory for ever. One
+/// task serves every topic; a topic with nothing expired costs one look at its oldest
+/// item.
+async fn sweep_memory_topics(state: AppState, mut shutdown: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(MEMORY_SWEEP_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => state.topics.drop_expired_items(),
+            _ = crate::http::wait_shutdown(&mut shutdown) => return,
+        }
     }
 }
 

@@ -651,14 +651,9 @@ async fn a_mirror_of_an_upstream_that_lost_items_stops_or_starts_over() {
     a.shutdown().await.unwrap();
 }
 
-/// An upstream item larger than this server takes (`max_item_bytes`) stops the mirror
-/// with the reason, instead of fetching the same item again every few seconds for ever;
-/// the items before it are kept.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_upstream_item_over_max_item_bytes_stops_the_mirror() {
-    let c = client();
-    let a = start(|_| {}).await;
-    publish(&c, &a, "t", 0).await;
+/// Publishes an item of about 250 KB: more than a server with `max_item_bytes =
+/// 50_000` takes.
+async fn publish_big(c: &reqwest::Client, s: &Server, topic: &str) {
     let big: String = (0..2000)
         .map(|i| {
             format!(
@@ -668,13 +663,24 @@ async fn an_upstream_item_over_max_item_bytes_stops_the_mirror() {
         })
         .collect();
     let r = c
-        .post(format!("{}/topics/t/items", a.url()))
+        .post(format!("{}/topics/{topic}/items", s.url()))
         .header("content-type", "application/n-quads")
         .body(big)
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
+}
+
+/// An upstream item larger than this server takes (`max_item_bytes`) stops the mirror
+/// with the reason, instead of fetching the same item again every few seconds for ever;
+/// the items before it are kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_item_over_max_item_bytes_stops_the_mirror() {
+    let c = client();
+    let a = start(|_| {}).await;
+    publish(&c, &a, "t", 0).await;
+    publish_big(&c, &a, "t").await;
     let b = start(|cfg| {
         cfg.max_item_bytes = 50_000;
         cfg.mirrors = vec![mirror_of(&a, "t", "t")];
@@ -688,6 +694,136 @@ async fn an_upstream_item_over_max_item_bytes_stops_the_mirror() {
         "{err}"
     );
     assert_eq!(d["next_offset"], 1, "the item before it is kept");
+    b.shutdown().await.unwrap();
+    a.shutdown().await.unwrap();
+}
+
+/// A stopped mirror needs an operator: `/health` stays 200 (the server is alive) but
+/// says `degraded` with the count, and `/ready` answers 503 with the reason. Anyone
+/// may ask (probes carry no tokens); the reason, which names the topic and its
+/// upstream, is shown only to a caller who may subscribe to the topic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_and_readiness_report_a_stopped_mirror() {
+    let c = client();
+    let a = start(|_| {}).await;
+    publish(&c, &a, "t", 0).await;
+    publish_big(&c, &a, "t").await;
+    // A server with nothing wrong is ready.
+    let r = c.get(format!("{}/ready", a.url())).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.json::<Value>().await.unwrap()["status"], "ok");
+    let b = start(|cfg| {
+        cfg.max_item_bytes = 50_000;
+        cfg.mirrors = vec![mirror_of(&a, "t", "t")];
+        cfg.auth = Some(jelly_server::auth::AuthConfig {
+            tokens: vec![jelly_server::auth::TokenConfig {
+                name: Some("ops".into()),
+                token: Some("ops-token".into()),
+                admin: true,
+                ..Default::default()
+            }],
+            anonymous_subscribe: vec!["public-*".into()],
+            ..Default::default()
+        });
+    })
+    .await;
+    wait_stopped(&b, "t").await;
+    let h: Value = c
+        .get(format!("{}/health", b.url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(h["status"], "degraded", "{h}");
+    assert_eq!(
+        (&h["mirrors"], &h["mirrors_stopped"]),
+        (&json!(1), &json!(1)),
+        "{h}"
+    );
+    // Without a token: the counts, not the reason.
+    let r = c.get(format!("{}/ready", b.url())).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["status"], "degraded", "{v}");
+    assert_eq!(v["mirrors_stopped"], 1, "{v}");
+    assert!(
+        v["error"].as_str().unwrap().contains("1 mirror stopped"),
+        "{v}"
+    );
+    assert_eq!(v["problems"], json!([]), "{v}");
+    // With a token that may read the topic: which one, and why.
+    let r = c
+        .get(format!("{}/ready", b.url()))
+        .bearer_auth("ops-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let v: Value = r.json().await.unwrap();
+    let p = &v["problems"][0];
+    assert_eq!(
+        (&p["topic"], &p["kind"]),
+        (&json!("t"), &json!("mirror_stopped")),
+        "{v}"
+    );
+    assert!(
+        p["reason"].as_str().unwrap().contains("max_item_bytes"),
+        "{v}"
+    );
+    b.shutdown().await.unwrap();
+    a.shutdown().await.unwrap();
+}
+
+/// A mirror of a mirror that stopped learns it from the upstream's description: its
+/// status, `/health` and `/metrics` say that nothing new will come and why. It stays
+/// ready: it serves what it has, and the stopped mirror is reported (and not ready)
+/// on its own server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_of_a_stopped_mirror_shows_it() {
+    let c = client();
+    let a = start(|_| {}).await;
+    publish(&c, &a, "t", 0).await;
+    publish_big(&c, &a, "t").await;
+    let b = start(|cfg| {
+        cfg.max_item_bytes = 50_000;
+        cfg.mirrors = vec![mirror_of(&a, "t", "t")];
+    })
+    .await;
+    let cc = start(|cfg| cfg.mirrors = vec![mirror_of(&b, "t", "t")]).await;
+    wait_stopped(&b, "t").await;
+    let m = cc.state().topics.mirror("t").unwrap();
+    wait_for("the stop upstream to be seen", || async {
+        m.upstream_stopped().is_some()
+    })
+    .await;
+    let (_, d) = describe(&c, &cc, "t").await;
+    let why = d["mirror"]["upstream_stopped"].as_str().unwrap();
+    assert!(
+        why.contains(&format!("{}/topics/t", a.url())) && why.contains("max_item_bytes"),
+        "{d}"
+    );
+    assert_eq!(d["mirror"]["state"], "connected", "{d}");
+    let h: Value = c
+        .get(format!("{}/health", cc.url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(h["status"], "ok", "{h}");
+    assert_eq!(h["mirrors_upstream_stopped"], 1, "{h}");
+    let r = c.get(format!("{}/ready", cc.url())).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let metrics = support::metrics_text(&c, &cc.url()).await;
+    let line = format!(
+        "jelly_mirror_upstream_stopped{{topic=\"t\",upstream=\"{}/topics/t\"}} 1",
+        b.url()
+    );
+    assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
+    cc.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
     a.shutdown().await.unwrap();
 }

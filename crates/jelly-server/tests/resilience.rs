@@ -135,6 +135,21 @@ async fn a_corrupt_topic_fails_alone_and_nothing_is_truncated() {
         (&1.into(), &1.into()),
         "{h}"
     );
+    // Alive but degraded; not ready, with the reason.
+    assert_eq!(h["status"], "degraded", "{h}");
+    let r = c.get(format!("{base}/ready")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let v = json(r).await;
+    assert_eq!(v["unavailable"], 1, "{v}");
+    assert_eq!(v["problems"][0]["topic"], "r", "{v}");
+    assert_eq!(v["problems"][0]["kind"], "unavailable", "{v}");
+    assert!(
+        v["problems"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("corrupt log segment"),
+        "{v}"
+    );
     let m = metrics_text(&c, &base).await;
     assert!(
         m.lines()

@@ -926,3 +926,87 @@ async fn changing_the_retention_of_a_memory_topic_drops_its_oldest_items() {
     assert_eq!(held(&t), (12, 12), "{t}");
     srv.shutdown().await.unwrap();
 }
+
+/// A memory topic is bounded by the memory log's default byte bound unless told
+/// otherwise: its description shows the bound, those options sent back with `PUT`
+/// match, and 0 (at creation or with `PATCH`) lifts it, in the live log too.
+#[tokio::test]
+async fn memory_topics_have_a_default_byte_bound_that_zero_lifts() {
+    use jelly_server::config::MEMORY_RETENTION_BYTES;
+    use jelly_server::topic::TopicLog;
+    let srv = Server::start(ServerConfig::ephemeral()).await.unwrap();
+    let c = client();
+    let base = srv.url();
+    let bound = |name: &str| match &srv.state().topics.get(name).unwrap().log {
+        TopicLog::Memory(l) => l.retention().bytes,
+        TopicLog::File(_) => panic!("a memory server"),
+    };
+    let put = |name: &'static str, body: String| {
+        let c = c.clone();
+        let base = base.clone();
+        async move {
+            let r = c
+                .put(format!("{base}/topics/{name}"))
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            (r.status(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, t) = put("t", String::new()).await;
+    assert_eq!(status, StatusCode::CREATED, "{t}");
+    assert_eq!(
+        t["options"]["retention_bytes"], MEMORY_RETENTION_BYTES,
+        "{t}"
+    );
+    assert_eq!(bound("t"), Some(MEMORY_RETENTION_BYTES));
+    let (status, again) = put("t", t["options"].to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    let (status, u) = put("u", r#"{"retention_bytes": 0}"#.into()).await;
+    assert_eq!(status, StatusCode::CREATED, "{u}");
+    assert_eq!(u["options"]["retention_bytes"], 0, "{u}");
+    assert_eq!(bound("u"), None);
+    let (status, t) = patch(&c, &base, "t", r#"{"retention_bytes": 0}"#).await;
+    assert_eq!(status, StatusCode::OK, "{t}");
+    assert_eq!(t["options"]["retention_bytes"], 0, "{t}");
+    assert_eq!(bound("t"), None);
+    srv.shutdown().await.unwrap();
+}
+
+/// An idle memory topic returns the memory of its expired items: the server's sweep
+/// drops them with nobody appending or reading (`/metrics` reports what the log holds
+/// without dropping anything).
+#[tokio::test]
+async fn an_idle_memory_topic_returns_the_memory_of_expired_items() {
+    let mut cfg = ServerConfig::ephemeral();
+    cfg.topic_defaults.retention_ms = 100;
+    let srv = Server::start(cfg).await.unwrap();
+    let c = client();
+    let base = srv.url();
+    let answer = publish(&c, &base, "t", items(3, 0)).await;
+    assert_eq!(answer["offsets"], serde_json::json!([0, 1, 2]), "{answer}");
+    let retained = || async {
+        support::metrics_text(&c, &base)
+            .await
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("jelly_topic_retained_bytes{topic=\"t\"} ")?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .expect("the topic's retained bytes")
+    };
+    let t0 = std::time::Instant::now();
+    while retained().await > 0 {
+        assert!(t0.elapsed() < WAIT, "the expired items still hold memory");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let t = support::get_json(&c, &format!("{base}/topics/t")).await;
+    assert_eq!(
+        (&t["first_offset"], &t["retained_bytes"]),
+        (&3.into(), &0.into()),
+        "{t}"
+    );
+    srv.shutdown().await.unwrap();
+}

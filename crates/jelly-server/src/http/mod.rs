@@ -1,6 +1,6 @@
 //! The HTTP front-end (axum): topics, publish (atomic or streaming), subscribe
-//! (chunked stream, long-poll, SSE), WebSocket publish and subscribe, health and
-//! metrics, and the gRPC service's routes ([`crate::grpc`]). `docs/http-api.md`
+//! (chunked stream, long-poll, SSE), WebSocket publish and subscribe, health,
+//! readiness and metrics, and the gRPC service's routes ([`crate::grpc`]). `docs/http-api.md`
 //! describes the API, `docs/openapi.yaml` its schema, `docs/grpc-api.md` the gRPC side.
 //!
 //! Request bodies: an atomic publish's body may pause at most `body_read_timeout_ms`,
@@ -11,6 +11,7 @@
 
 pub mod body_coding;
 mod error;
+mod health;
 mod publish;
 pub mod publish_stream;
 mod subscribe;
@@ -105,7 +106,8 @@ fn cors_layer(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
 
 fn routes(state: AppState) -> Router {
     Router::new()
-        .route("/health", get(health))
+        .route("/health", get(health::health))
+        .route("/ready", get(health::ready))
         .route("/metrics", get(metrics))
         .route("/topics", get(topics::list))
         .route(
@@ -181,16 +183,6 @@ pub(crate) async fn blocking<T: Send + 'static>(
 /// Completes when the server begins to shut down.
 pub(crate) async fn wait_shutdown(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|v| *v).await;
-}
-
-/// Liveness, with the topics served and those that could not be opened (they count
-/// towards `max_topics` too, so the two add up to what that limit sees).
-async fn health(State(s): State<AppState>) -> impl IntoResponse {
-    axum::Json(serde_json::json!({
-        "status": "ok",
-        "topics": s.topics.list().len(),
-        "unavailable": s.topics.unavailable().len(),
-    }))
 }
 
 async fn metrics(State(s): State<AppState>) -> impl IntoResponse {

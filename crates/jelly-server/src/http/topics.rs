@@ -44,6 +44,7 @@ pub fn describe_json(t: &Topic) -> Value {
         "first_offset": first,
         "next_offset": next,
         "items": next - first,
+        "retained_bytes": t.log.retained_bytes(),
         "items_in": t.stats.items_in.load(Ordering::Relaxed),
         "statements_in": t.stats.statements_in.load(Ordering::Relaxed),
         "bytes_in": t.stats.bytes_in.load(Ordering::Relaxed),

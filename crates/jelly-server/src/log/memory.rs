@@ -136,6 +136,11 @@ impl MemoryLog {
         self.set_retention(retention);
     }
 
+    /// What the log keeps (its limits, not what it holds).
+    pub fn retention(&self) -> MemoryRetention {
+        self.lock().retention
+    }
+
     /// Keeps what `retention` allows from now on; items beyond it go at once.
     pub fn set_retention(&self, retention: MemoryRetention) {
         let now = self.clock.now_ms();
@@ -179,9 +184,22 @@ impl MemoryLog {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The lock, after dropping the items that aged out. Ageing is applied when the
-    /// log is looked at rather than by a timer: a reader never sees an expired item,
-    /// and an idle log holds at most what its item and byte limits allow anyway.
+    /// Drops the items that aged out, so that their memory is returned even when
+    /// nobody looks at the log (the server's sweep calls it every second). Cheap when
+    /// nothing expired: one look at the oldest item.
+    pub fn drop_expired(&self) {
+        drop(self.trimmed());
+    }
+
+    /// Bytes the log holds ([`Item::held_bytes`] summed), as they are: expired items
+    /// not dropped yet count (this does not drop them).
+    pub fn held_bytes(&self) -> u64 {
+        self.lock().bytes
+    }
+
+    /// The lock, after dropping the items that aged out. Readers thus never see an
+    /// expired item; an idle log's items go at the server's sweep
+    /// ([`MemoryLog::drop_expired`]).
     fn trimmed(&self) -> std::sync::MutexGuard<'_, Inner> {
         let now = self.clock.now_ms();
         let mut g = self.lock();
@@ -419,6 +437,32 @@ mod tests {
         log.set_retention(MemoryRetention::items(100));
         log.append(vec![sized(500), sized(500)]).await.unwrap();
         assert_eq!(offsets(&log), (5, 8));
+    }
+
+    /// Expired items keep their memory until the log is looked at or swept; the
+    /// sweep returns it.
+    #[tokio::test]
+    async fn drop_expired_returns_the_memory_of_expired_items() {
+        let now = Arc::new(AtomicU64::new(1_000_000));
+        let read = now.clone();
+        let retention = MemoryRetention {
+            age: Some(Duration::from_millis(500)),
+            ..MemoryRetention::items(100)
+        };
+        let log = MemoryLog::with_retention(
+            retention,
+            Clock::from_fn(move || read.load(Ordering::SeqCst)),
+        );
+        log.append(vec![sized(98), sized(98)]).await.unwrap();
+        assert_eq!(log.held_bytes(), 200);
+        now.store(1_000_400, Ordering::SeqCst);
+        log.drop_expired();
+        assert_eq!(log.held_bytes(), 200, "not expired yet");
+        now.store(1_000_501, Ordering::SeqCst);
+        assert_eq!(log.held_bytes(), 200, "held until swept");
+        log.drop_expired();
+        assert_eq!(log.held_bytes(), 0);
+        assert_eq!(offsets(&log), (2, 2));
     }
 
     /// Items older than the age limit are gone for readers even when nothing is

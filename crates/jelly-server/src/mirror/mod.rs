@@ -81,11 +81,12 @@ pub fn describe(e: &reqwest::Error) -> String {
 }
 
 /// The HTTP client of a mirror (HTTP/1.1, no proxy). An `https://` upstream is
-/// checked against the system's roots and the certificates of `ca` (a PEM file).
-pub fn client(ca: Option<&std::path::Path>) -> Result<reqwest::Client, String> {
+/// checked against the system's roots and the certificates of the mirror's `ca` (a
+/// PEM file); its connections have the mirror's TCP keepalive.
+pub fn client(mirror: &MirrorConfig) -> Result<reqwest::Client, String> {
     crate::tls::install_crypto_provider();
     let mut b = reqwest::Client::builder();
-    if let Some(path) = ca {
+    if let Some(path) = &mirror.ca {
         let certs = std::fs::read(path)
             .map_err(|e| e.to_string())
             .and_then(|pem| crate::tls::root_certificates(&pem))
@@ -94,14 +95,16 @@ pub fn client(ca: Option<&std::path::Path>) -> Result<reqwest::Client, String> {
             b = b.add_root_certificate(c);
         }
     }
+    // An idle topic sends nothing: keepalive probes find a dead upstream (by default
+    // in about 30 s) where the stream alone would wait forever.
+    let idle = mirror.keepalive();
+    let interval = idle.map(|i| (i / 3).max(Duration::from_secs(1)));
     b.no_proxy()
         .connect_timeout(REQUEST_TIMEOUT)
         .tcp_nodelay(true)
-        // An idle topic sends nothing: keepalive probes find a dead upstream (about
-        // 30 s) where the stream alone would wait forever.
-        .tcp_keepalive(Duration::from_secs(15))
-        .tcp_keepalive_interval(Duration::from_secs(5))
-        .tcp_keepalive_retries(3)
+        .tcp_keepalive(idle)
+        .tcp_keepalive_interval(interval)
+        .tcp_keepalive_retries(idle.map(|_| 3))
         .http1_only()
         .build()
         .map_err(|e| format!("mirror HTTP client: {e}"))
@@ -173,6 +176,9 @@ struct Upstream {
     next: u64,
     /// Which topic of that name it is (`None` from a server that does not say).
     id: Option<String>,
+    /// Why it gets no new items, when it is a mirror that stopped or follows one
+    /// ([`upstream_stopped`]).
+    stopped: Option<String>,
 }
 
 impl Mirror {
@@ -265,6 +271,7 @@ impl Mirror {
             },
             _ = crate::http::wait_shutdown(&mut shutdown) => return End::Shutdown,
         };
+        self.status.set_upstream_stopped(up.stopped.clone());
         if let Err(e) = self.check_source(&up).await {
             return e;
         }
@@ -657,6 +664,7 @@ async fn refresh_upstream_next(request: reqwest::RequestBuilder, status: Arc<Mir
         };
         if let Ok(up) = describe_upstream(req).await {
             status.set_upstream_next(up.next, false);
+            status.set_upstream_stopped(up.stopped);
         }
     }
 }
@@ -703,7 +711,30 @@ async fn describe_upstream(request: reqwest::RequestBuilder) -> Result<Upstream,
         first: offset("first_offset")?,
         next: offset("next_offset")?,
         id: v["id"].as_str().map(str::to_string),
+        stopped: upstream_stopped(&v),
     })
+}
+
+/// Longest reason kept from an upstream's description for [`upstream_stopped`].
+const UPSTREAM_STOPPED_CHARS: usize = 2048;
+
+/// Why an upstream topic gets no new items, from its description: it is a mirror
+/// that stopped (its `mirror.state`), or one whose own upstream did (its
+/// `mirror.upstream_stopped`, passed on as it is, so the reason stays the same down
+/// a chain of any length). `None` for a topic that is no mirror or whose mirror runs.
+fn upstream_stopped(description: &Value) -> Option<String> {
+    let m = description.get("mirror")?;
+    let why = if m["state"] == "stopped" {
+        format!(
+            "the upstream topic is a mirror of {}/topics/{} that stopped: {}",
+            m["upstream"].as_str().unwrap_or("?"),
+            m["upstream_topic"].as_str().unwrap_or("?"),
+            m["last_error"].as_str().unwrap_or("no reason given")
+        )
+    } else {
+        m["upstream_stopped"].as_str()?.to_string()
+    };
+    Some(why.chars().take(UPSTREAM_STOPPED_CHARS).collect())
 }
 
 /// Whether an upstream item is the local copy of it: the same stored frame, stamp and
@@ -784,6 +815,70 @@ mod tests {
         };
         enc.add(st).unwrap();
         enc.finish_frame()
+    }
+
+    /// The client's connections get the mirror's keepalive: read back from the
+    /// kernel's keepalive timer of the connection (Linux `/proc/net/tcp`), which
+    /// counts down from the idle time once the request is acknowledged.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn the_client_keeps_its_connections_alive_as_configured() {
+        use tokio::io::AsyncReadExt as _;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // (timer kind, time left in 1/100 s) of the connection to the listener.
+        let timer = || {
+            let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+            table.lines().skip(1).find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let remote_port = u16::from_str_radix(f[2].split(':').nth(1)?, 16).ok()?;
+                let (kind, left) = f[5].split_once(':')?;
+                (remote_port == port && f[3] == "01")
+                    .then(|| (kind.to_string(), u64::from_str_radix(left, 16).unwrap_or(0)))
+            })
+        };
+        let mut mirror =
+            MirrorConfig::from_topic_url(&format!("http://127.0.0.1:{port}/topics/t")).unwrap();
+        mirror.keepalive_ms = 100_000;
+        let c = client(&mirror).unwrap();
+        let request = tokio::spawn(c.get(format!("http://127.0.0.1:{port}/")).send());
+        let (mut conn, _) = listener.accept().await.unwrap();
+        let mut head = [0u8; 1024];
+        let _ = conn.read(&mut head).await.unwrap();
+        // Once the request is acknowledged the keepalive timer runs: 100 s of it,
+        // far more than the 15 s default.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            match timer() {
+                Some((kind, left)) if kind == "02" => {
+                    assert!(left > 5_000, "{left}");
+                    break;
+                }
+                t => assert!(std::time::Instant::now() < deadline, "{t:?}"),
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        request.abort();
+    }
+
+    /// A stopped mirror upstream is reported with its reason, and passed on unchanged
+    /// from further up; a running mirror or a plain topic is not.
+    #[test]
+    fn a_stopped_mirror_upstream_is_read_from_its_description() {
+        let stopped = serde_json::json!({"mirror": {
+            "upstream": "http://a:1", "upstream_topic": "t", "state": "stopped",
+            "last_error": "item 1: too big", "upstream_stopped": null}});
+        let why = upstream_stopped(&stopped).unwrap();
+        assert!(
+            why.contains("http://a:1/topics/t") && why.ends_with("item 1: too big"),
+            "{why}"
+        );
+        let below = serde_json::json!({"mirror": {"state": "connected", "upstream_stopped": why}});
+        assert_eq!(upstream_stopped(&below).as_deref(), Some(why.as_str()));
+        let running =
+            serde_json::json!({"mirror": {"state": "connected", "upstream_stopped": null}});
+        assert_eq!(upstream_stopped(&running), None);
+        assert_eq!(upstream_stopped(&serde_json::json!({"name": "t"})), None);
     }
 
     /// Copied items must have the stream options the local topic's readers expect.

@@ -61,6 +61,10 @@ struct Inner {
     upstream_next: Option<u64>,
     /// When the upstream last answered: a description, or items (ms since the epoch).
     upstream_seen_ms: Option<u64>,
+    /// Why no new items will come from further up: the upstream topic is itself a
+    /// mirror that stopped, or one whose own upstream stopped (as its description
+    /// said when last seen).
+    upstream_stopped: Option<String>,
 }
 
 impl MirrorStatus {
@@ -77,6 +81,7 @@ impl MirrorStatus {
                 last_error: None,
                 upstream_next: None,
                 upstream_seen_ms: None,
+                upstream_stopped: None,
             }),
             items: AtomicU64::new(0),
             connects: AtomicU64::new(0),
@@ -126,6 +131,16 @@ impl MirrorStatus {
     /// [`MirrorStatus::upstream_next`] and so the lag are.
     pub fn upstream_seen_ms(&self) -> Option<u64> {
         self.lock().upstream_seen_ms
+    }
+
+    /// Why the upstream gets no new items (a mirror that stopped further up the
+    /// chain), as its description said when last seen; `None` while it does.
+    pub fn upstream_stopped(&self) -> Option<String> {
+        self.lock().upstream_stopped.clone()
+    }
+
+    pub(crate) fn set_upstream_stopped(&self, why: Option<String>) {
+        self.lock().upstream_stopped = why;
     }
 
     pub(crate) fn set_state(&self, state: MirrorState) {
@@ -179,6 +194,7 @@ impl MirrorStatus {
             "last_error_ms": g.last_error.as_ref().map(|(_, t)| *t),
             "upstream_next_offset": g.upstream_next,
             "upstream_seen_ms": g.upstream_seen_ms,
+            "upstream_stopped": g.upstream_stopped,
             "lag": lag,
             "items_copied": self.items.load(Ordering::Relaxed),
             "connects": self.connects.load(Ordering::Relaxed),

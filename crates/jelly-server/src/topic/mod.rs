@@ -70,6 +70,21 @@ impl TopicLog {
     pub fn close(&self) {
         dispatch!(self, l => l.close())
     }
+    /// Bytes the log holds: the file log's records on disk, the memory log's items
+    /// (frames and metadata; expired ones count until they are dropped).
+    pub fn retained_bytes(&self) -> u64 {
+        match self {
+            TopicLog::Memory(l) => l.held_bytes(),
+            TopicLog::File(l) => l.size_bytes(),
+        }
+    }
+    /// Drops a memory log's expired items (see [`MemoryLog::drop_expired`]); the file
+    /// log's writer applies its own retention.
+    pub fn drop_expired(&self) {
+        if let TopicLog::Memory(l) = self {
+            l.drop_expired();
+        }
+    }
     /// Why the log refuses appends (a failed write or fsync), while it does.
     pub fn failure(&self) -> Option<String> {
         match self {

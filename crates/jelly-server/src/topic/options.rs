@@ -54,9 +54,11 @@ pub struct TopicOptions {
     pub generalized: bool,
     /// Keep at most this many items (memory log only).
     pub retention_items: u64,
-    /// Keep at most about this many bytes (file log; 0 = no limit).
+    /// Keep at most about this many bytes (0 = no limit). The server's default is 0
+    /// with the file log and [`crate::config::MEMORY_RETENTION_BYTES`] with the
+    /// memory log.
     pub retention_bytes: u64,
-    /// Drop items older than this, in milliseconds (file log; 0 = no limit).
+    /// Drop items older than this, in milliseconds (0 = no limit).
     pub retention_ms: u64,
 }
 

@@ -209,6 +209,14 @@ impl Registry {
             .clone()
     }
 
+    /// The unavailable topic names that need an operator: [`Registry::unavailable`]
+    /// without those whose deletion is running (unavailable for that moment only).
+    pub fn unavailable_lasting(&self) -> BTreeMap<String, String> {
+        let mut names = self.unavailable();
+        names.retain(|_, reason| reason != BEING_DELETED);
+        names
+    }
+
     /// The mirror of a topic name, if it is mirrored (the topic may not exist yet).
     pub fn mirror(&self, name: &str) -> Option<Arc<MirrorStatus>> {
         self.mirrors.get(name).cloned()
@@ -246,6 +254,14 @@ impl Registry {
             .unwrap_or_else(|e| e.into_inner())
             .get(name)
             .cloned()
+    }
+
+    /// Drops the expired items of every memory topic, so that idle topics return
+    /// their memory (see [`crate::topic::TopicLog::drop_expired`]).
+    pub fn drop_expired_items(&self) {
+        for t in self.list() {
+            t.log.drop_expired();
+        }
     }
 
     /// All topics, by name.
@@ -797,7 +813,7 @@ mod tests {
         for logical in ["datasets", "4"] {
             let named = TopicOptions {
                 logical: Some(logical.into()),
-                ..Default::default()
+                ..r.defaults().clone()
             };
             assert!(!r.create("t", Some(named)).unwrap().1, "{logical}");
         }
