@@ -115,6 +115,17 @@ async fn answer_close(socket: &mut WebSocket) {
     let _ = socket.flush().await;
 }
 
+/// Sends the pong the WebSocket layer queued for a ping just read, before anything
+/// more is read. tungstenite answers pings by itself but goes on reading while the
+/// answer cannot be written, and each ping read meanwhile adds one more pong to its
+/// write buffer, without a bound: a client that sent pings and read nothing grew the
+/// server by about 120 bytes per ping (200 MB for 1.6 million pings). Waiting here
+/// holds that client's pings in the socket buffers instead, as for any client that
+/// does not read; TCP keepalive's send timeout drops it if it never does.
+async fn send_pong(socket: &mut WebSocket) -> Result<(), axum::Error> {
+    socket.flush().await
+}
+
 /// The close code and reason for a read error of the WebSocket layer: `None` when the
 /// connection itself broke (nothing can be sent). The error's text is tungstenite's.
 fn read_error_close(e: &axum::Error, max_message: usize) -> Option<(u16, StatusCode, String)> {
@@ -335,7 +346,12 @@ async fn run_subscriber(
                     }
                     return;
                 }
-                // Pings are answered by the WebSocket layer; data from a subscriber is ignored.
+                Some(Ok(Message::Ping(_))) => {
+                    if send_pong(&mut socket).await.is_err() {
+                        return;
+                    }
+                }
+                // Data from a subscriber is ignored.
                 Some(Ok(_)) => {}
             },
             _ = ping.tick() => {
@@ -540,7 +556,13 @@ async fn run_publisher(socket: WebSocket, p: StreamPublisher, s: AppState) {
                 r
             }
             Some(Ok(Message::Text(t))) => sess.p.text(&t).map(|()| true),
-            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+            Some(Ok(Message::Ping(_))) => {
+                if send_pong(&mut sess.socket).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+            Some(Ok(Message::Pong(_))) => continue,
             // The peer closed: append what it sent (it can no longer be acknowledged),
             // then answer its close frame.
             Some(Ok(Message::Close(_))) => {
