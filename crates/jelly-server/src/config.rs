@@ -10,6 +10,7 @@
 //! max_body_bytes = 67108864
 //! max_item_bytes = 16777216
 //! max_connections_per_ip = 0  # 0: unlimited; over it new connections are closed at once
+//! max_publishes_per_connection = 4  # publishes at once on one (HTTP/2) connection; 0: unlimited
 //! max_topics = 10000          # more topics are refused (507) until one is deleted; 0: unlimited
 //! reuse_port = false          # SO_REUSEPORT: several servers may share the port
 //! cors_origins = []           # browser pages allowed to read the API from other origins; "*": any
@@ -101,6 +102,13 @@ pub struct ServerConfig {
     /// Most open connections from one client address (0: no limit). A connection
     /// over the limit is closed as soon as it is accepted.
     pub max_connections_per_ip: usize,
+    /// Most publishes in progress at once on one connection (0: no limit): atomic and
+    /// streaming `POST`s, WebSocket publish sockets (over HTTP/2) and `PublishRdf`
+    /// calls. One more is refused (HTTP 429, gRPC `RESOURCE_EXHAUSTED`). An HTTP/1
+    /// connection runs one request at a time, but an HTTP/2 connection runs up to 200,
+    /// and each publish may buffer a whole message or body: 50 `PublishRdf` calls that
+    /// each stalled one byte short of a 16 MiB message held 820 MB.
+    pub max_publishes_per_connection: usize,
     /// `SO_REUSEPORT` on the listener, so several servers can share one port.
     pub reuse_port: bool,
     /// Runtime worker threads (0: one per CPU). See [`crate::runtime`].
@@ -328,6 +336,7 @@ impl Default for ServerConfig {
             sse_keepalive_secs: 15,
             mirrors: Vec::new(),
             max_connections_per_ip: 0,
+            max_publishes_per_connection: 4,
             reuse_port: false,
             worker_threads: 0,
             busy_poll: false,
@@ -901,7 +910,7 @@ mod tests {
     #[test]
     fn security_sections() {
         let c = ServerConfig::from_toml(
-            "max_connections_per_ip = 3\nreuse_port = true\n\
+            "max_connections_per_ip = 3\nmax_publishes_per_connection = 0\nreuse_port = true\n\
              [tls]\ncert = \"c.pem\"\nkey = \"k.pem\"\n\
              [auth]\nanonymous_subscribe = [\"public.*\"]\n\
              tokens = [ { token = \"t\", publish = [\"a\"], admin = true } ]\n",
@@ -909,6 +918,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.max_connections_per_ip, 3);
+        assert_eq!(c.max_publishes_per_connection, 0);
+        assert_eq!(ServerConfig::default().max_publishes_per_connection, 4);
         assert!(c.reuse_port);
         assert_eq!(c.tls.unwrap().key, PathBuf::from("k.pem"));
         let auth = c.auth.unwrap();

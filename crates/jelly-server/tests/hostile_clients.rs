@@ -3,11 +3,20 @@
 //! (HTTP/1 slow heads and bodies, per-address limits, auth and TLS are in
 //! `resilience.rs` and `security.rs`.)
 
+use std::convert::Infallible;
 use std::time::Duration;
 
+use axum::http::HeaderMap;
+use bytes::Bytes;
+use http_body_util::BodyExt as _;
+use hyper::client::conn::http2::SendRequest;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use jelly::{Encoder, Statement, StreamOptions, Term};
+use jelly_server::grpc::PUBLISH_PATH;
 use jelly_server::{Server, ServerConfig};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpSocket, TcpStream};
+use tokio::sync::mpsc;
 
 /// How long writes may make no progress before the server is taken to have stopped
 /// reading. Only a stall is looked for: a slow machine makes the test pass more
@@ -94,5 +103,167 @@ async fn websocket_pings_from_a_client_that_never_reads_are_held_back() {
             "{path}: the server read {written} bytes of pings whose pongs it could not send"
         );
     }
+    srv.shutdown().await.unwrap();
+}
+
+/// A request body whose data the test sends as it goes; dropping the sender ends it.
+type H2Body = http_body_util::StreamBody<
+    futures_util::stream::BoxStream<'static, Result<http_body::Frame<Bytes>, Infallible>>,
+>;
+
+fn h2_body() -> (mpsc::UnboundedSender<Bytes>, H2Body) {
+    let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        let data = rx.recv().await?;
+        Some((Ok(http_body::Frame::data(data)), rx))
+    });
+    (tx, http_body_util::StreamBody::new(Box::pin(stream)))
+}
+
+/// One HTTP/2 connection (cleartext, prior knowledge): every request sent on it is a
+/// stream of the same connection.
+async fn h2_connection(srv: &Server) -> SendRequest<H2Body> {
+    let tcp = TcpStream::connect(srv.local_addr()).await.unwrap();
+    let (send, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    send
+}
+
+/// A `PublishRdf` call on `send`'s connection; its answer's headers and trailers
+/// together, once the call ends.
+fn grpc_publish(
+    send: &SendRequest<H2Body>,
+    srv: &Server,
+    topic: &str,
+    body: H2Body,
+) -> tokio::task::JoinHandle<HeaderMap> {
+    let mut send = send.clone();
+    let req = hyper::Request::post(format!("{}{PUBLISH_PATH}", srv.url()))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .header("x-jelly-topic", topic)
+        .body(body)
+        .unwrap();
+    tokio::spawn(async move {
+        let resp = send.send_request(req).await.unwrap();
+        let mut all = resp.headers().clone();
+        let collected = resp.into_body().collect().await.unwrap();
+        all.extend(collected.trailers().cloned().unwrap_or_default());
+        all
+    })
+}
+
+/// A publisher's first frame (the options row and one triple), as a gRPC message.
+fn grpc_frame(i: usize) -> Bytes {
+    let mut enc = Encoder::new(StreamOptions::small()).unwrap();
+    let st = Statement {
+        subject: Term::Iri(format!("http://ex.org/s{i}")),
+        predicate: Term::Iri("http://ex.org/p".into()),
+        object: Term::Iri("http://ex.org/o".into()),
+        graph: None,
+    };
+    enc.add(st.as_ref()).unwrap();
+    let frame = enc.finish_frame();
+    let mut msg = vec![0];
+    msg.extend_from_slice(&(frame.len() as u32).to_be_bytes());
+    msg.extend_from_slice(&frame);
+    Bytes::from(msg)
+}
+
+async fn items(srv: &Server, topic: &str) -> u64 {
+    let v: serde_json::Value = reqwest::get(format!("{}/topics/{topic}", srv.url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    v["items"].as_u64().unwrap_or(0)
+}
+
+/// HTTP/2 runs many requests on one connection, and each publish may buffer a whole
+/// message or body (50 `PublishRdf` calls stalled one byte short of a 16 MiB message
+/// held 820 MB). `max_publishes_per_connection` bounds them: one more is refused, over
+/// gRPC and HTTP alike, with a message naming the setting, while other connections
+/// publish as before and an ended publish gives its place back.
+#[tokio::test]
+async fn publishes_at_once_on_one_http2_connection_are_limited() {
+    let srv = Server::start(ServerConfig {
+        max_publishes_per_connection: 2,
+        ..ServerConfig::ephemeral()
+    })
+    .await
+    .unwrap();
+    let send = h2_connection(&srv).await;
+    // Two calls in progress: each has sent a frame (appended) and goes on.
+    let mut open = Vec::new();
+    for i in 0..2 {
+        let (tx, body) = h2_body();
+        tx.send(grpc_frame(i)).unwrap();
+        open.push((tx, grpc_publish(&send, &srv, "limited", body)));
+    }
+    while items(&srv, "limited").await < 2 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A third call on the same connection, complete in itself: refused.
+    let (tx, body) = h2_body();
+    tx.send(grpc_frame(2)).unwrap();
+    drop(tx);
+    let third = grpc_publish(&send, &srv, "limited", body).await.unwrap();
+    assert_eq!(third["grpc-status"], "8", "{third:?}");
+    let message = third["grpc-message"].to_str().unwrap();
+    assert!(
+        message.contains("max_publishes_per_connection"),
+        "{message}"
+    );
+    // An atomic HTTP publish on the same connection: 429 with a JSON error.
+    let req = hyper::Request::post(format!("{}/topics/limited/items", srv.url()))
+        .header("content-type", "application/n-quads")
+        .body({
+            let (tx, body) = h2_body();
+            tx.send(Bytes::from_static(
+                b"<http://ex.org/a> <http://ex.org/p> <http://ex.org/b> .\n",
+            ))
+            .unwrap();
+            body
+        })
+        .unwrap();
+    let resp = send.clone().send_request(req).await.unwrap();
+    assert_eq!(resp.status(), 429);
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    let err: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert!(
+        err["error"]
+            .as_str()
+            .unwrap()
+            .contains("max_publishes_per_connection"),
+        "{err}"
+    );
+    assert_eq!(
+        items(&srv, "limited").await,
+        2,
+        "nothing refused was appended"
+    );
+    // Another connection publishes as before.
+    let r = reqwest::Client::new()
+        .post(format!("{}/topics/limited/items", srv.url()))
+        .header("content-type", "application/n-quads")
+        .body("<http://ex.org/a> <http://ex.org/p> <http://ex.org/b> .\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    // One call ends; its place is free again on the first connection.
+    let (tx, first) = open.remove(0);
+    drop(tx);
+    assert_eq!(first.await.unwrap()["grpc-status"], "0");
+    let (tx, body) = h2_body();
+    tx.send(grpc_frame(3)).unwrap();
+    drop(tx);
+    let again = grpc_publish(&send, &srv, "limited", body).await.unwrap();
+    assert_eq!(again["grpc-status"], "0", "{again:?}");
+    drop(open);
     srv.shutdown().await.unwrap();
 }

@@ -11,7 +11,7 @@
 
 pub mod body_coding;
 mod error;
-mod publish;
+pub(crate) mod publish;
 pub mod publish_stream;
 mod subscribe;
 mod topics;

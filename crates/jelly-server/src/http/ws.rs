@@ -20,7 +20,7 @@ use bytes::Bytes;
 use futures_util::{FutureExt as _, SinkExt as _};
 use serde_json::{Value, json};
 
-use super::publish::{PublishQuery, meta_from};
+use super::publish::{PublishQuery, http_publish_slot, meta_from};
 use super::publish_stream::{FrameError, StreamPublisher};
 use super::subscribe::{
     SubscribeQuery, delivery, follow, offset_header, pick_filter, pick_format, pick_mode,
@@ -378,9 +378,11 @@ pub async fn publish(
         let meta = meta_from(&headers, &PublishQuery::default())?;
         let p = StreamPublisher::new(&s, &name, meta)?;
         let ws = ws.map_err(upgrade_required)?;
-        Ok::<_, ApiError>((p, ws))
+        // Several WebSockets can share an HTTP/2 connection (RFC 8441).
+        let slot = http_publish_slot(&s, held.as_deref())?;
+        Ok::<_, ApiError>((p, ws, slot))
     })();
-    let (p, ws) = match checked {
+    let (p, ws, slot) = match checked {
         Ok(v) => v,
         Err(e) => {
             s.metrics.publish_rejected.fetch_add(1, Ordering::Relaxed);
@@ -393,8 +395,9 @@ pub async fn publish(
         .max_frame_size(max)
         .read_buffer_size(PUBLISHER_READ_BUFFER)
         .on_upgrade(move |socket| async move {
-            // As for a subscriber: the connection counts while the WebSocket lives.
-            let _held = held;
+            // As for a subscriber: the connection counts while the WebSocket lives,
+            // and so does this publish.
+            let _held = (held, slot);
             run_publisher(socket, p, s).await
         }))
 }
