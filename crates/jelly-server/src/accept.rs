@@ -91,6 +91,7 @@ pub struct Acceptor {
     pub limiter: Arc<ConnLimiter>,
     pub metrics: Arc<Metrics>,
     pub timeouts: Timeouts,
+    pub http2: Http2Limits,
 }
 
 /// Connection timeouts (`None`: no limit); see the module docs.
@@ -104,6 +105,13 @@ pub struct Timeouts {
     pub tcp_keepalive: Option<Duration>,
     /// After shutdown begins, a connection still open this long is closed.
     pub shutdown_grace: Option<Duration>,
+}
+
+/// Connection limits of HTTP/2 (see `ServerConfig::http2_max_concurrent_streams`).
+#[derive(Debug, Clone, Copy)]
+pub struct Http2Limits {
+    /// Streams open at once on one connection.
+    pub max_concurrent_streams: u32,
 }
 
 /// Turns on TCP keepalive: probes after `idle` of quiet, 4 of them `idle / 4` apart
@@ -264,8 +272,9 @@ pub struct ConnectionHeld(Arc<ConnectionHold>);
 impl ConnectionHeld {
     /// A place among the publishes in progress on this connection, unless `max` of
     /// them (0: no limit) already hold one. Each publish buffers up to a message or a
-    /// body, and HTTP/2 runs up to 200 requests at once on one connection, so without
-    /// this one connection could hold 200 times what an HTTP/1 connection can.
+    /// body, and HTTP/2 runs up to `http2_max_concurrent_streams` (200) requests at
+    /// once on one connection, so without this one connection could hold 200 times
+    /// what an HTTP/1 connection can.
     pub fn try_publish(&self, max: usize) -> Option<PublishSlot> {
         let n = &self.0.publishes;
         let mut now = n.load(Ordering::Relaxed);
@@ -359,7 +368,8 @@ impl Connection {
             .enable_connect_protocol()
             .timer(TokioTimer::new())
             .keep_alive_interval(timeouts.http2_keepalive)
-            .keep_alive_timeout(HTTP2_PING_TIMEOUT);
+            .keep_alive_timeout(HTTP2_PING_TIMEOUT)
+            .max_concurrent_streams(self.acceptor.http2.max_concurrent_streams);
         let mut conn = pin!(builder.serve_connection_with_upgrades(TokioIo::new(io), service));
         // hyper's HTTP/1 header timeout only starts once the protocol is known, and
         // the auto builder waits for as many bytes as it needs to tell HTTP/1 from

@@ -101,6 +101,9 @@ impl Server {
                 tcp_keepalive: state.config.tcp_keepalive(),
                 shutdown_grace: state.config.shutdown_grace(),
             },
+            http2: accept::Http2Limits {
+                max_concurrent_streams: state.config.http2_max_concurrent_streams,
+            },
         };
         let tls = acceptor.tls.is_some();
         let task = tokio::spawn(accept::serve(listener, acceptor, rx));

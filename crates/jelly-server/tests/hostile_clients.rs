@@ -267,3 +267,101 @@ async fn publishes_at_once_on_one_http2_connection_are_limited() {
     drop(open);
     srv.shutdown().await.unwrap();
 }
+
+/// An HTTP/2 frame: 9-byte header, then the payload.
+fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let n = payload.len();
+    let mut f = vec![(n >> 16) as u8, (n >> 8) as u8, n as u8, kind, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// A HPACK block for `GET path` over `http` (literals without indexing; short values).
+fn get_headers(path: &str) -> Vec<u8> {
+    // :method GET, :scheme http (static table entries 2 and 6).
+    let mut h = vec![0x82, 0x86];
+    for (index, value) in [(4u8, path), (1, "localhost")] {
+        assert!(value.len() < 127);
+        h.extend_from_slice(&[index, value.len() as u8]);
+        h.extend_from_slice(value.as_bytes());
+    }
+    h
+}
+
+/// Reads one frame: kind, flags, stream and payload.
+async fn read_h2_frame(s: &mut TcpStream) -> (u8, u8, u32, Vec<u8>) {
+    let mut head = [0u8; 9];
+    s.read_exact(&mut head).await.unwrap();
+    let n = (head[0] as usize) << 16 | (head[1] as usize) << 8 | head[2] as usize;
+    let mut payload = vec![0u8; n];
+    s.read_exact(&mut payload).await.unwrap();
+    let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+    (head[3], head[4], stream, payload)
+}
+
+/// `http2_max_concurrent_streams` is announced in the server's SETTINGS, and a client
+/// that opens more live subscriptions than that on one connection has the extra one
+/// refused (`REFUSED_STREAM`) while the others are answered.
+#[tokio::test]
+async fn http2_streams_over_the_configured_limit_are_refused() {
+    const SETTINGS: u8 = 4;
+    const HEADERS: u8 = 1;
+    const RST_STREAM: u8 = 3;
+    let srv = Server::start(ServerConfig {
+        http2_max_concurrent_streams: 3,
+        ..ServerConfig::ephemeral()
+    })
+    .await
+    .unwrap();
+    reqwest::Client::new()
+        .put(format!("{}/topics/streams", srv.url()))
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    let mut s = TcpStream::connect(srv.local_addr()).await.unwrap();
+    let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    hello.extend(h2_frame(SETTINGS, 0, 0, &[]));
+    s.write_all(&hello).await.unwrap();
+    let (kind, _, _, settings) = read_h2_frame(&mut s).await;
+    assert_eq!(kind, SETTINGS);
+    let announced: Vec<(u16, u32)> = settings
+        .chunks(6)
+        .map(|c| {
+            (
+                u16::from_be_bytes([c[0], c[1]]),
+                u32::from_be_bytes([c[2], c[3], c[4], c[5]]),
+            )
+        })
+        .collect();
+    // SETTINGS_MAX_CONCURRENT_STREAMS is setting 3.
+    assert!(announced.contains(&(3, 3)), "{announced:?}");
+    // Four live subscriptions (END_STREAM | END_HEADERS) on streams 1, 3, 5, 7.
+    let block = get_headers("/topics/streams/items?from=earliest");
+    let mut opens = Vec::new();
+    for i in 0..4 {
+        opens.extend(h2_frame(HEADERS, 0x5, 2 * i + 1, &block));
+    }
+    s.write_all(&opens).await.unwrap();
+    let (mut answered, mut refused) = (Vec::new(), Vec::new());
+    while answered.len() + refused.len() < 4 {
+        let (kind, _, stream, payload) =
+            tokio::time::timeout(Duration::from_secs(10), read_h2_frame(&mut s))
+                .await
+                .expect("an answer for every stream");
+        match kind {
+            HEADERS => answered.push(stream),
+            // REFUSED_STREAM is error code 7.
+            RST_STREAM => {
+                assert_eq!(payload, 7u32.to_be_bytes(), "stream {stream}");
+                refused.push(stream);
+            }
+            _ => {}
+        }
+    }
+    answered.sort();
+    assert_eq!((answered, refused), (vec![1, 3, 5], vec![7]));
+    drop(s);
+    srv.shutdown().await.unwrap();
+}
