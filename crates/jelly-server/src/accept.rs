@@ -22,7 +22,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -93,6 +93,7 @@ pub struct Acceptor {
     pub limiter: Arc<ConnLimiter>,
     pub metrics: Arc<Metrics>,
     pub timeouts: Timeouts,
+    pub http2: Http2Limits,
 }
 
 /// Connection timeouts (`None`: no limit); see the module docs.
@@ -109,6 +110,13 @@ pub struct Timeouts {
     pub send: Option<Duration>,
     /// After shutdown begins, a connection still open this long is closed.
     pub shutdown_grace: Option<Duration>,
+}
+
+/// Connection limits of HTTP/2 (see `ServerConfig::http2_max_concurrent_streams`).
+#[derive(Debug, Clone, Copy)]
+pub struct Http2Limits {
+    /// Streams open at once on one connection.
+    pub max_concurrent_streams: u32,
 }
 
 /// Turns on TCP keepalive: probes after `idle` of quiet, 4 of them `idle / 4` apart
@@ -206,6 +214,7 @@ pub async fn serve(
                 _permit: permit,
                 _open: OpenGauge::new(acceptor.metrics.clone()),
                 _closed: all_closed_rx.clone(),
+                publishes: AtomicUsize::new(0),
             }),
         };
         tokio::spawn(conn.run(tcp, stop.clone()));
@@ -269,13 +278,46 @@ struct ConnectionHold {
     _permit: ConnPermit,
     _open: OpenGauge,
     _closed: watch::Receiver<()>,
+    /// Publishes in progress on the connection (see [`ConnectionHeld::try_publish`]).
+    publishes: AtomicUsize,
 }
 
 /// A share of an accepted connection's [`ConnectionHold`], in every request's
 /// extensions; whoever keeps the socket after the request (a WebSocket upgrade) keeps
 /// this as long.
 #[derive(Clone)]
-pub struct ConnectionHeld(#[allow(dead_code)] Arc<ConnectionHold>);
+pub struct ConnectionHeld(Arc<ConnectionHold>);
+
+impl ConnectionHeld {
+    /// A place among the publishes in progress on this connection, unless `max` of
+    /// them (0: no limit) already hold one. Each publish buffers up to a message or a
+    /// body, and HTTP/2 runs up to `http2_max_concurrent_streams` (200) requests at
+    /// once on one connection, so without this one connection could hold 200 times
+    /// what an HTTP/1 connection can.
+    pub fn try_publish(&self, max: usize) -> Option<PublishSlot> {
+        let n = &self.0.publishes;
+        let mut now = n.load(Ordering::Relaxed);
+        loop {
+            if max != 0 && now >= max {
+                return None;
+            }
+            match n.compare_exchange_weak(now, now + 1, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Some(PublishSlot(self.0.clone())),
+                Err(seen) => now = seen,
+            }
+        }
+    }
+}
+
+/// A publish's place on its connection ([`ConnectionHeld::try_publish`]), given back
+/// when dropped. It also keeps the connection counted, as [`ConnectionHeld`] does.
+pub struct PublishSlot(Arc<ConnectionHold>);
+
+impl Drop for PublishSlot {
+    fn drop(&mut self) {
+        self.0.publishes.fetch_sub(1, Ordering::Relaxed);
+    }
+}
 
 /// One accepted connection and what it holds until it ends.
 struct Connection {
@@ -345,7 +387,8 @@ impl Connection {
             .enable_connect_protocol()
             .timer(TokioTimer::new())
             .keep_alive_interval(timeouts.http2_keepalive)
-            .keep_alive_timeout(HTTP2_PING_TIMEOUT);
+            .keep_alive_timeout(HTTP2_PING_TIMEOUT)
+            .max_concurrent_streams(self.acceptor.http2.max_concurrent_streams);
         let mut conn = pin!(builder.serve_connection_with_upgrades(TokioIo::new(io), service));
         // hyper's HTTP/1 header timeout only starts once the protocol is known, and
         // the auto builder waits for as many bytes as it needs to tell HTTP/1 from

@@ -10,6 +10,7 @@
 //! max_body_bytes = 67108864
 //! max_item_bytes = 16777216
 //! max_connections_per_ip = 0  # 0: unlimited; over it new connections are closed at once
+//! max_publishes_per_connection = 4  # publishes at once on one (HTTP/2) connection; 0: unlimited
 //! max_topics = 10000          # more topics are refused (507) until one is deleted; 0: unlimited
 //! reuse_port = false          # SO_REUSEPORT: several servers may share the port
 //! cors_origins = []           # browser pages allowed to read the API from other origins; "*": any
@@ -17,6 +18,7 @@
 //! body_read_timeout_ms = 60000    # longest pause in an atomic publish's body (then 408); 0: none
 //! body_min_bytes_per_s = 1024     # slowest average rate of that body, after the first body_read_timeout_ms; 0: none
 //! http2_keepalive_ms = 60000      # HTTP/2: PING a quiet connection (dropped without an answer)
+//! http2_max_concurrent_streams = 200  # HTTP/2: requests open at once on one connection
 //! tcp_keepalive_ms = 60000        # TCP keepalive probes on a quiet connection; 0: off
 //! send_timeout_ms = 120000        # sent data unacknowledged this long drops the connection (default: keepalive's give-up time); 0: off
 //!
@@ -106,6 +108,14 @@ pub struct ServerConfig {
     /// Most open connections from one client address (0: no limit). A connection
     /// over the limit is closed as soon as it is accepted.
     pub max_connections_per_ip: usize,
+    /// Most publishes in progress at once on one connection (0: no limit): atomic and
+    /// streaming `POST`s, WebSocket publish sockets (over HTTP/2) and `PublishRdf`
+    /// calls. One more is refused (HTTP 429, gRPC `RESOURCE_EXHAUSTED`). An HTTP/1
+    /// connection runs one request at a time, but an HTTP/2 connection runs up to
+    /// `http2_max_concurrent_streams`, and each publish may buffer a whole message or
+    /// body: 50 `PublishRdf` calls that each stalled one byte short of a 16 MiB
+    /// message held 820 MB.
+    pub max_publishes_per_connection: usize,
     /// `SO_REUSEPORT` on the listener, so several servers can share one port.
     pub reuse_port: bool,
     /// Runtime worker threads (0: one per CPU). See [`crate::runtime`].
@@ -163,6 +173,12 @@ pub struct ServerConfig {
     /// sent a PING, and closed if the answer takes over 20 s, so that dead peers
     /// (long-lived subscriptions and publishes included) are dropped. 0: off.
     pub http2_keepalive_ms: u64,
+    /// HTTP/2: most requests (streams) open at once on one connection, announced to
+    /// the client (`SETTINGS_MAX_CONCURRENT_STREAMS`); a stream over it is refused
+    /// (`REFUSED_STREAM`, which clients retry). Each live subscription on a client
+    /// that stopped reading holds one batch of output, so this multiplies what one
+    /// connection can hold: 200 stalled `SubscribeRdf` streams held 50–100 MB.
+    pub http2_max_concurrent_streams: u32,
     /// TCP keepalive: a connection that has carried nothing for this many
     /// milliseconds is probed by the kernel (4 probes, a quarter of this apart, at
     /// least 1 s) and closed when the peer does not answer, so a peer that vanished
@@ -395,6 +411,7 @@ impl Default for ServerConfig {
             sse_keepalive_secs: 15,
             mirrors: Vec::new(),
             max_connections_per_ip: 0,
+            max_publishes_per_connection: 4,
             reuse_port: false,
             worker_threads: 0,
             busy_poll: false,
@@ -409,6 +426,7 @@ impl Default for ServerConfig {
             body_read_timeout_ms: 60_000,
             body_min_bytes_per_s: 1024,
             http2_keepalive_ms: 60_000,
+            http2_max_concurrent_streams: 200,
             tcp_keepalive_ms: 60_000,
             send_timeout_ms: keepalive_give_up_ms(60_000),
         }
@@ -598,6 +616,13 @@ impl ServerConfig {
                 "worker_threads = {}: at most {MAX_WORKER_THREADS} (0: one per CPU)",
                 self.worker_threads
             ));
+        }
+        // 0 would announce that no request may be made at all.
+        if self.http2_max_concurrent_streams == 0 {
+            return Err(
+                "http2_max_concurrent_streams = 0: at least 1 (an HTTP/2 connection needs a stream per request)"
+                    .into(),
+            );
         }
         // Linux takes a keepalive idle time of at most 32,767 s (TCP_KEEPIDLE); a longer
         // one would be refused on each connection and the kernel default (2 h) kept.
@@ -1065,7 +1090,7 @@ mod tests {
     #[test]
     fn security_sections() {
         let c = ServerConfig::from_toml(
-            "max_connections_per_ip = 3\nreuse_port = true\n\
+            "max_connections_per_ip = 3\nmax_publishes_per_connection = 0\nreuse_port = true\n\
              [tls]\ncert = \"c.pem\"\nkey = \"k.pem\"\n\
              [auth]\nanonymous_subscribe = [\"public.*\"]\n\
              tokens = [ { token = \"t\", publish = [\"a\"], admin = true } ]\n",
@@ -1073,6 +1098,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.max_connections_per_ip, 3);
+        assert_eq!(c.max_publishes_per_connection, 0);
+        assert_eq!(ServerConfig::default().max_publishes_per_connection, 4);
+        let e =
+            ServerConfig::from_toml("http2_max_concurrent_streams = 0\n", "x.toml").unwrap_err();
+        assert!(e.to_string().contains("at least 1"), "{e}");
         assert!(c.reuse_port);
         assert_eq!(c.tls.unwrap().key, PathBuf::from("k.pem"));
         let auth = c.auth.unwrap();

@@ -106,6 +106,9 @@ impl Server {
                 send: state.config.send_timeout(),
                 shutdown_grace: state.config.shutdown_grace(),
             },
+            http2: accept::Http2Limits {
+                max_concurrent_streams: state.config.http2_max_concurrent_streams,
+            },
         };
         let tls = acceptor.tls.is_some();
         if state.config.log == crate::config::LogKind::Memory {

@@ -17,15 +17,22 @@ use tonic::{Code, Request, Response, Status, Streaming};
 
 use super::messages::{Frame, Received};
 use super::{SOURCE_METADATA, TOPIC_METADATA, ascii_metadata};
+use crate::accept::ConnectionHeld;
 use crate::http::AppState;
+use crate::http::publish::publish_slot;
 use crate::http::publish_stream::{FrameError, StreamPublisher};
 use crate::ingest::{HeaderRefusal, PublishMeta};
 use crate::topic::{Physical, TopicOptions};
 
 /// The `PublishRdf` handler, as the service tonic calls, with the call's
-/// `grpc-timeout` ([`super::deadline`]).
+/// `grpc-timeout` ([`super::deadline`]) and its connection (for
+/// `max_publishes_per_connection`).
 #[derive(Clone)]
-pub struct PublishService(pub AppState, pub Option<std::time::Duration>);
+pub struct PublishService(
+    pub AppState,
+    pub Option<std::time::Duration>,
+    pub Option<ConnectionHeld>,
+);
 
 impl tower_service::Service<Request<Streaming<Frame>>> for PublishService {
     type Response = Response<Received>;
@@ -39,9 +46,16 @@ impl tower_service::Service<Request<Streaming<Frame>>> for PublishService {
     fn call(&mut self, req: Request<Streaming<Frame>>) -> Self::Future {
         let s = self.0.clone();
         let timeout = self.1;
+        let held = self.2.clone();
         Box::pin(async move {
             s.metrics.requests_publish.fetch_add(1, Ordering::Relaxed);
             let mut p = Publish::new(&s, req.metadata())?;
+            // Held until the call ends (taken after the rights check, so that a caller
+            // without them is told that first).
+            let _slot = publish_slot(&s, held.as_ref()).map_err(|m| {
+                s.metrics.publish_rejected.fetch_add(1, Ordering::Relaxed);
+                Status::resource_exhausted(m)
+            })?;
             let r = p.run(&s, req.into_inner(), timeout).await;
             if r.is_err() && p.p.accepted == 0 {
                 s.metrics.publish_rejected.fetch_add(1, Ordering::Relaxed);

@@ -98,7 +98,11 @@ async fn publish_rdf(State(s): State<AppState>, req: Request) -> Response {
         .get(GRPC_ENCODING)
         .and_then(|v| v.to_str().ok())
         .and_then(MessageCoding::of);
-    let service = PublishService(s, timeout);
+    let held = req
+        .extensions()
+        .get::<crate::accept::ConnectionHeld>()
+        .cloned();
+    let service = PublishService(s, timeout, held);
     let r = match coding {
         // Compressed messages are decompressed here, strictly (tonic ignores bytes
         // after a message's gzip data), and tonic reads them as plain messages. The

@@ -12,7 +12,7 @@
 pub mod body_coding;
 mod error;
 mod health;
-mod publish;
+pub(crate) mod publish;
 pub mod publish_stream;
 mod subscribe;
 mod topics;

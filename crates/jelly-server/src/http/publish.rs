@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use axum::Extension;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -13,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{ApiError, AppState, JsonQuery};
+use crate::accept::{ConnectionHeld, PublishSlot};
 use crate::ingest::{
     ACCEPTED_CONTENT_TYPES, HeaderRefusal, IngestError, InputFormat, PublishMeta, ingest_with_paths,
 };
@@ -36,6 +38,32 @@ const INLINE_INGEST_BYTES: usize = 64 << 10;
 /// The items of one atomic publish may take at most this many times `max_body_bytes`
 /// (frames and metadata; see `IngestError::ItemsTooLarge`).
 pub const ITEMS_PER_BODY_LIMIT: usize = 4;
+
+/// Takes a place among the publishes in progress on the request's connection
+/// (`max_publishes_per_connection`, see [`ConnectionHeld::try_publish`]), or says why
+/// not. `None`: no limit, or a request that came without its connection (a router
+/// served other than by `accept`).
+pub(crate) fn publish_slot(
+    s: &AppState,
+    held: Option<&ConnectionHeld>,
+) -> Result<Option<PublishSlot>, String> {
+    let max = s.config.max_publishes_per_connection;
+    let Some(held) = held else { return Ok(None) };
+    held.try_publish(max).map(Some).ok_or_else(|| {
+        format!(
+            "this connection already has {max} publishes in progress \
+             (max_publishes_per_connection); wait for one to end, or publish over another connection"
+        )
+    })
+}
+
+/// [`publish_slot`] for an HTTP request: a refusal is 429.
+pub(super) fn http_publish_slot(
+    s: &AppState,
+    held: Option<&ConnectionHeld>,
+) -> Result<Option<PublishSlot>, ApiError> {
+    publish_slot(s, held).map_err(|m| ApiError::new(StatusCode::TOO_MANY_REQUESTS, m))
+}
 
 pub(super) fn meta_from(headers: &HeaderMap, q: &PublishQuery) -> Result<PublishMeta, ApiError> {
     let text = |name: &str, v: &axum::http::HeaderValue| {
@@ -281,10 +309,15 @@ pub async fn publish(
     State(s): State<AppState>,
     Path(name): Path<String>,
     JsonQuery(q): JsonQuery<PublishQuery>,
+    held: Option<Extension<ConnectionHeld>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
     s.metrics.requests_publish.fetch_add(1, Ordering::Relaxed);
+    // Held until the body is read and its items appended.
+    let _slot = http_publish_slot(&s, held.as_deref()).inspect_err(|_| {
+        s.metrics.publish_rejected.fetch_add(1, Ordering::Relaxed);
+    })?;
     if q.stream == Some(true) {
         return publish_stream_checked(s, &name, &q, &headers, body).await;
     }

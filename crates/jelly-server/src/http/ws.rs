@@ -20,7 +20,7 @@ use bytes::Bytes;
 use futures_util::{FutureExt as _, SinkExt as _};
 use serde_json::{Value, json};
 
-use super::publish::{PublishQuery, meta_from};
+use super::publish::{PublishQuery, http_publish_slot, meta_from};
 use super::publish_stream::{FrameError, StreamPublisher};
 use super::subscribe::{
     SubscribeQuery, delivery, follow, offset_header, pick_filter, pick_format, pick_mode,
@@ -113,6 +113,17 @@ async fn close_and_drain(socket: &mut WebSocket, code: u16, reason: &str) {
 /// close frame, and a flush sends it before the socket is dropped.
 async fn answer_close(socket: &mut WebSocket) {
     let _ = socket.flush().await;
+}
+
+/// Sends the pong the WebSocket layer queued for a ping just read, before anything
+/// more is read. tungstenite answers pings by itself but goes on reading while the
+/// answer cannot be written, and each ping read meanwhile adds one more pong to its
+/// write buffer, without a bound: a client that sent pings and read nothing grew the
+/// server by about 120 bytes per ping (200 MB for 1.6 million pings). Waiting here
+/// holds that client's pings in the socket buffers instead, as for any client that
+/// does not read; TCP keepalive's send timeout drops it if it never does.
+async fn send_pong(socket: &mut WebSocket) -> Result<(), axum::Error> {
+    socket.flush().await
 }
 
 /// The close code and reason for a read error of the WebSocket layer: `None` when the
@@ -335,7 +346,12 @@ async fn run_subscriber(
                     }
                     return;
                 }
-                // Pings are answered by the WebSocket layer; data from a subscriber is ignored.
+                Some(Ok(Message::Ping(_))) => {
+                    if send_pong(&mut socket).await.is_err() {
+                        return;
+                    }
+                }
+                // Data from a subscriber is ignored.
                 Some(Ok(_)) => {}
             },
             _ = ping.tick() => {
@@ -362,9 +378,11 @@ pub async fn publish(
         let meta = meta_from(&headers, &PublishQuery::default())?;
         let p = StreamPublisher::new(&s, &name, meta)?;
         let ws = ws.map_err(upgrade_required)?;
-        Ok::<_, ApiError>((p, ws))
+        // Several WebSockets can share an HTTP/2 connection (RFC 8441).
+        let slot = http_publish_slot(&s, held.as_deref())?;
+        Ok::<_, ApiError>((p, ws, slot))
     })();
-    let (p, ws) = match checked {
+    let (p, ws, slot) = match checked {
         Ok(v) => v,
         Err(e) => {
             s.metrics.publish_rejected.fetch_add(1, Ordering::Relaxed);
@@ -377,8 +395,9 @@ pub async fn publish(
         .max_frame_size(max)
         .read_buffer_size(PUBLISHER_READ_BUFFER)
         .on_upgrade(move |socket| async move {
-            // As for a subscriber: the connection counts while the WebSocket lives.
-            let _held = held;
+            // As for a subscriber: the connection counts while the WebSocket lives,
+            // and so does this publish.
+            let _held = (held, slot);
             run_publisher(socket, p, s).await
         }))
 }
@@ -540,7 +559,13 @@ async fn run_publisher(socket: WebSocket, p: StreamPublisher, s: AppState) {
                 r
             }
             Some(Ok(Message::Text(t))) => sess.p.text(&t).map(|()| true),
-            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+            Some(Ok(Message::Ping(_))) => {
+                if send_pong(&mut sess.socket).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+            Some(Ok(Message::Pong(_))) => continue,
             // The peer closed: append what it sent (it can no longer be acknowledged),
             // then answer its close frame.
             Some(Ok(Message::Close(_))) => {
