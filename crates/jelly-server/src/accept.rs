@@ -5,7 +5,9 @@
 //! Slow clients: a connection must deliver its first request's head within
 //! [`Timeouts::header_read`], and on HTTP/1 every later one too (hyper's header read
 //! timeout, which also bounds an idle keep-alive connection); otherwise it is closed
-//! without an answer. HTTP/2 connections are pinged when quiet
+//! without an answer. A connection with no request open (its answers' bodies over)
+//! for that long is closed too, gracefully: for HTTP/2, which hyper leaves without an
+//! idle limit, this is the only bound. HTTP/2 connections are pinged when quiet
 //! ([`Timeouts::http2_keepalive`]) and closed when the peer does not answer; every
 //! connection also gets TCP keepalive probes ([`Timeouts::tcp_keepalive`]), which
 //! drop a peer that vanished without closing even on a quiet HTTP/1 stream, and a
@@ -215,6 +217,8 @@ pub async fn serve(
                 _open: OpenGauge::new(acceptor.metrics.clone()),
                 _closed: all_closed_rx.clone(),
                 publishes: AtomicUsize::new(0),
+                open_requests: AtomicUsize::new(0),
+                became_idle: tokio::sync::Notify::new(),
             }),
         };
         tokio::spawn(conn.run(tcp, stop.clone()));
@@ -280,6 +284,10 @@ struct ConnectionHold {
     _closed: watch::Receiver<()>,
     /// Publishes in progress on the connection (see [`ConnectionHeld::try_publish`]).
     publishes: AtomicUsize,
+    /// Requests whose answer is not over yet (see [`RequestOpen`]).
+    open_requests: AtomicUsize,
+    /// Told when `open_requests` falls to 0, to start the idle deadline.
+    became_idle: tokio::sync::Notify,
 }
 
 /// A share of an accepted connection's [`ConnectionHold`], in every request's
@@ -401,8 +409,33 @@ impl Connection {
         // Armed when shutdown begins: the end of the connection's grace.
         let grace = tokio::time::sleep(Duration::MAX);
         let mut grace = pin!(grace);
+        // Armed when the last open request ends: an HTTP/2 connection idle (no stream
+        // open) for the header timeout is closed as an idle HTTP/1 keep-alive
+        // connection is (hyper has no idle limit for HTTP/2), with a GOAWAY, so that
+        // it cannot hold its descriptor for ever by answering pings.
+        let idle = tokio::time::sleep(Duration::MAX);
+        let mut idle = pin!(idle);
+        let mut idle_armed = false;
+        let mut idle_closing = false;
         loop {
+            let watch_idle = timeouts.header_read.is_some() && !stopping && !idle_closing;
             tokio::select! {
+                () = self.hold.became_idle.notified(), if watch_idle => {
+                    if let Some(t) = timeouts.header_read
+                        && self.hold.open_requests.load(Ordering::Acquire) == 0
+                    {
+                        idle.as_mut().reset(tokio::time::Instant::now() + t);
+                        idle_armed = true;
+                    }
+                }
+                () = idle.as_mut(), if idle_armed && watch_idle => {
+                    idle_armed = false;
+                    if self.hold.open_requests.load(Ordering::Acquire) == 0 {
+                        tracing::debug!(peer = %self.peer, "idle for the header read timeout: closing");
+                        idle_closing = true;
+                        conn.as_mut().graceful_shutdown();
+                    }
+                }
                 r = conn.as_mut() => {
                     if let Err(e) = r {
                         if is_header_timeout(e.as_ref()) {
@@ -459,18 +492,73 @@ struct FirstRequest<S> {
     held: ConnectionHeld,
 }
 
-impl<S, B> hyper::service::Service<hyper::Request<B>> for FirstRequest<S>
+impl<S, B, RB> hyper::service::Service<hyper::Request<B>> for FirstRequest<S>
 where
-    S: hyper::service::Service<hyper::Request<B>>,
+    S: hyper::service::Service<hyper::Request<B>, Response = hyper::Response<RB>>,
+    S::Future: Send + 'static,
 {
-    type Response = S::Response;
+    type Response = hyper::Response<OpenBody<RB>>;
     type Error = S::Error;
-    type Future = S::Future;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
+    >;
 
     fn call(&self, mut req: hyper::Request<B>) -> Self::Future {
         self.requested.store(true, Ordering::Relaxed);
         req.extensions_mut().insert(self.held.clone());
-        self.inner.call(req)
+        // Counted from here until the answer's body is over (or the request is
+        // dropped unanswered), so that a connection is idle only between requests.
+        let open = RequestOpen::new(&self.held.0);
+        let answer = self.inner.call(req);
+        Box::pin(async move {
+            let res = answer.await?;
+            Ok(res.map(|body| OpenBody { body, _open: open }))
+        })
+    }
+}
+
+/// A request in progress on its connection: counted in
+/// [`ConnectionHold::open_requests`] until dropped (with the answer's body).
+struct RequestOpen(Arc<ConnectionHold>);
+
+impl RequestOpen {
+    fn new(hold: &Arc<ConnectionHold>) -> RequestOpen {
+        hold.open_requests.fetch_add(1, Ordering::AcqRel);
+        RequestOpen(hold.clone())
+    }
+}
+
+impl Drop for RequestOpen {
+    fn drop(&mut self) {
+        if self.0.open_requests.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.became_idle.notify_one();
+        }
+    }
+}
+
+/// An answer's body, which keeps its request counted as open until it is over.
+pub struct OpenBody<B> {
+    body: B,
+    _open: RequestOpen,
+}
+
+impl<B: http_body::Body + Unpin> http_body::Body for OpenBody<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 

@@ -365,3 +365,95 @@ async fn http2_streams_over_the_configured_limit_are_refused() {
     drop(s);
     srv.shutdown().await.unwrap();
 }
+
+/// An HTTP/2 connection of `srv` and the task that drives it: the task ends when the
+/// connection does.
+async fn h2_connection_watched(
+    srv: &Server,
+) -> (
+    SendRequest<http_body_util::Empty<Bytes>>,
+    tokio::task::JoinHandle<()>,
+) {
+    let tcp = TcpStream::connect(srv.local_addr()).await.unwrap();
+    let (send, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+            .await
+            .unwrap();
+    let task = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    (send, task)
+}
+
+fn h2_get(srv: &Server, path: &str) -> hyper::Request<http_body_util::Empty<Bytes>> {
+    hyper::Request::get(format!("http://{}{path}", srv.local_addr()))
+        .body(http_body_util::Empty::new())
+        .unwrap()
+}
+
+/// An HTTP/2 connection with no request open is closed after the header read timeout,
+/// as an idle HTTP/1 keep-alive connection is; one with a live subscription open is
+/// not, however long it is quiet, and is closed once that ends.
+#[tokio::test]
+async fn idle_http2_connections_are_closed_but_open_streams_keep_theirs() {
+    let timeout = Duration::from_millis(300);
+    let srv = Server::start(ServerConfig {
+        header_read_timeout_ms: timeout.as_millis() as u64,
+        ..ServerConfig::ephemeral()
+    })
+    .await
+    .unwrap();
+    reqwest::Client::new()
+        .put(format!("{}/topics/idle", srv.url()))
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    // One request, then nothing: the connection ends (the bound only catches a hang).
+    let (mut send, conn) = h2_connection_watched(&srv).await;
+    let r = send.send_request(h2_get(&srv, "/health")).await.unwrap();
+    assert_eq!(r.status(), 200);
+    r.into_body().collect().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(30), conn)
+        .await
+        .expect("an idle HTTP/2 connection was not closed")
+        .unwrap();
+
+    // A live subscription, quiet for ten times the timeout, still gets the next item.
+    let (mut send, conn) = h2_connection_watched(&srv).await;
+    let r = send
+        .send_request(h2_get(&srv, "/topics/idle/items?from=latest&format=nquads"))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let mut body = r.into_body();
+    tokio::time::sleep(timeout * 10).await;
+    assert!(!conn.is_finished(), "closed with a stream open");
+    let line = "<http://ex.org/s> <http://ex.org/p> \"quiet\" .\n";
+    let p = reqwest::Client::new()
+        .post(format!("{}/topics/idle/items", srv.url()))
+        .header("content-type", "application/n-quads")
+        .body(line)
+        .send()
+        .await
+        .unwrap();
+    assert!(p.status().is_success(), "{}", p.status());
+    let mut got = Vec::new();
+    while !String::from_utf8_lossy(&got).contains("quiet") {
+        let frame = tokio::time::timeout(Duration::from_secs(30), body.frame())
+            .await
+            .expect("the item did not come")
+            .expect("the stream ended")
+            .unwrap();
+        if let Ok(d) = frame.into_data() {
+            got.extend_from_slice(&d);
+        }
+    }
+    // The subscription ends: now the connection is idle, and closed.
+    drop(body);
+    tokio::time::timeout(Duration::from_secs(30), conn)
+        .await
+        .expect("the connection was not closed once its stream ended")
+        .unwrap();
+    srv.shutdown().await.unwrap();
+}
