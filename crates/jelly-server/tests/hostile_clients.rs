@@ -457,3 +457,46 @@ async fn idle_http2_connections_are_closed_but_open_streams_keep_theirs() {
         .unwrap();
     srv.shutdown().await.unwrap();
 }
+
+/// A publish call may be quiet between messages for as long as it likes, but a message
+/// it has started must keep coming: stalled inside one (holding the server's buffer
+/// for it), the call ends with `DEADLINE_EXCEEDED` after `body_read_timeout_ms`, and
+/// the messages before it stay appended.
+#[tokio::test]
+async fn a_grpc_publish_stalled_inside_a_message_is_ended() {
+    let pause = Duration::from_millis(300);
+    let srv = Server::start(ServerConfig {
+        body_read_timeout_ms: pause.as_millis() as u64,
+        ..ServerConfig::ephemeral()
+    })
+    .await
+    .unwrap();
+    let send = h2_connection(&srv).await;
+    let (tx, body) = h2_body();
+    let call = grpc_publish(&send, &srv, "stalled", body);
+    // Whole messages with long pauses between them are fine.
+    tx.send(grpc_frame(0)).unwrap();
+    while items(&srv, "stalled").await < 1 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(pause * 4).await;
+    assert!(!call.is_finished(), "ended while between messages");
+    // A message announced as 1,000 bytes, of which 10 come.
+    let mut part = vec![0u8, 0, 0, 0x03, 0xe8];
+    part.extend_from_slice(&[0u8; 10]);
+    tx.send(Bytes::from(part)).unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(30), call)
+        .await
+        .expect("a call stalled inside a message was not ended")
+        .unwrap();
+    assert_eq!(answer["grpc-status"], "4", "{answer:?}");
+    let message = answer["grpc-message"].to_str().unwrap().replace("%20", " ");
+    assert!(
+        message.contains("frame 1")
+            && message.contains("990 byte(s) of it still to come (body_read_timeout_ms)"),
+        "{message}"
+    );
+    assert_eq!(items(&srv, "stalled").await, 1, "the first message stays");
+    drop(tx);
+    srv.shutdown().await.unwrap();
+}

@@ -21,6 +21,7 @@
 pub mod codec;
 pub mod deadline;
 pub mod inflate;
+pub mod message_pace;
 pub mod messages;
 pub mod negotiate;
 pub mod publish;

@@ -2,6 +2,8 @@
 //! listener. Requests on the service's paths go to tonic; any other request with
 //! `content-type: application/grpc…` gets `UNIMPLEMENTED` (see `unimplemented`).
 
+use std::time::Duration;
+
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -14,6 +16,7 @@ use tonic::server::Grpc;
 
 use super::codec::JellyCodec;
 use super::inflate::{Inflating, MessageCoding};
+use super::message_pace::MessagePace;
 use super::messages::{Frame, Received};
 use super::publish::PublishService;
 use crate::http::AppState;
@@ -102,19 +105,25 @@ async fn publish_rdf(State(s): State<AppState>, req: Request) -> Response {
         .extensions()
         .get::<crate::accept::ConnectionHeld>()
         .cloned();
+    // A started message may pause at most as long as an atomic publish's body.
+    let pause = s.config.body_read_timeout().unwrap_or(Duration::MAX);
     let service = PublishService(s, timeout, held);
+    let (mut parts, body) = req.into_parts();
+    let body = MessagePace::new(body, pause);
     let r = match coding {
         // Compressed messages are decompressed here, strictly (tonic ignores bytes
         // after a message's gzip data), and tonic reads them as plain messages. The
         // size limit holds for each message both ways. Other encodings are left to
         // tonic, which refuses them.
         Some(coding) => {
-            let (mut parts, body) = req.into_parts();
             parts.headers.remove(GRPC_ENCODING);
             let req = Request::from_parts(parts, Inflating::new(body, coding, limit));
             grpc.client_streaming(service, req).await
         }
-        None => grpc.client_streaming(service, req).await,
+        None => {
+            grpc.client_streaming(service, Request::from_parts(parts, body))
+                .await
+        }
     };
     let mut r = r.map(Body::new);
     // Tells clients which encodings they may compress messages with (tonic reads
