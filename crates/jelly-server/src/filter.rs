@@ -32,7 +32,11 @@
 //!   oxrdf cannot hold (generalized terms, quoted triples outside the object) are left
 //!   out of the dataset. The evaluation is bounded by a work budget
 //!   ([`ASK_WORK_BUDGET`] units: statement visits, and term conversions by size);
-//!   an item whose evaluation runs out of it is not delivered.
+//!   an item whose evaluation runs out of it is not delivered. Work inside one
+//!   function call is not counted there, so the strings the query can build are
+//!   bounded before evaluation ([`string_bound`]): an item on which one could exceed
+//!   [`MAX_ASK_STRING_BYTES`] is out of budget too, and a query over that bound even
+//!   on one-byte terms is refused when the filter is built.
 //!
 //! A filter is built once per subscription ([`FilterParams::build`]); equal filters
 //! have equal [`ItemFilter::key`]s, so subscribers with the same filter can share its
@@ -55,6 +59,11 @@ use spargebra::{Query, SparqlParser};
 use tonic::metadata::MetadataMap;
 
 use crate::item::Item;
+
+mod string_bound;
+
+pub use string_bound::MAX_ASK_STRING_BYTES;
+use string_bound::StringBound;
 
 /// Longest `source`, `prefix` or `pattern` value, in bytes.
 pub const MAX_PARAM_BYTES: usize = 4096;
@@ -166,7 +175,10 @@ impl FilterParams {
             .as_deref()
             .map(StatementPattern::parse)
             .transpose()?;
-        let ask = self.ask.as_deref().map(parse_ask).transpose()?;
+        let (ask, ask_strings) = match self.ask.as_deref().map(parse_ask).transpose()? {
+            Some((q, b)) => (Some(q), Some(b)),
+            None => (None, None),
+        };
         let mut key = serde_json::Map::new();
         if let Some(s) = &sources {
             key.insert("source".into(), s.clone().into());
@@ -186,6 +198,7 @@ impl FilterParams {
             prefixes,
             pattern,
             ask,
+            ask_strings,
             ask_budget: ASK_WORK_BUDGET,
         })))
     }
@@ -438,7 +451,7 @@ fn debug_depth(debug: &str) -> usize {
 
 /// Parses `text` on a thread with a large stack and measures it there, so neither a
 /// deep query nor its drop can overflow a worker's stack; what comes back is shallow.
-fn parse_ask_deep(text: &str) -> Result<Query, FilterError> {
+fn parse_ask_deep(text: &str) -> Result<(Query, StringBound), FilterError> {
     let text = text.to_string();
     let parse = move || {
         let query = SparqlParser::new()
@@ -482,7 +495,27 @@ fn parse_ask_deep(text: &str) -> Result<Query, FilterError> {
         if calls_service(&query.to_string()) {
             return Err(FilterError::Service);
         }
-        Ok(query)
+        let strings = match &query {
+            Query::Ask {
+                pattern, base_iri, ..
+            } => StringBound::of(pattern, base_iri.as_ref().map_or(0, |b| b.as_str().len())),
+            _ => StringBound::of(&spargebra::algebra::GraphPattern::default(), 0),
+        };
+        // Measured on the smallest item that has a term: one statement, one-byte
+        // terms. A query over the cap there is over it on every item.
+        if let Some(longest) = strings.over_cap(1, 1) {
+            return Err(FilterError::Invalid {
+                param: "ask",
+                message: format!(
+                    "{} can build a string of {} even from one-byte terms, over the {} MiB \
+                     an ASK evaluation may build (nest fewer growing functions)",
+                    longest.built_by.as_deref().unwrap_or("the query"),
+                    bytes_text(longest.bytes),
+                    MAX_ASK_STRING_BYTES >> 20
+                ),
+            });
+        }
+        Ok((query, strings))
     };
     let failed = |what: &str| FilterError::Invalid {
         param: "ask",
@@ -497,12 +530,21 @@ fn parse_ask_deep(text: &str) -> Result<Query, FilterError> {
         .map_err(|_| failed("failed"))?
 }
 
-/// `ask`: a parsed SPARQL ASK query.
-fn parse_ask(text: &str) -> Result<Query, FilterError> {
+/// A string bound in bytes, for messages (`∞` once it overflows).
+fn bytes_text(bytes: f64) -> String {
+    if bytes.is_finite() && bytes < 1e18 {
+        format!("{} bytes", bytes as u64)
+    } else {
+        format!("{bytes:e} bytes")
+    }
+}
+
+/// `ask`: a parsed SPARQL ASK query, and the bound of the strings it builds.
+fn parse_ask(text: &str) -> Result<(Query, StringBound), FilterError> {
     check_len("ask", text, MAX_ASK_BYTES)?;
-    let query = parse_ask_deep(text)?;
+    let (query, strings) = parse_ask_deep(text)?;
     let form = match &query {
-        Query::Ask { .. } => return Ok(query),
+        Query::Ask { .. } => return Ok((query, strings)),
         Query::Select { .. } => "SELECT",
         Query::Construct { .. } => "CONSTRUCT",
         Query::Describe { .. } => "DESCRIBE",
@@ -548,6 +590,8 @@ pub struct ItemFilter {
     prefixes: Option<Vec<String>>,
     pattern: Option<StatementPattern>,
     ask: Option<Query>,
+    /// The strings `ask` can build, as a function of the item.
+    ask_strings: Option<StringBound>,
     ask_budget: u64,
 }
 
@@ -650,14 +694,47 @@ impl ItemFilter {
     /// Evaluates the ASK query on the item's statements.
     fn ask(&self, query: &Query, item: &Item) -> Result<bool, FilterError> {
         let mut dataset = Dataset::new();
+        let mut longest_term = 0;
         let mut dec = Decoder::default();
         let mut cur = dec.frame(&item.frame);
         while let Some(ev) = cur.next_event().map_err(|e| item_error(item, e))? {
             if let Event::Statement(st) = ev
                 && let Ok(q) = st.to_oxrdf_quad()
             {
-                dataset.insert(as_evaluated(q).as_ref());
+                let q = as_evaluated(q);
+                let graph = match q.graph_name.as_ref() {
+                    oxrdf::GraphNameRef::NamedNode(n) => n.as_str().len(),
+                    oxrdf::GraphNameRef::BlankNode(b) => b.as_str().len(),
+                    oxrdf::GraphNameRef::DefaultGraph => 0,
+                };
+                longest_term = [
+                    term_bytes(q.subject.as_ref().into()),
+                    q.predicate.as_str().len(),
+                    term_bytes(q.object.as_ref()),
+                    graph,
+                ]
+                .into_iter()
+                .fold(longest_term, usize::max);
+                dataset.insert(q.as_ref());
             }
+        }
+        // Checked before evaluating: a string past the cap would be built inside one
+        // function call, where neither the budget nor the cancellation can stop it.
+        if let Some(longest) = self
+            .ask_strings
+            .as_ref()
+            .and_then(|b| b.over_cap(longest_term, dataset.len()))
+        {
+            return Err(FilterError::Item {
+                offset: item.offset,
+                message: format!(
+                    "ASK evaluation failed: {BudgetExceeded} ({} could build a string of {} \
+                     from its {longest_term}-byte term, over the {} MiB cap)",
+                    longest.built_by.as_deref().unwrap_or("the query"),
+                    bytes_text(longest.bytes),
+                    MAX_ASK_STRING_BYTES >> 20
+                ),
+            });
         }
         let budget = Budget::new(self.ask_budget);
         let data = Budgeted {
@@ -1189,21 +1266,24 @@ const CONVERSION_BYTES_PER_UNIT: usize = 64;
 /// Work units of converting `t`: one, plus one per [`CONVERSION_BYTES_PER_UNIT`]
 /// bytes of its text.
 fn conversion_units(t: oxrdf::TermRef<'_>) -> u64 {
-    fn bytes(t: oxrdf::TermRef<'_>) -> usize {
-        match t {
-            oxrdf::TermRef::NamedNode(n) => n.as_str().len(),
-            oxrdf::TermRef::BlankNode(b) => b.as_str().len(),
-            oxrdf::TermRef::Literal(l) => {
-                l.value().len() + l.language().map_or(l.datatype().as_str().len(), str::len)
-            }
-            oxrdf::TermRef::Triple(tr) => {
-                bytes(tr.subject.as_ref().into())
-                    + tr.predicate.as_str().len()
-                    + bytes(tr.object.as_ref())
-            }
+    1 + (term_bytes(t) / CONVERSION_BYTES_PER_UNIT) as u64
+}
+
+/// Bytes of `t`'s text: an IRI, a blank node label, a literal's value with its
+/// language tag or datatype IRI, or the sum of a triple term's parts.
+fn term_bytes(t: oxrdf::TermRef<'_>) -> usize {
+    match t {
+        oxrdf::TermRef::NamedNode(n) => n.as_str().len(),
+        oxrdf::TermRef::BlankNode(b) => b.as_str().len(),
+        oxrdf::TermRef::Literal(l) => {
+            l.value().len() + l.language().map_or(l.datatype().as_str().len(), str::len)
+        }
+        oxrdf::TermRef::Triple(tr) => {
+            term_bytes(tr.subject.as_ref().into())
+                + tr.predicate.as_str().len()
+                + term_bytes(tr.object.as_ref())
         }
     }
-    1 + (bytes(t) / CONVERSION_BYTES_PER_UNIT) as u64
 }
 
 /// The ASK evaluation ran out of its work budget.
@@ -1847,6 +1927,97 @@ mod tests {
         ] {
             assert!(filter(|f| f.ask = Some(q.into())).is_ok(), "{q}");
         }
+    }
+
+    /// `REPLACE(?o, ".", "$0$0$0$0")` quadruples its text in one call that no budget
+    /// or cancellation can stop. Nested deep enough to pass the string cap on any
+    /// item, the query is refused when built; a little shallower, it is out of
+    /// budget on an item whose longest term is a 10-character literal (unchecked, the
+    /// 12 levels build 160 MiB there, and take minutes).
+    #[test]
+    fn asks_that_multiply_text_are_refused_or_out_of_budget() {
+        let nested = |levels: usize, refs: usize| {
+            let mut e = "?o".to_string();
+            for _ in 0..levels {
+                e = format!(r#"REPLACE({e}, ".", "{}")"#, "$0".repeat(refs));
+            }
+            format!("ASK {{ ?s ?p ?o FILTER(STRLEN({e}) > 0) }}")
+        };
+        // Shallow nesting only: the SPARQL parser's time doubles with each level of
+        // nested calls (18 levels take 12 s in a debug build).
+        for (levels, refs) in [(14, 4), (9, 8)] {
+            let e = filter(|f| f.ask = Some(nested(levels, refs))).unwrap_err();
+            assert_eq!(e.parameter(), Some("ask"));
+            let msg = e.to_string();
+            assert!(msg.contains("REPLACE") && msg.contains("64 MiB"), "{msg}");
+        }
+        let it = item(
+            "",
+            &[st(
+                iri("http://a/s"),
+                iri("http://a/p"),
+                lit("0123456789", jelly::OwnedLiteralKind::Simple),
+                None,
+            )],
+        );
+        let f = filter(|f| f.ask = Some(nested(12, 4))).unwrap();
+        let e = f.accepts(&it).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("work budget") && msg.contains("REPLACE"),
+            "{msg}"
+        );
+        assert!(!f.takes(&it));
+        // A chain of BINDs doubling a variable counts as nesting does.
+        let chain = |levels: usize| {
+            let mut q = "ASK { ?s ?p ?o BIND(?o AS ?v0) ".to_string();
+            for i in 0..levels {
+                q += &format!("BIND(CONCAT(?v{i}, ?v{i}) AS ?v{}) ", i + 1);
+            }
+            q + &format!("FILTER(STRLEN(?v{levels}) > 0) }}")
+        };
+        let msg = filter(|f| f.ask = Some(chain(27))).unwrap_err().to_string();
+        assert!(msg.contains("CONCAT"), "{msg}");
+        let f = filter(|f| f.ask = Some(chain(21))).unwrap();
+        assert!(
+            f.accepts(&it)
+                .unwrap_err()
+                .to_string()
+                .contains("work budget")
+        );
+        // Shallow enough for this item, the same queries answer.
+        for q in [nested(3, 4), chain(10)] {
+            assert!(
+                filter(|f| f.ask = Some(q.clone()))
+                    .unwrap()
+                    .accepts(&it)
+                    .unwrap(),
+                "{q}"
+            );
+        }
+    }
+
+    /// Copying and concatenating a few terms passes on items with large literals
+    /// (every term up to 16 MiB may be concatenated with three others); more copies
+    /// of a large literal than the cap holds are out of budget.
+    #[test]
+    fn plain_asks_pass_on_large_literals() {
+        let big = lit(&"x".repeat(9 << 20), jelly::OwnedLiteralKind::Simple);
+        let it = item("", &[st(iri("http://a/s"), iri("http://a/p"), big, None)]);
+        for q in [
+            "ASK { ?s ?p ?a . ?s ?q ?b FILTER(CONCAT(?a, ?b) = \"x\") }",
+            "ASK { ?s ?p ?o FILTER(CONTAINS(UCASE(?o), \"Y\")) }",
+            "ASK { ?s ?p ?o FILTER(STRLEN(CONCAT(?o, ?o, ?o, ?o)) < 10) }",
+        ] {
+            let f = filter(|f| f.ask = Some(q.into())).unwrap();
+            assert!(!f.accepts(&it).unwrap(), "{q}");
+        }
+        let q = "ASK { ?s ?p ?o FILTER(STRLEN(CONCAT(?o, ?o, ?o, ?o, ?o, ?o, ?o, ?o)) > 0) }";
+        let e = filter(|f| f.ask = Some(q.into()))
+            .unwrap()
+            .accepts(&it)
+            .unwrap_err();
+        assert!(e.to_string().contains("work budget"), "{e}");
     }
 
     /// Language tags are case-insensitive: a query's tag (which the SPARQL parser
