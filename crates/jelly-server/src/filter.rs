@@ -36,7 +36,9 @@
 //!   function call is not counted there, so the strings the query can build are
 //!   bounded before evaluation ([`string_bound`]): an item on which one could exceed
 //!   [`MAX_ASK_STRING_BYTES`] is out of budget too, and a query over that bound even
-//!   on one-byte terms is refused when the filter is built.
+//!   on one-byte terms is refused when the filter is built. So is a query naming
+//!   `SUBSTR`, `REGEX` or `REPLACE` more than [`MAX_ASK_OPTIONAL_ARG_CALLS`] times,
+//!   before it is parsed: the parser's time doubles with each one nested in another.
 //!
 //! A filter is built once per subscription ([`FilterParams::build`]); equal filters
 //! have equal [`ItemFilter::key`]s, so subscribers with the same filter can share its
@@ -539,9 +541,56 @@ fn bytes_text(bytes: f64) -> String {
     }
 }
 
+/// Most calls of `SUBSTR`, `REGEX` and `REPLACE` in one `ask` query. Their last
+/// argument is optional, and the SPARQL parser reads the first arguments of such a
+/// call twice (once for each form), so its time doubles with each one nested in
+/// another: 18 nested calls took 12 s in a debug build, 30 would take days. Calls are
+/// counted rather than their nesting, so that no string, IRI or comment can hide one.
+pub const MAX_ASK_OPTIONAL_ARG_CALLS: usize = 8;
+
+/// Whole-word occurrences of `SUBSTR`, `REGEX` and `REPLACE` (any case) anywhere in
+/// `text`: an upper bound of the calls the parser may meet (a word in a string, an IRI
+/// or a comment counts too, which only errs on the safe side).
+fn optional_arg_calls(text: &str) -> usize {
+    let b = text.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut n = 0;
+    let mut i = 0;
+    while i < b.len() {
+        if word(b[i]) && (i == 0 || !word(b[i - 1])) {
+            let end = b[i..]
+                .iter()
+                .position(|&c| !word(c))
+                .map_or(b.len(), |k| i + k);
+            let w = &text[i..end];
+            if ["SUBSTR", "REGEX", "REPLACE"]
+                .iter()
+                .any(|k| w.eq_ignore_ascii_case(k))
+            {
+                n += 1;
+            }
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    n
+}
+
 /// `ask`: a parsed SPARQL ASK query, and the bound of the strings it builds.
 fn parse_ask(text: &str) -> Result<(Query, StringBound), FilterError> {
     check_len("ask", text, MAX_ASK_BYTES)?;
+    let calls = optional_arg_calls(text);
+    if calls > MAX_ASK_OPTIONAL_ARG_CALLS {
+        return Err(FilterError::Invalid {
+            param: "ask",
+            message: format!(
+                "the query names SUBSTR, REGEX or REPLACE {calls} times; at most \
+                 {MAX_ASK_OPTIONAL_ARG_CALLS} are accepted (the parser's work doubles with \
+                 each of them nested in another)"
+            ),
+        });
+    }
     let (query, strings) = parse_ask_deep(text)?;
     let form = match &query {
         Query::Ask { .. } => return Ok((query, strings)),
@@ -1929,11 +1978,44 @@ mod tests {
         }
     }
 
+    /// Nested calls with an optional last argument make the parser's time double per
+    /// level; past MAX_ASK_OPTIONAL_ARG_CALLS of them the query is refused before it
+    /// is parsed (30 nested SUBSTRs would keep the parse thread busy for days), in any
+    /// case and spacing, and also when the words sit in strings or comments.
+    #[test]
+    fn asks_with_many_optional_argument_calls_are_refused_before_parsing() {
+        let nested = |n: usize, call: &str| {
+            let mut e = "?o".to_string();
+            for _ in 0..n {
+                e = format!("{call}({e}, 1)");
+            }
+            format!("ASK {{ ?s ?p ?o FILTER({e} = \"x\") }}")
+        };
+        for q in [
+            nested(30, "SUBSTR"),
+            nested(9, "substr"),
+            nested(30, "Regex"),
+            format!("{} # REPLACE", nested(8, "SUBSTR")),
+            nested(9, "SUBSTR").replace("SUBSTR(", "SUBSTR #x\n ("),
+        ] {
+            let msg = filter(|f| f.ask = Some(q.clone())).unwrap_err().to_string();
+            assert!(
+                msg.contains("SUBSTR, REGEX or REPLACE") && msg.contains("at most 8"),
+                "{q}: {msg}"
+            );
+        }
+        // Eight, and names that only contain the words, are parsed.
+        assert!(filter(|f| f.ask = Some(nested(8, "SUBSTR"))).is_ok());
+        let q = "ASK { ?s <http://e/substring> ?o ; <http://e/p> ?regexes FILTER(?o != ?regexes) }";
+        assert!(filter(|f| f.ask = Some(q.into())).is_ok());
+        assert_eq!(optional_arg_calls("SUBSTR substrate REGEX_ x:replace"), 2);
+    }
+
     /// `REPLACE(?o, ".", "$0$0$0$0")` quadruples its text in one call that no budget
     /// or cancellation can stop. Nested deep enough to pass the string cap on any
     /// item, the query is refused when built; a little shallower, it is out of
-    /// budget on an item whose longest term is a 10-character literal (unchecked, the
-    /// 12 levels build 160 MiB there, and take minutes).
+    /// budget on an item whose longest term is a 10-character literal (unchecked, 6
+    /// levels of 16 copies build 160 MiB there, and take minutes).
     #[test]
     fn asks_that_multiply_text_are_refused_or_out_of_budget() {
         let nested = |levels: usize, refs: usize| {
@@ -1943,9 +2025,9 @@ mod tests {
             }
             format!("ASK {{ ?s ?p ?o FILTER(STRLEN({e}) > 0) }}")
         };
-        // Shallow nesting only: the SPARQL parser's time doubles with each level of
-        // nested calls (18 levels take 12 s in a debug build).
-        for (levels, refs) in [(14, 4), (9, 8)] {
+        // At most MAX_ASK_OPTIONAL_ARG_CALLS levels: the SPARQL parser's time doubles
+        // with each level of nested calls (18 levels take 12 s in a debug build).
+        for (levels, refs) in [(8, 16), (7, 16)] {
             let e = filter(|f| f.ask = Some(nested(levels, refs))).unwrap_err();
             assert_eq!(e.parameter(), Some("ask"));
             let msg = e.to_string();
@@ -1960,7 +2042,7 @@ mod tests {
                 None,
             )],
         );
-        let f = filter(|f| f.ask = Some(nested(12, 4))).unwrap();
+        let f = filter(|f| f.ask = Some(nested(6, 16))).unwrap();
         let e = f.accepts(&it).unwrap_err();
         let msg = e.to_string();
         assert!(
