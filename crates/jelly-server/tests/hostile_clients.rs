@@ -3,6 +3,8 @@
 //! (HTTP/1 slow heads and bodies, per-address limits, auth and TLS are in
 //! `resilience.rs` and `security.rs`.)
 
+mod support;
+
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -34,29 +36,8 @@ async fn raw_upgrade(srv: &Server, path: &str) -> TcpStream {
     let sock = TcpSocket::new_v4().unwrap();
     sock.set_recv_buffer_size(4 << 10).unwrap();
     sock.set_send_buffer_size(64 << 10).unwrap();
-    let mut s = sock.connect(srv.local_addr()).await.unwrap();
-    let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
-        srv.local_addr()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut head = Vec::new();
-    while !head.ends_with(b"\r\n\r\n") {
-        let mut b = [0u8; 1];
-        assert_eq!(
-            s.read(&mut b).await.unwrap(),
-            1,
-            "connection ended in the answer"
-        );
-        head.push(b[0]);
-    }
-    assert!(
-        head.starts_with(b"HTTP/1.1 101"),
-        "{}",
-        String::from_utf8_lossy(&head)
-    );
-    s
+    let s = sock.connect(srv.local_addr()).await.unwrap();
+    support::raw_ws_upgrade(s, srv, path).await
 }
 
 /// Writes masked pings with 125-byte payloads (the most a control frame holds) and

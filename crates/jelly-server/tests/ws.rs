@@ -550,30 +550,8 @@ async fn ws_a_close_from_the_client_is_answered_with_a_close_frame() {
 /// Opens a WebSocket by hand, so that frames a client library would never send can be
 /// written on the raw socket; returns the socket after the 101 answer.
 async fn raw_upgrade(srv: &Server, path: &str) -> TcpStream {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let mut s = TcpStream::connect(srv.local_addr()).await.unwrap();
-    let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
-        srv.local_addr()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut head = Vec::new();
-    while !head.ends_with(b"\r\n\r\n") {
-        let mut b = [0u8; 1];
-        assert_eq!(
-            s.read(&mut b).await.unwrap(),
-            1,
-            "connection ended in the answer"
-        );
-        head.push(b[0]);
-    }
-    assert!(
-        head.starts_with(b"HTTP/1.1 101"),
-        "{}",
-        String::from_utf8_lossy(&head)
-    );
-    s
+    let s = TcpStream::connect(srv.local_addr()).await.unwrap();
+    support::raw_ws_upgrade(s, srv, path).await
 }
 
 #[tokio::test]

@@ -314,3 +314,36 @@ where
     };
     tokio::time::timeout(wait, answer).await.ok()
 }
+
+/// Opens a WebSocket by hand on `s`, a socket connected to `srv`, so that frames a
+/// client library would never send can be written on it; returns the socket after
+/// the 101 answer.
+pub async fn raw_ws_upgrade(
+    mut s: tokio::net::TcpStream,
+    srv: &Server,
+    path: &str,
+) -> tokio::net::TcpStream {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        srv.local_addr()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut b = [0u8; 1];
+        assert_eq!(
+            s.read(&mut b).await.unwrap(),
+            1,
+            "connection ended in the answer"
+        );
+        head.push(b[0]);
+    }
+    assert!(
+        head.starts_with(b"HTTP/1.1 101"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    s
+}
