@@ -569,6 +569,62 @@ async fn a_streaming_publish_may_be_idle_longer_than_the_body_timeout() {
 }
 
 #[tokio::test]
+async fn a_streaming_publish_stalled_inside_a_frame_gets_408_and_keeps_the_frames_before() {
+    // Between frames it may wait; inside one, the server holds what came of the frame,
+    // so the pause is bounded as an atomic body's is.
+    let srv = start_short().await;
+    let stream = jelly_stream(&frames(2, 2, 0), StreamOptions::small());
+    let parts = split_delimited(&stream);
+    let (first, second) = (parts[0].clone(), parts[1].clone());
+    let half = second[..second.len() / 2].to_vec();
+    let body = futures_util::stream::unfold(0, move |i| {
+        let (first, half) = (first.clone(), half.clone());
+        async move {
+            match i {
+                0 => Some((Ok::<_, std::io::Error>(first), 1)),
+                1 => {
+                    tokio::time::sleep(SHORT * 3).await;
+                    Some((Ok(half), 2))
+                }
+                _ => {
+                    // Then nothing more, and the body never ends.
+                    std::future::pending::<()>().await;
+                    None
+                }
+            }
+        }
+    });
+    let r = tokio::time::timeout(
+        Duration::from_secs(30),
+        client()
+            .post(format!("{}/topics/stalled/items?stream=true", srv.url()))
+            .header("content-type", JELLY)
+            .body(reqwest::Body::wrap_stream(body))
+            .send(),
+    )
+    .await
+    .expect("a publish stalled inside a frame was not answered")
+    .unwrap();
+    let status = r.status();
+    let v = json(r).await;
+    assert_eq!(status, StatusCode::REQUEST_TIMEOUT, "{v}");
+    let e = v["error"].as_str().unwrap();
+    assert!(
+        e.contains("frame 1") && e.contains("body_read_timeout_ms"),
+        "{v}"
+    );
+    let d: Value = json(
+        client()
+            .get(format!("{}/topics/stalled", srv.url()))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(d["items"], 1, "the whole frame before it stays: {d}");
+}
+
+#[tokio::test]
 async fn long_lived_responses_outlast_the_header_timeout() {
     // The head timeout bounds reading a request's head, not the answer: a live
     // subscription and a long-poll wait run for several times the limit.

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use axum::Json;
 use axum::body::Body;
@@ -432,6 +433,10 @@ pub async fn publish_stream(
     // sets it): an append that fails appends none of the batch, so its error names
     // that frame.
     let mut batch = pos;
+    // The body may be quiet between frames for as long as it likes, but a frame it has
+    // started is held until it is whole (up to the item limit), so it may pause at most
+    // as long as an atomic publish's body.
+    let pause = s.config.body_read_timeout();
     macro_rules! fail {
         ($e:expr) => {{
             let e: FrameError = $e;
@@ -462,12 +467,26 @@ pub async fn publish_stream(
             Some(next) => next,
             None => {
                 flush!();
+                let inside_frame = !buf.is_empty();
                 tokio::select! {
                     next = stream.next() => next,
                     _ = wait_shutdown(&mut shutdown) => fail!(FrameError {
                         status: StatusCode::SERVICE_UNAVAILABLE,
                         message: "the server is shutting down".into(),
                     }),
+                    () = tokio::time::sleep(pause.unwrap_or(Duration::MAX)),
+                        if inside_frame && pause.is_some() =>
+                    {
+                        fail!(FrameError {
+                            status: StatusCode::REQUEST_TIMEOUT,
+                            message: format!(
+                                "the frame stopped for {} ms with {} of its bytes received \
+                                 (body_read_timeout_ms)",
+                                pause.unwrap_or_default().as_millis(),
+                                buf.len()
+                            ),
+                        })
+                    }
                 }
             }
         };
