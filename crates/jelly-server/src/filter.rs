@@ -39,6 +39,10 @@
 //!   on one-byte terms is refused when the filter is built. So is a query naming
 //!   `SUBSTR`, `REGEX` or `REPLACE` more than [`MAX_ASK_OPTIONAL_ARG_CALLS`] times,
 //!   before it is parsed: the parser's time doubles with each one nested in another.
+//!   Joining rows spends no budget either: parts that join without a shared variable
+//!   are refused when both read the item (a cross product), and the parts that read
+//!   nothing (`VALUES`, aggregates without `GROUP BY`) may produce at most
+//!   [`MAX_UNREAD_ROWS`] rows together ([`unread_rows`]).
 //!
 //! A filter is built once per subscription ([`FilterParams::build`]); equal filters
 //! have equal [`ItemFilter::key`]s, so subscribers with the same filter can share its
@@ -63,9 +67,11 @@ use tonic::metadata::MetadataMap;
 use crate::item::Item;
 
 mod string_bound;
+mod unread_rows;
 
 pub use string_bound::MAX_ASK_STRING_BYTES;
 use string_bound::StringBound;
+pub use unread_rows::MAX_UNREAD_ROWS;
 
 /// Longest `source`, `prefix` or `pattern` value, in bytes.
 pub const MAX_PARAM_BYTES: usize = 4096;
@@ -379,6 +385,11 @@ fn reads_item(p: &spargebra::algebra::GraphPattern) -> bool {
         G::Path { .. } => true,
         // An aggregate without GROUP BY gives one row, whatever it reads.
         G::Group { variables, .. } if variables.is_empty() => false,
+        // `GRAPH ?g` gives a row per graph name of the item, whatever is inside.
+        G::Graph {
+            name: spargebra::term::NamedNodePattern::Variable(_),
+            ..
+        } => true,
         _ => children(p).into_iter().any(reads_item),
     }
 }
@@ -493,6 +504,25 @@ fn parse_ask_deep(text: &str) -> Result<(Query, StringBound), FilterError> {
                           give them a variable in common"
                     .into(),
             });
+        }
+        if let Query::Ask { pattern, .. } = &query {
+            let rows = unread_rows::most_unread_rows(pattern);
+            if rows > MAX_UNREAD_ROWS as f64 {
+                let rows = if rows.is_finite() && rows < 1e18 {
+                    format!("{}", rows as u64)
+                } else {
+                    format!("{rows:e}")
+                };
+                return Err(FilterError::Invalid {
+                    param: "ask",
+                    message: format!(
+                        "parts of the query that read nothing from the item (VALUES, \
+                         aggregates without GROUP BY) join into up to {rows} rows; at most \
+                         {MAX_UNREAD_ROWS} are accepted, since joining them costs no work \
+                         budget (join fewer or smaller VALUES tables)"
+                    ),
+                });
+            }
         }
         if calls_service(&query.to_string()) {
             return Err(FilterError::Service);
@@ -1975,6 +2005,66 @@ mod tests {
             &format!("ASK {{ ?s {} ?o }}", vec!["<http://p>"; 20].join("/")),
         ] {
             assert!(filter(|f| f.ask = Some(q.into())).is_ok(), "{q}");
+        }
+    }
+
+    /// Joining rows costs no work budget, and parts that read nothing from the item
+    /// may stand apart from its patterns: three VALUES tables of 2,700 rows fit in
+    /// 16 KiB and joined into 2·10^10 rows, hours of CPU on every item. Such joins
+    /// are refused when the filter is built; a table every statement matches at most
+    /// once, and small products, are accepted.
+    #[test]
+    fn asks_joining_tables_that_read_nothing_are_refused() {
+        let table = |var: &str, rows: usize| format!("VALUES ?{var} {{ {}}}", "1 ".repeat(rows));
+        let q = format!(
+            "ASK {{ {} {} {} }}",
+            table("a", 2700),
+            table("b", 2700),
+            table("c", 2700)
+        );
+        assert!(q.len() <= MAX_ASK_BYTES);
+        // The same tables sharing a variable, or beside the item's patterns, or
+        // inside a subquery's aggregate.
+        let shared = q.replace("?b", "?a").replace("?c", "?a");
+        let beside = format!("ASK {{ ?s ?p ?o {} {} }}", table("a", 200), table("b", 100));
+        let counted = format!(
+            "ASK {{ ?s ?p ?o {{ SELECT (COUNT(*) AS ?n) WHERE {{ {} {} }} }} }}",
+            table("a", 200),
+            table("b", 100)
+        );
+        for q in [q, shared, beside, counted] {
+            let Err(e) = filter(|f| f.ask = Some(q.clone())) else {
+                panic!("accepted: {}", &q[..80]);
+            };
+            assert_eq!(e.parameter(), Some("ask"));
+            let msg = e.to_string();
+            assert!(
+                msg.contains("read nothing") && msg.contains("at most 10000"),
+                "{msg}"
+            );
+        }
+        let msg =
+            filter(|f| f.ask = Some(format!("ASK {{ {} {} }}", table("a", 200), table("b", 100))))
+                .unwrap_err()
+                .to_string();
+        assert!(msg.contains("up to 20000 rows"), "{msg}");
+        // Accepted: a product within the limit, and tables whose distinct values
+        // each statement matches at most once.
+        let it = sample();
+        let distinct = |var: &str, n: usize| {
+            let rows: Vec<String> = (0..n).map(|i| format!("<x:{i}>")).collect();
+            format!("VALUES ?{var} {{ {} }}", rows.join(" "))
+        };
+        for q in [
+            format!("ASK {{ ?s ?p ?o {} {} }}", table("a", 100), table("b", 100)),
+            format!(
+                "ASK {{ ?s ?p ?o {} {} }}",
+                distinct("s", 500),
+                distinct("o", 500)
+            ),
+        ] {
+            let f = filter(|f| f.ask = Some(q.clone())).unwrap();
+            f.accepts(&it).unwrap();
         }
     }
 
