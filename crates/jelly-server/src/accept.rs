@@ -108,7 +108,7 @@ pub struct Timeouts {
     /// TCP keepalive probes on a connection quiet for this long (every protocol).
     pub tcp_keepalive: Option<Duration>,
     /// Linux: sent data unacknowledged this long drops the connection
-    /// (`TCP_USER_TIMEOUT`, see [`set_send_timeout`]).
+    /// (`TCP_USER_TIMEOUT`, see `set_send_timeout`).
     pub send: Option<Duration>,
     /// After shutdown begins, a connection still open this long is closed.
     pub shutdown_grace: Option<Duration>,
@@ -290,7 +290,7 @@ struct ConnectionHold {
     became_idle: tokio::sync::Notify,
 }
 
-/// A share of an accepted connection's [`ConnectionHold`], in every request's
+/// A share of an accepted connection's `ConnectionHold`, in every request's
 /// extensions; whoever keeps the socket after the request (a WebSocket upgrade) keeps
 /// this as long.
 #[derive(Clone)]

@@ -34,7 +34,7 @@
 //!   ([`ASK_WORK_BUDGET`] units: statement visits, and term conversions by size);
 //!   an item whose evaluation runs out of it is not delivered. Work inside one
 //!   function call is not counted there, so the strings the query can build are
-//!   bounded before evaluation ([`string_bound`]): an item on which one could exceed
+//!   bounded before evaluation (module `string_bound`): an item on which one could exceed
 //!   [`MAX_ASK_STRING_BYTES`] is out of budget too, and a query over that bound even
 //!   on one-byte terms is refused when the filter is built. So is a query naming
 //!   `SUBSTR`, `REGEX` or `REPLACE` more than [`MAX_ASK_OPTIONAL_ARG_CALLS`] times,
@@ -42,7 +42,7 @@
 //!   Joining rows spends no budget either: parts that join without a shared variable
 //!   are refused when both read the item (a cross product), and the parts that read
 //!   nothing (`VALUES`, aggregates without `GROUP BY`) may produce at most
-//!   [`MAX_UNREAD_ROWS`] rows together ([`unread_rows`]).
+//!   [`MAX_UNREAD_ROWS`] rows together (module `unread_rows`).
 //!
 //! A filter is built once per subscription ([`FilterParams::build`]); equal filters
 //! have equal [`ItemFilter::key`]s, so subscribers with the same filter can share its

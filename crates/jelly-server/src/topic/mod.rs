@@ -416,7 +416,7 @@ pub enum TopicError {
     Conflict(String),
     #[error("topic `{0}` does not exist")]
     NotFound(String),
-    /// Creating it would exceed [`ServerConfig::max_topics`].
+    /// Creating it would exceed [`ServerConfig::max_topics`](crate::ServerConfig::max_topics).
     #[error(
         "cannot create topic `{topic}`: the server holds its maximum of {max} topics (max_topics); delete one or raise the limit"
     )]

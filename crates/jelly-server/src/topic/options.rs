@@ -37,7 +37,7 @@ fn name_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Strin
 }
 
 /// Options of a topic: given when it is created; only retention can change later
-/// ([`Registry::alter`]).
+/// ([`Registry::alter`](crate::topic::Registry::alter)).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TopicOptions {
@@ -242,7 +242,7 @@ impl TopicOptions {
     }
 }
 
-/// A change of a live topic's options ([`Registry::alter`]). Only retention can
+/// A change of a live topic's options ([`Registry::alter`](crate::topic::Registry::alter)). Only retention can
 /// change: the other options shape the topic's items and its subscribers' streams, so
 /// they are fixed when it is created. They may be given (a description's `options`
 /// sent back) as long as they are the topic's. An absent field stays as it is.
