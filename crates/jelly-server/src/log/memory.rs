@@ -116,32 +116,23 @@ impl MemoryLog {
         }
     }
 
-    /// Keeps at most `capacity` items from now on; older ones beyond it go at once.
-    ///
-    /// ```
-    /// # use jelly_server::log::{Log, MemoryLog};
-    /// # let item = jelly_server::item::NewItem { frame: bytes::Bytes::from_static(b"\x00"), statements: 0, source: "s".into(), headers: vec![] };
-    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let log = MemoryLog::new(10);
-    /// log.append(vec![item.clone(), item.clone(), item]).await.unwrap();
-    /// log.set_capacity(1);
-    /// assert_eq!((log.first_offset(), log.next_offset()), (2, 3));
-    /// # });
-    /// ```
-    pub fn set_capacity(&self, capacity: usize) {
-        let retention = MemoryRetention {
-            items: capacity,
-            ..self.lock().retention
-        };
-        self.set_retention(retention);
-    }
-
     /// What the log keeps (its limits, not what it holds).
     pub fn retention(&self) -> MemoryRetention {
         self.lock().retention
     }
 
     /// Keeps what `retention` allows from now on; items beyond it go at once.
+    ///
+    /// ```
+    /// # use jelly_server::log::{Log, MemoryLog, MemoryRetention};
+    /// # let item = jelly_server::item::NewItem { frame: bytes::Bytes::from_static(b"\x00"), statements: 0, source: "s".into(), headers: vec![] };
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let log = MemoryLog::new(10);
+    /// log.append(vec![item.clone(), item.clone(), item]).await.unwrap();
+    /// log.set_retention(MemoryRetention::items(1));
+    /// assert_eq!((log.first_offset(), log.next_offset()), (2, 3));
+    /// # });
+    /// ```
     pub fn set_retention(&self, retention: MemoryRetention) {
         let now = self.clock.now_ms();
         let mut g = self.lock();
