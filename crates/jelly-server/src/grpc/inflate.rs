@@ -14,10 +14,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use http_body::{Body, Frame};
 use tonic::Status;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// Length of the prefix of a gRPC message: a compressed flag and a `u32` length.
-const PREFIX: usize = 5;
+use super::{BoxError, MESSAGE_PREFIX as PREFIX};
 
 /// The message encodings read here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

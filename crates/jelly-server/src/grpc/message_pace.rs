@@ -18,10 +18,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame};
 use tonic::Status;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// Bytes of a gRPC message's prefix: a flag and a big-endian u32 length.
-const PREFIX: usize = 5;
+use super::{BoxError, MESSAGE_PREFIX as PREFIX};
 
 /// A request body of gRPC messages whose messages may each pause at most `pause`.
 ///

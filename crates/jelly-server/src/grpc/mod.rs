@@ -33,6 +33,13 @@ use tonic::metadata::MetadataMap;
 
 pub use service::{PUBLISH_PATH, SERVICE_NAME, SUBSCRIBE_PATH, routes};
 
+/// Length of the prefix of a gRPC message: a compressed flag and a big-endian `u32`
+/// length (read by [`inflate`] and [`message_pace`] as request bodies pass).
+pub(crate) const MESSAGE_PREFIX: usize = 5;
+
+/// The error of the request bodies that wrap a call's body.
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Request metadata naming the topic of a `PublishRdf` call.
 pub const TOPIC_METADATA: &str = "x-jelly-topic";
 /// Request metadata with the publisher's source id.
