@@ -450,8 +450,10 @@ async fn a_stalled_subscriber_holds_up_nobody_and_catches_up_from_the_log() {
     assert!(catchups >= 1, "it lagged out of the ring and caught up");
 }
 
-#[tokio::test]
-async fn a_stalled_subscriber_behind_retention_is_closed() {
+/// A server with a tiny fan-out ring, a live subscriber of topic `t` at `path` that
+/// reads nothing, and 100 large items published past the topic's retention of 20:
+/// the subscriber has fallen behind retention by the time it reads again.
+async fn stalled_behind_retention(path: &str) -> (Server, tokio::net::TcpStream) {
     let srv = start_with(|c| {
         c.fanout_ring_blocks = 2;
         c.fanout_ring_bytes = 16 << 10;
@@ -459,12 +461,18 @@ async fn a_stalled_subscriber_behind_retention_is_closed() {
     .await;
     let c = plain_client();
     create(&c, &srv, "t", serde_json::json!({"retention_items": 20})).await;
-    let mut stalled = stalled_subscriber(&srv, "/topics/t/items?from=latest").await;
+    let stalled = stalled_subscriber(&srv, path).await;
     wait_subscribers(&srv, "t", 1).await;
-    let n = 100;
-    for k in 0..n / 10 {
+    for k in 0..10 {
         publish_big(&c, &srv, "t", k * 10, 10).await;
     }
+    (srv, stalled)
+}
+
+#[tokio::test]
+async fn a_stalled_subscriber_behind_retention_is_closed() {
+    let (srv, mut stalled) = stalled_behind_retention("/topics/t/items?from=latest").await;
+    let n = 100;
     // When it reads again it gets a prefix of the items, then the stream is cut off:
     // it missed items, so it must not end like a stream the server closed in order.
     let (chunks, ended_in_order) = read_chunks(&mut stalled, |_| false).await;
@@ -492,18 +500,8 @@ async fn a_stalled_subscriber_behind_retention_is_closed() {
 async fn a_stalled_sse_subscriber_behind_retention_gets_an_end_event() {
     // SSE says why in its last event, which pages read to stop reconnecting: that
     // stream ends in order.
-    let srv = start_with(|c| {
-        c.fanout_ring_blocks = 2;
-        c.fanout_ring_bytes = 16 << 10;
-    })
-    .await;
-    let c = plain_client();
-    create(&c, &srv, "t", serde_json::json!({"retention_items": 20})).await;
-    let mut stalled = stalled_subscriber(&srv, "/topics/t/sse?from=latest&format=nquads").await;
-    wait_subscribers(&srv, "t", 1).await;
-    for k in 0..10 {
-        publish_big(&c, &srv, "t", k * 10, 10).await;
-    }
+    let (srv, mut stalled) =
+        stalled_behind_retention("/topics/t/sse?from=latest&format=nquads").await;
     let (chunks, ended_in_order) = read_chunks(&mut stalled, |_| false).await;
     let body = String::from_utf8_lossy(&chunks.concat()).into_owned();
     let tail = &body[body.len().saturating_sub(400)..];
