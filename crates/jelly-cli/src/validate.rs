@@ -299,7 +299,7 @@ fn compare_unordered(
     limit: HeldLimit,
 ) -> CliResult {
     for st in got.iter_mut().chain(want.iter_mut()) {
-        normalize_in_place(st);
+        *st = jelly::iso::normalize_statement(st);
     }
     let held = (got.len() + want.len()) as u64;
     let set = |v| statement_set(v).map_err(|_| limit.out_of_memory(held, name, HELD_WHY));
@@ -326,19 +326,6 @@ fn statement_set(
     set.try_reserve(v.len())?;
     set.extend(v);
     Ok(set)
-}
-
-/// A statement in the form `jelly::iso::normalize` gives it (a triple in the default
-/// graph, `"x"^^xsd:string` as `"x"`, language tags in lower case), in place.
-fn normalize_in_place(st: &mut Statement) {
-    st.subject = jelly::iso::normalize_term(&st.subject);
-    st.predicate = jelly::iso::normalize_term(&st.predicate);
-    st.object = jelly::iso::normalize_term(&st.object);
-    st.graph = Some(
-        st.graph
-            .as_ref()
-            .map_or(jelly::Term::DefaultGraph, jelly::iso::normalize_term),
-    );
 }
 
 fn read_options_file(path: &str) -> CliResult<StreamOptions> {

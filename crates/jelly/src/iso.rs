@@ -35,15 +35,18 @@ impl IsoResult {
 /// Puts statements in the form the comparison uses: a triple is a quad in the default
 /// graph and `"x"^^xsd:string` is a simple literal; duplicates collapse (datasets are sets).
 pub fn normalize(statements: &[Statement]) -> HashSet<Statement> {
-    statements
-        .iter()
-        .map(|s| Statement {
-            subject: normalize_term(&s.subject),
-            predicate: normalize_term(&s.predicate),
-            object: normalize_term(&s.object),
-            graph: Some(s.graph.as_ref().map_or(Term::DefaultGraph, normalize_term)),
-        })
-        .collect()
+    statements.iter().map(normalize_statement).collect()
+}
+
+/// One statement in the form the comparison uses: a quad (a triple's graph is the
+/// default graph), each term as [`normalize_term`] gives it.
+pub fn normalize_statement(s: &Statement) -> Statement {
+    Statement {
+        subject: normalize_term(&s.subject),
+        predicate: normalize_term(&s.predicate),
+        object: normalize_term(&s.object),
+        graph: Some(s.graph.as_ref().map_or(Term::DefaultGraph, normalize_term)),
+    }
 }
 
 /// One term in the form the comparison uses: `"x"^^xsd:string` as the simple literal
