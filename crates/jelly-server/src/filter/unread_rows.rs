@@ -27,7 +27,7 @@
 
 use std::collections::HashSet;
 
-use spargebra::algebra::{Expression, GraphPattern};
+use spargebra::algebra::{AggregateExpression, Expression, GraphPattern, OrderExpression};
 use spargebra::term::{NamedNodePattern, TermPattern, TriplePattern};
 
 use super::{children, reads_item};
@@ -111,7 +111,8 @@ fn walk_expression(e: &Expression, worst: &mut f64) {
     }
 }
 
-/// The expressions written directly in `p` (where an `EXISTS` may hide).
+/// The expressions written directly in `p` (where an `EXISTS` may hide), those of
+/// `ORDER BY` and aggregates included.
 fn expressions(p: &GraphPattern) -> Vec<&Expression> {
     match p {
         GraphPattern::Filter { expr, .. } => vec![expr],
@@ -120,6 +121,19 @@ fn expressions(p: &GraphPattern) -> Vec<&Expression> {
             expression: Some(e),
             ..
         } => vec![e],
+        GraphPattern::OrderBy { expression, .. } => expression
+            .iter()
+            .map(|o| match o {
+                OrderExpression::Asc(e) | OrderExpression::Desc(e) => e,
+            })
+            .collect(),
+        GraphPattern::Group { aggregates, .. } => aggregates
+            .iter()
+            .filter_map(|(_, a)| match a {
+                AggregateExpression::FunctionCall { expr, .. } => Some(expr),
+                AggregateExpression::CountSolutions { .. } => None,
+            })
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -299,6 +313,18 @@ mod tests {
             "ASK {{ ?s ?p ?o FILTER EXISTS {{ {} {} }} }}",
             values("a", 30),
             values("b", 20)
+        );
+        assert_eq!(bound(&q), 600.0);
+        // Inside an EXISTS in an aggregate, or in ORDER BY: evaluated on every row.
+        let tables = format!("{} {}", values("a", 30), values("b", 20));
+        let q = format!(
+            "ASK {{ {{ SELECT (SUM(IF(EXISTS {{ {tables} }}, 1, 0)) AS ?n) \
+             WHERE {{ ?s ?p ?o }} }} }}"
+        );
+        assert_eq!(bound(&q), 600.0);
+        let q = format!(
+            "ASK {{ {{ SELECT ?s WHERE {{ ?s ?p ?o }} ORDER BY (EXISTS {{ {tables} }}) \
+             LIMIT 1 }} }}"
         );
         assert_eq!(bound(&q), 600.0);
     }
