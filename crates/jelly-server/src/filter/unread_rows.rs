@@ -28,7 +28,6 @@
 use std::collections::HashSet;
 
 use spargebra::algebra::{AggregateExpression, Expression, GraphPattern, OrderExpression};
-use spargebra::term::{NamedNodePattern, TermPattern, TriplePattern};
 
 use super::{children, reads_item};
 
@@ -205,39 +204,13 @@ fn in_scope(p: &GraphPattern) -> Vec<&str> {
 }
 
 /// Variables that every row of `p` binds to a term of the item: those of its triple
-/// patterns (through filters).
+/// patterns (through filters), which are a BGP's or a path's variables in scope.
 fn certainly_bound(p: &GraphPattern) -> Vec<&str> {
-    fn term<'a>(t: &'a TermPattern, out: &mut Vec<&'a str>) {
-        match t {
-            TermPattern::Variable(v) => out.push(v.as_str()),
-            TermPattern::Triple(t) => triple(t, out),
-            TermPattern::NamedNode(_) | TermPattern::BlankNode(_) | TermPattern::Literal(_) => {}
-        }
-    }
-    fn triple<'a>(t: &'a TriplePattern, out: &mut Vec<&'a str>) {
-        term(&t.subject, out);
-        if let NamedNodePattern::Variable(v) = &t.predicate {
-            out.push(v.as_str());
-        }
-        term(&t.object, out);
-    }
-    let mut out = Vec::new();
     match p {
-        GraphPattern::Bgp { patterns } => {
-            for t in patterns {
-                triple(t, &mut out);
-            }
-        }
-        GraphPattern::Path {
-            subject, object, ..
-        } => {
-            term(subject, &mut out);
-            term(object, &mut out);
-        }
-        GraphPattern::Filter { inner, .. } => out = certainly_bound(inner),
-        _ => {}
+        GraphPattern::Bgp { .. } | GraphPattern::Path { .. } => in_scope(p),
+        GraphPattern::Filter { inner, .. } => certainly_bound(inner),
+        _ => Vec::new(),
     }
-    out
 }
 
 /// A bound of the rows of `p`, a pattern that reads nothing from the item.
