@@ -29,7 +29,7 @@ use std::collections::HashSet;
 
 use spargebra::algebra::{AggregateExpression, Expression, GraphPattern, OrderExpression};
 
-use super::{children, reads_item};
+use super::{children, operands, reads_item};
 
 /// Most rows that the parts of an ASK query reading nothing from the item may
 /// produce together, in one join group or one such part. One `VALUES` table fits
@@ -67,46 +67,11 @@ fn walk(p: &GraphPattern, worst: &mut f64) {
 }
 
 fn walk_expression(e: &Expression, worst: &mut f64) {
-    match e {
-        Expression::Exists(p) => walk(p, worst),
-        Expression::Or(a, b)
-        | Expression::And(a, b)
-        | Expression::Equal(a, b)
-        | Expression::SameTerm(a, b)
-        | Expression::Greater(a, b)
-        | Expression::GreaterOrEqual(a, b)
-        | Expression::Less(a, b)
-        | Expression::LessOrEqual(a, b)
-        | Expression::Add(a, b)
-        | Expression::Subtract(a, b)
-        | Expression::Multiply(a, b)
-        | Expression::Divide(a, b) => {
-            walk_expression(a, worst);
-            walk_expression(b, worst);
-        }
-        Expression::UnaryPlus(a) | Expression::UnaryMinus(a) | Expression::Not(a) => {
-            walk_expression(a, worst)
-        }
-        Expression::If(a, b, c) => {
-            for x in [a, b, c] {
-                walk_expression(x, worst);
-            }
-        }
-        Expression::In(a, xs) => {
-            walk_expression(a, worst);
-            for x in xs {
-                walk_expression(x, worst);
-            }
-        }
-        Expression::Coalesce(xs) | Expression::FunctionCall(_, xs) => {
-            for x in xs {
-                walk_expression(x, worst);
-            }
-        }
-        Expression::NamedNode(_)
-        | Expression::Literal(_)
-        | Expression::Variable(_)
-        | Expression::Bound(_) => {}
+    if let Expression::Exists(p) = e {
+        walk(p, worst);
+    }
+    for x in operands(e) {
+        walk_expression(x, worst);
     }
 }
 
