@@ -363,6 +363,30 @@ fn children(p: &spargebra::algebra::GraphPattern) -> Vec<&spargebra::algebra::Gr
     }
 }
 
+/// The expressions directly inside `e` (an `EXISTS` pattern is no expression).
+fn operands(e: &spargebra::algebra::Expression) -> Vec<&spargebra::algebra::Expression> {
+    use spargebra::algebra::Expression as E;
+    match e {
+        E::Or(a, b)
+        | E::And(a, b)
+        | E::Equal(a, b)
+        | E::SameTerm(a, b)
+        | E::Greater(a, b)
+        | E::GreaterOrEqual(a, b)
+        | E::Less(a, b)
+        | E::LessOrEqual(a, b)
+        | E::Add(a, b)
+        | E::Subtract(a, b)
+        | E::Multiply(a, b)
+        | E::Divide(a, b) => vec![a, b],
+        E::UnaryPlus(a) | E::UnaryMinus(a) | E::Not(a) => vec![a],
+        E::If(a, b, c) => vec![a, b, c],
+        E::In(a, xs) => std::iter::once(&**a).chain(xs).collect(),
+        E::Coalesce(xs) | E::FunctionCall(_, xs) => xs.iter().collect(),
+        E::NamedNode(_) | E::Literal(_) | E::Variable(_) | E::Bound(_) | E::Exists(_) => Vec::new(),
+    }
+}
+
 /// Whether joining `a` and `b` is a cross product of two parts that read the item.
 fn crosses(a: &spargebra::algebra::GraphPattern, b: &spargebra::algebra::GraphPattern) -> bool {
     if !reads_item(a) || !reads_item(b) {

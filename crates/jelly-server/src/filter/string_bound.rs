@@ -51,6 +51,8 @@ use spargebra::algebra::{AggregateExpression, AggregateFunction, Expression, Fun
 use spargebra::algebra::{GraphPattern, OrderExpression};
 use spargebra::term::{GroundTerm, NamedNodePattern};
 
+use super::operands;
+
 /// Longest string, in bytes, an ASK evaluation may build on an item: four times the
 /// default largest item (16 MiB), so that copying and concatenating up to four of an
 /// item's terms always passes, while a query that multiplies text cannot take the
@@ -416,31 +418,25 @@ impl Builder {
                 Some(&node) => node,
                 None => self.push(Op::LongestTerm),
             },
-            Expression::Or(a, b)
-            | Expression::And(a, b)
-            | Expression::Equal(a, b)
-            | Expression::SameTerm(a, b)
-            | Expression::Greater(a, b)
-            | Expression::GreaterOrEqual(a, b)
-            | Expression::Less(a, b)
-            | Expression::LessOrEqual(a, b)
-            | Expression::Add(a, b)
-            | Expression::Subtract(a, b)
-            | Expression::Multiply(a, b)
-            | Expression::Divide(a, b) => {
-                self.expression(a, env);
-                self.expression(b, env);
-                self.constant(SMALL_VALUE_BYTES)
-            }
-            Expression::In(a, list) => {
-                self.expression(a, env);
-                for x in list {
+            Expression::Or(..)
+            | Expression::And(..)
+            | Expression::Equal(..)
+            | Expression::SameTerm(..)
+            | Expression::Greater(..)
+            | Expression::GreaterOrEqual(..)
+            | Expression::Less(..)
+            | Expression::LessOrEqual(..)
+            | Expression::Add(..)
+            | Expression::Subtract(..)
+            | Expression::Multiply(..)
+            | Expression::Divide(..)
+            | Expression::In(..)
+            | Expression::UnaryPlus(_)
+            | Expression::UnaryMinus(_)
+            | Expression::Not(_) => {
+                for x in operands(e) {
                     self.expression(x, env);
                 }
-                self.constant(SMALL_VALUE_BYTES)
-            }
-            Expression::UnaryPlus(a) | Expression::UnaryMinus(a) | Expression::Not(a) => {
-                self.expression(a, env);
                 self.constant(SMALL_VALUE_BYTES)
             }
             Expression::Exists(p) => {

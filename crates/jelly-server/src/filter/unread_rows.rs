@@ -27,10 +27,9 @@
 
 use std::collections::HashSet;
 
-use spargebra::algebra::{Expression, GraphPattern};
-use spargebra::term::{NamedNodePattern, TermPattern, TriplePattern};
+use spargebra::algebra::{AggregateExpression, Expression, GraphPattern, OrderExpression};
 
-use super::{children, reads_item};
+use super::{children, operands, reads_item};
 
 /// Most rows that the parts of an ASK query reading nothing from the item may
 /// produce together, in one join group or one such part. One `VALUES` table fits
@@ -68,50 +67,16 @@ fn walk(p: &GraphPattern, worst: &mut f64) {
 }
 
 fn walk_expression(e: &Expression, worst: &mut f64) {
-    match e {
-        Expression::Exists(p) => walk(p, worst),
-        Expression::Or(a, b)
-        | Expression::And(a, b)
-        | Expression::Equal(a, b)
-        | Expression::SameTerm(a, b)
-        | Expression::Greater(a, b)
-        | Expression::GreaterOrEqual(a, b)
-        | Expression::Less(a, b)
-        | Expression::LessOrEqual(a, b)
-        | Expression::Add(a, b)
-        | Expression::Subtract(a, b)
-        | Expression::Multiply(a, b)
-        | Expression::Divide(a, b) => {
-            walk_expression(a, worst);
-            walk_expression(b, worst);
-        }
-        Expression::UnaryPlus(a) | Expression::UnaryMinus(a) | Expression::Not(a) => {
-            walk_expression(a, worst)
-        }
-        Expression::If(a, b, c) => {
-            for x in [a, b, c] {
-                walk_expression(x, worst);
-            }
-        }
-        Expression::In(a, xs) => {
-            walk_expression(a, worst);
-            for x in xs {
-                walk_expression(x, worst);
-            }
-        }
-        Expression::Coalesce(xs) | Expression::FunctionCall(_, xs) => {
-            for x in xs {
-                walk_expression(x, worst);
-            }
-        }
-        Expression::NamedNode(_)
-        | Expression::Literal(_)
-        | Expression::Variable(_)
-        | Expression::Bound(_) => {}
+    if let Expression::Exists(p) = e {
+        walk(p, worst);
+    }
+    for x in operands(e) {
+        walk_expression(x, worst);
     }
 }
 
-/// The expressions written directly in `p` (where an `EXISTS` may hide).
+/// The expressions written directly in `p` (where an `EXISTS` may hide), those of
+/// `ORDER BY` and aggregates included.
 fn expressions(p: &GraphPattern) -> Vec<&Expression> {
     match p {
         GraphPattern::Filter { expr, .. } => vec![expr],
@@ -120,6 +85,19 @@ fn expressions(p: &GraphPattern) -> Vec<&Expression> {
             expression: Some(e),
             ..
         } => vec![e],
+        GraphPattern::OrderBy { expression, .. } => expression
+            .iter()
+            .map(|o| match o {
+                OrderExpression::Asc(e) | OrderExpression::Desc(e) => e,
+            })
+            .collect(),
+        GraphPattern::Group { aggregates, .. } => aggregates
+            .iter()
+            .filter_map(|(_, a)| match a {
+                AggregateExpression::FunctionCall { expr, .. } => Some(expr),
+                AggregateExpression::CountSolutions { .. } => None,
+            })
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -191,39 +169,13 @@ fn in_scope(p: &GraphPattern) -> Vec<&str> {
 }
 
 /// Variables that every row of `p` binds to a term of the item: those of its triple
-/// patterns (through filters).
+/// patterns (through filters), which are a BGP's or a path's variables in scope.
 fn certainly_bound(p: &GraphPattern) -> Vec<&str> {
-    fn term<'a>(t: &'a TermPattern, out: &mut Vec<&'a str>) {
-        match t {
-            TermPattern::Variable(v) => out.push(v.as_str()),
-            TermPattern::Triple(t) => triple(t, out),
-            TermPattern::NamedNode(_) | TermPattern::BlankNode(_) | TermPattern::Literal(_) => {}
-        }
-    }
-    fn triple<'a>(t: &'a TriplePattern, out: &mut Vec<&'a str>) {
-        term(&t.subject, out);
-        if let NamedNodePattern::Variable(v) = &t.predicate {
-            out.push(v.as_str());
-        }
-        term(&t.object, out);
-    }
-    let mut out = Vec::new();
     match p {
-        GraphPattern::Bgp { patterns } => {
-            for t in patterns {
-                triple(t, &mut out);
-            }
-        }
-        GraphPattern::Path {
-            subject, object, ..
-        } => {
-            term(subject, &mut out);
-            term(object, &mut out);
-        }
-        GraphPattern::Filter { inner, .. } => out = certainly_bound(inner),
-        _ => {}
+        GraphPattern::Bgp { .. } | GraphPattern::Path { .. } => in_scope(p),
+        GraphPattern::Filter { inner, .. } => certainly_bound(inner),
+        _ => Vec::new(),
     }
-    out
 }
 
 /// A bound of the rows of `p`, a pattern that reads nothing from the item.
@@ -299,6 +251,18 @@ mod tests {
             "ASK {{ ?s ?p ?o FILTER EXISTS {{ {} {} }} }}",
             values("a", 30),
             values("b", 20)
+        );
+        assert_eq!(bound(&q), 600.0);
+        // Inside an EXISTS in an aggregate, or in ORDER BY: evaluated on every row.
+        let tables = format!("{} {}", values("a", 30), values("b", 20));
+        let q = format!(
+            "ASK {{ {{ SELECT (SUM(IF(EXISTS {{ {tables} }}, 1, 0)) AS ?n) \
+             WHERE {{ ?s ?p ?o }} }} }}"
+        );
+        assert_eq!(bound(&q), 600.0);
+        let q = format!(
+            "ASK {{ {{ SELECT ?s WHERE {{ ?s ?p ?o }} ORDER BY (EXISTS {{ {tables} }}) \
+             LIMIT 1 }} }}"
         );
         assert_eq!(bound(&q), 600.0);
     }
