@@ -189,13 +189,17 @@ impl<R: Read> RdfSource<R> {
         }
         // The text parsers recurse once per level of triple terms, and hold a state per
         // open bracket: deep nesting is refused before them (JSON-LD has a depth limit
-        // of its own). Where directives end is noted for the namespace declarations.
+        // of its own). Where directives end is noted for the namespace declarations;
+        // N-Triples and N-Quads have none, and their count stays 0.
         let (reader, directives) = match format {
             Format::Nt | Format::Nq | Format::Ttl | Format::Trig | Format::N3 => {
-                let scanned = ScannedText::new(
-                    reader,
-                    NestingScanner::new(jelly::text_nesting::MAX_TEXT_NESTING).noting_directives(),
-                );
+                let scanner = NestingScanner::new(jelly::text_nesting::MAX_TEXT_NESTING);
+                let scanner = if matches!(format, Format::Nt | Format::Nq) {
+                    scanner
+                } else {
+                    scanner.noting_directives()
+                };
+                let scanned = ScannedText::new(reader, scanner);
                 let passed = scanned.directives_passed();
                 (Guarded::Nesting(scanned), Some(passed))
             }
