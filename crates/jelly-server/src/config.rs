@@ -155,8 +155,9 @@ pub struct ServerConfig {
     pub shutdown_grace_ms: u64,
     /// Longest pause, in milliseconds, in the body of an atomic publish (`POST
     /// /topics/{name}/items`): no body bytes for this long is answered with 408.
-    /// Long-lived bodies (a streaming publish, WebSocket, gRPC) are not bounded by it:
-    /// see [`crate::http`]. 0: no limit.
+    /// Long-lived bodies (a streaming publish, WebSocket, gRPC) may be quiet for any
+    /// time between their frames or messages, but one they have started may pause
+    /// this long at most: see [`crate::http`]. 0: no limit.
     pub body_read_timeout_ms: u64,
     /// Slowest average rate, in bytes per second, at which the body of an atomic
     /// publish may arrive. The body is due `body_read_timeout_ms` after the server
