@@ -107,7 +107,7 @@ pub struct ServeArgs {
     /// Most open connections per client address (0: no limit).
     #[arg(long = "max-connections-per-ip", value_name = "N")]
     pub max_connections_per_ip: Option<usize>,
-    /// Let browser pages from ORIGIN (e.g. https://app.example.org; `*`: any) read
+    /// Let browser pages from ORIGIN (e.g. `https://app.example.org`; `*`: any) read
     /// the API across origins (CORS), for example with EventSource. Repeatable.
     #[arg(long = "cors-origin", value_name = "ORIGIN")]
     pub cors_origins: Vec<String>,

@@ -93,7 +93,7 @@ pub struct SubscribeArgs {
     /// addition to the system's (for a server with a private CA).
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<std::path::PathBuf>,
-    /// Where to start: earliest, latest, an offset, ts:<ms> or last:<n> (default
+    /// Where to start: earliest, latest, an offset, `ts:<ms>` or `last:<n>` (default
     /// earliest; with --append to a Jelly file, after the last item it holds).
     #[arg(long, value_name = "FROM", value_parser = start_position)]
     pub from: Option<String>,

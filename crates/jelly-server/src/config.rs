@@ -93,10 +93,11 @@ pub struct ServerConfig {
     /// publishes to ever new names (auto-creation) would use them up. Creating one
     /// more is refused (507) until a topic is deleted. 0: no limit.
     pub max_topics: usize,
-    /// Options of topics created without explicit options. With the memory log,
-    /// `retention_bytes` is [`MEMORY_RETENTION_BYTES`] unless the file gives it
-    /// (parsed configurations and [`ServerConfig::ephemeral`]).
-    pub topic_defaults: TopicOptions,
+    /// Options of topics created without explicit options (as resolved by
+    /// [`ServerConfig::default_topic_options`]): `retention_bytes` left unset is
+    /// [`MEMORY_RETENTION_BYTES`] with the memory log and 0 (no bound) with the file
+    /// log, however the configuration was made.
+    pub topic_defaults: TopicDefaults,
     /// Items per read while delivering (bounds the memory of one subscription step).
     pub delivery_batch_items: usize,
     /// Seconds between SSE keep-alive comments.
@@ -155,8 +156,9 @@ pub struct ServerConfig {
     pub shutdown_grace_ms: u64,
     /// Longest pause, in milliseconds, in the body of an atomic publish (`POST
     /// /topics/{name}/items`): no body bytes for this long is answered with 408.
-    /// Long-lived bodies (a streaming publish, WebSocket, gRPC) are not bounded by it:
-    /// see [`crate::http`]. 0: no limit.
+    /// Long-lived bodies (a streaming publish, WebSocket, gRPC) may be quiet for any
+    /// time between their frames or messages, but one they have started may pause
+    /// this long at most: see [`crate::http`]. 0: no limit.
     pub body_read_timeout_ms: u64,
     /// Slowest average rate, in bytes per second, at which the body of an atomic
     /// publish may arrive. The body is due `body_read_timeout_ms` after the server
@@ -192,10 +194,69 @@ pub struct ServerConfig {
     /// quiet one is by keepalive (the kernel would otherwise retransmit for about 15
     /// minutes), and so is one that reads nothing while data waits for it (its
     /// receive buffer full): a send timeout. A subscriber resumes from its offset.
-    /// When the file does not give it: the time keepalive takes to give up on a
-    /// quiet peer ([`keepalive_give_up_ms`], about twice `tcp_keepalive_ms`; 0 when
-    /// that is off). 0: off.
-    pub send_timeout_ms: u64,
+    /// `None` (not given): the time keepalive takes to give up on a quiet peer
+    /// ([`keepalive_give_up_ms`] of `tcp_keepalive_ms`, about twice it; off when that
+    /// is off), worked out where it is used ([`ServerConfig::send_timeout`]), so it
+    /// follows a `tcp_keepalive_ms` set in code as it does one set in a file. `Some(0)`:
+    /// off.
+    pub send_timeout_ms: Option<u64>,
+}
+
+/// `[topic_defaults]`: the options of topics created without options of their own.
+/// The fields of [`TopicOptions`], except that `retention_bytes` may be left unset
+/// (`None`), for a default that depends on the log ([`TopicDefaults::options`]).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TopicDefaults {
+    /// As [`TopicOptions::physical`].
+    pub physical: crate::topic::Physical,
+    /// As [`TopicOptions::logical`].
+    #[serde(deserialize_with = "crate::topic::name_or_number")]
+    pub logical: Option<String>,
+    /// As [`TopicOptions::rdf_star`].
+    pub rdf_star: bool,
+    /// As [`TopicOptions::generalized`].
+    pub generalized: bool,
+    /// As [`TopicOptions::retention_items`].
+    pub retention_items: u64,
+    /// As [`TopicOptions::retention_bytes`]; `None`: [`MEMORY_RETENTION_BYTES`] with
+    /// the memory log, 0 (no bound) with the file log. `Some(0)`: no bound.
+    pub retention_bytes: Option<u64>,
+    /// As [`TopicOptions::retention_ms`].
+    pub retention_ms: u64,
+}
+
+impl Default for TopicDefaults {
+    fn default() -> Self {
+        let o = TopicOptions::default();
+        TopicDefaults {
+            physical: o.physical,
+            logical: o.logical,
+            rdf_star: o.rdf_star,
+            generalized: o.generalized,
+            retention_items: o.retention_items,
+            retention_bytes: None,
+            retention_ms: o.retention_ms,
+        }
+    }
+}
+
+impl TopicDefaults {
+    /// The options a new topic gets on a server whose topics use `log`.
+    pub fn options(&self, log: LogKind) -> TopicOptions {
+        TopicOptions {
+            physical: self.physical,
+            logical: self.logical.clone(),
+            rdf_star: self.rdf_star,
+            generalized: self.generalized,
+            retention_items: self.retention_items,
+            retention_bytes: self.retention_bytes.unwrap_or(match log {
+                LogKind::Memory => MEMORY_RETENTION_BYTES,
+                LogKind::File => 0,
+            }),
+            retention_ms: self.retention_ms,
+        }
+    }
 }
 
 /// How long TCP keepalive with an idle time of `keepalive_ms` takes to drop a peer
@@ -406,7 +467,7 @@ impl Default for ServerConfig {
             max_item_bytes: 16 << 20,
             auto_create_topics: true,
             max_topics: 10_000,
-            topic_defaults: TopicOptions::default(),
+            topic_defaults: TopicDefaults::default(),
             delivery_batch_items: 256,
             sse_keepalive_secs: 15,
             mirrors: Vec::new(),
@@ -428,7 +489,7 @@ impl Default for ServerConfig {
             http2_keepalive_ms: 60_000,
             http2_max_concurrent_streams: 200,
             tcp_keepalive_ms: 60_000,
-            send_timeout_ms: keepalive_give_up_ms(60_000),
+            send_timeout_ms: None,
         }
     }
 }
@@ -449,30 +510,17 @@ impl ServerConfig {
     /// A configuration for tests: memory log (with its default byte bound,
     /// [`MEMORY_RETENTION_BYTES`]), port 0 on loopback.
     pub fn ephemeral() -> Self {
-        let mut c = ServerConfig {
+        ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             log: LogKind::Memory,
             ..Default::default()
-        };
-        c.settle_defaults(&toml::Table::new());
-        c
+        }
     }
 
-    /// Sets the defaults that depend on other keys, where `given` (the parsed file,
-    /// with its `--set`s) does not set them: a memory log's topics are bounded by
-    /// [`MEMORY_RETENTION_BYTES`] unless `topic_defaults.retention_bytes` is given, and
-    /// `send_timeout_ms` follows `tcp_keepalive_ms`.
-    fn settle_defaults(&mut self, given: &toml::Table) {
-        let retention_bytes_given = given
-            .get("topic_defaults")
-            .and_then(|t| t.get("retention_bytes"))
-            .is_some();
-        if self.log == LogKind::Memory && !retention_bytes_given {
-            self.topic_defaults.retention_bytes = MEMORY_RETENTION_BYTES;
-        }
-        if !given.contains_key("send_timeout_ms") {
-            self.send_timeout_ms = keepalive_give_up_ms(self.tcp_keepalive_ms);
-        }
+    /// The options of a topic created without options of its own: `topic_defaults`
+    /// with the defaults that depend on the log filled in.
+    pub fn default_topic_options(&self) -> TopicOptions {
+        self.topic_defaults.options(self.log)
     }
 
     /// Parses TOML text (missing keys keep their defaults, see
@@ -482,9 +530,7 @@ impl ServerConfig {
             path: path.to_string(),
             message: e.to_string(),
         };
-        let mut c: ServerConfig = toml::from_str(text).map_err(parse_error)?;
-        let given: toml::Table = toml::from_str(text).map_err(parse_error)?;
-        c.settle_defaults(&given);
+        let c: ServerConfig = toml::from_str(text).map_err(parse_error)?;
         c.check().map_err(|m| ConfigError::Parse {
             path: path.to_string(),
             message: m,
@@ -522,10 +568,9 @@ impl ServerConfig {
             for set in &sets[..n] {
                 apply_set(&mut table, set).map_err(|m| (Some(set), m))?;
             }
-            let mut c: ServerConfig = toml::Value::Table(table.clone())
+            let c: ServerConfig = toml::Value::Table(table)
                 .try_into()
                 .map_err(|e: toml::de::Error| (None, e.to_string()))?;
-            c.settle_defaults(&table);
             c.check().map_err(|m| (None, m))?;
             Ok(c)
         };
@@ -632,15 +677,14 @@ impl ServerConfig {
                 self.tcp_keepalive_ms
             ));
         }
-        if self.send_timeout_ms > MAX_SEND_TIMEOUT_MS {
+        if let Some(ms) = self.send_timeout_ms.filter(|&ms| ms > MAX_SEND_TIMEOUT_MS) {
             return Err(format!(
-                "send_timeout_ms = {}: at most {MAX_SEND_TIMEOUT_MS} (about 24.8 days; 0: off)",
-                self.send_timeout_ms
+                "send_timeout_ms = {ms}: at most {MAX_SEND_TIMEOUT_MS} (about 24.8 days; 0: off)"
             ));
         }
         // Topics are created with these: options no topic can have would refuse every
         // publish to a new name, and an item count would be ignored by the file log.
-        self.topic_defaults
+        self.default_topic_options()
             .validate()
             .map_err(|e| format!("topic_defaults: {e}"))?;
         let builtin = TopicOptions::default();
@@ -695,9 +739,13 @@ impl ServerConfig {
         millis(self.tcp_keepalive_ms)
     }
 
-    /// [`ServerConfig::send_timeout_ms`], `None` when off.
+    /// [`ServerConfig::send_timeout_ms`], or when not given the time keepalive takes
+    /// to give up on a quiet peer; `None` when off.
     pub fn send_timeout(&self) -> Option<std::time::Duration> {
-        millis(self.send_timeout_ms)
+        millis(
+            self.send_timeout_ms
+                .unwrap_or_else(|| keepalive_give_up_ms(self.tcp_keepalive_ms)),
+        )
     }
 
     /// The file log's durability policy.
@@ -799,8 +847,15 @@ mod tests {
             .unwrap();
         // The tables after the server keys name files and servers that are not here.
         let keys = block.split("\n[[mirror]]").next().unwrap();
-        let c = ServerConfig::from_toml(keys, "http-api.md").unwrap();
-        assert_eq!(format!("{c:?}"), format!("{:?}", ServerConfig::default()));
+        let mut c = ServerConfig::from_toml(keys, "http-api.md").unwrap();
+        // Two keys are shown with the value their default works out to there (it
+        // depends on other keys); left unset, they work out the same.
+        let default = ServerConfig::default();
+        assert_eq!(c.send_timeout(), default.send_timeout());
+        assert_eq!(c.default_topic_options(), default.default_topic_options());
+        c.send_timeout_ms = None;
+        c.topic_defaults.retention_bytes = None;
+        assert_eq!(format!("{c:?}"), format!("{default:?}"));
         // Every field of the configuration (the top level of its Debug form) is in
         // the reference.
         let debug = format!("{:?}", ServerConfig::default());
@@ -969,7 +1024,7 @@ mod tests {
                 c.topic_defaults.retention_ms,
                 c.topic_defaults.retention_bytes
             ),
-            (5, 6)
+            (5, Some(6))
         );
         // A quoted part keeps its dot: one key `max.topics`, which is unknown.
         let e = error("", &["\"max.topics\"=1"]);
@@ -1039,7 +1094,7 @@ mod tests {
             let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
             ServerConfig::from_toml_with(text, "x.toml", &sets)
                 .unwrap()
-                .topic_defaults
+                .default_topic_options()
                 .retention_bytes
         };
         let memory = "log = \"memory\"\n";
@@ -1052,7 +1107,9 @@ mod tests {
         assert_eq!(bytes(memory, &["topic_defaults.retention_bytes=0"]), 0);
         assert_eq!(bytes(memory, &["topic_defaults.retention_bytes=5"]), 5);
         assert_eq!(
-            ServerConfig::ephemeral().topic_defaults.retention_bytes,
+            ServerConfig::ephemeral()
+                .default_topic_options()
+                .retention_bytes,
             MEMORY_RETENTION_BYTES
         );
     }

@@ -586,12 +586,16 @@ fn parse_ask_deep(text: &str) -> Result<(Query, StringBound), FilterError> {
         .map_err(|_| failed("failed"))?
 }
 
-/// A string bound in bytes, for messages (`∞` once it overflows).
+/// A string bound in bytes, for messages: exact up to 10^18, then in scientific
+/// notation (`2.5e30 bytes`), and `∞` once the bound overflows an `f64` (a chain of
+/// growing functions can multiply past 1.8e308).
 fn bytes_text(bytes: f64) -> String {
     if bytes.is_finite() && bytes < 1e18 {
         format!("{} bytes", bytes as u64)
-    } else {
+    } else if bytes.is_finite() {
         format!("{bytes:e} bytes")
+    } else {
+        "∞ bytes".to_string()
     }
 }
 
@@ -2123,6 +2127,13 @@ mod tests {
         let q = "ASK { ?s <http://e/substring> ?o ; <http://e/p> ?regexes FILTER(?o != ?regexes) }";
         assert!(filter(|f| f.ask = Some(q.into())).is_ok());
         assert_eq!(optional_arg_calls("SUBSTR substrate REGEX_ x:replace"), 2);
+    }
+
+    #[test]
+    fn string_bounds_read_as_bytes_then_scientific_then_infinite() {
+        assert_eq!(bytes_text(67_108_865.0), "67108865 bytes");
+        assert_eq!(bytes_text(2.5e30), "2.5e30 bytes");
+        assert_eq!(bytes_text(f64::MAX * 2.0), "∞ bytes");
     }
 
     /// `REPLACE(?o, ".", "$0$0$0$0")` quadruples its text in one call that no budget

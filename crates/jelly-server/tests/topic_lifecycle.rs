@@ -651,6 +651,58 @@ fn held(description: &Value) -> (u64, u64) {
     (offset("first_offset"), offset("next_offset"))
 }
 
+/// Defaults that depend on other settings follow them in a configuration built in
+/// code as in a parsed one: the memory log bounds a topic's bytes unless
+/// `retention_bytes` is set (0 included), the file log does not, and the send timeout
+/// follows TCP keepalive unless it is set.
+#[tokio::test]
+async fn defaults_of_a_config_built_in_code_follow_its_other_settings() {
+    let in_code = ServerConfig {
+        listen: ([127, 0, 0, 1], 0).into(),
+        log: LogKind::Memory,
+        tcp_keepalive_ms: 10_000,
+        ..ServerConfig::default()
+    };
+    let parsed = ServerConfig::from_toml(
+        "listen = \"127.0.0.1:0\"\nlog = \"memory\"\ntcp_keepalive_ms = 10000\n",
+        "x.toml",
+    )
+    .unwrap();
+    for cfg in [in_code.clone(), parsed] {
+        assert_eq!(cfg.send_timeout(), Some(Duration::from_secs(20)));
+        let srv = Server::start(cfg).await.unwrap();
+        let r = client()
+            .put(format!("{}/topics/t", srv.url()))
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::CREATED);
+        let t: Value = client()
+            .get(format!("{}/topics/t", srv.url()))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(t["options"]["retention_bytes"], 256 << 20, "{t}");
+        srv.shutdown().await.unwrap();
+    }
+    let mut unbounded = in_code.clone();
+    unbounded.topic_defaults.retention_bytes = Some(0);
+    unbounded.send_timeout_ms = Some(5000);
+    assert_eq!(unbounded.default_topic_options().retention_bytes, 0);
+    assert_eq!(unbounded.send_timeout(), Some(Duration::from_secs(5)));
+    let file = ServerConfig {
+        log: LogKind::File,
+        tcp_keepalive_ms: 0,
+        ..in_code
+    };
+    assert_eq!(file.default_topic_options().retention_bytes, 0);
+    assert_eq!(file.send_timeout(), None);
+}
+
 #[tokio::test]
 async fn options_given_at_creation_go_over_the_server_defaults() {
     let dir = TempDir::new("defaults");
@@ -660,7 +712,7 @@ async fn options_given_at_creation_go_over_the_server_defaults() {
         ..ServerConfig::ephemeral()
     };
     cfg.topic_defaults.physical = jelly_server::topic::Physical::Triples;
-    cfg.topic_defaults.retention_bytes = 1_000_000;
+    cfg.topic_defaults.retention_bytes = Some(1_000_000);
     let srv = Server::start(cfg).await.unwrap();
     let c = client();
     let base = srv.url();

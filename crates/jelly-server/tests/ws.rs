@@ -700,3 +700,76 @@ async fn websockets_count_as_open_connections_for_the_per_address_limit() {
     drop(again);
     srv.shutdown().await.unwrap();
 }
+
+/// A masked client frame written by hand (mask key 0: the payload is sent as it is).
+fn raw_frame(fin: bool, opcode: u8, payload: &[u8], announced: usize) -> Vec<u8> {
+    assert!(announced < 126);
+    let mut f = vec![if fin { 0x80 } else { 0 } | opcode, 0x80 | announced as u8];
+    f.extend_from_slice(&[0, 0, 0, 0]);
+    f.extend_from_slice(payload);
+    f
+}
+
+#[tokio::test]
+async fn ws_publish_stalled_inside_a_message_is_closed_and_keeps_earlier_items() {
+    use tokio::io::AsyncWriteExt as _;
+    use tokio_tungstenite::tungstenite::protocol::Role;
+    let pause = Duration::from_millis(300);
+    let srv = start_with(|c| c.body_read_timeout_ms = pause.as_millis() as u64).await;
+    let base = srv.url();
+    // Two stalls: the first fragment of a message (no FIN), and a frame whose payload
+    // stops short of the length its header announced.
+    let stalls = [
+        (
+            "fragment",
+            raw_frame(false, 2, &[0x0a], 1),
+            "before its final fragment",
+        ),
+        ("short", raw_frame(true, 2, &[0x0a; 10], 100), "90 byte(s)"),
+    ];
+    for (topic, stall, says) in stalls {
+        let s = raw_upgrade(&srv, &format!("/topics/{topic}/ws/publish")).await;
+        let mut ws =
+            WebSocketStream::from_raw_socket(MaybeTlsStream::Plain(s), Role::Client, None).await;
+        let mut p = Publisher::new();
+        for i in 0..2 {
+            ws.send(Message::Binary(p.frame(i).into())).await.unwrap();
+            assert_eq!(next_json(&mut ws).await["offset"], i as u64);
+        }
+        let MaybeTlsStream::Plain(raw) = ws.get_mut() else {
+            unreachable!("a plain socket")
+        };
+        raw.write_all(&stall).await.unwrap();
+        // Bounded as a whole: the server's pings (every second) would renew
+        // `next_msg`'s own wait for ever.
+        let err = tokio::time::timeout(WAIT, next_json(&mut ws))
+            .await
+            .expect("the stalled message is answered");
+        assert_eq!(err["status"], 408, "{err}");
+        assert_eq!(err["frame"], 2, "{err}");
+        assert_eq!(err["items_accepted"], 2, "{err}");
+        let text = err["error"].as_str().unwrap();
+        assert!(
+            text.contains("body_read_timeout_ms") && text.contains(says),
+            "{err}"
+        );
+        let (code, reason) = expect_close(&mut ws).await;
+        assert_eq!(code, CloseCode::Policy);
+        assert!(
+            reason.starts_with("frame 2: the message stopped"),
+            "{reason}"
+        );
+        // The acknowledged items stay, nothing of the stalled message was appended.
+        assert_eq!(describe(&base, topic).await["next_offset"], 2);
+    }
+    // Quiet between messages for many times the pause: the socket stays open.
+    let mut ws = connect(&ws_url(&srv, "/topics/quiet/ws/publish")).await;
+    let mut p = Publisher::new();
+    ws.send(Message::Binary(p.frame(0).into())).await.unwrap();
+    assert_eq!(next_json(&mut ws).await["offset"], 0);
+    tokio::time::sleep(pause * 5).await;
+    ws.send(Message::Binary(p.frame(1).into())).await.unwrap();
+    assert_eq!(next_json(&mut ws).await["offset"], 1);
+    ws.close(None).await.unwrap();
+    srv.shutdown().await.unwrap();
+}

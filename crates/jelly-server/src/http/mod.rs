@@ -5,9 +5,11 @@
 //!
 //! Request bodies: an atomic publish's body may pause at most `body_read_timeout_ms`,
 //! and must average `body_min_bytes_per_s` after that long (else 408). Long-lived
-//! bodies (streaming publish, WebSocket, gRPC) have no idle limit, since they may
-//! legitimately be quiet for hours; see `publish::read_body` for what bounds them
-//! instead. Request heads are bounded in `accept`.
+//! bodies (streaming publish, WebSocket, gRPC) have no idle limit between their frames
+//! or messages, since they may legitimately be quiet for hours, but a frame or message
+//! they have started may pause at most `body_read_timeout_ms` (`ws_pace` for
+//! WebSocket); see `publish::read_body` for what bounds them otherwise. Request heads
+//! are bounded in `accept`.
 
 pub mod body_coding;
 mod error;
@@ -17,6 +19,8 @@ pub mod publish_stream;
 mod subscribe;
 mod topics;
 mod ws;
+mod ws_pace;
+mod ws_upgrade;
 
 use std::sync::Arc;
 

@@ -12,13 +12,15 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
-use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
-use futures_util::{FutureExt as _, SinkExt as _};
+use futures_util::{FutureExt as _, SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 
 use super::publish::{PublishQuery, http_publish_slot, meta_from};
 use super::publish_stream::{FrameError, StreamPublisher};
@@ -26,10 +28,14 @@ use super::subscribe::{
     SubscribeQuery, delivery, follow, offset_header, pick_filter, pick_format, pick_mode,
     pick_window, resolve_from, topic, topic_id_header,
 };
+use super::ws_pace::PausedInsideMessage;
+use super::ws_upgrade::{Handshake, Socket};
 use super::{ApiError, AppState, JsonQuery, wait_shutdown};
 use crate::deliver::{Follow, FollowEnd, JellyMode, OutFormat, Wrapping};
 use crate::fanout::{Framing, GroupKey, Step, Subscription};
 use crate::filter::FilterParams;
+
+type WsError = tokio_tungstenite::tungstenite::Error;
 
 /// Close codes (RFC 6455 §7.4.1, and one of the private range).
 pub mod close_code {
@@ -42,7 +48,8 @@ pub mod close_code {
     pub const PROTOCOL: u16 = 1002;
     /// Malformed data: a Jelly decode error, a syntax error (HTTP 400).
     pub const INVALID: u16 = 1007;
-    /// Well-formed but not allowed in the topic (HTTP 422 / 409).
+    /// Well-formed but not allowed in the topic (HTTP 422 / 409), or a message that
+    /// paused longer than `body_read_timeout_ms` before it was whole (HTTP 408).
     pub const POLICY: u16 = 1008;
     /// A message over the size limit (HTTP 413).
     pub const TOO_BIG: u16 = 1009;
@@ -89,18 +96,18 @@ fn close(code: u16, reason: &str) -> Message {
         end -= 1;
     }
     Message::Close(Some(CloseFrame {
-        code,
+        code: CloseCode::from(code),
         reason: Utf8Bytes::from(&reason[..end]),
     }))
 }
 
 /// Sends our close frame and waits (briefly) for the peer's, to finish the handshake.
-async fn close_and_drain(socket: &mut WebSocket, code: u16, reason: &str) {
+async fn close_and_drain(socket: &mut Socket, code: u16, reason: &str) {
     if socket.send(close(code, reason)).await.is_err() {
         return;
     }
     let _ = tokio::time::timeout(CLOSE_WAIT, async {
-        while let Some(Ok(m)) = socket.recv().await {
+        while let Some(Ok(m)) = socket.next().await {
             if matches!(m, Message::Close(_)) {
                 break;
             }
@@ -111,7 +118,7 @@ async fn close_and_drain(socket: &mut WebSocket, code: u16, reason: &str) {
 
 /// Finishes a close the peer started: tungstenite queues its answer to the peer's
 /// close frame, and a flush sends it before the socket is dropped.
-async fn answer_close(socket: &mut WebSocket) {
+async fn answer_close(socket: &mut Socket) {
     let _ = socket.flush().await;
 }
 
@@ -122,13 +129,21 @@ async fn answer_close(socket: &mut WebSocket) {
 /// server by about 120 bytes per ping (200 MB for 1.6 million pings). Waiting here
 /// holds that client's pings in the socket buffers instead, as for any client that
 /// does not read; TCP keepalive's send timeout drops it if it never does.
-async fn send_pong(socket: &mut WebSocket) -> Result<(), axum::Error> {
+async fn send_pong(socket: &mut Socket) -> Result<(), WsError> {
     socket.flush().await
 }
 
-/// The close code and reason for a read error of the WebSocket layer: `None` when the
-/// connection itself broke (nothing can be sent). The error's text is tungstenite's.
-fn read_error_close(e: &axum::Error, max_message: usize) -> Option<(u16, StatusCode, String)> {
+/// The close code, HTTP status and reason for a read error of the WebSocket layer:
+/// `None` when the connection itself broke (nothing can be sent). The error's text is
+/// tungstenite's, or [`PausedInsideMessage`]'s.
+fn read_error_close(e: &WsError, max_message: usize) -> Option<(u16, StatusCode, String)> {
+    if let Some(paused) = PausedInsideMessage::find(e) {
+        return Some((
+            close_code::POLICY,
+            StatusCode::REQUEST_TIMEOUT,
+            paused.to_string(),
+        ));
+    }
     let msg = e.to_string();
     if msg.starts_with("Space limit exceeded") || msg.contains("too long") {
         Some((
@@ -167,7 +182,7 @@ pub async fn subscribe(
     JsonQuery(fq): JsonQuery<FilterParams>,
     held: Option<axum::Extension<crate::accept::ConnectionHeld>>,
     headers: HeaderMap,
-    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+    ws: Result<Handshake, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
     let t = topic(&s, &name, q.topic_id.as_deref())?;
     let format = pick_format(&t, q.format.as_deref(), &headers, OutFormat::Jelly)?;
@@ -196,20 +211,21 @@ pub async fn subscribe(
             Source::Shared(s.fanout.subscribe(t, key, "ws", start))
         };
     let ping = ping_interval(&s);
-    // Subscribers send little (pings, a close): a 4 KiB read buffer instead of the
+    // Subscribers send little (pings, a close): a 1 KiB read buffer instead of the
     // default 128 KiB, which would be most of a subscriber's memory at 10k+ sockets.
-    let mut r = ws
-        .max_message_size(MAX_SUBSCRIBER_MESSAGE)
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(MAX_SUBSCRIBER_MESSAGE))
         // Else a single frame of up to tungstenite's 16 MiB is read whole before the
         // message limit is checked.
-        .max_frame_size(MAX_SUBSCRIBER_MESSAGE)
-        .read_buffer_size(SUBSCRIBER_READ_BUFFER)
-        .on_upgrade(move |socket| async move {
-            // The connection counts (per-address limit, gauge, shutdown) while the
-            // WebSocket lives, not only until the upgrade.
-            let _held = held;
-            run_subscriber(socket, source, format, ping).await
-        });
+        .max_frame_size(Some(MAX_SUBSCRIBER_MESSAGE))
+        .read_buffer_size(SUBSCRIBER_READ_BUFFER);
+    // What a subscriber sends is ignored and at most 64 KiB: no pause limit.
+    let mut r = ws.upgrade(config, None, move |socket| async move {
+        // The connection counts (per-address limit, gauge, shutdown) while the
+        // WebSocket lives, not only until the upgrade.
+        let _held = held;
+        run_subscriber(socket, source, format, ping).await
+    });
     r.headers_mut()
         .insert("x-jelly-start-offset", offset_header(start));
     r.headers_mut().insert("x-jelly-topic-id", id);
@@ -258,7 +274,7 @@ enum Next {
 }
 
 async fn run_subscriber(
-    mut socket: WebSocket,
+    mut socket: Socket,
     mut f: Source,
     format: OutFormat,
     mut ping: tokio::time::Interval,
@@ -334,7 +350,7 @@ async fn run_subscriber(
                     }
                 }
             }
-            msg = socket.recv() => match msg {
+            msg = socket.next() => match msg {
                 Some(Ok(Message::Close(_))) => {
                     answer_close(&mut socket).await;
                     return;
@@ -371,7 +387,7 @@ pub async fn publish(
     Path(name): Path<String>,
     held: Option<axum::Extension<crate::accept::ConnectionHeld>>,
     headers: HeaderMap,
-    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+    ws: Result<Handshake, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
     s.metrics.requests_publish.fetch_add(1, Ordering::Relaxed);
     let checked = (|| {
@@ -390,16 +406,19 @@ pub async fn publish(
         }
     };
     let max = p.max_frame_bytes();
-    Ok(ws
-        .max_message_size(max)
-        .max_frame_size(max)
-        .read_buffer_size(PUBLISHER_READ_BUFFER)
-        .on_upgrade(move |socket| async move {
-            // As for a subscriber: the connection counts while the WebSocket lives,
-            // and so does this publish.
-            let _held = (held, slot);
-            run_publisher(socket, p, s).await
-        }))
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(max))
+        .max_frame_size(Some(max))
+        .read_buffer_size(PUBLISHER_READ_BUFFER);
+    // A message is buffered until it is whole: it may pause at most as long as an
+    // atomic publish's body (between messages, the socket may be quiet for ever).
+    let pause = s.config.body_read_timeout();
+    Ok(ws.upgrade(config, pause, move |socket| async move {
+        // As for a subscriber: the connection counts while the WebSocket lives, and
+        // so does this publish.
+        let _held = (held, slot);
+        run_publisher(socket, p, s).await
+    }))
 }
 
 /// One received message waiting for its acknowledgement.
@@ -435,7 +454,7 @@ fn ack(frame: u64, offset: Option<u64>) -> String {
 }
 
 struct PublishSession {
-    socket: WebSocket,
+    socket: Socket,
     p: StreamPublisher,
     pending: Vec<Pending>,
     s: AppState,
@@ -515,7 +534,7 @@ impl PublishSession {
     }
 }
 
-async fn run_publisher(socket: WebSocket, p: StreamPublisher, s: AppState) {
+async fn run_publisher(socket: Socket, p: StreamPublisher, s: AppState) {
     let mut shutdown = s.shutdown.clone();
     let mut ping = ping_interval(&s);
     let mut sess = PublishSession {
@@ -529,7 +548,7 @@ async fn run_publisher(socket: WebSocket, p: StreamPublisher, s: AppState) {
     loop {
         // Messages that are ready are taken at once; when none is, what is pending
         // is appended and acknowledged before waiting.
-        let msg = match sess.socket.recv().now_or_never() {
+        let msg = match sess.socket.next().now_or_never() {
             Some(m) => m,
             None => {
                 if let Err((at, e)) = sess.flush().await {
@@ -537,7 +556,7 @@ async fn run_publisher(socket: WebSocket, p: StreamPublisher, s: AppState) {
                     return;
                 }
                 tokio::select! {
-                    m = sess.socket.recv() => m,
+                    m = sess.socket.next() => m,
                     _ = wait_shutdown(&mut shutdown) => {
                         close_and_drain(&mut sess.socket, close_code::GOING_AWAY, "server shutting down").await;
                         return;
@@ -565,7 +584,8 @@ async fn run_publisher(socket: WebSocket, p: StreamPublisher, s: AppState) {
                 }
                 continue;
             }
-            Some(Ok(Message::Pong(_))) => continue,
+            // Raw frames are only ever written, never read.
+            Some(Ok(Message::Pong(_) | Message::Frame(_))) => continue,
             // The peer closed: append what it sent (it can no longer be acknowledged),
             // then answer its close frame.
             Some(Ok(Message::Close(_))) => {

@@ -4,6 +4,7 @@ mod options;
 mod registry;
 mod storage;
 
+pub(crate) use options::name_or_number;
 pub use options::{Physical, RetentionChange, TopicOptions};
 pub use registry::{LOCK_FILE, Registry};
 use storage::new_topic_id;

@@ -23,7 +23,9 @@ impl Physical {
 
 /// A logical type given as a name (`"graphs"`), a number in a string (`"3"`) or a JSON
 /// number (`3`), kept as text (`logical_type` reads both).
-fn name_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+pub(crate) fn name_or_number<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<String>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum NameOrNumber {

@@ -173,7 +173,7 @@ impl Registry {
         Ok(Registry {
             topics: RwLock::new(topics),
             storage,
-            defaults: config.topic_defaults.clone(),
+            defaults: config.default_topic_options(),
             auto_create: config.auto_create_topics,
             max_topics: config.max_topics,
             mirrors,
