@@ -1382,3 +1382,29 @@ fn frame_limit_error_names_the_flag() {
         ok(&["rdf", verb, s(&j), "--max-frame-size", "100000"], None);
     }
 }
+
+/// A JSON-LD document whose `@context` is a URL is refused without fetching it, and
+/// the message names the context and why, not the parser's "No LoadDocumentCallback".
+#[test]
+fn json_ld_remote_context_is_named_and_not_fetched() {
+    let d = tmp("jsonld-remote-context");
+    let f = d.join("remote.jsonld");
+    std::fs::write(
+        &f,
+        r#"{"@context": "http://schema.org/", "@id": "http://ex.org/a", "name": "x"}"#,
+    )
+    .unwrap();
+    let r = jelly(
+        &["rdf", "to-jelly", s(&f), "-o", s(&d.join("o.jelly"))],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    for needle in [
+        "remote.jsonld",
+        "http://schema.org/",
+        "remote JSON-LD contexts are not fetched",
+    ] {
+        assert!(r.stderr.contains(needle), "{needle}: {}", r.stderr);
+    }
+    assert!(!r.stderr.contains("LoadDocumentCallback"), "{}", r.stderr);
+}
