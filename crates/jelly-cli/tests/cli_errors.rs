@@ -1408,3 +1408,23 @@ fn json_ld_remote_context_is_named_and_not_fetched() {
     }
     assert!(!r.stderr.contains("LoadDocumentCallback"), "{}", r.stderr);
 }
+
+/// `serve --listen` with a host name or a port alone says what it takes, not only
+/// "invalid socket address syntax"; nothing is started (exit 2).
+#[test]
+fn serve_listen_mistakes_are_explained() {
+    let d = tmp("listen-mistakes");
+    for (listen, needle) in [
+        ("localhost:8686", "host names are not looked up"),
+        ("8686", "is a port alone"),
+    ] {
+        let r = jelly(&["serve", "--listen", listen, "--data", s(&d)], None);
+        assert_eq!(r.code, 2, "{listen}: {}", r.stderr);
+        assert!(r.stderr.contains(needle), "{listen}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("127.0.0.1:8686"),
+            "{listen}: {}",
+            r.stderr
+        );
+    }
+}
