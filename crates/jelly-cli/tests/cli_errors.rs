@@ -1428,3 +1428,26 @@ fn serve_listen_mistakes_are_explained() {
         );
     }
 }
+
+/// `--opt.rdf-star true` (the value after a space) makes `true` an input file: the
+/// error says how these flags take their value, not only that `true` does not exist.
+#[test]
+fn bool_flag_value_after_a_space_is_explained() {
+    let d = tmp("bool-flag-space");
+    let src = head(NANOPUBS, 5, &d, "np.nq");
+    let out = d.join("o.jelly");
+    for (flag, value) in [("--opt.rdf-star", "true"), ("--delimited", "false")] {
+        let r = jelly(
+            &["rdf", "to-jelly", s(&src), flag, value, "-o", s(&out)],
+            None,
+        );
+        assert_eq!(r.code, 2, "{flag} {value}: {}", r.stderr);
+        for needle in [
+            format!("jelly: {value}: "),
+            "takes it after `=`".to_string(),
+            format!("--opt.rdf-star={value}"),
+        ] {
+            assert!(r.stderr.contains(&needle), "{needle}: {}", r.stderr);
+        }
+    }
+}
