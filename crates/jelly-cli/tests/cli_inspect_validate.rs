@@ -142,6 +142,19 @@ fn validate_against_matching_and_different_rdf() {
         None,
     );
     assert_eq!(r.code, 1, "{}", r.stderr);
+    // `--compare-ordered` alone means true, as the JVM jelly-cli's flag does.
+    let r = jelly(
+        &[
+            "rdf",
+            "validate",
+            s(&j),
+            "--compare-to-rdf-file",
+            s(&rev),
+            "--compare-ordered",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
     // A statement missing.
     let fewer = d.join("fewer.nq");
     std::fs::write(&fewer, lines[1..].join("\n") + "\n").unwrap();
