@@ -1451,3 +1451,40 @@ fn bool_flag_value_after_a_space_is_explained() {
         }
     }
 }
+
+/// `transcode` keeps the first input's options: a quads input after a triples one is
+/// refused with the flag that makes room for it, and that flag works.
+#[test]
+fn transcode_of_quads_after_triples_names_the_flag() {
+    let d = tmp("transcode-physical");
+    let nt = head(
+        "iot-sosa-ssn-examples/iot-sosa-ssn-examples.nt",
+        20,
+        &d,
+        "t.nt",
+    );
+    let nq = head(NANOPUBS, 20, &d, "q.nq");
+    let (tj, qj, out) = (d.join("t.jelly"), d.join("q.jelly"), d.join("o.jelly"));
+    ok(&["rdf", "to-jelly", s(&nt), "-o", s(&tj)], None);
+    ok(&["rdf", "to-jelly", s(&nq), "-o", s(&qj)], None);
+    let r = jelly(&["rdf", "transcode", s(&tj), s(&qj), "-o", s(&out)], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("q.jelly") && r.stderr.contains("(use --opt.physical-type quads)"),
+        "{}",
+        r.stderr
+    );
+    ok(
+        &[
+            "rdf",
+            "transcode",
+            s(&tj),
+            s(&qj),
+            "--opt.physical-type",
+            "quads",
+            "-o",
+            s(&out),
+        ],
+        None,
+    );
+}
