@@ -482,8 +482,16 @@ pub struct ValidateArgs {
         requires = "compare_to_rdf_file"
     )]
     pub compare_to_format: Option<Format>,
-    /// true: statements must appear in the same order; false: compare as datasets (isomorphism).
-    #[arg(long = "compare-ordered", action = ArgAction::Set, default_value = "false", value_name = "BOOL")]
+    /// true: statements must appear in the same order; false: compare as datasets
+    /// (isomorphism). `--compare-ordered` alone is true, as in the JVM jelly-cli.
+    #[arg(
+        long = "compare-ordered",
+        action = ArgAction::Set,
+        num_args = 0..=1,
+        default_value = "false",
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
     pub compare_ordered: bool,
     /// Most statements an unordered comparison holds per side (default 2000000); a
     /// side with more is refused with an error naming this option, instead of running

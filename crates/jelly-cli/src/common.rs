@@ -282,6 +282,12 @@ impl<W: Write> GroupingWriter<W> {
                     jelly::EncodeError::GeneralizedNotEnabled { .. } => {
                         " (use --opt.generalized-statements)"
                     }
+                    // A named graph in TRIPLES output: transcode keeps the first
+                    // input's options, so a later quads input lands here too.
+                    jelly::EncodeError::WrongPhysicalType {
+                        physical: "triples",
+                        ..
+                    } => " (use --opt.physical-type quads)",
                     _ => "",
                 };
                 CliError::invalid(format!("{at}: {e}{hint}"))

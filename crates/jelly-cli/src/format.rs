@@ -163,7 +163,7 @@ impl Format {
 pub fn unknown_format(path: &str, hint: &str) -> CliError {
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => CliError::usage(format!("{path}: is a directory")),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => CliError::io(path, &e),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => crate::io::open_error(path, path, &e),
         _ => CliError::usage(format!(
             "{path}: cannot tell the RDF format from the file name; use {hint}"
         )),

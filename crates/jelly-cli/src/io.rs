@@ -71,10 +71,26 @@ impl Compression {
     }
 }
 
+/// The error of opening input `path` (`name` in messages): an I/O error (exit 2).
+///
+/// `--opt.rdf-star true` (the value after a space, as many CLIs take it) makes `true`
+/// an input file, since these flags take their value after `=` only: a missing `true`
+/// or `false` says so, rather than only that no such file exists.
+pub fn open_error(path: &str, name: &str, e: &io::Error) -> CliError {
+    match e.kind() {
+        io::ErrorKind::NotFound if matches!(path, "true" | "false") => CliError::usage(format!(
+            "{name}: {e}; a flag that takes true or false (--opt.rdf-star, \
+             --opt.generalized-statements, --delimited) takes it after `=`, as in \
+             --opt.rdf-star={path}: after a space it is read as an input file"
+        )),
+        _ => CliError::io(name, e),
+    }
+}
+
 /// Opens the file `path` for reading (named `name` in messages); a directory is a
 /// usage error rather than a read error later.
 fn open_file(path: &str, name: &str) -> CliResult<File> {
-    let f = File::open(path).map_err(|e| CliError::io(name, &e))?;
+    let f = File::open(path).map_err(|e| open_error(path, name, &e))?;
     if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
         return Err(CliError::usage(format!("{name}: is a directory")));
     }

@@ -21,7 +21,10 @@ A Jelly stream becomes one item per frame; an RDF file one item (or one per name
 graph with --split-graph). Each file is one request: the server checks all of it and
 appends nothing if any of it is refused. With --stream (Jelly input only) the input is
 sent as it is read, as one long-lived streaming request: the server appends items as
-their frames arrive, and a bad frame ends it with the items before it kept. Inputs are
+their frames arrive, and a bad frame ends it with the items before it kept. Stopped
+by Ctrl-C or SIGTERM, it exits at once (130, 143) without the server's answer: the
+items of the frames the server had whole stay appended (`jelly topics describe TOPIC`
+shows next_offset). Inputs are
 sent as they are read, in bounded memory; gzip and zstd files (found by their first
 bytes) are sent compressed, with their Content-Encoding, and the server inflates them.
 The offsets the server gave are printed as JSON, one line per file. The topic is created on first publish if it does not exist.

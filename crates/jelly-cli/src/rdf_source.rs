@@ -255,7 +255,9 @@ impl<R: Read> RdfSource<R> {
                         let read = Rc::new(Cell::new(0));
                         let text = Counting::new(std::io::Cursor::new(part.text), read.clone());
                         *current = Some(CurrentPart {
-                            parser: Box::new(parser.clone().for_reader(text)),
+                            parser: Box::new(parser.clone().for_reader(text).with_document_loader(
+                                |_| Err(jelly::jsonld_parts::REMOTE_CONTEXT_REFUSED.into()),
+                            )),
                             read,
                             map: part.map,
                             done: false,

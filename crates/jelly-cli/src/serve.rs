@@ -65,8 +65,8 @@ Exit codes: 0 stopped by a signal, 2 usage error, bad config, or the address is 
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on (default 127.0.0.1:8686).
-    #[arg(long, value_name = "ADDR")]
+    /// IP address and port to listen on (default 127.0.0.1:8686; host names are not looked up).
+    #[arg(long, value_name = "ADDR", value_parser = jelly_server::config::parse_listen_address)]
     pub listen: Option<std::net::SocketAddr>,
     /// Data directory of the durable logs (default ./data).
     #[arg(long, value_name = "DIR")]

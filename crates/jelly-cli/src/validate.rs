@@ -3,7 +3,7 @@
 
 use std::io::Read;
 
-use jelly::iso::{IsoResult, OrderedIso, isomorphic};
+use jelly::iso::{IsoResult, OrderedIso, isomorphic_sides};
 use jelly::{
     DecodeError, DecodeErrorKind, DecoderOptions, Delimiting, Event, JellyReader, Statement,
     StreamOptions,
@@ -307,7 +307,7 @@ fn compare_unordered(
         // Same statements with the same blank node labels: isomorphic without a search.
         return Ok(());
     }
-    match isomorphic(&got, &want) {
+    match isomorphic_sides(&got, &want, ["the stream", "the RDF file"]) {
         IsoResult::Isomorphic => Ok(()),
         IsoResult::Different(why) => Err(CliError::invalid(format!(
             "{name}: differs from the RDF file: {why}"

@@ -1382,3 +1382,109 @@ fn frame_limit_error_names_the_flag() {
         ok(&["rdf", verb, s(&j), "--max-frame-size", "100000"], None);
     }
 }
+
+/// A JSON-LD document whose `@context` is a URL is refused without fetching it, and
+/// the message names the context and why, not the parser's "No LoadDocumentCallback".
+#[test]
+fn json_ld_remote_context_is_named_and_not_fetched() {
+    let d = tmp("jsonld-remote-context");
+    let f = d.join("remote.jsonld");
+    std::fs::write(
+        &f,
+        r#"{"@context": "http://schema.org/", "@id": "http://ex.org/a", "name": "x"}"#,
+    )
+    .unwrap();
+    let r = jelly(
+        &["rdf", "to-jelly", s(&f), "-o", s(&d.join("o.jelly"))],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    for needle in [
+        "remote.jsonld",
+        "http://schema.org/",
+        "remote JSON-LD contexts are not fetched",
+    ] {
+        assert!(r.stderr.contains(needle), "{needle}: {}", r.stderr);
+    }
+    assert!(!r.stderr.contains("LoadDocumentCallback"), "{}", r.stderr);
+}
+
+/// `serve --listen` with a host name or a port alone says what it takes, not only
+/// "invalid socket address syntax"; nothing is started (exit 2).
+#[test]
+fn serve_listen_mistakes_are_explained() {
+    let d = tmp("listen-mistakes");
+    for (listen, needle) in [
+        ("localhost:8686", "host names are not looked up"),
+        ("8686", "is a port alone"),
+    ] {
+        let r = jelly(&["serve", "--listen", listen, "--data", s(&d)], None);
+        assert_eq!(r.code, 2, "{listen}: {}", r.stderr);
+        assert!(r.stderr.contains(needle), "{listen}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("127.0.0.1:8686"),
+            "{listen}: {}",
+            r.stderr
+        );
+    }
+}
+
+/// `--opt.rdf-star true` (the value after a space) makes `true` an input file: the
+/// error says how these flags take their value, not only that `true` does not exist.
+#[test]
+fn bool_flag_value_after_a_space_is_explained() {
+    let d = tmp("bool-flag-space");
+    let src = head(NANOPUBS, 5, &d, "np.nq");
+    let out = d.join("o.jelly");
+    for (flag, value) in [("--opt.rdf-star", "true"), ("--delimited", "false")] {
+        let r = jelly(
+            &["rdf", "to-jelly", s(&src), flag, value, "-o", s(&out)],
+            None,
+        );
+        assert_eq!(r.code, 2, "{flag} {value}: {}", r.stderr);
+        for needle in [
+            format!("jelly: {value}: "),
+            "takes it after `=`".to_string(),
+            format!("--opt.rdf-star={value}"),
+        ] {
+            assert!(r.stderr.contains(&needle), "{needle}: {}", r.stderr);
+        }
+    }
+}
+
+/// `transcode` keeps the first input's options: a quads input after a triples one is
+/// refused with the flag that makes room for it, and that flag works.
+#[test]
+fn transcode_of_quads_after_triples_names_the_flag() {
+    let d = tmp("transcode-physical");
+    let nt = head(
+        "iot-sosa-ssn-examples/iot-sosa-ssn-examples.nt",
+        20,
+        &d,
+        "t.nt",
+    );
+    let nq = head(NANOPUBS, 20, &d, "q.nq");
+    let (tj, qj, out) = (d.join("t.jelly"), d.join("q.jelly"), d.join("o.jelly"));
+    ok(&["rdf", "to-jelly", s(&nt), "-o", s(&tj)], None);
+    ok(&["rdf", "to-jelly", s(&nq), "-o", s(&qj)], None);
+    let r = jelly(&["rdf", "transcode", s(&tj), s(&qj), "-o", s(&out)], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("q.jelly") && r.stderr.contains("(use --opt.physical-type quads)"),
+        "{}",
+        r.stderr
+    );
+    ok(
+        &[
+            "rdf",
+            "transcode",
+            s(&tj),
+            s(&qj),
+            "--opt.physical-type",
+            "quads",
+            "-o",
+            s(&out),
+        ],
+        None,
+    );
+}

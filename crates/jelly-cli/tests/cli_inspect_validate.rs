@@ -142,6 +142,19 @@ fn validate_against_matching_and_different_rdf() {
         None,
     );
     assert_eq!(r.code, 1, "{}", r.stderr);
+    // `--compare-ordered` alone means true, as the JVM jelly-cli's flag does.
+    let r = jelly(
+        &[
+            "rdf",
+            "validate",
+            s(&j),
+            "--compare-to-rdf-file",
+            s(&rev),
+            "--compare-ordered",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
     // A statement missing.
     let fewer = d.join("fewer.nq");
     std::fs::write(&fewer, lines[1..].join("\n") + "\n").unwrap();
@@ -151,6 +164,31 @@ fn validate_against_matching_and_different_rdf() {
     );
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("differs"), "{}", r.stderr);
+    // The message says which side has what.
+    let n = lines.len();
+    let sides = format!(
+        "the stream has {n} distinct statements, the RDF file {}",
+        n - 1
+    );
+    assert!(r.stderr.contains(&sides), "{sides}: {}", r.stderr);
+    // A statement changed: the message names the side that has it.
+    let changed = d.join("changed.nq");
+    let mut other = lines.clone();
+    let edited = other[0].replacen("<http://", "<http://changed.example/", 1);
+    other[0] = &edited;
+    std::fs::write(&changed, other.join("\n") + "\n").unwrap();
+    let r = jelly(
+        &[
+            "rdf",
+            "validate",
+            s(&j),
+            "--compare-to-rdf-file",
+            s(&changed),
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains(": only in the "), "{}", r.stderr);
     // Through another format (TriG).
     let trig = d.join("np.trig");
     ok(&["rdf", "from-jelly", s(&j), "-o", s(&trig)], None);

@@ -73,6 +73,7 @@ pub enum LogKind {
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
     /// Address to listen on (port 0 picks a free port).
+    #[serde(deserialize_with = "deserialize_listen_address")]
     pub listen: SocketAddr,
     /// Directory of the durable logs (one sub-directory per topic).
     pub data: PathBuf,
@@ -257,6 +258,50 @@ impl TopicDefaults {
             retention_ms: self.retention_ms,
         }
     }
+}
+
+/// Reads a listen address: an IP address and a port (`127.0.0.1:8686`,
+/// `0.0.0.0:8686`, `[::1]:8686`), for `listen` and `jelly serve --listen`.
+///
+/// Why not `SocketAddr`'s parser alone: its error, "invalid socket address syntax",
+/// does not say what is wrong with the likely mistakes: a host name such as
+/// `localhost:8686` (not looked up: a server binds the address it is told, not
+/// whichever one a resolver gives first) or a port alone.
+pub fn parse_listen_address(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(a) = s.parse() {
+        return Ok(a);
+    }
+    let examples = |port: &str| {
+        format!(
+            "e.g. 127.0.0.1:{port} (this host only), 0.0.0.0:{port} (every IPv4 interface) \
+             or [::1]:{port}"
+        )
+    };
+    let port = s.strip_prefix(':').unwrap_or(s);
+    if port.parse::<u16>().is_ok() {
+        return Err(format!(
+            "`{s}` is a port alone: give an IP address and the port, {}",
+            examples(port)
+        ));
+    }
+    match s.rsplit_once(':') {
+        Some((host, port)) if port.parse::<u16>().is_ok() && !host.is_empty() => Err(format!(
+            "`{s}`: `{host}` is not an IP address (host names are not looked up): {}",
+            examples(port)
+        )),
+        _ => Err(format!(
+            "`{s}` is not an IP address and port: {}",
+            examples("8686")
+        )),
+    }
+}
+
+/// `listen` of the configuration file, read by [`parse_listen_address`].
+fn deserialize_listen_address<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<SocketAddr, D::Error> {
+    let s = String::deserialize(d)?;
+    parse_listen_address(&s).map_err(serde::de::Error::custom)
 }
 
 /// How long TCP keepalive with an idle time of `keepalive_ms` takes to drop a peer
@@ -939,6 +984,42 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("at most 2147483647"), "{e}");
+    }
+
+    /// Likely mistakes in a listen address are named: a host name is not looked up,
+    /// a port alone needs an address; in the file, with `--set` and on the command line.
+    #[test]
+    fn listen_address_mistakes_are_explained() {
+        assert_eq!(
+            parse_listen_address("[::1]:9").unwrap(),
+            "[::1]:9".parse::<SocketAddr>().unwrap()
+        );
+        let e = parse_listen_address("localhost:8686").unwrap_err();
+        assert!(
+            e.contains("`localhost` is not an IP address (host names are not looked up)")
+                && e.contains("127.0.0.1:8686"),
+            "{e}"
+        );
+        for port_alone in ["8686", ":8686"] {
+            let e = parse_listen_address(port_alone).unwrap_err();
+            assert!(
+                e.contains("is a port alone") && e.contains("127.0.0.1:8686"),
+                "{e}"
+            );
+        }
+        let e = parse_listen_address("127.0.0.1").unwrap_err();
+        assert!(e.contains("is not an IP address and port"), "{e}");
+        let e = ServerConfig::from_toml("listen = \"localhost:8686\"\n", "x.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("host names are not looked up"), "{e}");
+        let e = ServerConfig::from_toml_with("", "x.toml", &["listen=localhost:1".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--set listen=localhost:1: ") && e.contains("host names"),
+            "{e}"
+        );
     }
 
     #[test]

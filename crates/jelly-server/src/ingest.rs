@@ -766,7 +766,9 @@ fn ingest_text(
                 .next_part()
                 .map_err(|e| IngestError::Invalid(format!("JSON-LD: {e}")))?
             {
-                for q in p.clone().for_slice(&part.text) {
+                for q in p.clone().for_slice(&part.text).with_document_loader(|_| {
+                    Err(jelly::jsonld_parts::REMOTE_CONTEXT_REFUSED.into())
+                }) {
                     let q = q.map_err(|e| jsonld_syntax_error(&part.map, e))?;
                     add_quad(&mut g, &q)?;
                 }

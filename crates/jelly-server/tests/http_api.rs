@@ -1929,6 +1929,16 @@ async fn publish_rdf_xml_and_json_ld() {
     let remote = r#"{"@context": "http://example.org/context.jsonld", "@id": "http://ex.org/e", "name": "x"}"#;
     let r = publish(&c, &url, "application/ld+json", remote.into()).await;
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    // The answer names the context and why, not the parser's "No LoadDocumentCallback".
+    let e = r.json::<serde_json::Value>().await.unwrap()["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("http://example.org/context.jsonld")
+            && e.contains("remote JSON-LD contexts are not fetched"),
+        "{e}"
+    );
     let bad = "<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\"><rdf:Description";
     let r = publish(&c, &url, "application/rdf+xml", bad.into()).await;
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);

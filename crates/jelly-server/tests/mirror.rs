@@ -794,8 +794,10 @@ async fn a_mirror_of_a_stopped_mirror_shows_it() {
     let cc = start(|cfg| cfg.mirrors = vec![mirror_of(&b, "t", "t")]).await;
     wait_stopped(&b, "t").await;
     let m = cc.state().topics.mirror("t").unwrap();
-    wait_for("the stop upstream to be seen", || async {
-        m.upstream_stopped().is_some()
+    // The stop upstream can be seen (in the upstream's description, read before the
+    // first connect) while this mirror is still starting: wait for both.
+    wait_for("the stop upstream to be seen, connected", || async {
+        m.upstream_stopped().is_some() && m.state() == jelly_server::mirror::MirrorState::Connected
     })
     .await;
     let (_, d) = describe(&c, &cc, "t").await;

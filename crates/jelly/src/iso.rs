@@ -307,6 +307,25 @@ fn relabel(t: &Term, map: &HashMap<String, String>) -> Term {
 /// assert!(isomorphic(&a, &b).is_iso());
 /// ```
 pub fn isomorphic(a: &[Statement], b: &[Statement]) -> IsoResult {
+    isomorphic_sides(a, b, ["the first list", "the second list"])
+}
+
+/// [`isomorphic`], with `names` for `a` and `b` in the reason of a difference, so that
+/// it says which side holds what ("the stream has 4 distinct statements, the RDF file
+/// 3", "only in the RDF file: …") rather than leaving the reader to guess.
+///
+/// ```
+/// use jelly::iso::{IsoResult, isomorphic_sides};
+/// use jelly::nquads::parse_document;
+/// let a = parse_document("<http://a> <http://p> <http://b> .\n").unwrap();
+/// let b = parse_document("<http://a> <http://p> <http://c> .\n").unwrap();
+/// let IsoResult::Different(why) = isomorphic_sides(&a, &b, ["the stream", "the file"]) else {
+///     panic!("different statements found isomorphic");
+/// };
+/// assert_eq!(why, "only in the stream: <http://a> <http://p> <http://b> .");
+/// ```
+pub fn isomorphic_sides(a: &[Statement], b: &[Statement], names: [&str; 2]) -> IsoResult {
+    let [name_a, name_b] = names;
     let na = normalize(a);
     let nb = normalize(b);
     // Same statements with the same labels: the identity mapping already works.
@@ -314,7 +333,11 @@ pub fn isomorphic(a: &[Statement], b: &[Statement]) -> IsoResult {
         return IsoResult::Isomorphic;
     }
     if na.len() != nb.len() {
-        return IsoResult::Different(format!("{} distinct statements vs {}", na.len(), nb.len()));
+        return IsoResult::Different(format!(
+            "{name_a} has {} distinct statements, {name_b} {}",
+            na.len(),
+            nb.len()
+        ));
     }
     let has_bnode = |s: &Statement| {
         terms(s).into_iter().any(|t| {
@@ -330,9 +353,10 @@ pub fn isomorphic(a: &[Statement], b: &[Statement]) -> IsoResult {
         let missing = ground_a
             .difference(&ground_b)
             .next()
-            .or_else(|| ground_b.difference(&ground_a).next());
+            .map(|s| (name_a, s))
+            .or_else(|| ground_b.difference(&ground_a).next().map(|s| (name_b, s)));
         return IsoResult::Different(match missing {
-            Some(s) => format!("statement without blank nodes only on one side: {s}"),
+            Some((side, s)) => format!("only in {side}: {s}"),
             None => "different statements without blank nodes".into(),
         });
     }

@@ -168,6 +168,18 @@ impl std::fmt::Display for ErrorPlace {
     }
 }
 
+/// Why a JSON-LD parser of this project refuses a remote context (`"@context":
+/// "https://…"`): the error of the document loader that the CLI and the server give
+/// their parsers (`with_document_loader(|_| Err(REMOTE_CONTEXT_REFUSED.into()))`).
+///
+/// Why a loader at all: reading a file or a publisher's body must not make network
+/// requests on its behalf (a server would fetch any URL a publisher names), and
+/// without one the parser says only "No LoadDocumentCallback has been set to load
+/// remote contexts", which names neither the context nor what to do. With it the
+/// parser's error reads "Failed to load remote context <url>: " and this text.
+pub const REMOTE_CONTEXT_REFUSED: &str = "remote JSON-LD contexts are not fetched: copy the \
+     context's content into the document's \"@context\"";
+
 /// Why the input cannot be cut or read.
 #[derive(Debug, thiserror::Error)]
 pub enum JsonLdInputError {

@@ -93,7 +93,7 @@ impl From<TopicError> for ApiError {
     fn from(e: TopicError) -> ApiError {
         let status = match e {
             TopicError::BadName(_) | TopicError::BadOptions(_) => StatusCode::BAD_REQUEST,
-            TopicError::Conflict(_) | TopicError::Mirrored { .. } => StatusCode::CONFLICT,
+            TopicError::Conflict { .. } | TopicError::Mirrored { .. } => StatusCode::CONFLICT,
             TopicError::NotFound(_) | TopicError::Deleted(_) | TopicError::Replaced { .. } => {
                 StatusCode::NOT_FOUND
             }

@@ -413,8 +413,13 @@ pub enum TopicError {
     BadName(String),
     #[error("invalid topic options: {0}")]
     BadOptions(String),
-    #[error("topic `{0}` already exists with other options")]
-    Conflict(String),
+    /// A create asked for other options than the existing topic's.
+    #[error("topic `{topic}` already exists with other options: {differences}")]
+    Conflict {
+        topic: String,
+        /// Which options differ: [`TopicOptions::differences`].
+        differences: String,
+    },
     #[error("topic `{0}` does not exist")]
     NotFound(String),
     /// Creating it would exceed [`ServerConfig::max_topics`](crate::ServerConfig::max_topics).

@@ -224,6 +224,43 @@ impl TopicOptions {
             && self.retention_ms == other.retention_ms
     }
 
+    /// How the options `asked` for differ from these, field by field, for the error
+    /// of a create that clashes with an existing topic: "physical is quads, not
+    /// triples; retention_ms is 0, not 5". A logical type given by name, by number or
+    /// left to its default is compared as the type it stands for, as in [`Self::same_as`].
+    pub fn differences(&self, asked: &TopicOptions) -> String {
+        fn physical(o: &TopicOptions) -> String {
+            match o.physical {
+                Physical::Triples => "triples".into(),
+                Physical::Quads => "quads".into(),
+            }
+        }
+        fn logical(o: &TopicOptions) -> String {
+            match o.logical_type() {
+                Ok(t) => t.name().to_string(),
+                Err(_) => o.logical.clone().unwrap_or_default(),
+            }
+        }
+        type Field = (&'static str, fn(&TopicOptions) -> String);
+        let fields: [Field; 7] = [
+            ("physical", physical),
+            ("logical", logical),
+            ("rdf_star", |o| o.rdf_star.to_string()),
+            ("generalized", |o| o.generalized.to_string()),
+            ("retention_items", |o| o.retention_items.to_string()),
+            ("retention_bytes", |o| o.retention_bytes.to_string()),
+            ("retention_ms", |o| o.retention_ms.to_string()),
+        ];
+        let mut out = Vec::new();
+        for (name, value) in fields {
+            let (has, wants) = (value(self), value(asked));
+            if has != wants {
+                out.push(format!("{name} is {has}, not {wants}"));
+            }
+        }
+        out.join("; ")
+    }
+
     /// What a memory log keeps: items, bytes and age.
     pub(super) fn memory_retention(&self) -> crate::log::MemoryRetention {
         crate::log::MemoryRetention {

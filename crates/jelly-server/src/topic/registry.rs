@@ -363,7 +363,10 @@ impl Registry {
                 return if t.options().same_as(&options) {
                     Ok((t.clone(), false))
                 } else {
-                    Err(TopicError::Conflict(name.to_string()))
+                    Err(TopicError::Conflict {
+                        topic: name.to_string(),
+                        differences: t.options().differences(&options),
+                    })
                 };
             }
             let mut c = self.creating();
@@ -622,7 +625,7 @@ impl Registry {
         // A concurrent create with other options wins; use whatever is there.
         match self.create(name, None) {
             Ok((t, _)) => Ok(t),
-            Err(TopicError::Conflict(_)) => self
+            Err(TopicError::Conflict { .. }) => self
                 .get(name)
                 .ok_or_else(|| TopicError::NotFound(name.to_string())),
             Err(e) => Err(e),
@@ -805,10 +808,16 @@ mod tests {
             physical: Physical::Triples,
             ..Default::default()
         };
-        assert!(matches!(
-            r.create("t", Some(other)),
-            Err(TopicError::Conflict(_))
-        ));
+        let Err(e) = r.create("t", Some(other)) else {
+            panic!("a create with other options succeeded");
+        };
+        assert!(matches!(e, TopicError::Conflict { .. }), "{e}");
+        // The error says which options differ, the existing topic's first.
+        assert_eq!(
+            e.to_string(),
+            "topic `t` already exists with other options: physical is quads, not triples; \
+             logical is datasets, not graphs; retention_bytes is 268435456, not 0"
+        );
         // The default logical type by name or by its RDF-STaX number is the same topic.
         for logical in ["datasets", "4"] {
             let named = TopicOptions {
@@ -828,7 +837,7 @@ mod tests {
         };
         assert!(matches!(
             r.create("t", Some(flat)),
-            Err(TopicError::Conflict(_))
+            Err(TopicError::Conflict { .. })
         ));
     }
 }
