@@ -1667,6 +1667,68 @@ async fn malformed_query_values_get_json_errors() {
     srv.shutdown().await.unwrap();
 }
 
+/// A parameter no endpoint reader takes is refused, naming it, instead of being
+/// ignored: a misspelled `from` would replay from the start, a misspelled `max_items`
+/// would send the default page. Cache busters (`_`-prefixed) and the filters'
+/// parameters stay welcome.
+#[tokio::test]
+async fn unknown_query_parameters_are_refused_by_name() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let body = jelly_stream(&sample_frames(2, 0), StreamOptions::small());
+    assert_eq!(
+        offsets(publish(&c, &format!("{base}/topics/q/items"), JELLY, body).await)
+            .await
+            .len(),
+        2
+    );
+    for (path, param) in [
+        ("poll?fromm=1", "fromm"),
+        ("poll?max_item=1", "max_item"),
+        ("items?follow=false&formatt=nq", "formatt"),
+        ("sse?windw=5", "windw"),
+        ("ws?souce=a", "souce"),
+    ] {
+        let r = c
+            .get(format!("{base}/topics/q/{path}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{path}");
+        let v: Value = r.json().await.unwrap();
+        let msg = v["error"].as_str().unwrap();
+        assert!(
+            msg.contains(&format!("unknown query parameter `{param}`")),
+            "{path}: {msg}"
+        );
+        assert_eq!(v["parameter"], param, "{path}: {v}");
+    }
+    let r = c
+        .post(format!("{base}/topics/q/items?splt=graph"))
+        .header("content-type", "application/n-quads")
+        .body("<http://a> <http://b> <http://c> <http://g> .\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["parameter"], "splt", "{v}");
+    // Known parameters of both readers together, a cache buster and a token pass.
+    let r = c
+        .get(format!(
+            "{base}/topics/q/poll?from=1&max_items=5&source=x&_=1700000000&access_token=t"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["x-jelly-next-offset"], "2");
+    // Nothing was appended by the refused publish.
+    assert_eq!(describe(&c, &base, "q").await["next_offset"], 2);
+    srv.shutdown().await.unwrap();
+}
+
 /// `from=ts:<ms>` starts at the first item stamped at or after that time, over the
 /// chunked stream, long-poll and SSE; a later time than the last item's, at the end.
 #[tokio::test]

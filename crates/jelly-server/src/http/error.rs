@@ -5,7 +5,9 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::filter::FilterError;
+use std::collections::BTreeSet;
+
+use crate::filter::{FilterError, FilterParams};
 use crate::topic::TopicError;
 
 /// An error answer.
@@ -133,7 +135,8 @@ impl From<FilterError> for ApiError {
 
 /// Query parameters as axum's `Query` reads them, but a malformed value (for example
 /// `?follow=maybe` or `?max_items=abc`) is answered with a JSON 400 like every other
-/// error, naming the parameter, rather than axum's plain-text rejection.
+/// error, naming the parameter, rather than axum's plain-text rejection; and so is a
+/// parameter the endpoint does not take (see [`unknown_parameter`]).
 #[derive(Debug)]
 pub struct JsonQuery<T>(pub T);
 
@@ -146,27 +149,92 @@ where
 
     async fn from_request_parts(
         parts: &mut axum::http::request::Parts,
-        state: &S,
+        _state: &S,
     ) -> Result<Self, Self::Rejection> {
-        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
-            Ok(axum::extract::Query(q)) => Ok(JsonQuery(q)),
-            Err(e) => {
-                let text = e.body_text();
-                // axum names the field first: "Failed to deserialize query string:
-                // max_items: invalid digit found in string".
-                let field = text
-                    .split_once("query string: ")
-                    .and_then(|(_, rest)| rest.split_once(": "))
-                    .map(|(f, _)| f.to_string())
-                    .filter(|f| {
-                        !f.is_empty() && f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-                    });
-                let mut err = ApiError::bad_request(text);
-                if let Some(f) = field {
-                    err = err.with("parameter", f);
-                }
-                Err(err)
+        let query = parts.uri.query().unwrap_or("");
+        let (q, ignored) = read_query::<T>(query)?;
+        unknown_parameter(&[ignored])?;
+        Ok(JsonQuery(q))
+    }
+}
+
+/// An endpoint's own query parameters and the subscription filters, read from one
+/// query string as [`JsonQuery`] reads one kind: a parameter is unknown when
+/// neither takes it.
+#[derive(Debug)]
+pub struct FilteredQuery<T>(pub T, pub FilterParams);
+
+impl<T, S> axum::extract::FromRequestParts<S> for FilteredQuery<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        let query = parts.uri.query().unwrap_or("");
+        let (q, ignored_by_q) = read_query::<T>(query)?;
+        let (f, ignored_by_f) = read_query::<FilterParams>(query)?;
+        unknown_parameter(&[ignored_by_q, ignored_by_f])?;
+        Ok(FilteredQuery(q, f))
+    }
+}
+
+/// `T` read from `query`, and the names of the parameters none of its fields took.
+fn read_query<T: serde::de::DeserializeOwned>(
+    query: &str,
+) -> Result<(T, BTreeSet<String>), ApiError> {
+    let mut ignored = BTreeSet::new();
+    let pairs = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+    // The path of a field: the message of a bad value names the parameter first
+    // ("max_items: invalid digit found in string"), as axum's `Query` does.
+    let read = serde_path_to_error::deserialize(serde_ignored::Deserializer::new(
+        pairs,
+        &mut |path: serde_ignored::Path<'_>| {
+            ignored.insert(path.to_string());
+        },
+    ));
+    match read {
+        Ok(q) => Ok((q, ignored)),
+        Err(e) => {
+            let field = e.path().to_string();
+            let mut err = ApiError::bad_request(format!(
+                "Failed to deserialize query string: {field}: {}",
+                e.inner()
+            ));
+            if !field.is_empty()
+                && field
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            {
+                err = err.with("parameter", field);
             }
+            Err(err)
         }
+    }
+}
+
+/// The first parameter every reader of the query string left (`ignored`, one set per
+/// reader), as a 400 naming it: a misspelled `from` or `max_items` would otherwise
+/// change what is served without a word. Kept: `access_token` (read by the
+/// authentication layer) and names starting with `_` (cache busters such as `_=1700…`).
+fn unknown_parameter(ignored: &[BTreeSet<String>]) -> Result<(), ApiError> {
+    let Some((first, rest)) = ignored.split_first() else {
+        return Ok(());
+    };
+    let unknown = first
+        .iter()
+        .filter(|name| rest.iter().all(|other| other.contains(*name)))
+        .find(|name| name.as_str() != "access_token" && !name.starts_with('_'));
+    match unknown {
+        Some(name) => Err(ApiError::bad_request(format!(
+            "unknown query parameter `{name}`: this endpoint does not take it \
+             (misspelled? see docs/http-api.md; names starting with `_` are ignored)"
+        ))
+        .with("parameter", name.as_str())),
+        None => Ok(()),
     }
 }

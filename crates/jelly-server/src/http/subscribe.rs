@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde::Deserialize;
 
-use super::{ApiError, AppState, JsonQuery};
+use super::{ApiError, AppState, FilteredQuery};
 use crate::compress::{Encoding, Stitcher};
 use crate::deliver::{Delivery, Follow, JellyMode, OutFormat, Wrapping};
 use crate::fanout::{Framing, GroupKey, MAX_WINDOW_MS};
@@ -441,8 +441,7 @@ pub(super) fn follow(
 pub async fn stream(
     State(s): State<AppState>,
     Path(name): Path<String>,
-    JsonQuery(q): JsonQuery<SubscribeQuery>,
-    JsonQuery(fq): JsonQuery<FilterParams>,
+    FilteredQuery(q, fq): FilteredQuery<SubscribeQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let t = topic(&s, &name, q.topic_id.as_deref())?;
@@ -477,8 +476,7 @@ pub async fn stream(
 pub async fn sse(
     State(s): State<AppState>,
     Path(name): Path<String>,
-    JsonQuery(q): JsonQuery<SubscribeQuery>,
-    JsonQuery(fq): JsonQuery<FilterParams>,
+    FilteredQuery(q, fq): FilteredQuery<SubscribeQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let t = topic(&s, &name, q.topic_id.as_deref())?;
@@ -557,8 +555,7 @@ pub async fn sse(
 pub async fn poll(
     State(s): State<AppState>,
     Path(name): Path<String>,
-    JsonQuery(q): JsonQuery<PollQuery>,
-    JsonQuery(fq): JsonQuery<FilterParams>,
+    FilteredQuery(q, fq): FilteredQuery<PollQuery>,
     method: axum::http::Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {

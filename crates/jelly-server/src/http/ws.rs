@@ -30,10 +30,9 @@ use super::subscribe::{
 };
 use super::ws_pace::PausedInsideMessage;
 use super::ws_upgrade::{Handshake, Socket};
-use super::{ApiError, AppState, JsonQuery, wait_shutdown};
+use super::{ApiError, AppState, FilteredQuery, wait_shutdown};
 use crate::deliver::{Follow, FollowEnd, JellyMode, OutFormat, Wrapping};
 use crate::fanout::{Framing, GroupKey, Step, Subscription};
-use crate::filter::FilterParams;
 
 type WsError = tokio_tungstenite::tungstenite::Error;
 
@@ -178,8 +177,7 @@ fn ping_interval(s: &AppState) -> tokio::time::Interval {
 pub async fn subscribe(
     State(s): State<AppState>,
     Path(name): Path<String>,
-    JsonQuery(q): JsonQuery<SubscribeQuery>,
-    JsonQuery(fq): JsonQuery<FilterParams>,
+    FilteredQuery(q, fq): FilteredQuery<SubscribeQuery>,
     held: Option<axum::Extension<crate::accept::ConnectionHeld>>,
     headers: HeaderMap,
     ws: Result<Handshake, WebSocketUpgradeRejection>,
