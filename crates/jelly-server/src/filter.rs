@@ -42,7 +42,14 @@
 //!   Joining rows spends no budget either: parts that join without a shared variable
 //!   are refused when both read the item (a cross product), and the parts that read
 //!   nothing (`VALUES`, aggregates without `GROUP BY`) may produce at most
-//!   [`MAX_UNREAD_ROWS`] rows together (module `unread_rows`).
+//!   [`MAX_UNREAD_ROWS`] rows together (module `unread_rows`); both are checked
+//!   once, when the filter is built. On each item, before evaluating, the rows every
+//!   operator of the query's plan (sparopt's, as spareval runs it) may produce are
+//!   bounded from the item's own statements: joins by how many statements share a
+//!   value of their keys, `EXISTS` once per row, property paths by the item's nodes
+//!   and statements (module `row_bound`); an item over [`MAX_ASK_ROWS`] is out of
+//!   budget too. The bound holds whatever the values, so a filter that would keep
+//!   no row does not lower it.
 //!
 //! A filter is built once per subscription ([`FilterParams::build`]); equal filters
 //! have equal [`ItemFilter::key`]s, so subscribers with the same filter can share its
@@ -66,9 +73,12 @@ use tonic::metadata::MetadataMap;
 
 use crate::item::Item;
 
+mod row_bound;
 mod string_bound;
 mod unread_rows;
 
+pub use row_bound::MAX_ASK_ROWS;
+use row_bound::RowBound;
 pub use string_bound::MAX_ASK_STRING_BYTES;
 use string_bound::StringBound;
 pub use unread_rows::MAX_UNREAD_ROWS;
@@ -183,9 +193,13 @@ impl FilterParams {
             .as_deref()
             .map(StatementPattern::parse)
             .transpose()?;
-        let (ask, ask_strings) = match self.ask.as_deref().map(parse_ask).transpose()? {
-            Some((q, b)) => (Some(q), Some(b)),
-            None => (None, None),
+        let (ask, ask_strings, ask_rows) = match self.ask.as_deref().map(parse_ask).transpose()? {
+            Some(ParsedAsk {
+                query,
+                strings,
+                rows,
+            }) => (Some(query), Some(strings), Some(rows)),
+            None => (None, None, None),
         };
         let mut key = serde_json::Map::new();
         if let Some(s) = &sources {
@@ -207,7 +221,9 @@ impl FilterParams {
             pattern,
             ask,
             ask_strings,
+            ask_rows,
             ask_budget: ASK_WORK_BUDGET,
+            ask_row_limit: MAX_ASK_ROWS,
         })))
     }
 
@@ -488,7 +504,7 @@ fn debug_depth(debug: &str) -> usize {
 
 /// Parses `text` on a thread with a large stack and measures it there, so neither a
 /// deep query nor its drop can overflow a worker's stack; what comes back is shallow.
-fn parse_ask_deep(text: &str) -> Result<(Query, StringBound), FilterError> {
+fn parse_ask_deep(text: &str) -> Result<ParsedAsk, FilterError> {
     let text = text.to_string();
     let parse = move || {
         let query = SparqlParser::new()
@@ -571,7 +587,13 @@ fn parse_ask_deep(text: &str) -> Result<(Query, StringBound), FilterError> {
                 ),
             });
         }
-        Ok((query, strings))
+        // The optimizer recurses as deep as the query: planned here too.
+        let rows = RowBound::of(&query);
+        Ok(ParsedAsk {
+            query,
+            strings,
+            rows,
+        })
     };
     let failed = |what: &str| FilterError::Invalid {
         param: "ask",
@@ -590,12 +612,18 @@ fn parse_ask_deep(text: &str) -> Result<(Query, StringBound), FilterError> {
 /// notation (`2.5e30 bytes`), and `∞` once the bound overflows an `f64` (a chain of
 /// growing functions can multiply past 1.8e308).
 fn bytes_text(bytes: f64) -> String {
-    if bytes.is_finite() && bytes < 1e18 {
-        format!("{} bytes", bytes as u64)
-    } else if bytes.is_finite() {
-        format!("{bytes:e} bytes")
+    format!("{} bytes", count_text(bytes))
+}
+
+/// A bound (bytes, rows) for messages: an integer up to 10^18, then in exponent form
+/// (`2.5e30`), and `∞` once it overflows an `f64`.
+fn count_text(n: f64) -> String {
+    if n.is_finite() && n < 1e18 {
+        format!("{}", n as u64)
+    } else if n.is_finite() {
+        format!("{n:e}")
     } else {
-        "∞ bytes".to_string()
+        "∞".to_string()
     }
 }
 
@@ -635,8 +663,17 @@ fn optional_arg_calls(text: &str) -> usize {
     n
 }
 
-/// `ask`: a parsed SPARQL ASK query, and the bound of the strings it builds.
-fn parse_ask(text: &str) -> Result<(Query, StringBound), FilterError> {
+/// A parsed `ask` query, with what bounds its evaluation on an item.
+struct ParsedAsk {
+    query: Query,
+    /// The strings it can build.
+    strings: StringBound,
+    /// The rows its plan can produce.
+    rows: RowBound,
+}
+
+/// `ask`: a parsed SPARQL ASK query, and the bounds of its evaluation.
+fn parse_ask(text: &str) -> Result<ParsedAsk, FilterError> {
     check_len("ask", text, MAX_ASK_BYTES)?;
     let calls = optional_arg_calls(text);
     if calls > MAX_ASK_OPTIONAL_ARG_CALLS {
@@ -649,9 +686,9 @@ fn parse_ask(text: &str) -> Result<(Query, StringBound), FilterError> {
             ),
         });
     }
-    let (query, strings) = parse_ask_deep(text)?;
-    let form = match &query {
-        Query::Ask { .. } => return Ok((query, strings)),
+    let parsed = parse_ask_deep(text)?;
+    let form = match &parsed.query {
+        Query::Ask { .. } => return Ok(parsed),
         Query::Select { .. } => "SELECT",
         Query::Construct { .. } => "CONSTRUCT",
         Query::Describe { .. } => "DESCRIBE",
@@ -699,7 +736,11 @@ pub struct ItemFilter {
     ask: Option<Query>,
     /// The strings `ask` can build, as a function of the item.
     ask_strings: Option<StringBound>,
+    /// The rows `ask` can produce, as a function of the item.
+    ask_rows: Option<RowBound>,
     ask_budget: u64,
+    /// Most rows (module `row_bound`) an evaluation may produce on one item.
+    ask_row_limit: f64,
 }
 
 impl ItemFilter {
@@ -843,6 +884,23 @@ impl ItemFilter {
                 ),
             });
         }
+        // Checked before evaluating too: joining rows spends no budget (module
+        // `row_bound`).
+        if let Some(rows) = self.ask_rows.as_ref().map(|b| b.work(&dataset))
+            && rows > self.ask_row_limit
+        {
+            return Err(FilterError::Item {
+                offset: item.offset,
+                message: format!(
+                    "ASK evaluation failed: {BudgetExceeded} (its joins, paths and EXISTS \
+                     could produce up to {} rows on this item's {} statements, over the {} \
+                     an evaluation may produce)",
+                    count_text(rows),
+                    dataset.len(),
+                    count_text(self.ask_row_limit)
+                ),
+            });
+        }
         let budget = Budget::new(self.ask_budget);
         let data = Budgeted {
             inner: &dataset,
@@ -875,6 +933,12 @@ impl ItemFilter {
     #[cfg(test)]
     fn with_ask_budget(mut self, budget: u64) -> ItemFilter {
         self.ask_budget = budget;
+        self
+    }
+
+    #[cfg(test)]
+    fn with_ask_row_limit(mut self, rows: f64) -> ItemFilter {
+        self.ask_row_limit = rows;
         self
     }
 }
@@ -1468,6 +1532,16 @@ mod tests {
         }
     }
 
+    const RDF_TYPE: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type";
+    const SOSA_OBS: &str = "http://www.w3.org/ns/sosa/Observation";
+    const SOSA_SENSOR: &str = "http://www.w3.org/ns/sosa/madeBySensor";
+    const SOSA_RESULT: &str = "http://www.w3.org/ns/sosa/hasResult";
+    const OM: &str = "http://www.ontology-of-units-of-measure.org/resource/om-2/";
+    const OM_MEASURE: &str = "http://www.ontology-of-units-of-measure.org/resource/om-2/Measure";
+    const OM_VALUE: &str =
+        "http://www.ontology-of-units-of-measure.org/resource/om-2/hasNumericalValue";
+    const XSD_INT: &str = "http://www.w3.org/2001/XMLSchema#integer";
+
     /// An item holding `statements`, encoded as the server stores items.
     fn item(source: &str, statements: &[Statement]) -> Item {
         let opts = StreamOptions::small()
@@ -1907,6 +1981,144 @@ mod tests {
             )))
         })
         .unwrap();
+    }
+
+    /// `n` statements `s_i <p> s_{i+1}`: one predicate, a chain of `n + 1` nodes.
+    fn chain(n: usize) -> Item {
+        let statements: Vec<Statement> = (0..n)
+            .map(|i| {
+                st(
+                    iri(&format!("http://a/s{i}")),
+                    iri("http://a/p"),
+                    iri(&format!("http://a/s{}", i + 1)),
+                    None,
+                )
+            })
+            .collect();
+        item("", &statements)
+    }
+
+    /// The filter of `query`, with at most `rows` rows per evaluation.
+    fn ask_with_row_limit(query: &str, rows: f64) -> ItemFilter {
+        let f = filter(|f| f.ask = Some(query.into())).unwrap();
+        Arc::try_unwrap(f).unwrap().with_ask_row_limit(rows)
+    }
+
+    /// Whether `e` is the row bound's out-of-budget error.
+    fn is_over_rows(e: &FilterError) -> bool {
+        let text = e.to_string();
+        e.parameter().is_none() && text.contains("work budget") && text.contains("rows")
+    }
+
+    /// Joined rows spend no budget: `N^3` rows for `3N` statement visits, 8·10^9 on
+    /// 2,000 statements. The bound refuses the item before evaluating.
+    #[test]
+    fn joins_that_multiply_rows_are_out_of_budget() {
+        let q = "ASK { ?a ?p ?b . ?c ?p ?d . ?e ?p ?f \
+                 FILTER(STR(?a) = CONCAT(STR(?c), STR(?e))) }";
+        let e = ask_with_row_limit(q, MAX_ASK_ROWS)
+            .accepts(&chain(2000))
+            .unwrap_err();
+        assert!(is_over_rows(&e), "{e}");
+        // The same on a smaller item, which evaluates (and answers false) within the
+        // statement-visit budget when rows are not bounded.
+        let e = ask_with_row_limit(q, 10_000.0)
+            .accepts(&chain(30))
+            .unwrap_err();
+        assert!(is_over_rows(&e), "{e}");
+    }
+
+    /// A `VALUES` table shares no variable with the item's pattern: each statement
+    /// joins every one of its rows, for no budget.
+    #[test]
+    fn item_rows_times_values_rows_are_bounded() {
+        let values: Vec<String> = (0..1000).map(|i| i.to_string()).collect();
+        let q = format!(
+            "ASK {{ ?a ?p ?b VALUES ?x {{ {} }} FILTER(STR(?a) = STR(?x)) }}",
+            values.join(" ")
+        );
+        let f = ask_with_row_limit(&q, 10_000.0);
+        assert!(is_over_rows(&f.accepts(&chain(30)).unwrap_err()));
+        // 2 × 1,000 rows fit.
+        assert!(!f.accepts(&chain(2)).unwrap());
+    }
+
+    /// `FILTER EXISTS` evaluates its pattern anew for each row, `EXISTS { VALUES … }`
+    /// included (which reads nothing, so spends no budget at all).
+    #[test]
+    fn exists_is_bounded_per_row() {
+        let q = "ASK { ?a ?p ?b FILTER EXISTS { ?c ?q ?d FILTER(STR(?d) = 'never') } }";
+        let f = ask_with_row_limit(q, 10_000.0);
+        assert!(is_over_rows(&f.accepts(&chain(200)).unwrap_err()));
+        assert!(!f.accepts(&chain(20)).unwrap());
+        let values: Vec<String> = (0..1000).map(|i| i.to_string()).collect();
+        let q = format!(
+            "ASK {{ ?a ?p ?b FILTER EXISTS {{ VALUES ?x {{ {} }} FILTER(?x = -1) }} }}",
+            values.join(" ")
+        );
+        let f = ask_with_row_limit(&q, 10_000.0);
+        assert!(is_over_rows(&f.accepts(&chain(30)).unwrap_err()));
+        assert!(!f.accepts(&chain(3)).unwrap());
+    }
+
+    /// A closure path pairs nodes: `n^2` rows on a chain of `n` nodes, each start
+    /// walking the chain.
+    #[test]
+    fn property_paths_are_bounded() {
+        for q in [
+            "ASK { ?a <http://a/p>* ?b FILTER(?a = <urn:none>) }",
+            "ASK { ?a (<http://a/p>|^<http://a/p>)+ ?b FILTER(?a = <urn:none>) }",
+        ] {
+            let f = ask_with_row_limit(q, 10_000.0);
+            assert!(is_over_rows(&f.accepts(&chain(200)).unwrap_err()), "{q}");
+            assert!(!f.accepts(&chain(10)).unwrap(), "{q}");
+        }
+    }
+
+    /// Ordinary queries on an item of 1,000 statements stay far below the bound (the
+    /// largest, the `NOT EXISTS`, is bounded at 40,600: 200 rows times its pattern's 200,
+    /// since the bound does not narrow an `EXISTS` pattern by the row's values).
+    #[test]
+    fn ordinary_queries_are_delivered() {
+        let mut statements = Vec::new();
+        for i in 0..200 {
+            let obs = format!("http://a/obs{i}");
+            let res = format!("http://a/res{i}");
+            let sensor = format!("http://a/sensor{}", i % 7);
+            statements.push(st(iri(&obs), iri(RDF_TYPE), iri(SOSA_OBS), None));
+            statements.push(st(iri(&obs), iri(SOSA_SENSOR), iri(&sensor), None));
+            statements.push(st(iri(&obs), iri(SOSA_RESULT), iri(&res), None));
+            statements.push(st(iri(&res), iri(RDF_TYPE), iri(OM_MEASURE), None));
+            statements.push(st(
+                iri(&res),
+                iri(OM_VALUE),
+                lit(
+                    &i.to_string(),
+                    jelly::OwnedLiteralKind::Typed(XSD_INT.into()),
+                ),
+                None,
+            ));
+        }
+        let it = item("", &statements);
+        let pre = format!("PREFIX sosa: <http://www.w3.org/ns/sosa/> PREFIX om: <{OM}> ");
+        for (q, answer) in [
+            (
+                "ASK { ?o a sosa:Observation ; sosa:madeBySensor ?s ; sosa:hasResult ?r .                  ?r om:hasNumericalValue ?v FILTER(?v > 150) }",
+                true,
+            ),
+            (
+                "ASK { ?o sosa:hasResult ?r . ?r a ?t . OPTIONAL { ?o sosa:madeBySensor ?s }                  FILTER(!BOUND(?s)) }",
+                false,
+            ),
+            (
+                "ASK { ?o sosa:hasResult ?r FILTER NOT EXISTS { ?r om:hasNumericalValue ?v } }",
+                false,
+            ),
+            ("ASK { ?o sosa:hasResult/om:hasNumericalValue 199 }", true),
+        ] {
+            let f = ask_with_row_limit(&format!("{pre}{q}"), MAX_ASK_ROWS / 50.0);
+            assert_eq!(f.accepts(&it).unwrap(), answer, "{q}");
+        }
     }
 
     #[test]

@@ -23,7 +23,10 @@
 //!
 //! Not bounded here: the rows of a join of the item's own patterns (a hash join of
 //! two patterns sharing a variable gives up to `N²` rows for `2N` visits), and
-//! those rows times the at most [`MAX_UNREAD_ROWS`] rows a free part may add to each.
+//! those rows times the at most [`MAX_UNREAD_ROWS`] rows a free part may add to each:
+//! they depend on the item, and are bounded on each item before evaluating (module
+//! `row_bound`). This static bound stays because it refuses, with a clear error when
+//! the filter is built, queries that would be out of budget on every item.
 
 use std::collections::HashSet;
 
