@@ -2076,8 +2076,7 @@ mod tests {
     }
 
     /// Ordinary queries on an item of 1,000 statements stay far below the bound (the
-    /// largest, the `NOT EXISTS`, is bounded at 40,600: 200 rows times its pattern's 200,
-    /// since the bound does not narrow an `EXISTS` pattern by the row's values).
+    /// `NOT EXISTS` looks up each row's `?r`: about 200 rows times one statement).
     #[test]
     fn ordinary_queries_are_delivered() {
         let mut statements = Vec::new();
