@@ -226,7 +226,8 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
                     None => v["items"].as_u64(),
                 })
                 .unwrap_or(0);
-            eprintln!("{name}: {n} items published to `{}`", a.topic);
+            let items = if n == 1 { "item" } else { "items" };
+            eprintln!("{name}: {n} {items} published to `{}`", a.topic);
         }
     }
     Ok(())

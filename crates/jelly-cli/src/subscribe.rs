@@ -761,7 +761,8 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
     result.and(finish)?;
     if !quiet {
         let how = if interrupted { "interrupted; " } else { "" };
-        eprintln!("jelly subscribe: {how}{} items", st.written);
+        let items = if st.written == 1 { "item" } else { "items" };
+        eprintln!("jelly subscribe: {how}{} {items}", st.written);
     }
     Ok(())
 }

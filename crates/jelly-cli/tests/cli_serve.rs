@@ -68,11 +68,21 @@ fn serve_publish_subscribe_round_trip() {
         None,
     );
     assert_eq!(r.out().trim(), r#"{"offsets":[0,1,2],"topic":"t"}"#);
+    assert!(
+        r.stderr.contains(": 3 items published to `t`"),
+        "{}",
+        r.stderr
+    );
     let r = ok(
         &["publish", "t", "-", "--server", s],
         Some(b"<http://ex.org/x> <http://ex.org/p> \"stdin\" .\n"),
     );
     assert!(r.out().contains("[3]"), "{}", r.out());
+    assert!(
+        r.stderr.contains(": 1 item published to `t`"),
+        "{}",
+        r.stderr
+    );
     // Bad data: exit 1 with the server's reason, nothing appended.
     let r = jelly(
         &["publish", "t", "-", "--server", s],
