@@ -180,10 +180,15 @@ pub fn config(a: &ServeArgs) -> CliResult<ServerConfig> {
 fn demo_data(dir: &std::path::Path) -> CliResult<jelly_server::demo::DemoData> {
     let frames = dir.join("frames.txt");
     let nt = std::fs::read_dir(dir)
-        .map_err(|e| CliError::io(&dir.display().to_string(), &e))?
+        .map_err(|e| CliError::io(&format!("--demo-data {}", dir.display()), &e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| p.extension().is_some_and(|x| x == "nt"))
-        .ok_or_else(|| CliError::usage(format!("{}: no .nt file for the demo", dir.display())))?;
+        .ok_or_else(|| {
+            CliError::usage(format!(
+                "--demo-data {}: no .nt file for the demo",
+                dir.display()
+            ))
+        })?;
     jelly_server::demo::DemoData::load(&nt, &frames)
         .map_err(|e| CliError::io(&nt.display().to_string(), &e))
 }

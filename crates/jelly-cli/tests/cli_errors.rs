@@ -1429,6 +1429,40 @@ fn serve_listen_mistakes_are_explained() {
     }
 }
 
+/// A `--demo-data` folder that is missing or holds no `.nt` file is named with its
+/// flag; nothing is started.
+#[test]
+fn serve_demo_data_mistakes_name_the_flag() {
+    let d = tmp("demo-data-mistakes");
+    let empty = d.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    for (dir, needle) in [
+        (d.join("missing"), "No such file"),
+        (empty, "no .nt file for the demo"),
+    ] {
+        let r = jelly(
+            &[
+                "serve",
+                "--demo",
+                "--demo-data",
+                s(&dir),
+                "--listen",
+                "127.0.0.1:0",
+                "--data",
+                s(&d.join("data")),
+            ],
+            None,
+        );
+        assert_ne!(r.code, 0, "{}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!("--demo-data {}", dir.display())),
+            "{}",
+            r.stderr
+        );
+        assert!(r.stderr.contains(needle), "{}", r.stderr);
+    }
+}
+
 /// `--opt.rdf-star true` (the value after a space) makes `true` an input file: the
 /// error says how these flags take their value, not only that `true` does not exist.
 #[test]
