@@ -397,7 +397,7 @@ async fn publish_inner(
     // before the topic is created, so a refused body creates nothing.
     let mut options = match s.topics.get(name) {
         Some(t) => TopicOptions::clone(&t.options()),
-        None => s.config.default_topic_options(),
+        None => s.topics.defaults().clone(),
     };
     let max_item = s.config.max_item_bytes;
     // What a request's items may take in all: a multiple of the body limit (items hold

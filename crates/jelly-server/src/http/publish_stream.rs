@@ -106,7 +106,7 @@ impl StreamPublisher {
         }
         let options = match &topic {
             Some(t) => TopicOptions::clone(&t.options()),
-            None => s.config.default_topic_options(),
+            None => s.topics.defaults().clone(),
         };
         let ingest = JellyIngest::new(&options, meta.clone(), s.config.max_item_bytes);
         Ok(StreamPublisher {
