@@ -85,7 +85,7 @@ pub async fn run(
     per_sec: f64,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let defaults = &state.config.default_topic_options();
+    let defaults = state.topics.defaults();
     let options = TopicOptions {
         physical: Physical::Triples,
         logical: Some("graphs".into()),

@@ -1714,6 +1714,17 @@ async fn unknown_query_parameters_are_refused_by_name() {
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["parameter"], "splt", "{v}");
+    // A parameter given twice: an error of the whole query string, named as such.
+    let r = c
+        .get(format!("{base}/topics/q/poll?from=1&from=2"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let v: Value = r.json().await.unwrap();
+    let msg = v["error"].as_str().unwrap();
+    assert!(msg.contains("duplicate field `from`"), "{msg}");
+    assert!(!msg.contains(": .:"), "{msg}");
     // Known parameters of both readers together, a cache buster and a token pass.
     let r = c
         .get(format!(

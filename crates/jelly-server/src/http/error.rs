@@ -201,18 +201,21 @@ fn read_query<T: serde::de::DeserializeOwned>(
         Ok(q) => Ok((q, ignored)),
         Err(e) => {
             let field = e.path().to_string();
-            let mut err = ApiError::bad_request(format!(
-                "Failed to deserialize query string: {field}: {}",
-                e.inner()
-            ));
-            if !field.is_empty()
+            // A parameter's name, or "." for an error of the whole query string (a
+            // parameter given twice).
+            let named = !field.is_empty()
                 && field
                     .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_')
-            {
-                err = err.with("parameter", field);
-            }
-            Err(err)
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            Err(if named {
+                ApiError::bad_request(format!(
+                    "Failed to deserialize query string: {field}: {}",
+                    e.inner()
+                ))
+                .with("parameter", field)
+            } else {
+                ApiError::bad_request(format!("Failed to deserialize query string: {}", e.inner()))
+            })
         }
     }
 }
