@@ -176,7 +176,7 @@ impl std::fmt::Display for ErrorPlace {
 /// requests on its behalf (a server would fetch any URL a publisher names), and
 /// without one the parser says only "No LoadDocumentCallback has been set to load
 /// remote contexts", which names neither the context nor what to do. With it the
-/// parser's error reads "Failed to load remote context <url>: " and this text.
+/// parser's error reads "Failed to load remote context `<url>`: " and this text.
 pub const REMOTE_CONTEXT_REFUSED: &str = "remote JSON-LD contexts are not fetched: copy the \
      context's content into the document's \"@context\"";
 
