@@ -193,14 +193,7 @@ impl FilterParams {
             .as_deref()
             .map(StatementPattern::parse)
             .transpose()?;
-        let (ask, ask_strings, ask_rows) = match self.ask.as_deref().map(parse_ask).transpose()? {
-            Some(ParsedAsk {
-                query,
-                strings,
-                rows,
-            }) => (Some(query), Some(strings), Some(rows)),
-            None => (None, None, None),
-        };
+        let ask = self.ask.as_deref().map(parse_ask).transpose()?;
         let mut key = serde_json::Map::new();
         if let Some(s) = &sources {
             key.insert("source".into(), s.clone().into());
@@ -211,8 +204,8 @@ impl FilterParams {
         if let Some(p) = &pattern {
             key.insert("pattern".into(), p.canonical().into());
         }
-        if let Some(q) = &ask {
-            key.insert("ask".into(), q.to_string().into());
+        if let Some(a) = &ask {
+            key.insert("ask".into(), a.query.to_string().into());
         }
         Ok(Some(Arc::new(ItemFilter {
             key: serde_json::Value::Object(key).to_string(),
@@ -220,8 +213,6 @@ impl FilterParams {
             prefixes,
             pattern,
             ask,
-            ask_strings,
-            ask_rows,
             ask_budget: ASK_WORK_BUDGET,
             ask_row_limit: MAX_ASK_ROWS,
         })))
@@ -664,6 +655,7 @@ fn optional_arg_calls(text: &str) -> usize {
 }
 
 /// A parsed `ask` query, with what bounds its evaluation on an item.
+#[derive(Debug)]
 struct ParsedAsk {
     query: Query,
     /// The strings it can build.
@@ -733,11 +725,7 @@ pub struct ItemFilter {
     sources: Option<Vec<String>>,
     prefixes: Option<Vec<String>>,
     pattern: Option<StatementPattern>,
-    ask: Option<Query>,
-    /// The strings `ask` can build, as a function of the item.
-    ask_strings: Option<StringBound>,
-    /// The rows `ask` can produce, as a function of the item.
-    ask_rows: Option<RowBound>,
+    ask: Option<ParsedAsk>,
     ask_budget: u64,
     /// Most rows (module `row_bound`) an evaluation may produce on one item.
     ask_row_limit: f64,
@@ -809,7 +797,7 @@ impl ItemFilter {
             return Ok(false);
         }
         match &self.ask {
-            Some(query) => self.ask(query, item),
+            Some(ask) => self.ask(ask, item),
             None => Ok(true),
         }
     }
@@ -840,7 +828,7 @@ impl ItemFilter {
     }
 
     /// Evaluates the ASK query on the item's statements.
-    fn ask(&self, query: &Query, item: &Item) -> Result<bool, FilterError> {
+    fn ask(&self, ask: &ParsedAsk, item: &Item) -> Result<bool, FilterError> {
         let mut dataset = Dataset::new();
         let mut longest_term = 0;
         let mut dec = Decoder::default();
@@ -868,11 +856,7 @@ impl ItemFilter {
         }
         // Checked before evaluating: a string past the cap would be built inside one
         // function call, where neither the budget nor the cancellation can stop it.
-        if let Some(longest) = self
-            .ask_strings
-            .as_ref()
-            .and_then(|b| b.over_cap(longest_term, dataset.len()))
-        {
+        if let Some(longest) = ask.strings.over_cap(longest_term, dataset.len()) {
             return Err(FilterError::Item {
                 offset: item.offset,
                 message: format!(
@@ -886,9 +870,8 @@ impl ItemFilter {
         }
         // Checked before evaluating too: joining rows spends no budget (module
         // `row_bound`).
-        if let Some(rows) = self.ask_rows.as_ref().map(|b| b.work(&dataset))
-            && rows > self.ask_row_limit
-        {
+        let rows = ask.rows.work(&dataset);
+        if rows > self.ask_row_limit {
             return Err(FilterError::Item {
                 offset: item.offset,
                 message: format!(
@@ -907,7 +890,7 @@ impl ItemFilter {
             budget: &budget,
         };
         let evaluator = QueryEvaluator::new().with_cancellation_token(budget.stop.clone());
-        let answer = evaluator.prepare(query).execute(data);
+        let answer = evaluator.prepare(&ask.query).execute(data);
         // spareval takes a failed conversion inside an expression for an expression
         // error (a FILTER false, a COALESCE moving on) and may still answer: an
         // answer given after the budget ran out is not trusted.

@@ -493,9 +493,10 @@ impl Plan {
                 path,
                 context,
             } => {
-                // An end whose variables the row gives is one node, as a constant.
+                // An end whose variables the row all gives is one node, as a constant
+                // (a quoted triple given in part is still looked up from every node).
                 let given = |end: &End| match end {
-                    End::Variables(vars) if vars.iter().any(|v| bound.contains(v)) => End::Constant,
+                    End::Variables(vars) if vars.iter().all(|v| bound.contains(v)) => End::Constant,
                     End::Variables(vars) => End::Variables(vars.clone()),
                     End::Constant => End::Constant,
                 };
@@ -1050,6 +1051,24 @@ mod tests {
             &chain(1000),
         );
         assert!(w >= 1_000_000.0, "{w}");
+    }
+
+    /// A quoted triple end whose variables the row gives only in part is no single
+    /// node: spareval walks the path from every node, as from an open end.
+    #[test]
+    fn a_quoted_end_given_in_part_stays_open() {
+        let w = work(
+            "ASK { ?a ?p ?b FILTER EXISTS { ?z <http://a/p>* <<( ?b <http://a/q> ?y )>> } }",
+            &chain(200),
+        );
+        // 200 rows, each pairing the chain's nodes.
+        assert!(w >= 200.0 * 201.0 * 201.0, "{w}");
+        // Given whole, it is one node: one walk per row.
+        let w = work(
+            "ASK { ?a ?p ?b FILTER EXISTS { ?z <http://a/p>* <<( ?b <http://a/q> ?a )>> } }",
+            &chain(200),
+        );
+        assert!(w < 500_000.0, "{w}");
     }
 
     #[test]
