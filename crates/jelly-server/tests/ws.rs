@@ -81,8 +81,11 @@ impl Publisher {
 
 /// The next message that is not a ping or pong, within [`WAIT`].
 async fn next_msg(ws: &mut Ws) -> Message {
+    // One deadline for the whole wait: the test servers ping every second, and a
+    // timeout started anew after each ping would wait for ever for a missing message.
+    let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        let m = tokio::time::timeout(WAIT, ws.next())
+        let m = tokio::time::timeout_at(deadline, ws.next())
             .await
             .expect("no message in time")
             .expect("connection ended")
