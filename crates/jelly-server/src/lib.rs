@@ -43,6 +43,7 @@ pub mod item;
 pub mod log;
 pub mod metrics;
 pub mod mirror;
+pub(crate) mod pause_timer;
 pub mod position;
 pub mod runtime;
 pub mod server;

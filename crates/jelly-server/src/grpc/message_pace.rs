@@ -14,6 +14,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
+use crate::pause_timer::PauseTimer;
+
 use bytes::Bytes;
 use http_body::{Body, Frame};
 use tonic::Status;
@@ -41,7 +43,7 @@ pub struct MessagePace<B> {
     /// Payload bytes of the current message still to come.
     payload_left: usize,
     /// Armed while a started message waits for more bytes.
-    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    timer: PauseTimer,
     failed: bool,
 }
 
@@ -54,7 +56,7 @@ impl<B> MessagePace<B> {
             prefix: [0; PREFIX],
             prefix_len: 0,
             payload_left: 0,
-            timer: None,
+            timer: PauseTimer::default(),
             failed: false,
         }
     }
@@ -104,7 +106,7 @@ where
         }
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
-                this.timer = None;
+                this.timer.reset();
                 if let Some(data) = frame.data_ref() {
                     this.follow(data);
                 }
@@ -113,15 +115,8 @@ where
             Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e.into()))),
             Poll::Ready(None) => Poll::Ready(None),
             Poll::Pending => {
-                if !this.inside_message() {
-                    this.timer = None;
-                    return Poll::Pending;
-                }
-                let pause = this.pause;
-                let timer = this
-                    .timer
-                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(pause)));
-                ready!(timer.as_mut().poll(cx));
+                let (inside, pause) = (this.inside_message(), this.pause);
+                ready!(this.timer.poll_expired(cx, inside, pause));
                 this.failed = true;
                 // The call's error names the message (frame) and what was appended.
                 let status = Status::deadline_exceeded(format!(

@@ -17,6 +17,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
+use crate::pause_timer::PauseTimer;
+
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Longest frame header (RFC 6455 §5.2): 2 bytes, an 8-byte length, a 4-byte mask key.
@@ -150,7 +152,7 @@ pub struct FramePace<T> {
     pause: Option<Duration>,
     framing: Framing,
     /// Armed while a started message waits for more bytes.
-    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    timer: PauseTimer,
 }
 
 impl<T> FramePace<T> {
@@ -160,7 +162,7 @@ impl<T> FramePace<T> {
             inner,
             pause,
             framing: Framing::default(),
-            timer: None,
+            timer: PauseTimer::default(),
         }
     }
 }
@@ -178,21 +180,14 @@ impl<T: AsyncRead + Unpin> AsyncRead for FramePace<T> {
         let before = buf.filled().len();
         match Pin::new(&mut this.inner).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
-                this.timer = None;
+                this.timer.reset();
                 this.framing.follow(&buf.filled()[before..]);
                 Poll::Ready(Ok(()))
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
             Poll::Pending => {
-                if !this.framing.inside_message() {
-                    this.timer = None;
-                    return Poll::Pending;
-                }
-                let timer = this
-                    .timer
-                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(pause)));
-                ready!(timer.as_mut().poll(cx));
-                this.timer = None;
+                let inside = this.framing.inside_message();
+                ready!(this.timer.poll_expired(cx, inside, pause));
                 Poll::Ready(Err(io::Error::new(
                     io::ErrorKind::TimedOut,
                     PausedInsideMessage {
