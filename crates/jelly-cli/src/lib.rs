@@ -23,6 +23,7 @@ pub mod report;
 pub mod serve;
 pub mod server_client;
 pub mod spool;
+pub mod stream_body;
 pub mod subscribe;
 pub mod to_jelly;
 pub mod topics;

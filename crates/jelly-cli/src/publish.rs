@@ -1,12 +1,10 @@
 //! `jelly publish`: send RDF files or Jelly streams to a topic of a running server.
 
-use std::io::Read;
-
 use clap::Args;
 
 use crate::error::{CliError, CliResult};
 use crate::format::{Format, is_jelly_path, unknown_format};
-use crate::io::{Compression, RawInput, open_raw};
+use crate::io::{Compression, open_raw};
 
 pub const PUBLISH_HELP: &str = "\
 Examples:
@@ -22,9 +20,9 @@ graph with --split-graph). Each file is one request: the server checks all of it
 appends nothing if any of it is refused. With --stream (Jelly input only) the input is
 sent as it is read, as one long-lived streaming request: the server appends items as
 their frames arrive, and a bad frame ends it with the items before it kept. Stopped
-by Ctrl-C or SIGTERM, it exits at once (130, 143) without the server's answer: the
-items of the frames the server had whole stay appended (`jelly topics describe TOPIC`
-shows next_offset). Inputs are
+by Ctrl-C or SIGTERM, it ends the request after the frame in flight (waiting up to 2 s
+for its rest), prints the server's answer with the offsets of what was appended, and
+exits 130 or 143; a second Ctrl-C exits at once. Inputs are
 sent as they are read, in bounded memory; gzip and zstd files (found by their first
 bytes) are sent compressed, with their Content-Encoding, and the server inflates them.
 The offsets the server gave are printed as JSON, one line per file. The topic is created on first publish if it does not exist.
@@ -188,7 +186,17 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
             Compression::Gzip => Some("gzip"),
             Compression::Zstd => Some("zstd"),
         };
-        let body = streaming_body(raw);
+        // A streaming publish takes the first Ctrl-C itself: it ends the body after
+        // the frame in flight and prints the server's answer.
+        let interrupt = if a.stream {
+            crate::interrupt::defer_first_signal()
+        } else {
+            None
+        };
+        let body = match &interrupt {
+            Some(rx) => crate::stream_body::forward_until(raw, rx.clone()),
+            None => crate::stream_body::forward(raw),
+        };
         let mut req = client.post(&url).header("content-type", ct).body(body);
         if let Some(c) = coding {
             req = req.header("content-encoding", c);
@@ -212,6 +220,10 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
                 }
                 state(e)
             })?;
+        let signal = interrupt.as_ref().and_then(|rx| *rx.borrow());
+        if let Some(code) = signal {
+            return Err(interrupted(&name, &a.topic, code, status, &text));
+        }
         if !status.is_success() {
             return Err(state(crate::server_client::refused(&name, status, &text)));
         }
@@ -233,33 +245,43 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
     Ok(())
 }
 
-/// A request body that forwards `input` as it is read (a reader thread feeds a small
-/// channel, so at most a few chunks are held).
-fn streaming_body(input: RawInput) -> reqwest::Body {
-    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(4);
-    std::thread::spawn(move || {
-        let RawInput { head, mut rest, .. } = input;
-        if !head.is_empty() && tx.blocking_send(Ok(head)).is_err() {
-            return;
+/// The outcome of a streaming publish stopped by a signal (exit code `code`): the
+/// server's answer to the body ended at a frame boundary, its offsets printed.
+fn interrupted(
+    name: &str,
+    topic: &str,
+    code: u8,
+    status: reqwest::StatusCode,
+    text: &str,
+) -> CliError {
+    let answer = serde_json::from_str::<serde_json::Value>(text).ok();
+    // A refusal after some frames (a bad frame in flight) still names what was kept.
+    let items = answer
+        .as_ref()
+        .and_then(|v| v["items"].as_u64().or(v["items_accepted"].as_u64()))
+        .unwrap_or(0);
+    let what = if items == 1 { "item" } else { "items" };
+    let mut message = format!("{name}: interrupted; {items} {what} published to `{topic}`");
+    if status.is_success() {
+        // The usual answer line, for scripts; a failed write is said instead.
+        if let Err(e) = crate::server_client::print_line(text.trim()) {
+            return e;
         }
-        let mut buf = vec![0u8; 64 << 10];
-        loop {
-            match rest.read(&mut buf) {
-                Ok(0) => return,
-                Ok(n) => {
-                    if tx.blocking_send(Ok(buf[..n].to_vec())).is_err() {
-                        return;
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let _ = tx.blocking_send(Err(e));
-                    return;
-                }
-            }
-        }
-    });
-    reqwest::Body::wrap_stream(futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|chunk| (chunk, rx))
-    }))
+    } else if items > 0 || status != reqwest::StatusCode::BAD_REQUEST {
+        let ranges = answer
+            .as_ref()
+            .map(|v| v["ranges"].to_string())
+            .filter(|r| r != "null")
+            .map(|r| format!(" (offsets {r})"))
+            .unwrap_or_default();
+        message.push_str(&format!(
+            "{ranges}; the server's answer ({status}): {}",
+            crate::server_client::refusal_message(text)
+        ));
+    }
+    CliError {
+        code,
+        message,
+        broken_pipe: false,
+    }
 }

@@ -552,6 +552,119 @@ fn publish_stream_sends_jelly_as_one_streaming_request() {
     drop(srv);
 }
 
+/// Where each frame of a delimited stream ends.
+fn frame_ends(stream: &[u8]) -> Vec<usize> {
+    let mut ends = jelly_cli::stream_body::FrameEnds::default();
+    let mut out = Vec::new();
+    for (i, b) in stream.iter().enumerate() {
+        ends.advance(std::slice::from_ref(b), false);
+        if ends.at_end() {
+            out.push(i + 1);
+        }
+    }
+    out
+}
+
+/// Waits until topic `t` holds `n` items.
+fn wait_for_items(s: &str, t: &str, n: usize) {
+    let t0 = std::time::Instant::now();
+    loop {
+        let r = jelly(&["subscribe", t, "--server", s, "--no-follow", "-q"], None);
+        let have = jelly::nquads::parse_document(&r.out()).map_or(0, |st| st.len());
+        if r.code == 0 && have >= n {
+            assert_eq!(have, n, "more items than sent");
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{have} of {n} items: {}",
+            r.stderr
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Ctrl-C on a streaming publish ends the request after the frame in flight, prints
+/// the server's answer with the offsets of what it appended, and exits 130.
+#[test]
+fn an_interrupted_streaming_publish_prints_what_was_published() {
+    use std::io::Write as _;
+    let dir = temp_dir("stream-int");
+    let srv = ServeProc::start(&dir.join("data"));
+    let s = srv.url.clone();
+    let body = jelly_stream(5);
+    let ends = frame_ends(&body);
+    assert_eq!(ends.len(), 5);
+    let start = |topic: &str| {
+        Command::new(env!("CARGO_BIN_EXE_jelly"))
+            .args(["publish", topic, "-", "--jelly", "--stream", "--server", &s])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let interrupt = |child: &std::process::Child| {
+        let st = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+
+    // Interrupted inside frame 3: the rest of that frame still goes, frame 4 not.
+    let mut child = start("a");
+    let mut stdin = child.stdin.take().unwrap();
+    let mid = (ends[2] + ends[3]) / 2;
+    stdin.write_all(&body[..mid]).unwrap();
+    stdin.flush().unwrap();
+    wait_for_items(&s, "a", 3);
+    interrupt(&child);
+    std::thread::sleep(Duration::from_millis(200));
+    // The rest of frame 3 and all of frame 4 in one write; stdin stays open.
+    stdin.write_all(&body[mid..]).unwrap();
+    stdin.flush().unwrap();
+    let out = wait_at_most(child, Duration::from_secs(30));
+    drop(stdin);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (v["items"].as_u64(), v["last_offset"].as_u64()),
+        (Some(4), Some(3))
+    );
+    assert!(
+        stderr.contains("interrupted; 4 items published to `a`"),
+        "{stderr}"
+    );
+    wait_for_items(&s, "a", 4);
+
+    // Interrupted inside frame 1 whose rest never comes: after the grace period the
+    // body ends inside it; frame 0's item stays, and the answer says so.
+    let mut child = start("b");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&body[..ends[0] + 2]).unwrap();
+    stdin.flush().unwrap();
+    wait_for_items(&s, "b", 1);
+    interrupt(&child);
+    let out = wait_at_most(child, Duration::from_secs(30));
+    drop(stdin);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        stderr.contains("interrupted; 1 item published to `b` (offsets [[0,0]])")
+            && stderr.contains("ended inside the frame"),
+        "{stderr}"
+    );
+    wait_for_items(&s, "b", 1);
+    drop(srv);
+}
+
 /// A CA, and a certificate it signed for localhost and 127.0.0.1: (ca, cert, key) PEM.
 fn test_pki() -> (String, String, String) {
     let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
