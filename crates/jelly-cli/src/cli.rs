@@ -49,6 +49,9 @@ pub enum Command {
     /// Run the official Jelly-RDF conformance suite and write an EARL report.
     #[command(after_help = CONFORMANCE_HELP)]
     Conformance(ConformanceArgs),
+    /// Print the version of `jelly` and of the protocols it speaks.
+    #[command(after_help = "Example:\n  jelly version")]
+    Version,
     /// Print a shell completion script.
     #[command(
         after_help = "Example:\n  jelly completions bash > /etc/bash_completion.d/jelly\n\n\

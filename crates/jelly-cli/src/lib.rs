@@ -51,6 +51,7 @@ pub fn run(cli: &Cli) -> CliResult {
         Command::Subscribe(a) => subscribe::run(a, q),
         Command::Topics(a) => topics::run(a, q),
         Command::Conformance(a) => conformance_cmd::run(a, q),
+        Command::Version => server_client::print_line(&version_text()),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             // Generated into memory: clap_complete panics on a failed write (a closed
@@ -73,4 +74,29 @@ pub fn run(cli: &Cli) -> CliResult {
                 .map_err(|e| error::CliError::io("<stdout>", &e))
         }
     }
+}
+
+/// What `jelly version` prints: this build and the protocol versions it reads and writes
+/// (as `jelly-cli version` of the JVM tools lists its libraries').
+///
+/// ```
+/// let text = jelly_cli::version_text();
+/// assert!(text.starts_with("jelly "));
+/// assert!(text.contains("Jelly-RDF"));
+/// ```
+pub fn version_text() -> String {
+    format!(
+        "jelly {}\n\
+         Jelly-RDF: spec 1.1; reads protocol versions {} to {}, writes {} (or {} for a \
+         stream with namespace declarations)\n\
+         Jelly-Patch: protocol version {} (beta)\n\
+         gRPC: {}",
+        env!("CARGO_PKG_VERSION"),
+        jelly::options::VERSION_1_0,
+        jelly::options::MAX_SUPPORTED_VERSION,
+        jelly::options::VERSION_1_0,
+        jelly::options::VERSION_1_1,
+        jelly::patch::PATCH_VERSION,
+        jelly_server::grpc::service::SERVICE_NAME,
+    )
 }

@@ -371,6 +371,7 @@ fn completions() {
         for args in [
             &["--help"][..],
             &["--version"],
+            &["version"],
             &["rdf", "to-jelly", "--help"],
         ] {
             let full = std::fs::OpenOptions::new()
@@ -1520,5 +1521,31 @@ fn transcode_of_quads_after_triples_names_the_flag() {
             s(&out),
         ],
         None,
+    );
+}
+
+/// `jelly version` (the JVM CLI's verb) names the build as `--version` does, and the
+/// protocol versions it reads and writes.
+#[test]
+fn version_names_the_build_and_the_protocol_versions() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_jelly"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let short = run(&["--version"]);
+    let long = run(&["version"]);
+    assert_eq!(long.lines().next(), short.lines().next(), "{long}");
+    assert!(
+        long.contains("reads protocol versions 1 to 2, writes 1 (or 2 for a stream with namespace declarations)"),
+        "{long}"
+    );
+    assert!(long.contains("Jelly-Patch: protocol version 1"), "{long}");
+    assert!(
+        long.contains("eu.ostrzyciel.jelly.core.proto.v1.RdfStreamService"),
+        "{long}"
     );
 }
