@@ -30,7 +30,7 @@ python3 -c 'import venv' 2>/dev/null || apt_install python3-venv
 for t in gzip zstd brotli; do command -v "$t" >/dev/null || apt_install "$t"; done
 cargo --version; java -version 2>&1 | head -1; python3 --version
 
-say "peers: pyjelly (PyPI) and Jelly-JVM (Maven Central)"
+say "peers: pyjelly and grpcio (PyPI), Jelly-JVM (Maven Central)"
 JELLY_PYTHON="$(bench/py/setup.sh)"
 JELLY_JVM_JAR="$(bench/jvm/build.sh)"
 JELLY_JVM_GRPC_JAR="$(bench/jvm-grpc/build.sh)"
