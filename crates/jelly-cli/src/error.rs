@@ -13,7 +13,8 @@ pub const EXIT_USAGE: u8 = 2;
 /// An error shown to the user as `jelly: <message>` with an exit code.
 #[derive(Debug)]
 pub struct CliError {
-    /// Exit code ([`EXIT_INVALID`] or [`EXIT_USAGE`]).
+    /// Exit code ([`EXIT_INVALID`] or [`EXIT_USAGE`]; 130 or 143 for a command that
+    /// a signal stopped and that still reports what it did).
     pub code: u8,
     /// The message, already prefixed with the file and position when known.
     pub message: String,

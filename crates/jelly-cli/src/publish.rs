@@ -218,10 +218,14 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
                          `jelly subscribe --from last:N` shows the newest)",
                     );
                 }
+                // Interrupted, the command still exits as the signal would.
+                if let Some(code) = interrupt.as_ref().and_then(|rx| *rx.borrow()) {
+                    e.code = code;
+                    e.message.push_str(" (interrupted)");
+                }
                 state(e)
             })?;
-        let signal = interrupt.as_ref().and_then(|rx| *rx.borrow());
-        if let Some(code) = signal {
+        if let Some(code) = interrupt.as_ref().and_then(|rx| *rx.borrow()) {
             return Err(interrupted(&name, &a.topic, code, status, &text));
         }
         if !status.is_success() {
