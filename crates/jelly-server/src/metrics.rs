@@ -1,7 +1,7 @@
 //! Prometheus text exposition (format 0.0.4), written by hand.
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use crate::ingest::IngestPaths;
 use crate::mirror::MirrorState;
@@ -35,6 +35,9 @@ pub struct Metrics {
     pub connections_timed_out: AtomicU64,
     /// TLS handshakes that failed or timed out.
     pub tls_handshakes_failed: AtomicU64,
+    /// The `notAfter` of the server's TLS certificate, in Unix seconds (0: no TLS), for
+    /// alerts before it expires (certificates are read at start only).
+    pub tls_certificate_not_after: AtomicI64,
     /// Requests refused with 401 / gRPC `UNAUTHENTICATED`.
     pub auth_unauthenticated: AtomicU64,
     /// Requests refused with 403 / gRPC `PERMISSION_DENIED`.
@@ -162,6 +165,14 @@ impl Metrics {
             "TLS handshakes that failed or timed out.",
             g(&self.tls_handshakes_failed),
         );
+        let not_after = self.tls_certificate_not_after.load(Ordering::Relaxed);
+        if not_after != 0 {
+            let name = "jelly_tls_certificate_not_after_seconds";
+            let _ = writeln!(
+                s,
+                "# HELP {name} When the server's TLS certificate expires (its notAfter, Unix seconds; read at start only).\n# TYPE {name} gauge\n{name} {not_after}"
+            );
+        }
         let name = "jelly_auth_refused_total";
         let _ = writeln!(
             s,

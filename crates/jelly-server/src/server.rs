@@ -56,6 +56,18 @@ impl Server {
             Some(t) => Some(crate::tls::acceptor(t).map_err(|e| invalid(&e))?),
             None => None,
         };
+        let cert_validity = config
+            .tls
+            .as_ref()
+            .and_then(crate::tls::certificate_validity);
+        if let (Some(t), Some(v)) = (&config.tls, &cert_validity) {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            if let Some(w) = v.warning(now) {
+                tracing::warn!("the TLS certificate in {} {w}", t.cert.display());
+            }
+        }
         // Before anything starts: a bad `ca` file is a configuration error.
         let mirror_clients = config
             .mirrors
@@ -73,6 +85,11 @@ impl Server {
         let (tx, rx) = watch::channel(false);
         let limiter = ConnLimiter::new(config.max_connections_per_ip);
         let metrics = Arc::new(Metrics::default());
+        if let Some(v) = &cert_validity {
+            metrics
+                .tls_certificate_not_after
+                .store(v.not_after, std::sync::atomic::Ordering::Relaxed);
+        }
         let fanout = Fanout::new(
             RingLimits {
                 max_blocks: config.fanout_ring_blocks.max(1),

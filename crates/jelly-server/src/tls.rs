@@ -118,6 +118,85 @@ pub fn is_certificate_error(e: &reqwest::Error) -> bool {
     false
 }
 
+/// How long before its end a certificate is said to expire soon.
+pub const EXPIRY_WARNING_DAYS: i64 = 14;
+
+/// The validity period of the server's own certificate (the chain's first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Validity {
+    /// Its `notBefore`, in Unix seconds.
+    pub not_before: i64,
+    /// Its `notAfter`, in Unix seconds.
+    pub not_after: i64,
+    /// `notBefore` as `openssl x509 -dates` would print it.
+    pub not_before_text: String,
+    /// `notAfter` likewise.
+    pub not_after_text: String,
+}
+
+impl Validity {
+    /// The validity of a DER certificate; `None` if it cannot be parsed (rustls
+    /// then judges it).
+    ///
+    /// ```
+    /// assert_eq!(jelly_server::tls::Validity::of_der(b"not DER"), None);
+    /// ```
+    pub fn of_der(der: &[u8]) -> Option<Validity> {
+        let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+        let v = cert.validity();
+        Some(Validity {
+            not_before: v.not_before.timestamp(),
+            not_after: v.not_after.timestamp(),
+            not_before_text: v.not_before.to_string(),
+            not_after_text: v.not_after.to_string(),
+        })
+    }
+
+    /// What to warn about at `now` (Unix seconds): a certificate that has expired,
+    /// is not valid yet, or expires within [`EXPIRY_WARNING_DAYS`]. Clients refuse the
+    /// first two, and certificates are read at start only.
+    ///
+    /// ```
+    /// use jelly_server::tls::Validity;
+    /// let v = Validity { not_before: 0, not_after: 1_000_000, not_before_text: "a".into(),
+    ///                    not_after_text: "b".into() };
+    /// assert!(v.warning(2_000_000).unwrap().contains("expired on b"));
+    /// assert_eq!(v.warning(1_000), None);
+    /// ```
+    pub fn warning(&self, now: i64) -> Option<String> {
+        const DAY: i64 = 86_400;
+        if now > self.not_after {
+            let days = (now - self.not_after) / DAY;
+            Some(format!(
+                "expired on {} ({days} day(s) ago): TLS clients will refuse it",
+                self.not_after_text
+            ))
+        } else if now < self.not_before {
+            Some(format!(
+                "is not valid before {}: TLS clients will refuse it until then (is the clock \
+                 right?)",
+                self.not_before_text
+            ))
+        } else if self.not_after - now < EXPIRY_WARNING_DAYS * DAY {
+            let days = (self.not_after - now) / DAY;
+            Some(format!(
+                "expires on {} (in {days} day(s)); certificates are read at start only: \
+                 restart the server after renewing it",
+                self.not_after_text
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// The validity of the first certificate of a `[tls]` section's chain (`None` if the
+/// file holds none that parses: [`acceptor`] reports that).
+pub fn certificate_validity(c: &TlsConfig) -> Option<Validity> {
+    let first = CertificateDer::pem_file_iter(&c.cert).ok()?.next()?.ok()?;
+    Validity::of_der(first.as_ref())
+}
+
 /// The acceptor for a `[tls]` section: reads the chain and the key and checks they
 /// belong together.
 pub fn acceptor(c: &TlsConfig) -> Result<TlsAcceptor, TlsError> {

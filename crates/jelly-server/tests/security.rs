@@ -1550,3 +1550,71 @@ fn tls_files_that_cannot_be_used_are_named_with_the_reason() {
     let e = err(&pki.cert, &pki.cert);
     assert!(e.contains("no private key"), "{e}");
 }
+
+/// The server's certificate validity: its `notAfter` is a `/metrics` gauge (for alerts;
+/// certificates are read at start only), and an expired or not-yet-valid one is said
+/// (the server still starts: the operator may be replacing it).
+#[tokio::test]
+async fn certificate_validity_is_a_gauge_and_expiry_is_warned() {
+    let pki = pki();
+    let v = jelly_server::tls::certificate_validity(&jelly_server::tls::TlsConfig {
+        cert: pki.cert.clone(),
+        key: pki.key.clone(),
+    })
+    .expect("the test certificate parses");
+    let srv = start_tls(&pki, |_| {}).await;
+    let client = HttpsClient::new(&pki.ca_pem, &[b"h2"]);
+    let (_, status, metrics) = client
+        .send(srv.local_addr(), "GET", "/metrics", None)
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let line = format!("jelly_tls_certificate_not_after_seconds {}", v.not_after);
+    assert!(
+        metrics.lines().any(|l| l == line),
+        "{line} not in:\n{metrics}"
+    );
+    srv.shutdown().await.unwrap();
+    // Without TLS there is no such gauge.
+    let plain = Server::start(ServerConfig::ephemeral()).await.unwrap();
+    let text = reqwest::get(format!("{}/metrics", plain.url()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!text.contains("jelly_tls_certificate_not_after"), "{text}");
+    plain.shutdown().await.unwrap();
+
+    // A certificate valid in 2020 only.
+    let ca = new_ca("jellyfish old CA");
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut p = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    p.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    p.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    let old = p.signed_by(&key, &ca).unwrap();
+    let v = jelly_server::tls::Validity::of_der(old.der()).unwrap();
+    assert_eq!((v.not_before, v.not_after), (1_577_836_800, 1_609_459_200));
+    let now = 1_609_459_200 + 10 * 86_400;
+    let w = v.warning(now).unwrap();
+    assert!(
+        w.contains("expired on Jan  1 00:00:00 2021") && w.contains("10 day(s) ago"),
+        "{w}"
+    );
+    let w = v.warning(1_577_836_800 - 1).unwrap();
+    assert!(w.contains("not valid before Jan  1 00:00:00 2020"), "{w}");
+    let w = v.warning(1_609_459_200 - 3 * 86_400 - 5).unwrap();
+    assert!(w.contains("expires on") && w.contains("in 3 day(s)"), "{w}");
+    assert_eq!(v.warning(1_609_459_200 - 15 * 86_400), None);
+    // It is still served (a warning, not a refusal).
+    let dir = temp_dir();
+    std::fs::write(dir.join("old.pem"), old.pem()).unwrap();
+    std::fs::write(dir.join("old.key"), key.serialize_pem()).unwrap();
+    let mut c = ServerConfig::ephemeral();
+    c.tls = Some(jelly_server::tls::TlsConfig {
+        cert: dir.join("old.pem"),
+        key: dir.join("old.key"),
+    });
+    let srv = Server::start(c).await.unwrap();
+    srv.shutdown().await.unwrap();
+}
