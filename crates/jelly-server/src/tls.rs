@@ -158,10 +158,12 @@ impl Validity {
     ///
     /// ```
     /// use jelly_server::tls::Validity;
-    /// let v = Validity { not_before: 0, not_after: 1_000_000, not_before_text: "a".into(),
+    /// const DAY: i64 = 86_400;
+    /// let v = Validity { not_before: 0, not_after: 100 * DAY, not_before_text: "a".into(),
     ///                    not_after_text: "b".into() };
-    /// assert!(v.warning(2_000_000).unwrap().contains("expired on b"));
-    /// assert_eq!(v.warning(1_000), None);
+    /// assert!(v.warning(101 * DAY).unwrap().contains("expired on b"));
+    /// assert!(v.warning(90 * DAY).unwrap().contains("expires on b (in 10 day(s))"));
+    /// assert_eq!(v.warning(DAY), None);
     /// ```
     pub fn warning(&self, now: i64) -> Option<String> {
         const DAY: i64 = 86_400;
