@@ -1,0 +1,287 @@
+//! `jelly-text`: binary → text → binary over the conformance suite, hand-written text
+//! in each syntax variant, and errors that name line and column.
+
+use std::path::{Path, PathBuf};
+
+use jelly::text_format::{TextFormatError, TextFrameReader, parse_frame, print_frame};
+use jelly::{Delimiting, FrameReader};
+
+const LIMIT: u64 = 64 << 20;
+
+fn suite() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/jelly-conformance/rdf")
+}
+
+fn jelly_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            jelly_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "jelly") {
+            out.push(p);
+        }
+    }
+}
+
+/// The frames of a binary stream (autodetected framing) and the framing found.
+fn frames_of(bytes: &[u8]) -> (Vec<Vec<u8>>, Delimiting) {
+    let mut r = FrameReader::new(bytes, Delimiting::Auto, LIMIT);
+    let mut frames = Vec::new();
+    while let Some(f) = r.next_frame().expect("stream framing") {
+        frames.push(f.bytes.to_vec());
+    }
+    (frames, r.delimiting())
+}
+
+fn to_text(frames: &[Vec<u8>]) -> String {
+    let mut text = String::new();
+    for (i, f) in frames.iter().enumerate() {
+        print_frame(i as u64, f, 0, &mut text).expect("printable frame");
+    }
+    text
+}
+
+fn from_text(text: &str) -> Result<Vec<Vec<u8>>, TextFormatError> {
+    let mut r = TextFrameReader::new(text.as_bytes(), LIMIT);
+    let mut frames = Vec::new();
+    while let Some(f) = r.next_frame()? {
+        frames.push(f);
+    }
+    Ok(frames)
+}
+
+#[test]
+fn every_conformance_stream_round_trips_byte_for_byte() {
+    let mut files = Vec::new();
+    jelly_files(&suite(), &mut files);
+    assert!(
+        files.len() > 200,
+        "conformance suite not found at {}",
+        suite().display()
+    );
+    let mut negatives = 0;
+    for path in &files {
+        let bytes = std::fs::read(path).unwrap();
+        let (frames, delimiting) = frames_of(&bytes);
+        let text = to_text(&frames);
+        let back = from_text(&text).unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()));
+        assert_eq!(back, frames, "{}:\n{text}", path.display());
+        // And the stream as a whole, in its framing.
+        let mut stream = Vec::new();
+        for f in &back {
+            if delimiting == Delimiting::Delimited {
+                jelly_proto::wire::put_varint(&mut stream, f.len() as u64);
+            }
+            stream.extend_from_slice(f);
+        }
+        assert_eq!(stream, bytes, "{}", path.display());
+        if path.to_string_lossy().contains("neg_") {
+            negatives += 1;
+        }
+    }
+    assert!(negatives > 20, "negative cases included: {negatives}");
+}
+
+#[test]
+fn printed_like_protobuf_java() {
+    // options, a name entry with UTF-8 and quotes, a triple with a literal.
+    let text = "rows {\n  options {\n    stream_name: \"s\"\n    physical_type: PHYSICAL_STREAM_TYPE_TRIPLES\n    rdf_star: true\n    max_name_table_size: 4000\n    logical_type: LOGICAL_STREAM_TYPE_FLAT_TRIPLES\n    version: 1\n  }\n}\nrows {\n  name {\n    value: \"\\303\\251\\\"\\'\\n\"\n  }\n}\nrows {\n  triple {\n    s_bnode: \"b\"\n    p_iri {\n      name_id: 1\n    }\n    o_literal {\n      lex: \"x\"\n      datatype: 2\n    }\n  }\n}\nmetadata {\n  key: \"k\"\n  value: \"\\000\\377\"\n}\n";
+    let bytes = parse_frame(text, LIMIT).unwrap();
+    let mut printed = String::new();
+    print_frame(7, &bytes, 0, &mut printed).unwrap();
+    assert_eq!(printed, format!("# Frame 7\n{text}"));
+}
+
+#[test]
+fn every_syntax_variant_gives_the_same_bytes() {
+    let canonical = parse_frame(
+        "rows { triple { s_iri { prefix_id: 1 name_id: 2 } p_bnode: \"ab\" o_literal { lex: \"é\\n\" langtag: \"en\" } } }\n\
+         rows { options { physical_type: PHYSICAL_STREAM_TYPE_QUADS rdf_star: true } }",
+        LIMIT,
+    )
+    .unwrap();
+    let variants = [
+        // `< >`, `:` before a message, `;` and `,` separators, comments.
+        "# a comment\nrows: < triple: { s_iri < prefix_id: 1; name_id: 2, > ; p_bnode: 'ab' # why\n o_literal { lex: \"\\303\\251\\n\" langtag: \"en\" } } >\n\
+         rows { options { physical_type: 2, rdf_star: 1 } }",
+        // A list of rows; string concatenation; hex, \u and \x escapes; hex and octal numbers.
+        "rows: [ { triple { s_iri { prefix_id: 0x1 name_id: 02 } p_bnode: \"a\" 'b' o_literal { lex: \"\\u00e9\\x0a\" langtag: \"e\" \"n\" } } },\n\
+         { options { physical_type: PHYSICAL_STREAM_TYPE_QUADS rdf_star: True } } ]",
+        // Fields by number (as unknown fields are printed), and \U.
+        "1 { 2 { 1 { 1: 1 2: 2 } 6: \"ab\" 11 { 1: \"\\U000000e9\\n\" 2: \"en\" } } }\n\
+         1 { 1 { 2: 2 4: 1 } }",
+    ];
+    for v in variants {
+        assert_eq!(parse_frame(v, LIMIT).unwrap(), canonical, "{v}");
+    }
+}
+
+#[test]
+fn invalid_streams_can_be_written() {
+    // Two subjects in one triple, a default value written out, an unknown field, a
+    // fixed32 and a fixed64 field, a varint beyond uint32 in a uint32 field.
+    let text = "rows {\n  triple {\n    s_bnode: \"a\"\n    s_bnode: \"b\"\n    99: 5\n  }\n}\nrows {\n  name {\n    id: 0\n    1: 5000000000\n  }\n}\n7: 0x0000002a\n8: 0x000000000000002a\n";
+    let bytes = parse_frame(text, LIMIT).unwrap();
+    let mut printed = String::new();
+    print_frame(0, &bytes, 0, &mut printed).unwrap();
+    assert_eq!(printed, format!("# Frame 0\n{text}"));
+    assert_eq!(&bytes[bytes.len() - 9..], &[0x41, 42, 0, 0, 0, 0, 0, 0, 0]);
+}
+
+#[test]
+fn malformed_nested_bytes_are_printed_as_bytes() {
+    // rows { triple { <a truncated field> } }: the triple's bytes are no message.
+    let frame = [0x0a, 0x04, 0x12, 0x02, 0x0a, 0x05];
+    let mut printed = String::new();
+    print_frame(0, &frame, 0, &mut printed).unwrap();
+    assert_eq!(printed, "# Frame 0\nrows {\n  2: \"\\n\\005\"\n}\n");
+    assert_eq!(parse_frame(&printed, LIMIT).unwrap(), frame);
+}
+
+#[test]
+fn a_frame_that_is_no_message_is_an_error_naming_frame_and_byte() {
+    let mut out = String::new();
+    let e = print_frame(3, &[0x0a, 0x09, 0x00], 100, &mut out).unwrap_err();
+    assert_eq!(e.to_string(), "frame 3: truncated message at byte 103");
+    assert!(out.is_empty());
+}
+
+#[test]
+fn frames_are_split_at_frame_comments() {
+    let text = "# written by hand\n\n# Frame 0\nrows { graph_end {} }\n# Frame 1\n# Frame 2\nrows { graph_end {} }\n";
+    let frames = from_text(text).unwrap();
+    assert_eq!(
+        frames,
+        vec![vec![0x0a, 2, 0x2a, 0], vec![], vec![0x0a, 2, 0x2a, 0]]
+    );
+    // No marker: one frame; only comments: none.
+    assert_eq!(
+        from_text("rows { graph_end {} }\nrows { graph_end {} }")
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(from_text("# nothing\n\n").unwrap().is_empty());
+    assert!(from_text("").unwrap().is_empty());
+}
+
+fn syntax_error(text: &str) -> (u64, u64, String) {
+    match from_text(text).unwrap_err() {
+        TextFormatError::Syntax {
+            line,
+            column,
+            message,
+        } => (line, column, message),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn errors_name_line_column_and_what_was_expected() {
+    let cases: &[(&str, u64, u64, &str)] = &[
+        (
+            "# Frame 0\nrows { triple { s_iri { prefix_id: x } } }",
+            2,
+            36,
+            "expected a number",
+        ),
+        (
+            "# Frame 0\nrows {}\n# Frame 1\nrows { tripel {} }",
+            4,
+            8,
+            "unknown field `tripel` in RdfStreamRow",
+        ),
+        (
+            "rows { options { physical_type: QUADS } }",
+            1,
+            33,
+            "expected a PhysicalStreamType value",
+        ),
+        (
+            "rows { name { id: 4294967296 } }",
+            1,
+            19,
+            "out of range for uint32",
+        ),
+        ("rows { name { value: \"abc } }", 1, 22, "string not closed"),
+        (
+            "rows { name { value: \"\\q\" } }",
+            1,
+            23,
+            "unknown escape `\\q`",
+        ),
+        ("rows { name { value: \"\\400\" } }", 1, 23, "is over 255"),
+        (
+            "rows { name { value: \"\\ud800\" } }",
+            1,
+            23,
+            "no Unicode scalar value",
+        ),
+        ("rows { name { id 3 } }", 1, 18, "expected `:`"),
+        (
+            "rows { triple { s_iri: 3 } }",
+            1,
+            24,
+            "expected `{` to open RdfIri",
+        ),
+        (
+            "rows { triple {",
+            1,
+            16,
+            "expected a field or `}`, found the end of the frame",
+        ),
+        (
+            "rows { options { rdf_star: maybe } }",
+            1,
+            28,
+            "expected a bool",
+        ),
+        ("rows { [ext.field] {} }", 1, 8, "extension"),
+        ("0: 1", 1, 1, "no field number"),
+        (
+            "rows { 5 { name: \"x\" } }",
+            1,
+            12,
+            "fields are given by number too",
+        ),
+        (
+            "rows: [ { graph_end {} } { graph_end {} } ]",
+            1,
+            26,
+            "expected `,` or `]`",
+        ),
+    ];
+    for (text, line, column, what) in cases {
+        let (l, c, m) = syntax_error(text);
+        assert!(
+            (l, c) == (*line, *column) && m.contains(what),
+            "{text:?}: got {l}:{c} {m:?}, wanted {line}:{column} {what:?}"
+        );
+    }
+}
+
+#[test]
+fn nesting_and_size_are_bounded() {
+    let depth = jelly::text_format::MAX_TEXT_DEPTH;
+    let deep = format!("{}{}", "1 { ".repeat(depth), "}".repeat(depth));
+    let (_, _, m) = syntax_error(&deep);
+    assert!(m.contains("nested deeper than"), "{m}");
+    // A frame over the limit is refused, whatever the text's size.
+    let big = format!("rows {{ name {{ value: \"{}\" }} }}", "x".repeat(2000));
+    let e = TextFrameReader::new(big.as_bytes(), 1000)
+        .next_frame()
+        .unwrap_err();
+    assert!(e.to_string().contains("over 1000 bytes"), "{e}");
+    // Text of one frame far over the limit (comments) is refused before it is parsed.
+    let chatty = format!("{}rows {{}}\n", "# blah blah blah blah\n".repeat(100_000));
+    let e = TextFrameReader::new(chatty.as_bytes(), 100)
+        .next_frame()
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("the text of this frame is over"),
+        "{e}"
+    );
+}
