@@ -201,8 +201,12 @@ impl Sink {
 
 /// Runs the command.
 pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
+    if crate::jelly_text::writes_jelly_text(args) {
+        return crate::jelly_text::from_jelly(args);
+    }
     let in_path = args.input.as_deref().unwrap_or("-");
-    let format = Format::for_text_output(args.out_format, args.to.as_deref())?;
+    let format =
+        Format::for_text_output(args.out_format.and_then(|f| f.rdf()), args.to.as_deref())?;
     let range = match &args.take_frames {
         Some(r) => FrameRange::parse(r)?,
         None => FrameRange::ALL,

@@ -485,7 +485,7 @@ pub static SCHEMA: MessageDef = MessageDef {
 };
 
 /// What went wrong reading or writing `jelly-text`.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[derive(Debug, Error)]
 pub enum TextFormatError {
     /// The text is not a frame of the text format (or breaks a bound).
     #[error("line {line}, column {column}: {message}")]
@@ -507,7 +507,7 @@ pub enum TextFormatError {
     },
     /// The text input could not be read.
     #[error("reading the text: {0}")]
-    Io(String),
+    Io(#[from] std::io::Error),
 }
 
 // ---------------------------------------------------------------------------------
@@ -764,9 +764,7 @@ impl<R: BufRead> TextFrameReader<R> {
             while !self.eof {
                 let start = text.len();
                 let room = self.max_text_bytes.saturating_sub(start as u64) + 1;
-                let n = std::io::Read::take(&mut self.inner, room)
-                    .read_until(b'\n', &mut text)
-                    .map_err(|e| TextFormatError::Io(e.to_string()))?;
+                let n = std::io::Read::take(&mut self.inner, room).read_until(b'\n', &mut text)?;
                 if text.len() as u64 > self.max_text_bytes {
                     self.eof = true;
                     return Err(TextFormatError::Syntax {
