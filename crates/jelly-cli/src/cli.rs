@@ -50,7 +50,9 @@ pub enum Command {
     #[command(after_help = CONFORMANCE_HELP)]
     Conformance(ConformanceArgs),
     /// Print the version of `jelly` and of the protocols it speaks.
-    #[command(after_help = "Example:\n  jelly version")]
+    #[command(
+        after_help = "Example:\n  jelly version\n\nExit codes: 0 printed, 2 usage error or the output could not be written."
+    )]
     Version,
     /// Print a shell completion script.
     #[command(
