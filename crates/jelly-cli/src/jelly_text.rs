@@ -215,7 +215,6 @@ pub fn from_jelly(args: &FromJellyArgs) -> CliResult {
     let mut frames = FrameReader::new(input.reader, Delimiting::Auto, max_frame_bytes);
     let out_name = display_name(args.to.as_deref().unwrap_or("-"), false);
     let mut out = open_output(args.to.as_deref())?;
-    let mut text = String::new();
     while let Some(frame) = frames
         .next_frame()
         .map_err(|e| not_jelly_hint(decode_error(&name, &e), in_path, e.frame))?
@@ -226,16 +225,14 @@ pub fn from_jelly(args: &FromJellyArgs) -> CliResult {
         if !range.contains(frame.index) {
             continue;
         }
-        text.clear();
-        print_frame(frame.index, frame.bytes, frame.offset, &mut text).map_err(|e| {
-            not_jelly_hint(
-                CliError::invalid(format!("{name}: {e}")),
-                in_path,
-                frame.index,
-            )
-        })?;
-        out.write_all(text.as_bytes())
-            .map_err(|e| CliError::io(&out_name, &e))?;
+        match print_frame(frame.index, frame.bytes, frame.offset, &mut out) {
+            Ok(()) => {}
+            Err(TextFormatError::Io(e)) => return Err(CliError::io(&out_name, &e)),
+            Err(e) => {
+                let e = CliError::invalid(format!("{name}: {e}"));
+                return Err(not_jelly_hint(e, in_path, frame.index));
+            }
+        }
     }
     out.finish().map_err(|e| CliError::io(&out_name, &e))
 }

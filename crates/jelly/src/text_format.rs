@@ -29,7 +29,7 @@
 //! Bounds: a parsed frame larger than the reader's frame limit is refused, and so is
 //! the text of one frame over 16 times that limit (or 1 MiB, if larger); messages nest
 //! at most [`MAX_TEXT_DEPTH`] levels. Errors name the line and column and what was
-//! expected.
+//! expected. The printer holds the text of one row at a time.
 
 use std::io::BufRead;
 
@@ -513,38 +513,41 @@ pub enum TextFormatError {
 // ---------------------------------------------------------------------------------
 // Printer
 
-/// Appends frame `index` (its bytes `frame`, found at byte `offset` of the stream) as
-/// text: the comment line `# Frame N`, then its fields.
+/// Writes frame `index` (its bytes `frame`, found at byte `offset` of the stream) as
+/// text to `out`: the comment line `# Frame N`, then its fields. The text goes out a
+/// top-level field (a row) at a time, so memory stays within the text of one row.
+/// A frame that is not a protobuf message at its top level is an error, found before
+/// anything is written.
 ///
 /// ```
-/// let mut out = String::new();
+/// let mut out = Vec::new();
 /// // rows { graph_end { } }
 /// jelly::text_format::print_frame(0, &[0x0a, 0x02, 0x2a, 0x00], 0, &mut out).unwrap();
-/// assert_eq!(out, "# Frame 0\nrows {\n  graph_end {\n  }\n}\n");
+/// assert_eq!(out, b"# Frame 0\nrows {\n  graph_end {\n  }\n}\n");
 /// ```
-pub fn print_frame(
+pub fn print_frame<W: std::io::Write>(
     index: u64,
     frame: &[u8],
     offset: u64,
-    out: &mut String,
+    out: &mut W,
 ) -> Result<(), TextFormatError> {
     let base = usize::try_from(offset).unwrap_or(usize::MAX);
-    let mut body = String::new();
-    print_fields(
-        Some(&SCHEMA),
-        Reader::with_base(frame, base),
-        0,
-        1,
-        &mut body,
-    )
-    .map_err(|source| TextFormatError::Wire {
+    let wire_err = |source| TextFormatError::Wire {
         frame: index,
         source,
-    })?;
-    out.push_str("# Frame ");
-    out.push_str(&index.to_string());
-    out.push('\n');
-    out.push_str(&body);
+    };
+    let mut check = Reader::with_base(frame, base);
+    while let Some((_, wt)) = check.tag().map_err(wire_err)? {
+        check.skip(wt).map_err(wire_err)?;
+    }
+    writeln!(out, "# Frame {index}")?;
+    let mut r = Reader::with_base(frame, base);
+    let mut text = String::new();
+    while !r.is_empty() {
+        text.clear();
+        print_field(Some(&SCHEMA), &mut r, 0, 1, &mut text).map_err(wire_err)?;
+        out.write_all(text.as_bytes())?;
+    }
     Ok(())
 }
 
@@ -552,8 +555,7 @@ fn indent(out: &mut String, n: usize) {
     out.extend(std::iter::repeat_n(' ', n));
 }
 
-/// Prints the fields of one message. A nested message that is not a well-formed
-/// message (or nests too deep) is printed as the bytes it is, by field number.
+/// Prints the fields of one message.
 fn print_fields(
     def: Option<&'static MessageDef>,
     mut r: Reader<'_>,
@@ -561,82 +563,97 @@ fn print_fields(
     depth: usize,
     out: &mut String,
 ) -> Result<(), wire::WireError> {
-    while let Some((number, wt)) = r.tag()? {
-        let known = def.and_then(|d| d.by_number(number));
-        match (known, wt) {
-            (Some(f), WireType::Varint) => {
-                let v = r.varint()?;
-                let text = match f.kind {
-                    Uint32 => u32::try_from(v).ok().map(|v| v.to_string()),
-                    Bool => match v {
-                        0 => Some("false".to_string()),
-                        1 => Some("true".to_string()),
-                        _ => None,
-                    },
-                    Enum(e) => enum_text(e, v),
+    while !r.is_empty() {
+        print_field(def, &mut r, ind, depth, out)?;
+    }
+    Ok(())
+}
+
+/// Prints the field at the cursor. A nested message that is not a well-formed message
+/// (or nests deeper than [`MAX_TEXT_DEPTH`]) is printed as the bytes it is, by field
+/// number: what was printed of it is taken back.
+fn print_field(
+    def: Option<&'static MessageDef>,
+    r: &mut Reader<'_>,
+    ind: usize,
+    depth: usize,
+    out: &mut String,
+) -> Result<(), wire::WireError> {
+    let Some((number, wt)) = r.tag()? else {
+        return Ok(());
+    };
+    let known = def.and_then(|d| d.by_number(number));
+    match (known, wt) {
+        (Some(f), WireType::Varint) => {
+            let v = r.varint()?;
+            let text = match f.kind {
+                Uint32 => u32::try_from(v).ok().map(|v| v.to_string()),
+                Bool => match v {
+                    0 => Some("false".to_string()),
+                    1 => Some("true".to_string()),
                     _ => None,
-                };
-                indent(out, ind);
-                match text {
-                    Some(t) => push_scalar(out, f.name, &t),
-                    None => push_scalar(out, &number.to_string(), &v.to_string()),
-                }
+                },
+                Enum(e) => enum_text(e, v),
+                _ => None,
+            };
+            indent(out, ind);
+            match text {
+                Some(t) => push_scalar(out, f.name, &t),
+                None => push_scalar(out, &number.to_string(), &v.to_string()),
             }
-            (Some(f), WireType::Len) => {
-                let payload = r.bytes()?;
-                let start = r.offset() - payload.len();
-                match f.kind {
-                    Str | Bytes => {
+        }
+        (Some(f), WireType::Len) => {
+            let payload = r.bytes()?;
+            let start = r.offset() - payload.len();
+            match f.kind {
+                Str | Bytes => {
+                    indent(out, ind);
+                    push_scalar(out, f.name, &quoted(payload));
+                }
+                Message(m) => {
+                    let mark = out.len();
+                    indent(out, ind);
+                    out.push_str(f.name);
+                    out.push_str(" {\n");
+                    let nested = depth < MAX_TEXT_DEPTH
+                        && print_fields(
+                            Some(m),
+                            Reader::with_base(payload, start),
+                            ind + 2,
+                            depth + 1,
+                            out,
+                        )
+                        .is_ok();
+                    if nested {
                         indent(out, ind);
-                        push_scalar(out, f.name, &quoted(payload));
-                    }
-                    Message(m) => {
-                        let mut sub = String::new();
-                        let nested = if depth < MAX_TEXT_DEPTH {
-                            print_fields(
-                                Some(m),
-                                Reader::with_base(payload, start),
-                                ind + 2,
-                                depth + 1,
-                                &mut sub,
-                            )
-                            .is_ok()
-                        } else {
-                            false
-                        };
-                        indent(out, ind);
-                        if nested {
-                            out.push_str(f.name);
-                            out.push_str(" {\n");
-                            out.push_str(&sub);
-                            indent(out, ind);
-                            out.push_str("}\n");
-                        } else {
-                            push_scalar(out, &number.to_string(), &quoted(payload));
-                        }
-                    }
-                    _ => {
+                        out.push_str("}\n");
+                    } else {
+                        out.truncate(mark);
                         indent(out, ind);
                         push_scalar(out, &number.to_string(), &quoted(payload));
                     }
                 }
+                _ => {
+                    indent(out, ind);
+                    push_scalar(out, &number.to_string(), &quoted(payload));
+                }
             }
-            (_, wt) => {
-                indent(out, ind);
-                let value = match wt {
-                    WireType::Varint => r.varint()?.to_string(),
-                    WireType::Len => quoted(r.bytes()?),
-                    WireType::Fixed32 => {
-                        let b = fixed::<4>(&mut r)?;
-                        format!("0x{:08x}", u32::from_le_bytes(b))
-                    }
-                    WireType::Fixed64 => {
-                        let b = fixed::<8>(&mut r)?;
-                        format!("0x{:016x}", u64::from_le_bytes(b))
-                    }
-                };
-                push_scalar(out, &number.to_string(), &value);
-            }
+        }
+        (_, wt) => {
+            let value = match wt {
+                WireType::Varint => r.varint()?.to_string(),
+                WireType::Len => quoted(r.bytes()?),
+                WireType::Fixed32 => {
+                    let b = fixed::<4>(r)?;
+                    format!("0x{:08x}", u32::from_le_bytes(b))
+                }
+                WireType::Fixed64 => {
+                    let b = fixed::<8>(r)?;
+                    format!("0x{:016x}", u64::from_le_bytes(b))
+                }
+            };
+            indent(out, ind);
+            push_scalar(out, &number.to_string(), &value);
         }
     }
     Ok(())

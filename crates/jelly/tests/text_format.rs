@@ -37,11 +37,17 @@ fn frames_of(bytes: &[u8]) -> (Vec<Vec<u8>>, Delimiting) {
 }
 
 fn to_text(frames: &[Vec<u8>]) -> String {
-    let mut text = String::new();
+    let mut text = Vec::new();
     for (i, f) in frames.iter().enumerate() {
         print_frame(i as u64, f, 0, &mut text).expect("printable frame");
     }
-    text
+    String::from_utf8(text).expect("text is UTF-8")
+}
+
+fn printed(index: u64, frame: &[u8]) -> String {
+    let mut out = Vec::new();
+    print_frame(index, frame, 0, &mut out).expect("printable frame");
+    String::from_utf8(out).expect("text is UTF-8")
 }
 
 fn from_text(text: &str) -> Result<Vec<Vec<u8>>, TextFormatError> {
@@ -90,9 +96,7 @@ fn printed_like_protobuf_java() {
     // options, a name entry with UTF-8 and quotes, a triple with a literal.
     let text = "rows {\n  options {\n    stream_name: \"s\"\n    physical_type: PHYSICAL_STREAM_TYPE_TRIPLES\n    rdf_star: true\n    max_name_table_size: 4000\n    logical_type: LOGICAL_STREAM_TYPE_FLAT_TRIPLES\n    version: 1\n  }\n}\nrows {\n  name {\n    value: \"\\303\\251\\\"\\'\\n\"\n  }\n}\nrows {\n  triple {\n    s_bnode: \"b\"\n    p_iri {\n      name_id: 1\n    }\n    o_literal {\n      lex: \"x\"\n      datatype: 2\n    }\n  }\n}\nmetadata {\n  key: \"k\"\n  value: \"\\000\\377\"\n}\n";
     let bytes = parse_frame(text, LIMIT).unwrap();
-    let mut printed = String::new();
-    print_frame(7, &bytes, 0, &mut printed).unwrap();
-    assert_eq!(printed, format!("# Frame 7\n{text}"));
+    assert_eq!(printed(7, &bytes), format!("# Frame 7\n{text}"));
 }
 
 #[test]
@@ -125,9 +129,7 @@ fn invalid_streams_can_be_written() {
     // fixed32 and a fixed64 field, a varint beyond uint32 in a uint32 field.
     let text = "rows {\n  triple {\n    s_bnode: \"a\"\n    s_bnode: \"b\"\n    99: 5\n  }\n}\nrows {\n  name {\n    id: 0\n    1: 5000000000\n  }\n}\n7: 0x0000002a\n8: 0x000000000000002a\n";
     let bytes = parse_frame(text, LIMIT).unwrap();
-    let mut printed = String::new();
-    print_frame(0, &bytes, 0, &mut printed).unwrap();
-    assert_eq!(printed, format!("# Frame 0\n{text}"));
+    assert_eq!(printed(0, &bytes), format!("# Frame 0\n{text}"));
     assert_eq!(&bytes[bytes.len() - 9..], &[0x41, 42, 0, 0, 0, 0, 0, 0, 0]);
 }
 
@@ -135,15 +137,14 @@ fn invalid_streams_can_be_written() {
 fn malformed_nested_bytes_are_printed_as_bytes() {
     // rows { triple { <a truncated field> } }: the triple's bytes are no message.
     let frame = [0x0a, 0x04, 0x12, 0x02, 0x0a, 0x05];
-    let mut printed = String::new();
-    print_frame(0, &frame, 0, &mut printed).unwrap();
-    assert_eq!(printed, "# Frame 0\nrows {\n  2: \"\\n\\005\"\n}\n");
-    assert_eq!(parse_frame(&printed, LIMIT).unwrap(), frame);
+    let text = printed(0, &frame);
+    assert_eq!(text, "# Frame 0\nrows {\n  2: \"\\n\\005\"\n}\n");
+    assert_eq!(parse_frame(&text, LIMIT).unwrap(), frame);
 }
 
 #[test]
 fn a_frame_that_is_no_message_is_an_error_naming_frame_and_byte() {
-    let mut out = String::new();
+    let mut out = Vec::new();
     let e = print_frame(3, &[0x0a, 0x09, 0x00], 100, &mut out).unwrap_err();
     assert_eq!(e.to_string(), "frame 3: truncated message at byte 103");
     assert!(out.is_empty());
