@@ -215,6 +215,8 @@ does: a line `# Frame N`, then the frame's fields in the protobuf text format, i
 order of its bytes (fields rdf.proto does not have, by number), without decoding, so
 invalid streams print too. `rdf to-jelly` reads it back. Not a stable format: for
 tests and debugging.
+An input named *.jelly.txt is read as jelly-text, Jelly frames in the protobuf text
+format (see `jelly rdf to-jelly --help`; not a stable format, a warning says so).
 
 Exit codes: 0 success, 1 invalid input or statement not representable, 2 usage or I/O error.";
 
@@ -229,6 +231,9 @@ By default the first input's options and frame boundaries are kept; --rows-per-f
 or --bytes-per-frame re-frames the output (frames end after 256 rows or at 512 KiB,
 whichever comes first, unless these flags say otherwise).
 
+An input named *.jelly.txt is read as jelly-text, Jelly frames in the protobuf text
+format (see `jelly rdf to-jelly --help`; not a stable format, a warning says so).
+
 Exit codes: 0 success, 1 invalid input, 2 usage or I/O error.";
 
 const INSPECT_HELP: &str = "\
@@ -237,6 +242,8 @@ Examples:
   jelly rdf inspect data.jelly.gz --per-frame --json
 
 Distinct term counts are exact up to 4,000,000 terms of each kind, approximate after that.
+An input named *.jelly.txt is read as jelly-text, Jelly frames in the protobuf text
+format (see `jelly rdf to-jelly --help`; not a stable format, a warning says so).
 Exit codes: 0 success, 1 invalid input, 2 usage or I/O error.";
 
 const VALIDATE_HELP: &str = "\
@@ -250,6 +257,9 @@ With --compare-ordered true the RDF file is read beside the stream, statement by
 statement, in bounded memory. An unordered comparison (the default) holds both sides
 in memory, a few hundred bytes per statement: at most --max-statements (default
 2000000) per side, past which it stops with an error naming the count.
+
+An input named *.jelly.txt is read as jelly-text, Jelly frames in the protobuf text
+format (see `jelly rdf to-jelly --help`; not a stable format, a warning says so).
 
 Exit codes:
   0  the stream is valid (and matches the RDF file and the options, when asked)

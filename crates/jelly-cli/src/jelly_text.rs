@@ -4,7 +4,7 @@
 //! frame for frame, byte for byte, as the JVM `jelly-cli` does. The text is of rows,
 //! not statements: nothing is decoded or re-encoded (see [`jelly::text_format`]).
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::LazyLock;
 
 use clap::ValueEnum;
@@ -16,7 +16,7 @@ use crate::cli::{FromJellyArgs, ToJellyArgs};
 use crate::common::{FrameRange, input_io_err};
 use crate::error::{CliError, CliResult, decode_error, not_jelly_hint};
 use crate::format::Format;
-use crate::io::{display_name, open_input, open_output, strip_compression};
+use crate::io::{Input, display_name, open_input, open_output, strip_compression};
 
 /// The file extension of `jelly-text`, as the JVM CLI names it.
 pub const EXTENSION: &str = ".jelly.txt";
@@ -196,9 +196,73 @@ pub fn to_jelly(args: &ToJellyArgs, inputs: &[String], quiet: bool) -> CliResult
     out.finish().map_err(|e| CliError::io(&out_name, &e))
 }
 
+/// A `jelly-text` input read as the binary Jelly stream it stands for (delimited
+/// frames, one frame in memory at a time), so that the verbs reading Jelly take
+/// `*.jelly.txt` files too. A syntax error is a read error of kind `InvalidData` that
+/// names the file, line and column.
+struct TextAsJelly<R: BufRead> {
+    frames: TextFrameReader<R>,
+    name: String,
+    /// The current frame, length first; `buf[pos..]` is not read yet.
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl<R: BufRead> Read for TextAsJelly<R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos == self.buf.len() {
+            let frame = match self.frames.next_frame() {
+                Ok(Some(f)) => f,
+                Ok(None) => return Ok(0),
+                Err(TextFormatError::Io(e)) => return Err(e),
+                Err(TextFormatError::Syntax {
+                    line,
+                    column,
+                    message,
+                }) => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("{}:{line}:{column}: {message}", self.name),
+                    ));
+                }
+                Err(e) => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+            };
+            self.buf.clear();
+            jelly_proto::wire::put_varint(&mut self.buf, frame.len() as u64);
+            self.buf.extend_from_slice(&frame);
+            self.pos = 0;
+        }
+        let n = out.len().min(self.buf.len() - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// Opens an input of a verb that reads Jelly (`from-jelly`, `transcode`, `inspect`,
+/// `validate`): a file named `*.jelly.txt` is read as `jelly-text` (after the warning
+/// that the format is not stable, unless `quiet`), anything else as it is.
+pub fn open_jelly_input(path: &str, quiet: bool) -> CliResult<Input> {
+    let mut input = open_input(path)?;
+    if is_jelly_text_path(path) {
+        if !quiet {
+            eprintln!("{UNSTABLE_WARNING}");
+        }
+        let max_frame_bytes = crate::limits::decoder_options().max_frame_bytes;
+        let text = std::mem::replace(&mut input.reader, Box::new(std::io::empty()));
+        input.reader = Box::new(BufReader::new(TextAsJelly {
+            frames: TextFrameReader::new(text, max_frame_bytes),
+            name: input.name.clone(),
+            buf: Vec::new(),
+            pos: 0,
+        }));
+    }
+    Ok(input)
+}
+
 /// `rdf from-jelly --out-format jelly-text`: each frame (of `--take-frames`, if given)
 /// as a comment line `# Frame N` and its fields, in the order of its bytes.
-pub fn from_jelly(args: &FromJellyArgs) -> CliResult {
+pub fn from_jelly(args: &FromJellyArgs, quiet: bool) -> CliResult {
     if args.split_frames.is_some() {
         return Err(CliError::usage(
             "--split-frames writes RDF files; for jelly-text, take the frames with --take-frames",
@@ -209,7 +273,7 @@ pub fn from_jelly(args: &FromJellyArgs) -> CliResult {
         Some(r) => FrameRange::parse(r)?,
         None => FrameRange::ALL,
     };
-    let input = open_input(in_path)?;
+    let input = open_jelly_input(in_path, quiet)?;
     let name = input.name.clone();
     let max_frame_bytes = crate::limits::decoder_options().max_frame_bytes;
     let mut frames = FrameReader::new(input.reader, Delimiting::Auto, max_frame_bytes);

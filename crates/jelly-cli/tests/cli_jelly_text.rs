@@ -174,3 +174,57 @@ fn help_lists_jelly_text() {
         assert!(r.out().contains("jelly-text"), "{verb}: {}", r.out());
     }
 }
+
+#[test]
+fn the_verbs_reading_jelly_take_jelly_text_files() {
+    let d = tmp("jelly-text-verbs");
+    let src = head(NANOPUBS, 200, &d, "np.nq");
+    let jf = d.join("np.jelly");
+    ok(&["rdf", "to-jelly", s(&src), "--to", s(&jf)], None);
+    let txt = d.join("np.jelly.txt");
+    ok(&["rdf", "from-jelly", s(&jf), "--to", s(&txt)], None);
+    // The same answers as for the binary stream.
+    for verb in [
+        &["rdf", "from-jelly"][..],
+        &["rdf", "transcode"],
+        &["rdf", "inspect"],
+        &["rdf", "validate"],
+    ] {
+        let run = |input: &std::path::Path| {
+            let mut args = verb.to_vec();
+            args.extend([s(input), "-q"]);
+            ok(&args, None).stdout
+        };
+        // Text answers name the input: the text file's name, put back to the binary's.
+        let text_answer = match String::from_utf8(run(&txt)) {
+            Ok(t) => t.replace("np.jelly.txt", "np.jelly").into_bytes(),
+            Err(binary) => binary.into_bytes(),
+        };
+        assert!(text_answer == run(&jf), "{verb:?}");
+    }
+    // A crafted invalid stream: validate names the row.
+    let bad = d.join("bad.jelly.txt");
+    std::fs::write(
+        &bad,
+        "# Frame 0\nrows { options { physical_type: PHYSICAL_STREAM_TYPE_TRIPLES version: 1 max_name_table_size: 8 } }\n\
+         rows { triple { s_bnode: \"a\" s_bnode: \"b\" p_bnode: \"p\" o_bnode: \"o\" } }\n",
+    )
+    .unwrap();
+    let r = jelly(&["rdf", "validate", s(&bad)], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("not stable"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("frame 0:row 1") && r.stderr.contains("more than one term field"),
+        "{}",
+        r.stderr
+    );
+    // A syntax error names the line and column.
+    std::fs::write(&bad, "rows { options {\n version: x } }\n").unwrap();
+    let r = jelly(&["rdf", "inspect", s(&bad), "-q"], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("bad.jelly.txt:2:11: expected a number"),
+        "{}",
+        r.stderr
+    );
+}
