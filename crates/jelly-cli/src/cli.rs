@@ -213,7 +213,8 @@ output (the prefixes are written at the start, so later declarations are not use
 --out-format jelly-text (or --to FILE.jelly.txt) prints each frame as the JVM jelly-cli
 does: a line `# Frame N`, then the frame's fields in the protobuf text format, in the
 order of its bytes (fields rdf.proto does not have, by number), without decoding, so
-invalid streams print too. `rdf to-jelly` reads it back. Not a stable format: for
+invalid streams print too (only a frame with an overlong varint in its own fields has
+no exact text and is refused). `rdf to-jelly` reads it back. Not a stable format: for
 tests and debugging.
 An input named *.jelly.txt is read as jelly-text, Jelly frames in the protobuf text
 format (see `jelly rdf to-jelly --help`; not a stable format, a warning says so).

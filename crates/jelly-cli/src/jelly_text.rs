@@ -180,9 +180,7 @@ pub fn to_jelly(args: &ToJellyArgs, inputs: &[String], quiet: bool) -> CliResult
                     )));
                 }
                 Err(TextFormatError::Io(e)) => return Err(input_io_err(&name, e)),
-                Err(e @ TextFormatError::Wire { .. }) => {
-                    return Err(CliError::invalid(format!("{name}: {e}")));
-                }
+                Err(e) => return Err(CliError::invalid(format!("{name}: {e}"))),
             };
             let mut head = Vec::with_capacity(10);
             if delimited {

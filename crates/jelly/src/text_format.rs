@@ -10,6 +10,11 @@
 //! the decoder would refuse (a row with two subjects, a term of a wrong kind, a missing
 //! options row) can be written down.
 //!
+//! Bytes that are no message where the schema expects one are printed as a string by
+//! field number, and so is a message holding a varint written in more bytes than its
+//! value needs (text keeps values, not their encoding); such a varint in a frame's own
+//! fields cannot be kept at all, and the frame is refused.
+//!
 //! Layout of a stream (as the JVM CLI writes it): each frame starts with a comment line
 //! `# Frame N`, followed by the frame's fields (`rows { … }`, `metadata { … }`). When
 //! parsing, every line starting with `# Frame` (after spaces) begins a new frame; text
@@ -24,7 +29,8 @@
 //! `0…`. Unlike `protoc` it also takes a field given twice, or two fields of a oneof
 //! (both are written), string fields that are not UTF-8, and fields named by number:
 //! `N: 123` (varint), `N: 0x0000002a` (eight hex digits: fixed32), `N:
-//! 0x000000000000002a` (sixteen: fixed64), `N: "…"` and `N { … }` (length-delimited).
+//! 0x000000000000002a` (sixteen: fixed64), `N: "…"` and `N { … }` (length-delimited),
+//! for any `N` a key on the wire can hold (1 to 2^32 - 1).
 //!
 //! Bounds: a parsed frame larger than the reader's frame limit is refused, and so is
 //! the text of one frame over 16 times that limit (or 1 MiB, if larger); messages nest
@@ -505,6 +511,18 @@ pub enum TextFormatError {
         /// The problem, with its byte offset in the stream.
         source: wire::WireError,
     },
+    /// A binary frame has a varint (tag or length at its top level) written in more
+    /// bytes than its value needs: text keeps the value, so the bytes would change.
+    #[error(
+        "frame {frame}: the varint at byte {offset} takes more bytes than its value needs, \
+         which the text format cannot keep"
+    )]
+    Overlong {
+        /// Index of the frame (from 0).
+        frame: u64,
+        /// Offset of the varint in the stream.
+        offset: u64,
+    },
     /// The text input could not be read.
     #[error("reading the text: {0}")]
     Io(#[from] std::io::Error),
@@ -532,23 +550,87 @@ pub fn print_frame<W: std::io::Write>(
     out: &mut W,
 ) -> Result<(), TextFormatError> {
     let base = usize::try_from(offset).unwrap_or(usize::MAX);
-    let wire_err = |source| TextFormatError::Wire {
-        frame: index,
-        source,
+    let unprintable = |e| match e {
+        Unprintable::Wire(source) => TextFormatError::Wire {
+            frame: index,
+            source,
+        },
+        Unprintable::Overlong(at) => TextFormatError::Overlong {
+            frame: index,
+            offset: at as u64,
+        },
     };
     let mut check = Reader::with_base(frame, base);
-    while let Some((_, wt)) = check.tag().map_err(wire_err)? {
-        check.skip(wt).map_err(wire_err)?;
+    while let Some((_, wt)) = canonical_tag(&mut check).map_err(unprintable)? {
+        match wt {
+            WireType::Varint => canonical_varint(&mut check).map(drop),
+            WireType::Len => canonical_bytes(&mut check).map(drop),
+            _ => check.skip(wt).map_err(Unprintable::Wire),
+        }
+        .map_err(unprintable)?;
     }
     writeln!(out, "# Frame {index}")?;
     let mut r = Reader::with_base(frame, base);
     let mut text = String::new();
     while !r.is_empty() {
         text.clear();
-        print_field(Some(&SCHEMA), &mut r, 0, 1, &mut text).map_err(wire_err)?;
+        print_field(Some(&SCHEMA), &mut r, 0, 1, &mut text).map_err(unprintable)?;
         out.write_all(text.as_bytes())?;
     }
     Ok(())
+}
+
+/// Why bytes have no exact text form.
+enum Unprintable {
+    /// They are not a protobuf message.
+    Wire(wire::WireError),
+    /// A varint at this offset is longer than its value needs.
+    Overlong(usize),
+}
+
+impl From<wire::WireError> for Unprintable {
+    fn from(e: wire::WireError) -> Self {
+        Unprintable::Wire(e)
+    }
+}
+
+/// Reads a varint written in as few bytes as its value needs: text keeps values, not
+/// their encoding, so a longer one could not be written back as it was.
+fn canonical_varint(r: &mut Reader<'_>) -> Result<u64, Unprintable> {
+    let at = r.offset();
+    let v = r.varint()?;
+    if r.offset() - at != wire::varint_len(v) {
+        return Err(Unprintable::Overlong(at));
+    }
+    Ok(v)
+}
+
+/// Reads a field key, as [`canonical_varint`] reads a varint.
+fn canonical_tag(r: &mut Reader<'_>) -> Result<Option<(u32, WireType)>, Unprintable> {
+    let at = r.offset();
+    let Some((number, wt)) = r.tag()? else {
+        return Ok(None);
+    };
+    let wire_type = match wt {
+        WireType::Varint => 0,
+        WireType::Fixed64 => 1,
+        WireType::Len => 2,
+        WireType::Fixed32 => 5,
+    };
+    if r.offset() - at != wire::varint_len((u64::from(number) << 3) | wire_type) {
+        return Err(Unprintable::Overlong(at));
+    }
+    Ok(Some((number, wt)))
+}
+
+/// Reads a length-delimited payload whose length is canonical.
+fn canonical_bytes<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], Unprintable> {
+    let at = r.offset();
+    let b = r.bytes()?;
+    if r.offset() - at - b.len() != wire::varint_len(b.len() as u64) {
+        return Err(Unprintable::Overlong(at));
+    }
+    Ok(b)
 }
 
 fn indent(out: &mut String, n: usize) {
@@ -562,7 +644,7 @@ fn print_fields(
     ind: usize,
     depth: usize,
     out: &mut String,
-) -> Result<(), wire::WireError> {
+) -> Result<(), Unprintable> {
     while !r.is_empty() {
         print_field(def, &mut r, ind, depth, out)?;
     }
@@ -570,22 +652,23 @@ fn print_fields(
 }
 
 /// Prints the field at the cursor. A nested message that is not a well-formed message
-/// (or nests deeper than [`MAX_TEXT_DEPTH`]) is printed as the bytes it is, by field
-/// number: what was printed of it is taken back.
+/// (or nests deeper than [`MAX_TEXT_DEPTH`], or has a varint longer than its value
+/// needs) is printed as the bytes it is, by field number: what was printed of it is
+/// taken back.
 fn print_field(
     def: Option<&'static MessageDef>,
     r: &mut Reader<'_>,
     ind: usize,
     depth: usize,
     out: &mut String,
-) -> Result<(), wire::WireError> {
-    let Some((number, wt)) = r.tag()? else {
+) -> Result<(), Unprintable> {
+    let Some((number, wt)) = canonical_tag(r)? else {
         return Ok(());
     };
     let known = def.and_then(|d| d.by_number(number));
     match (known, wt) {
         (Some(f), WireType::Varint) => {
-            let v = r.varint()?;
+            let v = canonical_varint(r)?;
             let text = match f.kind {
                 Uint32 => u32::try_from(v).ok().map(|v| v.to_string()),
                 Bool => match v {
@@ -603,7 +686,7 @@ fn print_field(
             }
         }
         (Some(f), WireType::Len) => {
-            let payload = r.bytes()?;
+            let payload = canonical_bytes(r)?;
             let start = r.offset() - payload.len();
             match f.kind {
                 Str | Bytes => {
@@ -641,8 +724,8 @@ fn print_field(
         }
         (_, wt) => {
             let value = match wt {
-                WireType::Varint => r.varint()?.to_string(),
-                WireType::Len => quoted(r.bytes()?),
+                WireType::Varint => canonical_varint(r)?.to_string(),
+                WireType::Len => quoted(canonical_bytes(r)?),
                 WireType::Fixed32 => {
                     let b = fixed::<4>(r)?;
                     format!("0x{:08x}", u32::from_le_bytes(b))
@@ -1009,11 +1092,13 @@ impl Parser<'_> {
                     self.pos += 1;
                 }
                 let text = std::str::from_utf8(&self.text[start..self.pos]).unwrap_or("");
+                // Up to what a key on the wire can hold (protobuf itself stops at
+                // 2^29 - 1), so that any field read from bytes can be written back.
                 match text.parse::<u32>() {
-                    Ok(n) if (1..=(u32::MAX >> 3)).contains(&n) => Ok(FieldRef::Number(n)),
+                    Ok(n) if n >= 1 => Ok(FieldRef::Number(n)),
                     _ => Err(self.err_at(
                         start,
-                        format!("`{text}` is no field number (1 to {})", u32::MAX >> 3),
+                        format!("`{text}` is no field number (1 to {})", u32::MAX),
                     )),
                 }
             }

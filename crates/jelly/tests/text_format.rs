@@ -286,3 +286,120 @@ fn nesting_and_size_are_bounded() {
         "{e}"
     );
 }
+
+mod properties {
+    use super::*;
+    use jelly_proto::wire::{WireType, put_bytes_field, put_tag, put_varint};
+    use proptest::prelude::*;
+
+    /// One protobuf field: varints (small ones hit bools and enums; some overlong),
+    /// strings, fixed32/64, and messages of such fields, under numbers the schema has and has not.
+    fn field() -> impl Strategy<Value = Vec<u8>> {
+        let leaf = prop_oneof![
+            (1u32..20, prop_oneof![0u64..4, any::<u64>()]).prop_map(|(n, v)| {
+                let mut out = Vec::new();
+                put_tag(&mut out, n, WireType::Varint);
+                put_varint(&mut out, v);
+                out
+            }),
+            (1u32..20, prop::collection::vec(any::<u8>(), 0..6)).prop_map(|(n, b)| {
+                let mut out = Vec::new();
+                put_bytes_field(&mut out, n, &b);
+                out
+            }),
+            (1u32..20, any::<u32>()).prop_map(|(n, v)| {
+                let mut out = Vec::new();
+                put_tag(&mut out, n, WireType::Fixed32);
+                out.extend_from_slice(&v.to_le_bytes());
+                out
+            }),
+            // A varint one byte longer than it needs (a padding 0x80 … 0x00).
+            (1u32..20, 0u64..1 << 50).prop_map(|(n, v)| {
+                let mut out = Vec::new();
+                put_tag(&mut out, n, WireType::Varint);
+                put_varint(&mut out, v);
+                if let Some(last) = out.last_mut() {
+                    *last |= 0x80;
+                }
+                out.push(0);
+                out
+            }),
+            (1u32..20, any::<u64>()).prop_map(|(n, v)| {
+                let mut out = Vec::new();
+                put_tag(&mut out, n, WireType::Fixed64);
+                out.extend_from_slice(&v.to_le_bytes());
+                out
+            }),
+        ];
+        leaf.prop_recursive(6, 64, 4, |inner| {
+            (1u32..20, prop::collection::vec(inner, 0..4)).prop_map(|(n, parts)| {
+                let mut out = Vec::new();
+                put_bytes_field(&mut out, n, &parts.concat());
+                out
+            })
+        })
+    }
+
+    /// A frame of such fields, sometimes with one byte changed (malformed nesting,
+    /// overlong varints, groups).
+    fn frame() -> impl Strategy<Value = Vec<u8>> {
+        (
+            prop::collection::vec(field(), 0..6),
+            any::<prop::sample::Index>(),
+            prop::option::of(any::<u8>()),
+        )
+            .prop_map(|(fields, at, byte)| {
+                let mut f = fields.concat();
+                if let (Some(b), false) = (byte, f.is_empty()) {
+                    let i = at.index(f.len());
+                    f[i] = b;
+                }
+                f
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+        /// Whatever a frame holds, if it prints, its text parses back to its bytes.
+        #[test]
+        fn printed_frames_parse_back_to_their_bytes(f in frame()) {
+            let mut text = Vec::new();
+            if print_frame(0, &f, 0, &mut text).is_ok() {
+                let text = String::from_utf8(text).expect("text is UTF-8");
+                let back = from_text(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+                prop_assert_eq!(back, vec![f], "{}", text);
+            }
+        }
+
+        /// Any text parses or is refused with an error; nothing panics.
+        #[test]
+        fn any_text_parses_or_is_refused(text in "[ -~\n\"'\\\\{}<>:;,#0-9a-z_\\[\\]é]{0,120}") {
+            let _ = from_text(&text);
+        }
+    }
+
+    #[test]
+    fn an_overlong_varint_at_the_top_level_is_refused_and_nested_kept_as_bytes() {
+        // rows { name_id … } with the row's length written in two bytes.
+        let mut out = Vec::new();
+        let e = print_frame(2, &[0x0a, 0x82, 0x00, 0x2a, 0x00], 10, &mut out).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                TextFormatError::Overlong {
+                    frame: 2,
+                    offset: 11
+                }
+            ),
+            "{e}"
+        );
+        assert!(out.is_empty());
+        // rows { graph_end { } } where graph_end's length takes two bytes: the row is
+        // printed as its bytes.
+        let frame = [0x0a, 0x03, 0x2a, 0x80, 0x00];
+        let text = printed(0, &frame);
+        assert_eq!(text, "# Frame 0\n1: \"*\\200\\000\"\n");
+        assert_eq!(from_text(&text).unwrap(), vec![frame.to_vec()]);
+    }
+}
