@@ -185,6 +185,15 @@ document over 16 MiB is read in parts if it is a top-level array, or an object o
 \"@context\", \"@id\" and \"@graph\" (an array, last); any other is refused, as is
 an element or node over 16 MiB.
 
+jelly-text input (--in-format jelly-text, or files named *.jelly.txt, as the JVM
+jelly-cli writes them with `from-jelly --out-format jelly-text`): Jelly frames in the
+protobuf text format, turned into a Jelly stream row for row, byte for byte, without
+checking them (so invalid streams can be written for tests). A line starting `# Frame`
+begins a frame; text without one is one frame. Encoding flags (--preset, --opt.*,
+--rows-per-frame, --frame-per, ...) do not apply; --delimited=false writes the frames'
+bytes back to back, which readers take as one frame. The format is not stable: a
+warning says so on stderr unless --quiet. Errors name the line and column.
+
 Exit codes: 0 success, 1 invalid input, 2 usage or I/O error.";
 
 const FROM_JELLY_HELP: &str = "\
@@ -194,11 +203,21 @@ Examples:
   cat data.jelly | jelly rdf from-jelly --out-format nt
   jelly rdf from-jelly data.jelly --take-frames 2..5 --to part.nq
   jelly rdf from-jelly data.jelly --split-frames frames/ --out-format trig
+  jelly rdf from-jelly data.jelly --out-format jelly-text --take-frames 0..2
 
 --take-frames takes 0-based frame indices: `3` (frame 3 only), `1..5` (1 to 4),
 `1..=5`, `..10` (0 to 9) or `2..` (2 to the end).
 Namespace declarations before the first statement become prefixes in Turtle and TriG
 output (the prefixes are written at the start, so later declarations are not used).
+
+--out-format jelly-text (or --to FILE.jelly.txt) prints each frame as the JVM jelly-cli
+does: a line `# Frame N`, then the frame's fields in the protobuf text format, in the
+order of its bytes (fields rdf.proto does not have, by number), without decoding, so
+invalid streams print too (only a frame with an overlong varint in its own fields has
+no exact text and is refused). `rdf to-jelly` reads it back. Not a stable format: for
+tests and debugging.
+An input named *.jelly.txt is read as jelly-text, Jelly frames in the protobuf text
+format (see `jelly rdf to-jelly --help`; not a stable format, a warning says so).
 
 Exit codes: 0 success, 1 invalid input or statement not representable, 2 usage or I/O error.";
 
@@ -213,6 +232,9 @@ By default the first input's options and frame boundaries are kept; --rows-per-f
 or --bytes-per-frame re-frames the output (frames end after 256 rows or at 512 KiB,
 whichever comes first, unless these flags say otherwise).
 
+An input named *.jelly.txt is read as jelly-text, Jelly frames in the protobuf text
+format (see `jelly rdf to-jelly --help`; not a stable format, a warning says so).
+
 Exit codes: 0 success, 1 invalid input, 2 usage or I/O error.";
 
 const INSPECT_HELP: &str = "\
@@ -221,6 +243,8 @@ Examples:
   jelly rdf inspect data.jelly.gz --per-frame --json
 
 Distinct term counts are exact up to 4,000,000 terms of each kind, approximate after that.
+An input named *.jelly.txt is read as jelly-text, Jelly frames in the protobuf text
+format (see `jelly rdf to-jelly --help`; not a stable format, a warning says so).
 Exit codes: 0 success, 1 invalid input, 2 usage or I/O error.";
 
 const VALIDATE_HELP: &str = "\
@@ -234,6 +258,9 @@ With --compare-ordered true the RDF file is read beside the stream, statement by
 statement, in bounded memory. An unordered comparison (the default) holds both sides
 in memory, a few hundred bytes per statement: at most --max-statements (default
 2000000) per side, past which it stops with an error naming the count.
+
+An input named *.jelly.txt is read as jelly-text, Jelly frames in the protobuf text
+format (see `jelly rdf to-jelly --help`; not a stable format, a warning says so).
 
 Exit codes:
   0  the stream is valid (and matches the RDF file and the options, when asked)
@@ -397,9 +424,10 @@ pub struct ToJellyArgs {
     /// Output file (default stdout).
     #[arg(long = "to", short = 'o', value_name = "FILE")]
     pub to: Option<String>,
-    /// Input format (default: from the extension; N-Quads for stdin).
+    /// Input format (default: from the extension, `.jelly.txt` being jelly-text; N-Quads
+    /// for stdin).
     #[arg(long = "in-format", value_enum, value_name = "FORMAT")]
-    pub in_format: Option<Format>,
+    pub in_format: Option<crate::jelly_text::TextFormat>,
     /// Base IRI for relative IRIs in Turtle, TriG, RDF/XML, JSON-LD and N3.
     #[arg(long = "base-iri", value_name = "IRI")]
     pub base_iri: Option<String>,
@@ -417,9 +445,10 @@ pub struct FromJellyArgs {
     /// Output file (default stdout).
     #[arg(long = "to", short = 'o', value_name = "FILE")]
     pub to: Option<String>,
-    /// Output format (default: from the extension of --to, else nq).
+    /// Output format (default: from the extension of --to, `.jelly.txt` being
+    /// jelly-text, else nq).
     #[arg(long = "out-format", value_enum, value_name = "FORMAT")]
-    pub out_format: Option<Format>,
+    pub out_format: Option<crate::jelly_text::TextFormat>,
     /// Only these frames (0-based): `3`, `1..5`, `1..=5`, `..10`, `2..`.
     #[arg(long = "take-frames", value_name = "RANGE")]
     pub take_frames: Option<String>,

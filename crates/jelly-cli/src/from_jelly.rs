@@ -12,7 +12,7 @@ use crate::cli::FromJellyArgs;
 use crate::common::FrameRange;
 use crate::error::{CliError, CliResult, decode_error, no_options_row, not_jelly_hint};
 use crate::format::Format;
-use crate::io::{Output, Progress, display_name, open_input, open_output};
+use crate::io::{Output, Progress, display_name, open_output};
 
 /// The output of an oxrdfio serializer. For RDF/XML, each carriage return (which only
 /// literal text can hold) is written as `&#13;`: XML readers turn a raw CR (or CR LF)
@@ -201,8 +201,12 @@ impl Sink {
 
 /// Runs the command.
 pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
+    if crate::jelly_text::writes_jelly_text(args) {
+        return crate::jelly_text::from_jelly(args, quiet);
+    }
     let in_path = args.input.as_deref().unwrap_or("-");
-    let format = Format::for_text_output(args.out_format, args.to.as_deref())?;
+    let format =
+        Format::for_text_output(args.out_format.and_then(|f| f.rdf()), args.to.as_deref())?;
     let range = match &args.take_frames {
         Some(r) => FrameRange::parse(r)?,
         None => FrameRange::ALL,
@@ -215,7 +219,7 @@ pub fn run(args: &FromJellyArgs, quiet: bool) -> CliResult {
         }
         fs::create_dir_all(dir).map_err(|e| CliError::io(dir, &e))?;
     }
-    let input = open_input(in_path)?;
+    let input = crate::jelly_text::open_jelly_input(in_path, quiet)?;
     let name = input.name.clone();
     let mut progress = Progress::new(quiet, input.bytes_read.clone());
     let mut reader = crate::limits::jelly_reader(input.reader);

@@ -11,7 +11,7 @@ use jelly_proto::wire::{Reader, WireType};
 
 use crate::cli::InspectArgs;
 use crate::error::{CliError, CliResult, decode_error, not_jelly_hint};
-use crate::io::{Progress, open_input};
+use crate::io::Progress;
 use crate::report::{Value, around_top_list, map};
 use crate::spool::{SPOOL_NAME, Spool, write_report};
 
@@ -231,7 +231,7 @@ pub fn inspect(
     mut detail: Option<&mut dyn Write>,
 ) -> CliResult<Inspected> {
     let in_path = args.input.as_deref().unwrap_or("-");
-    let input = open_input(in_path)?;
+    let input = crate::jelly_text::open_jelly_input(in_path, quiet)?;
     let name = input.name.clone();
     let mut progress = Progress::new(quiet, input.bytes_read.clone());
     let cfg = crate::limits::decoder_options();

@@ -12,6 +12,7 @@ pub mod held;
 pub mod inspect;
 pub mod interrupt;
 pub mod io;
+pub mod jelly_text;
 pub mod limits;
 pub mod namespaces;
 pub mod patch;

@@ -40,10 +40,14 @@ pub fn run(args: &ToJellyArgs, quiet: bool) -> CliResult {
     if inputs.iter().filter(|i| *i == "-").count() > 1 {
         return Err(CliError::usage("stdin (`-`) can be read only once"));
     }
+    if crate::jelly_text::reads_jelly_text(args.in_format, &inputs)? {
+        return crate::jelly_text::to_jelly(args, &inputs, quiet);
+    }
+    let in_format = args.in_format.and_then(|f| f.rdf());
     crate::format::check_jelly_output("to-jelly", args.to.as_deref())?;
     let formats = inputs
         .iter()
-        .map(|i| input_format(i, args.in_format))
+        .map(|i| input_format(i, in_format))
         .collect::<CliResult<Vec<_>>>()?;
     let any_dataset = formats.iter().any(|f| f.is_dataset());
 
@@ -110,7 +114,7 @@ pub fn run(args: &ToJellyArgs, quiet: bool) -> CliResult {
         );
         if let Err(mut e) = r {
             p.finish();
-            if path == "-" && args.in_format.is_none() && e.code == crate::error::EXIT_INVALID {
+            if path == "-" && in_format.is_none() && e.code == crate::error::EXIT_INVALID {
                 // The format was not chosen but assumed: say so, in case it is the cause.
                 e.message
                     .push_str("; stdin is read as N-Quads unless --in-format names its syntax");

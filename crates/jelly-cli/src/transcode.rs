@@ -6,7 +6,7 @@ use jelly::Event;
 use crate::cli::{FramePer, TranscodeArgs};
 use crate::common::{GroupingWriter, apply_option_flags, logical_for_frame_per, options_from_file};
 use crate::error::{CliError, CliResult, decode_error, not_jelly_hint};
-use crate::io::{Output, Progress, display_name, open_input, open_output};
+use crate::io::{Output, Progress, display_name, open_output};
 
 /// Runs the command.
 pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
@@ -37,7 +37,7 @@ pub fn run(args: &TranscodeArgs, quiet: bool) -> CliResult {
     let mut frames_seen = 0u64;
     let result = (|| -> CliResult {
         for (n, path) in inputs.iter().enumerate() {
-            let input = open_input(path)?;
+            let input = crate::jelly_text::open_jelly_input(path, quiet)?;
             let name = input.name.clone();
             match &mut progress {
                 None => progress = Some(Progress::new(quiet, input.bytes_read.clone())),

@@ -38,7 +38,7 @@ pub fn run(args: &ValidateArgs, quiet: bool) -> CliResult {
     // The input opened and the expectations read (or, for an ordered comparison,
     // opened) before the work, so that usage errors (a missing file) come first; the
     // input first of all, as reading a large RDF file to compare with takes a while.
-    let input = open_input(in_path)?;
+    let input = crate::jelly_text::open_jelly_input(in_path, quiet)?;
     let expected_options = match &args.options_file {
         Some(p) => Some(read_options_file(p)?),
         None => None,

@@ -10,7 +10,9 @@
 //!
 //! Directions covered: our encoder → peer decoder (statements compared with the input), peer
 //! encoder → our decoder (statements, frame layout and options compared), frame metadata and
-//! namespace declarations as seen by pyjelly, and stream options as seen by pyjelly.
+//! namespace declarations as seen by pyjelly, and stream options as seen by pyjelly; and
+//! jelly-text (frames in the protobuf text format) against protobuf-java's `TextFormat`,
+//! which the JVM jelly-cli uses, both ways.
 //!
 //! Statement comparison ([`assert_same`]) is twofold: all three implementations keep stream
 //! order, so the statement lists must be equal position by position up to one consistent
@@ -1886,4 +1888,111 @@ fn served_streams_as_seen_by_peers() {
         streams[1].len(),
         streams[0].len()
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// jelly-text against protobuf-java's TextFormat (what the JVM jelly-cli prints and parses)
+// ---------------------------------------------------------------------------------------
+
+/// The streams of the conformance suite's positive cases, as their encoders wrote them.
+fn conformance_positive_streams() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "jelly")
+                && p.to_string_lossy().contains("/pos_")
+            {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/jelly-conformance/rdf"),
+        &mut out,
+    );
+    out.sort();
+    out
+}
+
+/// The frames of a Jelly file (delimited or not).
+fn frames_of(path: &Path) -> Vec<Vec<u8>> {
+    let bytes = fs::read(path).expect("readable");
+    let mut r = jelly::FrameReader::new(&bytes[..], jelly::Delimiting::Auto, 1 << 30);
+    let mut out = Vec::new();
+    while let Some(f) = r.next_frame().expect("framing") {
+        out.push(f.bytes.to_vec());
+    }
+    out
+}
+
+/// `jelly rdf from-jelly --out-format jelly-text` prints what protobuf-java's
+/// `Message.toString()` prints (the JVM jelly-cli's jelly-text), and each side's parser
+/// (`jelly rdf to-jelly`, `TextFormat.merge`) turns the other's text into the original
+/// frames, over every positive stream of the conformance suite.
+#[test]
+fn jelly_text_agrees_with_protobuf_java_text_format() {
+    let Some(jvm) = jvm() else { return };
+    let scratch = Scratch::new("jelly-text");
+    let streams = conformance_positive_streams();
+    assert!(streams.len() > 100, "conformance suite: {}", streams.len());
+    let name = |i: usize, what: &str| scratch.path(&format!("{i}-{what}"));
+    // One JVM run for all streams each way.
+    let mut args: Vec<PathBuf> = Vec::new();
+    for (i, s) in streams.iter().enumerate() {
+        args.push(s.clone());
+        args.push(name(i, "jvm.jelly.txt"));
+        jelly_cli(&[
+            OsStr::new("rdf"),
+            OsStr::new("from-jelly"),
+            s.as_os_str(),
+            OsStr::new("--out-format"),
+            OsStr::new("jelly-text"),
+            OsStr::new("--to"),
+            name(i, "ours.jelly.txt").as_os_str(),
+        ]);
+    }
+    let mut run: Vec<&OsStr> = vec![OsStr::new("text-from-jelly")];
+    run.extend(args.iter().map(|p| p.as_os_str()));
+    jvm.run(&run);
+    let mut back: Vec<PathBuf> = Vec::new();
+    for i in 0..streams.len() {
+        back.push(name(i, "ours.jelly.txt"));
+        back.push(name(i, "by-jvm.jelly"));
+    }
+    let mut run: Vec<&OsStr> = vec![OsStr::new("text-to-jelly")];
+    run.extend(back.iter().map(|p| p.as_os_str()));
+    jvm.run(&run);
+    for (i, s) in streams.iter().enumerate() {
+        let ours = fs::read_to_string(name(i, "ours.jelly.txt")).unwrap();
+        let theirs = fs::read_to_string(name(i, "jvm.jelly.txt")).unwrap();
+        assert_eq!(ours, theirs, "{}: printed text differs", s.display());
+        let by_us = name(i, "by-us.jelly");
+        jelly_cli(&[
+            OsStr::new("rdf"),
+            OsStr::new("to-jelly"),
+            name(i, "jvm.jelly.txt").as_os_str(),
+            OsStr::new("--quiet"),
+            OsStr::new("--to"),
+            by_us.as_os_str(),
+        ]);
+        let original = frames_of(s);
+        assert_eq!(
+            frames_of(&by_us),
+            original,
+            "{}: we read the JVM's text",
+            s.display()
+        );
+        assert_eq!(
+            frames_of(&name(i, "by-jvm.jelly")),
+            original,
+            "{}: the JVM reads our text",
+            s.display()
+        );
+    }
 }

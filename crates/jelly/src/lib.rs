@@ -38,6 +38,7 @@ pub mod splice;
 pub mod term;
 mod term_decoder;
 mod term_encoder;
+pub mod text_format;
 pub mod text_nesting;
 pub mod text_position;
 pub mod xml_guard;

@@ -380,3 +380,45 @@ fn entries_of_high_id_cost_only_themselves() {
     );
     assert!(peak < 1 << 20, "decoding held {} KiB", peak >> 10);
 }
+
+/// A length-delimited field `number` around `payload`.
+fn len_field(number: u32, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    jelly_proto::wire::put_bytes_field(&mut out, number, payload);
+    out
+}
+
+/// jelly-text printing holds the text of one row at a time, not of the frame.
+#[test]
+fn jelly_text_printing_holds_one_row_at_a_time() {
+    // 100,000 rows `graph_end {}`: 400 KB of frame, 2.6 MB of text.
+    let row = len_field(1, &len_field(5, &[]));
+    let frame: Vec<u8> = row
+        .iter()
+        .copied()
+        .cycle()
+        .take(row.len() * 100_000)
+        .collect();
+    let (r, _, peak) =
+        measure(|| jelly::text_format::print_frame(0, &frame, 0, &mut std::io::sink()));
+    r.unwrap();
+    assert!(peak < 64 << 10, "peak {peak} bytes for a 400 KB frame");
+}
+
+/// A row of quoted triples nested 250 deep is printed into one buffer: no buffer per
+/// level, whose text would then be copied into the level above (copies that grow with
+/// the square of the depth).
+#[test]
+fn jelly_text_printing_of_deep_nesting_copies_nothing_per_level() {
+    let mut triple = Vec::new();
+    for _ in 0..250 {
+        triple = len_field(4, &triple); // s_triple_term { … }
+    }
+    let frame = len_field(1, &len_field(2, &triple));
+    let mut text = Vec::with_capacity(1 << 20);
+    let (r, allocs, _) = measure(|| jelly::text_format::print_frame(0, &frame, 0, &mut text));
+    r.unwrap();
+    assert!(text.len() > 100_000, "{} bytes of text", text.len());
+    // The row's buffer, grown by doubling: a few dozen allocations, not 250.
+    assert!(allocs < 60, "{allocs} allocations for 250 levels");
+}

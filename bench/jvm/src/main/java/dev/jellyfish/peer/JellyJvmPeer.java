@@ -94,6 +94,12 @@ public final class JellyJvmPeer {
         "  bench-rdfpatch-write IN.rdfp [--seconds S] [--warmup W]",
         "      RDF Patch text parse / write throughput (in memory). ONE JSON line:",
         "      {\"tool\":\"jena-rdfpatch\",\"op\":..,\"rows\":N,\"seconds\":..,\"rows_per_sec\":..,\"best_seconds\":..}",
+        "  text-from-jelly IN.jelly OUT.txt|- [IN OUT]...",
+        "      jelly-text as the JVM jelly-cli prints it: each frame as `# Frame N` and protobuf-java's",
+        "      TextFormat (Message.toString) of the frame.",
+        "  text-to-jelly IN.txt OUT.jelly [IN OUT]...",
+        "      jelly-text back to delimited Jelly with TextFormat.merge, one frame per `# Frame` section",
+        "      (jelly-cli itself regroups rows by --rows-per-frame instead).",
         "  patch-to-jelly / patch-from-jelly",
         "      Not available: jelly-jena-patch / jelly-core-patch are not obtainable from the Maven",
         "      repository reachable here (see README.md). Exits with status 3."
@@ -119,6 +125,8 @@ public final class JellyJvmPeer {
                 case "bench-encode" -> Bench.encode(a);
                 case "bench-decode" -> Bench.decode(a);
                 case "bench-slices" -> Bench.slices(a);
+                case "text-from-jelly" -> JellyText.fromJelly(a);
+                case "text-to-jelly" -> JellyText.toJelly(a);
                 case "rdfpatch-read" -> RdfPatchCmds.read(a);
                 case "rdfpatch-apply" -> RdfPatchCmds.apply(a);
                 case "bench-rdfpatch-read" -> RdfPatchCmds.benchRead(a);
