@@ -82,6 +82,13 @@ pub fn no_options_row(name: &str, frames: u64) -> CliError {
 
 /// Formats a decoding error as `FILE:frame N:row M: message`.
 pub fn decode_error(file: &str, e: &jelly::DecodeError) -> CliError {
+    if let jelly::DecodeErrorKind::Io(io) = &e.kind
+        && let Some(t) = io
+            .get_ref()
+            .and_then(|i| i.downcast_ref::<crate::jelly_text::TextSyntaxError>())
+    {
+        return CliError::invalid(t.to_string());
+    }
     let mut s = format!("{file}:frame {}", e.frame);
     if let Some(r) = e.row {
         s.push_str(&format!(":row {r}"));

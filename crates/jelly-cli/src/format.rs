@@ -41,6 +41,7 @@ pub enum Format {
 /// assert!(check_jelly_output("to-jelly", Some("out.jelly")).is_ok());
 /// assert!(check_jelly_output("to-jelly", Some("in.nt")).is_err());
 /// assert!(check_jelly_output("transcode", Some("out.nq.gz")).is_err());
+/// assert!(check_jelly_output("to-jelly", Some("out.jelly.txt")).is_err());
 /// ```
 pub fn check_jelly_output(verb: &str, to: Option<&str>) -> CliResult<()> {
     let Some(path) = to.filter(|p| *p != "-") else {
@@ -50,6 +51,12 @@ pub fn check_jelly_output(verb: &str, to: Option<&str>) -> CliResult<()> {
         return Err(CliError::usage(format!(
             "`{path}` is named as {} text, but {verb} writes Jelly: give the output a .jelly name",
             f.name()
+        )));
+    }
+    if crate::jelly_text::is_jelly_text_path(path) {
+        return Err(CliError::usage(format!(
+            "`{path}` is named as jelly-text, but {verb} writes binary Jelly: give the output \
+             a .jelly name (`jelly rdf from-jelly --out-format jelly-text` prints the text)"
         )));
     }
     Ok(())

@@ -194,6 +194,20 @@ pub fn to_jelly(args: &ToJellyArgs, inputs: &[String], quiet: bool) -> CliResult
     out.finish().map_err(|e| CliError::io(&out_name, &e))
 }
 
+/// A syntax error of a `jelly-text` input read as Jelly, already placed
+/// (`FILE:LINE:COLUMN: …`): [`crate::error::decode_error`] prints it as it is, without
+/// the binary stream's frame and byte, which say nothing about the text.
+#[derive(Debug)]
+pub struct TextSyntaxError(pub String);
+
+impl std::fmt::Display for TextSyntaxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TextSyntaxError {}
+
 /// A `jelly-text` input read as the binary Jelly stream it stands for (delimited
 /// frames, one frame in memory at a time), so that the verbs reading Jelly take
 /// `*.jelly.txt` files too. A syntax error is a read error of kind `InvalidData` that
@@ -220,7 +234,10 @@ impl<R: BufRead> Read for TextAsJelly<R> {
                 }) => {
                     return Err(std::io::Error::new(
                         std::io::ErrorKind::InvalidData,
-                        format!("{}:{line}:{column}: {message}", self.name),
+                        TextSyntaxError(format!(
+                            "{}:{line}:{column}: jelly-text: {message}",
+                            self.name
+                        )),
                     ));
                 }
                 Err(e) => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e)),

@@ -222,9 +222,31 @@ fn the_verbs_reading_jelly_take_jelly_text_files() {
     std::fs::write(&bad, "rows { options {\n version: x } }\n").unwrap();
     let r = jelly(&["rdf", "inspect", s(&bad), "-q"], None);
     assert_eq!(r.code, 1, "{}", r.stderr);
+    // Placed in the text only: the binary stream's frame and byte would mislead.
     assert!(
-        r.stderr.contains("bad.jelly.txt:2:11: expected a number"),
+        r.stderr
+            .contains("bad.jelly.txt:2:11: jelly-text: expected a number")
+            && !r.stderr.contains("I/O error")
+            && !r.stderr.contains("(byte"),
         "{}",
         r.stderr
     );
+}
+
+/// The verbs that write binary Jelly refuse an output named as jelly-text (a later
+/// reader would take it for text), and say how to get the text.
+#[test]
+fn binary_output_named_as_jelly_text_is_refused() {
+    let d = tmp("named-text");
+    let out = d.join("out.jelly.txt");
+    let nt = d.join("in.nt");
+    std::fs::write(&nt, "<http://s> <http://p> <http://o> .\n").unwrap();
+    let r = jelly(&["rdf", "to-jelly", s(&nt), "-o", s(&out)], None);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is named as jelly-text") && r.stderr.contains("--out-format jelly-text"),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.exists());
 }
