@@ -1,9 +1,11 @@
 //! N-Triples / N-Quads with RDF-star quoted triples and generalized statements.
 //!
-//! oxttl parses standard N-Quads and RDF 1.2; this module exists for what it cannot
-//! hold: generalized statements (literals as subjects, blank nodes as predicates, …)
-//! and RDF-star quoted triples in subject position, both of which Jelly-RDF 1.1
-//! streams may carry. The conformance suite's expected outputs use both.
+//! Read leniently ([`parse_line`], [`LineParser::default`]) it holds what oxttl cannot:
+//! generalized statements (literals as subjects, blank nodes as predicates, …) and
+//! RDF-star quoted triples in subject position, both of which Jelly-RDF 1.1 streams may
+//! carry (the conformance suite's expected outputs use both). Read strictly
+//! ([`LineParser::strict`]) it refuses what oxttl refuses, faster: the CLI's `to-jelly`
+//! and the server's publish ingest read standard N-Triples / N-Quads so.
 
 use std::fmt;
 use std::io::{self, Write};
