@@ -1549,3 +1549,107 @@ fn version_names_the_build_and_the_protocol_versions() {
         "{long}"
     );
 }
+
+/// The W3C N-Triples / N-Quads syntax tests (vendored in crates/jelly/tests/data/w3c-nt)
+/// through `to-jelly`: each negative one is refused with the file's name, each positive
+/// one is converted to the statements oxttl reads.
+#[test]
+fn w3c_syntax_tests_through_to_jelly() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../jelly/tests/data/w3c-nt");
+    let d = tmp("w3c-nt");
+    let out = d.join("out.jelly");
+    let (mut negatives, mut positives) = (0, 0);
+    for (suite, format) in [("rdf-n-triples", "nt"), ("rdf-n-quads", "nq")] {
+        for e in std::fs::read_dir(root.join(suite)).unwrap() {
+            let p = e.unwrap().path();
+            let r = jelly(
+                &[
+                    "rdf",
+                    "to-jelly",
+                    "--in-format",
+                    format,
+                    s(&p),
+                    "-o",
+                    s(&out),
+                ],
+                None,
+            );
+            let name = p.file_name().unwrap().to_str().unwrap();
+            if name.contains("-bad-") {
+                negatives += 1;
+                assert_eq!(r.code, 1, "{name} accepted: {}", r.stderr);
+                assert!(
+                    r.stderr.starts_with("jelly: ") && r.stderr.contains(name),
+                    "{}",
+                    r.stderr
+                );
+                continue;
+            }
+            positives += 1;
+            assert_eq!(r.code, 0, "{name}: {}", r.stderr);
+            let back = ok(&["rdf", "from-jelly", s(&out), "--out-format", "nq"], None);
+            let expected: Vec<jelly::Statement> =
+                oxrdfio::RdfParser::from_format(if format == "nt" {
+                    oxrdfio::RdfFormat::NTriples
+                } else {
+                    oxrdfio::RdfFormat::NQuads
+                })
+                .for_slice(&std::fs::read(&p).unwrap())
+                .map(|q| {
+                    let q = q.unwrap();
+                    let mut holder = None;
+                    let mut st =
+                        jelly::oxrdf_adapter::from_ox_quad(q.as_ref(), &mut holder).to_owned();
+                    if st.graph == Some(jelly::Term::DefaultGraph) {
+                        st.graph = None;
+                    }
+                    st
+                })
+                .collect();
+            assert_iso(&parse(&back.stdout), &expected, name);
+        }
+    }
+    assert_eq!((negatives, positives), (63, 98));
+}
+
+/// Errors past the first 1 MiB chunk of N-Triples name their own line and column
+/// (the parser thread counts the lines of the chunks, CRLF ones included).
+#[test]
+fn n_triples_errors_past_the_first_chunk_name_their_line() {
+    let d = tmp("late-error");
+    let mut text = Vec::new();
+    for i in 0..40_000 {
+        text.extend_from_slice(format!("<http://e/s{i}> <http://e/p> \"v\" .\r\n").as_bytes());
+    }
+    let good = text.len();
+    for (bad, position) in [
+        (
+            &b"<http://e/s> <http://e/p> \"x\"@en-abcdefghi .\n"[..],
+            ":40001:31: ",
+        ),
+        (
+            &b"<http://e/s> <http://e/p> \"\xff\" .\n"[..],
+            ":40001:28: invalid UTF-8",
+        ),
+        (
+            &b"<http://e/s> <http://e/p> <http://e/o> <http://e/g> .\n"[..],
+            ":40001: ",
+        ),
+    ] {
+        text.truncate(good);
+        text.extend_from_slice(bad);
+        text.extend_from_slice(b"<http://e/s> <http://e/p> <http://e/o> .\n");
+        let p = d.join("big.nt");
+        std::fs::write(&p, &text).unwrap();
+        let r = jelly(
+            &["rdf", "to-jelly", s(&p), "-o", s(&d.join("o.jelly"))],
+            None,
+        );
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!("big.nt{position}")),
+            "{}",
+            r.stderr
+        );
+    }
+}

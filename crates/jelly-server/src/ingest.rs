@@ -674,25 +674,26 @@ fn ingest_text(
                     + 1;
                 IngestError::Invalid(format!("invalid UTF-8 at line {line} (byte offset {at})"))
             })?;
-            let mut parser = jelly::nquads::LineParser::default();
+            // Strict as oxttl (and so as the Turtle path): valid absolute IRIs, well-formed
+            // language tags. Quoted triples and generalized terms are read here and
+            // allowed or refused by the topic's options when encoded.
+            let mut parser = jelly::nquads::LineParser::strict(jelly::nquads::Extensions {
+                quoted_triples: true,
+                generalized: true,
+            });
             for (i, line) in jelly::nquads::lines(text).enumerate() {
-                let st = parser
-                    .parse(line, i + 1)
-                    .map_err(|e| IngestError::Invalid(format!("syntax error: {e}")))?;
+                let st = parser.parse(line, i + 1).map_err(|e| {
+                    let hint = if e.message.contains("is relative") {
+                        "; Turtle and TriG resolve relative IRIs against ?base="
+                    } else {
+                        ""
+                    };
+                    IngestError::Invalid(format!("syntax error: {e}{hint}"))
+                })?;
                 if let Some(st) = st {
                     if format == InputFormat::NTriples && st.graph.is_some() {
                         return Err(IngestError::Invalid(format!(
                             "line {}: a quad in N-Triples (send it as application/n-quads)",
-                            i + 1
-                        )));
-                    }
-                    // N-Triples and N-Quads hold absolute IRIs only; a relative one would
-                    // reach subscribers as text no N-Triples parser reads back.
-                    if let Some(iri) = relative_iri(&st) {
-                        return Err(IngestError::Invalid(format!(
-                            "line {}: the IRI <{iri}> is relative (N-Triples and N-Quads take \
-                             absolute IRIs; Turtle and TriG resolve relative ones against \
-                             ?base=)",
                             i + 1
                         )));
                     }
@@ -810,39 +811,6 @@ fn bad_base_iri(e: impl std::fmt::Display) -> IngestError {
     IngestError::Invalid(format!("bad base IRI: {e}"))
 }
 
-/// The first IRI of the statement (any position, datatypes, quoted triples) without a
-/// scheme (`[A-Za-z][A-Za-z0-9+.-]*:`), if any.
-fn relative_iri<'a>(st: &jelly::StatementRef<'a>) -> Option<&'a str> {
-    fn term<'a>(t: jelly::TermRef<'a>) -> Option<&'a str> {
-        match t {
-            jelly::TermRef::Iri(i) => (!has_scheme(i)).then_some(i),
-            jelly::TermRef::Literal(jelly::LiteralRef {
-                kind: jelly::LiteralKind::Typed(dt),
-                ..
-            }) => (!has_scheme(dt)).then_some(dt),
-            jelly::TermRef::Triple(tr) => (0..3).find_map(|i| term(tr.term(i))),
-            _ => None,
-        }
-    }
-    term(st.subject)
-        .or_else(|| term(st.predicate))
-        .or_else(|| term(st.object))
-        .or_else(|| st.graph.and_then(term))
-}
-
-fn has_scheme(iri: &str) -> bool {
-    let b = iri.as_bytes();
-    match b.iter().position(|&c| c == b':') {
-        Some(n) if n > 0 => {
-            b[0].is_ascii_alphabetic()
-                && b[1..n]
-                    .iter()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.'))
-        }
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -922,6 +890,84 @@ mod tests {
                     reencoded: 0
                 },
                 "{physical:?}"
+            );
+        }
+    }
+
+    /// N-Triples / N-Quads are read as strictly as oxttl reads them (and so as the
+    /// Turtle path): every negative W3C syntax test is refused, every positive one
+    /// accepted, and so are IRIs and language tags that only a full check refuses.
+    #[test]
+    fn n_triples_ingest_is_as_strict_as_oxttl() {
+        let t = TopicOptions {
+            physical: Physical::Quads,
+            ..TopicOptions::default()
+        };
+        let m = PublishMeta::default();
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../jelly/tests/data/w3c-nt");
+        let (mut negatives, mut positives) = (0, 0);
+        for (suite, format) in [
+            ("rdf-n-triples", InputFormat::NTriples),
+            ("rdf-n-quads", InputFormat::NQuads),
+        ] {
+            for entry in std::fs::read_dir(dir.join(suite)).unwrap() {
+                let path = entry.unwrap().path();
+                let body = std::fs::read(&path).unwrap();
+                let r = ingest(&body, format, &t, &m, 1 << 20);
+                if path.to_string_lossy().contains("-bad-") {
+                    negatives += 1;
+                    assert!(r.is_err(), "accepted {}", path.display());
+                } else {
+                    positives += 1;
+                    // A body of comments and blank lines only is refused as empty.
+                    let empty = oxttl::NQuadsParser::new().for_slice(&body).next().is_none();
+                    match r {
+                        Err(IngestError::Invalid(e))
+                            if empty && (e.contains("no statements") || e == "empty body") => {}
+                        r => assert!(r.is_ok(), "refused {}: {:?}", path.display(), r.err()),
+                    }
+                }
+            }
+        }
+        assert_eq!((negatives, positives), (63, 98));
+        for (body, what) in [
+            (
+                "<http://e/s> <http://e/p> \"x\"@en-abcdefghi .\n",
+                "language tag",
+            ),
+            (
+                "<http://e/s> <http://e/p> \"x\"@abcdefghi .\n",
+                "language tag",
+            ),
+            (
+                "<http://e:80x/s> <http://e/p> <http://e/o> .\n",
+                "invalid IRI",
+            ),
+            (
+                "<http://e/s> <http://[::1/p> <http://e/o> .\n",
+                "invalid IRI",
+            ),
+            (
+                "<http://e/s> <http://e/p> <http://e/%zz> .\n",
+                "invalid IRI",
+            ),
+            (
+                "<http://e/s> <http://e/p> \"1\"^^<http://e:x/int> .\n",
+                "invalid IRI",
+            ),
+            ("_:a:b <http://e/p> <http://e/o> .\n", "line 1"),
+        ] {
+            let e = ingest(body.as_bytes(), InputFormat::NTriples, &t, &m, 1 << 20).unwrap_err();
+            let text = e.to_string();
+            assert!(
+                text.contains(what) && text.contains("line 1"),
+                "{body}: {text}"
+            );
+            // The Turtle path refuses it too.
+            assert!(
+                ingest(body.as_bytes(), InputFormat::Turtle, &t, &m, 1 << 20).is_err(),
+                "{body}"
             );
         }
     }

@@ -35,6 +35,7 @@ pub mod patch;
 pub mod rdf_patch;
 pub mod rebase;
 pub mod splice;
+pub mod strict_terms;
 pub mod term;
 mod term_decoder;
 mod term_encoder;

@@ -1,15 +1,18 @@
 //! N-Triples / N-Quads with RDF-star quoted triples and generalized statements.
 //!
-//! oxttl parses standard N-Quads and RDF 1.2; this module exists for what it cannot
-//! hold: generalized statements (literals as subjects, blank nodes as predicates, …)
-//! and RDF-star quoted triples in subject position, both of which Jelly-RDF 1.1
-//! streams may carry. The conformance suite's expected outputs use both.
+//! Read leniently ([`parse_line`], [`LineParser::default`]) it holds what oxttl cannot:
+//! generalized statements (literals as subjects, blank nodes as predicates, …) and
+//! RDF-star quoted triples in subject position, both of which Jelly-RDF 1.1 streams may
+//! carry (the conformance suite's expected outputs use both). Read strictly
+//! ([`LineParser::strict`]) it refuses what oxttl refuses, faster: the CLI's `to-jelly`
+//! and the server's publish ingest read standard N-Triples / N-Quads so.
 
 use std::fmt;
 use std::io::{self, Write};
 
 use thiserror::Error;
 
+use crate::strict_terms::StrictTerms;
 use crate::term::{
     LiteralKind, LiteralRef, Statement, StatementRef, Term, TermRef, Triple, XSD_STRING,
 };
@@ -75,23 +78,32 @@ pub fn lines(text: &str) -> impl Iterator<Item = &str> {
 
 /// Parses one line. `Ok(None)` for blank and comment lines.
 pub fn parse_line(line: &str, line_no: usize) -> Result<Option<Statement>, SyntaxError> {
-    let mut p = Parser::new(line, line_no);
-    Ok(
-        statement_terms(&mut p, Parser::term)?.map(|(s, pr, o, g)| Statement {
-            subject: s,
-            predicate: pr,
-            object: o,
-            graph: g,
-        }),
-    )
+    parse_owned(&mut Parser::new(line, line_no))
 }
 
-/// The three or four terms of one statement line, each read by `term`; `None` for a
-/// blank or comment line.
+/// One line with `p` (lenient or strict), into an owned statement.
+fn parse_owned(p: &mut Parser<'_>) -> Result<Option<Statement>, SyntaxError> {
+    Ok(statement_terms(p, |p, index| {
+        let start = p.pos;
+        let t = p.term()?;
+        p.check_position(index, TermKind::of(&t.as_ref()), start)?;
+        Ok(t)
+    })?
+    .map(|(s, pr, o, g)| Statement {
+        subject: s,
+        predicate: pr,
+        object: o,
+        graph: g,
+    }))
+}
+
+/// The three or four terms of one statement line, each read by `term` (given the
+/// term's position: 0 for the subject, … 3 for the graph); `None` for a blank or
+/// comment line.
 #[allow(clippy::type_complexity)]
 fn statement_terms<'a, T>(
     p: &mut Parser<'a>,
-    mut term: impl FnMut(&mut Parser<'a>) -> Result<T, SyntaxError>,
+    mut term: impl FnMut(&mut Parser<'a>, usize) -> Result<T, SyntaxError>,
 ) -> Result<Option<(T, T, T, Option<T>)>, SyntaxError> {
     p.ws();
     if p.eof() || p.peek() == Some('#') {
@@ -108,7 +120,7 @@ fn statement_terms<'a, T>(
             }
             None => return Err(p.err("expected '.' at the end of the statement")),
             _ => {
-                let t = term(p)?;
+                let t = term(p, n)?;
                 let Some(slot) = terms.get_mut(n) else {
                     return Err(p.err("more than four terms in a statement"));
                 };
@@ -138,38 +150,249 @@ fn statement_terms<'a, T>(
 /// assert_eq!(st.to_string(), "<http://s> <http://p> \"café\"@fr .");
 /// assert!(p.parse("# a comment", 2).unwrap().is_none());
 /// ```
-#[derive(Default)]
+///
+/// [`LineParser::default`] reads as [`parse_line`] does (any IRI text, any term in any
+/// position, quoted triples); [`LineParser::strict`] reads standard N-Triples / N-Quads
+/// as oxttl does (see [`crate::strict_terms`]).
 pub struct LineParser {
     /// Unescaped strings of the current line.
     scratch: String,
     /// The current line's statement, when it has quoted triples.
     owned: Option<Statement>,
+    /// The term checks of strict reading, with their cache; `None` when lenient.
+    strict: Option<StrictTerms>,
+    /// What is allowed beyond standard statements.
+    extensions: Extensions,
+}
+
+/// What a [strict](LineParser::strict) parser allows beyond standard statements (a
+/// lenient one allows both).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Extensions {
+    /// RDF-star quoted triples `<< s p o >>` and RDF 1.2 triple terms `<<( s p o )>>`,
+    /// as subject or object.
+    pub quoted_triples: bool,
+    /// Generalized statements: any term in any position (a literal as subject, a blank
+    /// node as predicate, …).
+    pub generalized: bool,
+}
+
+impl Default for LineParser {
+    fn default() -> Self {
+        LineParser {
+            scratch: String::new(),
+            owned: None,
+            strict: None,
+            extensions: Extensions {
+                quoted_triples: true,
+                generalized: true,
+            },
+        }
+    }
 }
 
 impl LineParser {
+    /// A parser of standard N-Triples / N-Quads that refuses what oxttl refuses
+    /// (invalid or relative IRIs, malformed language tags, blank node labels outside
+    /// the grammar, terms out of their positions) and allows what `extensions` names.
+    ///
+    /// ```
+    /// use jelly::nquads::{Extensions, LineParser};
+    /// let mut p = LineParser::strict(Extensions::default());
+    /// assert!(p.parse("<http://s> <http://p> \"x\"@en-GB .", 1).is_ok());
+    /// let e = p.parse("<http://s> <http://p> \"x\"@en-abcdefghi .", 2).unwrap_err();
+    /// assert_eq!((e.line, e.column), (2, 27));
+    /// assert!(p.parse("<http://s:port> <http://p> <http://o> .", 3).is_err());
+    /// ```
+    pub fn strict(extensions: Extensions) -> Self {
+        LineParser {
+            strict: Some(StrictTerms::default()),
+            extensions,
+            ..LineParser::default()
+        }
+    }
+
     /// Parses one line; `Ok(None)` for blank and comment lines. Errors as [`parse_line`].
     pub fn parse<'a>(
         &'a mut self,
         line: &'a str,
         line_no: usize,
     ) -> Result<Option<StatementRef<'a>>, SyntaxError> {
-        if line.contains("<<") {
-            self.owned = parse_line(line, line_no)?;
+        let mut p = Parser::new(line, line_no);
+        p.any_position = self.extensions.generalized;
+        // Strict reading without quoted triples takes the borrowing path, which refuses `<<`.
+        if self.extensions.quoted_triples && line.contains("<<") {
+            p.strict = self.strict.take();
+            let parsed = parse_owned(&mut p);
+            self.strict = p.strict.take();
+            self.owned = parsed?;
             return Ok(self.owned.as_ref().map(Statement::as_ref));
         }
         self.scratch.clear();
-        let scratch = &mut self.scratch;
-        let mut p = Parser::new(line, line_no);
-        let Some((s, pr, o, g)) = statement_terms(&mut p, |p| p.term_span(scratch))? else {
+        let Some(st) = parse_spans(p, &mut self.strict, &mut self.scratch)? else {
             return Ok(None);
         };
-        let scratch = &self.scratch;
-        Ok(Some(StatementRef {
-            subject: s.resolve(line, scratch),
-            predicate: pr.resolve(line, scratch),
-            object: o.resolve(line, scratch),
-            graph: g.map(|g| g.resolve(line, scratch)),
-        }))
+        Ok(Some(st.resolve(line, &self.scratch)))
+    }
+
+    /// Parses every line of `text`, the first being line `first_line`, into statements
+    /// held as spans of `text`: one thread can parse while another reads the statements
+    /// (the CLI's `to-jelly` pipeline), without an allocation per term. Also returns the
+    /// number of lines read. The first syntax error ends the parse.
+    ///
+    /// ```
+    /// use jelly::nquads::{Extensions, LineParser};
+    /// let mut p = LineParser::strict(Extensions::default());
+    /// let text = "<http://s> <http://p> \"a\\tb\" .\n# note\n_:x <http://p> <http://o> .\n";
+    /// let (parsed, lines) = p.parse_lines(text.to_string(), 10).unwrap();
+    /// assert_eq!(lines, 3);
+    /// let st: Vec<(usize, String)> = parsed.iter().map(|(l, st)| (l, st.to_string())).collect();
+    /// assert_eq!(st[0], (10, "<http://s> <http://p> \"a\\tb\" .".to_string()));
+    /// assert_eq!(st[1].0, 12);
+    /// let Err(e) = p.parse_lines("\n<http://s> <p> <http://o> .\n".to_string(), 10) else {
+    ///     panic!("a relative IRI in strict N-Triples")
+    /// };
+    /// assert_eq!((e.line, e.column), (11, 13));
+    /// ```
+    pub fn parse_lines(
+        &mut self,
+        text: String,
+        first_line: usize,
+    ) -> Result<(ParsedLines, usize), SyntaxError> {
+        let mut scratch = String::new();
+        let mut statements = Vec::with_capacity(text.len() / 128);
+        let mut n = 0;
+        for (i, line) in lines(&text).enumerate() {
+            n = i + 1;
+            let line_no = first_line + i;
+            // The offset of `line` in `text` (`lines` yields subslices of it).
+            let offset = line.as_ptr() as usize - text.as_ptr() as usize;
+            let mut p = Parser::new(line, line_no);
+            p.any_position = self.extensions.generalized;
+            if self.extensions.quoted_triples && line.contains("<<") {
+                p.strict = self.strict.take();
+                let parsed = parse_owned(&mut p);
+                self.strict = p.strict.take();
+                if let Some(statement) = parsed? {
+                    statements.push(ParsedStatement::Owned {
+                        line: line_no,
+                        statement: Box::new(statement),
+                    });
+                }
+                continue;
+            }
+            if let Some(st) = parse_spans(p, &mut self.strict, &mut scratch)? {
+                statements.push(ParsedStatement::Spans {
+                    line: line_no,
+                    terms: st.shifted(offset),
+                });
+            }
+        }
+        Ok((
+            ParsedLines {
+                text,
+                scratch,
+                statements,
+            },
+            n,
+        ))
+    }
+}
+
+/// The terms of one line read by `p` (with `strict`'s checks, if any) as spans of the
+/// line and of `scratch`; `None` for a blank or comment line.
+fn parse_spans(
+    mut p: Parser<'_>,
+    strict: &mut Option<StrictTerms>,
+    scratch: &mut String,
+) -> Result<Option<SpanStatement>, SyntaxError> {
+    p.strict = strict.take();
+    let parsed = statement_terms(&mut p, |p, index| {
+        let start = p.pos;
+        let t = p.term_span(scratch)?;
+        p.check_position(index, t.kind(), start)?;
+        Ok(t)
+    });
+    *strict = p.strict.take();
+    Ok(parsed?.map(|(s, pr, o, g)| SpanStatement {
+        subject: s,
+        predicate: pr,
+        object: o,
+        graph: g,
+    }))
+}
+
+/// A statement as spans (see [`LineParser::parse_lines`]).
+struct SpanStatement {
+    subject: TermSpan,
+    predicate: TermSpan,
+    object: TermSpan,
+    graph: Option<TermSpan>,
+}
+
+impl SpanStatement {
+    fn resolve<'a>(&self, text: &'a str, scratch: &'a str) -> StatementRef<'a> {
+        StatementRef {
+            subject: self.subject.resolve(text, scratch),
+            predicate: self.predicate.resolve(text, scratch),
+            object: self.object.resolve(text, scratch),
+            graph: self.graph.map(|g| g.resolve(text, scratch)),
+        }
+    }
+
+    /// The same statement with its spans of the line moved by `by` bytes.
+    fn shifted(self, by: usize) -> SpanStatement {
+        SpanStatement {
+            subject: self.subject.shifted(by),
+            predicate: self.predicate.shifted(by),
+            object: self.object.shifted(by),
+            graph: self.graph.map(|g| g.shifted(by)),
+        }
+    }
+}
+
+/// The statements of many lines, read by [`LineParser::parse_lines`].
+pub struct ParsedLines {
+    /// The text the spans point into.
+    text: String,
+    /// The unescaped strings of all lines.
+    scratch: String,
+    statements: Vec<ParsedStatement>,
+}
+
+// The spans are the common case, kept inline: boxing them would allocate per statement.
+#[allow(clippy::large_enum_variant)]
+enum ParsedStatement {
+    Spans {
+        line: usize,
+        terms: SpanStatement,
+    },
+    /// A line with quoted triples.
+    Owned {
+        line: usize,
+        statement: Box<Statement>,
+    },
+}
+
+impl ParsedLines {
+    /// The number of statements.
+    pub fn len(&self) -> usize {
+        self.statements.len()
+    }
+
+    /// Whether there is no statement.
+    pub fn is_empty(&self) -> bool {
+        self.statements.is_empty()
+    }
+
+    /// Each statement with its 1-based line number, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, StatementRef<'_>)> {
+        self.statements.iter().map(|st| match st {
+            ParsedStatement::Spans { line, terms } => {
+                (*line, terms.resolve(&self.text, &self.scratch))
+            }
+            ParsedStatement::Owned { line, statement } => (*line, Statement::as_ref(statement)),
+        })
     }
 }
 
@@ -181,6 +404,13 @@ enum Span {
 }
 
 impl Span {
+    fn shifted(self, by: usize) -> Span {
+        match self {
+            Span::Line(a, b) => Span::Line(a + by, b + by),
+            s @ Span::Scratch(..) => s,
+        }
+    }
+
     fn resolve<'a>(self, line: &'a str, scratch: &'a str) -> &'a str {
         match self {
             Span::Line(a, b) => &line[a..b],
@@ -190,19 +420,64 @@ impl Span {
 }
 
 /// A term of a line without quoted triples, as spans.
+#[derive(Clone, Copy)]
 enum TermSpan {
     Iri(Span),
     BlankNode(Span),
     Literal(Span, KindSpan),
 }
 
+#[derive(Clone, Copy)]
 enum KindSpan {
     Simple,
     Lang(Span),
     Typed(Span),
 }
 
+/// What a term is, for the checks of its position.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TermKind {
+    Iri,
+    BlankNode,
+    Literal,
+    Triple,
+}
+
+impl TermKind {
+    fn of(t: &TermRef<'_>) -> TermKind {
+        match t {
+            TermRef::Iri(_) | TermRef::DefaultGraph => TermKind::Iri,
+            TermRef::BlankNode(_) => TermKind::BlankNode,
+            TermRef::Literal(_) => TermKind::Literal,
+            TermRef::Triple(_) => TermKind::Triple,
+        }
+    }
+}
+
 impl TermSpan {
+    fn shifted(self, by: usize) -> TermSpan {
+        match self {
+            TermSpan::Iri(i) => TermSpan::Iri(i.shifted(by)),
+            TermSpan::BlankNode(b) => TermSpan::BlankNode(b.shifted(by)),
+            TermSpan::Literal(lex, kind) => TermSpan::Literal(
+                lex.shifted(by),
+                match kind {
+                    KindSpan::Simple => KindSpan::Simple,
+                    KindSpan::Lang(t) => KindSpan::Lang(t.shifted(by)),
+                    KindSpan::Typed(d) => KindSpan::Typed(d.shifted(by)),
+                },
+            ),
+        }
+    }
+
+    fn kind(&self) -> TermKind {
+        match self {
+            TermSpan::Iri(_) => TermKind::Iri,
+            TermSpan::BlankNode(_) => TermKind::BlankNode,
+            TermSpan::Literal(..) => TermKind::Literal,
+        }
+    }
+
     fn resolve<'a>(self, line: &'a str, scratch: &'a str) -> TermRef<'a> {
         match self {
             TermSpan::Iri(i) => TermRef::Iri(i.resolve(line, scratch)),
@@ -237,6 +512,10 @@ pub(crate) struct Parser<'a> {
     /// `<_:label>` is a blank node (RDF Patch, as Jena writes it), whose label may
     /// hold what an IRI cannot.
     pub(crate) bnode_iris: bool,
+    /// The checks of strict N-Triples / N-Quads; `None` reads leniently.
+    strict: Option<StrictTerms>,
+    /// Whether any term may stand in any position (generalized statements).
+    any_position: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -247,7 +526,40 @@ impl<'a> Parser<'a> {
             line,
             depth: 0,
             bnode_iris: false,
+            strict: None,
+            any_position: true,
         }
+    }
+
+    /// A syntax error at byte offset `at` of the line.
+    fn err_at(&self, at: usize, msg: &str) -> SyntaxError {
+        let mut e = self.err(msg);
+        e.column = self.s[..at.min(self.s.len())].chars().count() + 1;
+        e
+    }
+
+    /// Whether a term of `kind` may stand at `index` of a statement or quoted triple
+    /// (0 subject, 1 predicate, 2 object, 3 graph), which starts at byte `start`.
+    fn check_position(
+        &self,
+        index: usize,
+        kind: TermKind,
+        start: usize,
+    ) -> Result<(), SyntaxError> {
+        if self.any_position {
+            return Ok(());
+        }
+        let msg = match (index, kind) {
+            (0, TermKind::Iri | TermKind::BlankNode | TermKind::Triple)
+            | (1, TermKind::Iri)
+            | (2, _)
+            | (3, TermKind::Iri | TermKind::BlankNode)
+            | (4.., _) => return Ok(()),
+            (0, _) => "the subject must be an IRI or a blank node",
+            (1, _) => "the predicate must be an IRI",
+            _ => "the graph name must be an IRI or a blank node",
+        };
+        Err(self.err_at(start, msg))
     }
     pub(crate) fn err(&self, msg: &str) -> SyntaxError {
         let column = self.s[..self.pos.min(self.s.len())].chars().count() + 1;
@@ -289,9 +601,12 @@ impl<'a> Parser<'a> {
             let paren = self.rest().starts_with("<<(");
             self.pos += if paren { 3 } else { 2 };
             let mut t = [None, None, None];
-            for slot in &mut t {
+            for (index, slot) in t.iter_mut().enumerate() {
                 self.ws();
-                *slot = Some(self.term()?);
+                let start = self.pos;
+                let term = self.term()?;
+                self.check_position(index, TermKind::of(&term.as_ref()), start)?;
+                *slot = Some(term);
             }
             self.depth -= 1;
             self.ws();
@@ -320,15 +635,18 @@ impl<'a> Parser<'a> {
         match self.peek() {
             Some('<') => {
                 if self.rest().starts_with("<<") {
-                    return Err(self.err("a quoted triple here"));
+                    return Err(self.err("a quoted triple `<<` here"));
                 }
-                Ok(TermSpan::Iri(self.iri(scratch)?))
+                Ok(TermSpan::Iri(self.iri(scratch, false)?))
             }
             Some('_') => {
                 if !self.rest().starts_with("_:") {
                     return Err(self.err("expected '_:' for a blank node"));
                 }
                 self.pos += 2;
+                if self.strict.is_some() {
+                    return self.strict_blank_node();
+                }
                 let start = self.pos;
                 while let Some(c) = self.peek() {
                     if c.is_whitespace() || c == '<' || c == '>' || c == '"' {
@@ -350,24 +668,50 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A blank node label after its `_:`, as the N-Triples grammar has it: it ends at
+    /// the first character that no label holds (a trailing `.` ends the statement).
+    fn strict_blank_node(&mut self) -> Result<TermSpan, SyntaxError> {
+        use crate::strict_terms::{blank_node_label_char, blank_node_label_start};
+        let start = self.pos;
+        match self.peek() {
+            Some(c) if blank_node_label_start(c) => self.pos += c.len_utf8(),
+            _ => return Err(self.err("a blank node label cannot start here")),
+        }
+        while let Some(c) = self.peek().filter(|&c| blank_node_label_char(c)) {
+            self.pos += c.len_utf8();
+        }
+        while self.s[..self.pos].ends_with('.') {
+            self.pos -= 1;
+        }
+        Ok(TermSpan::BlankNode(Span::Line(start, self.pos)))
+    }
+
     /// An IRI after its '<'. Most have no escape: then it is a span of the line.
     /// Characters an IRI cannot hold (spaces, `{`, `"`, …, also written as `\u`
     /// escapes) are refused here: a decoder refuses them in a Jelly stream, so a
-    /// stream made from them could not be read back.
-    fn iri(&mut self, scratch: &mut String) -> Result<Span, SyntaxError> {
+    /// stream made from them could not be read back. Strict reading checks the whole
+    /// IRI (as a `datatype` too, if it is one), once per distinct IRI.
+    fn iri(&mut self, scratch: &mut String, datatype: bool) -> Result<Span, SyntaxError> {
         self.pos += 1;
         let start = self.pos;
         let span = self.delimited(b'>', "unterminated IRI", scratch, Self::uchar)?;
         let text = span.resolve(self.s, scratch);
+        if let Some(checks) = &mut self.strict {
+            let checked = if datatype {
+                checks.check_datatype(text)
+            } else {
+                checks.check_iri(text)
+            };
+            return match checked {
+                Ok(()) => Ok(span),
+                Err(m) => Err(self.err_at(start, &m)),
+            };
+        }
         if self.bnode_iris && text.starts_with("_:") {
             return Ok(span);
         }
         if let Some(c) = crate::term::forbidden_iri_char(text) {
-            let end = self.pos;
-            self.pos = start;
-            let e = self.err(&format!("an IRI cannot hold {c:?}"));
-            self.pos = end;
-            return Err(e);
+            return Err(self.err_at(start, &format!("an IRI cannot hold {c:?}")));
         }
         Ok(span)
     }
@@ -456,12 +800,20 @@ impl<'a> Parser<'a> {
     fn literal(&mut self, scratch: &mut String) -> Result<TermSpan, SyntaxError> {
         self.pos += 1;
         let lex = self.delimited(b'"', "unterminated literal", scratch, Self::echar)?;
+        // `^^` and a language tag are terminals of their own, which white space may
+        // separate from the string (as oxttl reads them): `"x" @en`, `"x" ^^ <dt>`.
+        let after_lex = self.pos;
+        self.ws();
+        if !(self.rest().starts_with("^^") || self.peek() == Some('@')) {
+            self.pos = after_lex;
+        }
         let kind = if self.rest().starts_with("^^") {
             self.pos += 2;
+            self.ws();
             if self.peek() != Some('<') {
                 return Err(self.err("expected '<' after '^^'"));
             }
-            KindSpan::Typed(self.iri(scratch)?)
+            KindSpan::Typed(self.iri(scratch, true)?)
         } else if self.peek() == Some('@') {
             self.pos += 1;
             let start = self.pos;
@@ -476,7 +828,9 @@ impl<'a> Parser<'a> {
                 return Err(self.err("empty language tag"));
             }
             let tag = &self.s[start..self.pos];
-            if !crate::term::valid_language_tag(tag) {
+            if self.strict.is_some() {
+                crate::strict_terms::check_language_tag(tag).map_err(|m| self.err_at(start, &m))?;
+            } else if !crate::term::valid_language_tag(tag) {
                 return Err(self.err(&format!("invalid language tag `{tag}`")));
             }
             // In lower case, as oxrdf keeps tags (and RDF compares them ignoring case):
