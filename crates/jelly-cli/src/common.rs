@@ -502,13 +502,15 @@ pub fn read_through_line_end(r: &mut dyn BufRead, buf: &mut Vec<u8>) -> io::Resu
 }
 
 /// N-Triples / N-Quads read line by line with jelly's own parser (generalized
-/// statements, quoted triples in any position), one statement at a time. Errors name
-/// `name:line:column`.
+/// statements, quoted triples in any position), one statement at a time. Terms are
+/// checked as strictly as in plain N-Triples ([`jelly::nquads::LineParser::strict`]:
+/// absolute, valid IRIs; well-formed language tags). Errors name `name:line:column`.
 pub struct NQuadsLines<R: BufRead> {
     reader: R,
     name: String,
     buf: Vec<u8>,
     line_no: usize,
+    parser: jelly::nquads::LineParser,
 }
 
 impl<R: BufRead> NQuadsLines<R> {
@@ -519,6 +521,10 @@ impl<R: BufRead> NQuadsLines<R> {
             name: name.to_string(),
             buf: Vec::with_capacity(1024),
             line_no: 0,
+            parser: jelly::nquads::LineParser::strict(jelly::nquads::Extensions {
+                quoted_triples: true,
+                generalized: true,
+            }),
         }
     }
 
@@ -541,11 +547,11 @@ impl<R: BufRead> NQuadsLines<R> {
                 ))
             })?;
             let line = line.trim_end_matches(['\n', '\r']);
-            let st = jelly::nquads::parse_line(line, line_no).map_err(|e| {
+            let st = self.parser.parse(line, line_no).map_err(|e| {
                 CliError::invalid(format!("{name}:{}:{}: {}", e.line, e.column, e.message))
             })?;
             if let Some(st) = st {
-                return Ok(Some((st, line_no)));
+                return Ok(Some((st.to_owned(), line_no)));
             }
         }
     }

@@ -1653,3 +1653,54 @@ fn n_triples_errors_past_the_first_chunk_name_their_line() {
         );
     }
 }
+
+/// With `--opt.rdf-star` or `--opt.generalized-statements` the lines are read by the
+/// parser that takes quoted triples and terms in any position, but their IRIs and
+/// language tags are checked as in plain N-Triples.
+#[test]
+fn extended_ntriples_checks_iris_and_language_tags_as_plain_ntriples() {
+    let d = tmp("extended-strict");
+    let out = d.join("o.jelly");
+    for (line, needle) in [
+        (
+            "<< <http://s> <http://p> <rel> >> <http://p> <http://o> .",
+            "relative",
+        ),
+        ("<http://s> <http://p> \"x\"@abcdefghi .", "language tag"),
+        ("\"lit\" <http://e:80x/> <http://o> .", "http://e:80x/"),
+    ] {
+        let f = d.join("in.nt");
+        std::fs::write(&f, format!("<http://a> <http://b> <http://c> .\n{line}\n")).unwrap();
+        for flag in ["--opt.rdf-star", "--opt.generalized-statements"] {
+            let r = jelly(&["rdf", "to-jelly", s(&f), flag, "-o", s(&out), "-q"], None);
+            assert_eq!(r.code, 1, "{flag} {line}: {}", r.stderr);
+            assert!(
+                r.stderr.contains("in.nt:2:") && r.stderr.contains(needle),
+                "{flag} {line}: {}",
+                r.stderr
+            );
+        }
+    }
+    // What the extensions are for still goes through.
+    let f = d.join("ok.nt");
+    std::fs::write(
+        &f,
+        "<< <http://s> <http://p> \"o\"@en-GB >> <http://p> _:b .\n\"lit\" _:p <http://o> .\n",
+    )
+    .unwrap();
+    ok(
+        &[
+            "rdf",
+            "to-jelly",
+            s(&f),
+            "--opt.rdf-star",
+            "--opt.generalized-statements",
+            "-o",
+            s(&out),
+            "-q",
+        ],
+        None,
+    );
+    let st = parse(&ok(&["rdf", "from-jelly", s(&out)], None).stdout);
+    assert_eq!(st.len(), 2);
+}
