@@ -510,7 +510,8 @@ pub struct NQuadsLines<R: BufRead> {
     name: String,
     buf: Vec<u8>,
     line_no: usize,
-    parser: jelly::nquads::LineParser,
+    /// Boxed: it holds the IRI cache's table, and readers live in enums of sources.
+    parser: Box<jelly::nquads::LineParser>,
 }
 
 impl<R: BufRead> NQuadsLines<R> {
@@ -521,10 +522,12 @@ impl<R: BufRead> NQuadsLines<R> {
             name: name.to_string(),
             buf: Vec::with_capacity(1024),
             line_no: 0,
-            parser: jelly::nquads::LineParser::strict(jelly::nquads::Extensions {
-                quoted_triples: true,
-                generalized: true,
-            }),
+            parser: Box::new(jelly::nquads::LineParser::strict(
+                jelly::nquads::Extensions {
+                    quoted_triples: true,
+                    generalized: true,
+                },
+            )),
         }
     }
 
