@@ -3,6 +3,9 @@
 //! without bound: run with `-malloc_limit_mb` to catch large allocations.
 #![no_main]
 
+#[path = "common/alloc_limit.rs"]
+mod alloc_limit;
+
 use jelly::{Decoder, DecoderOptions, Delimiting, Event, JellyReader};
 use libfuzzer_sys::fuzz_target;
 

@@ -3,6 +3,9 @@
 //! panic, hang or allocate without bound: run with `-malloc_limit_mb`.
 #![no_main]
 
+#[path = "common/alloc_limit.rs"]
+mod alloc_limit;
+
 use jelly::patch::{PatchDecoder, PatchEvent, PatchReader};
 use jelly::{DecoderOptions, Delimiting};
 use libfuzzer_sys::fuzz_target;

@@ -3,6 +3,9 @@
 //! and the written line must parse again to the same row. Must never panic or hang.
 #![no_main]
 
+#[path = "common/alloc_limit.rs"]
+mod alloc_limit;
+
 use jelly::rdf_patch::{PatchRow, RdfPatchParser, RdfPatchValidator, RdfPatchWriter, validate};
 use libfuzzer_sys::fuzz_target;
 

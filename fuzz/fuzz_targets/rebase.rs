@@ -11,6 +11,9 @@
 //! statements, table sizes); the rest is the stream, delimited or a single frame.
 #![no_main]
 
+#[path = "common/alloc_limit.rs"]
+mod alloc_limit;
+
 use jelly::iso::normalize_term;
 use jelly::rebase::{Rebased, Rebaser};
 use jelly::splice::options_row_len;

@@ -5,6 +5,9 @@
 //! sessions (broken up by plain adds) give the same bytes as plain adds.
 #![no_main]
 
+#[path = "common/alloc_limit.rs"]
+mod alloc_limit;
+
 use arbitrary::Arbitrary;
 use jelly::{
     DecoderOptions, Delimiting, FramePolicy, JellyReader, JellyWriterBuilder, Literal, LogicalType,

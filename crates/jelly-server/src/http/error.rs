@@ -175,7 +175,13 @@ where
         parts: &mut axum::http::request::Parts,
         _state: &S,
     ) -> Result<Self, Self::Rejection> {
-        let query = parts.uri.query().unwrap_or("");
+        FilteredQuery::from_query(parts.uri.query().unwrap_or(""))
+    }
+}
+
+impl<T: serde::de::DeserializeOwned> FilteredQuery<T> {
+    /// Reads a query string (without its `?`).
+    pub(super) fn from_query(query: &str) -> Result<Self, ApiError> {
         let (q, ignored_by_q) = read_query::<T>(query)?;
         let (f, ignored_by_f) = read_query::<FilterParams>(query)?;
         unknown_parameter(&[ignored_by_q, ignored_by_f])?;

@@ -36,6 +36,7 @@ use error::{FilteredQuery, JsonQuery};
 
 use crate::auth::Auth;
 use crate::config::ServerConfig;
+use crate::filter::ItemFilter;
 use crate::metrics::Metrics;
 use crate::topic::Registry;
 
@@ -63,6 +64,16 @@ pub fn router(state: AppState) -> Router {
         Some(layer) => router.layer(layer),
         None => router,
     }
+}
+
+/// The filter of a subscribe request's query string (without its `?`), read as the
+/// subscribe endpoints read it: bad values and unknown parameters refused, the filter
+/// built (`None` when there is none). Not part of the API: for the fuzz targets
+/// (`fuzz/`), which have no request to extract it from.
+#[doc(hidden)]
+pub fn subscribe_filter(query: &str) -> Result<Option<Arc<ItemFilter>>, ApiError> {
+    let FilteredQuery(_, params) = FilteredQuery::<subscribe::SubscribeQuery>::from_query(query)?;
+    subscribe::pick_filter(params)
 }
 
 /// The CORS layer for `origins` (see `ServerConfig::cors_origins`); `None` when empty.
