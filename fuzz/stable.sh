@@ -29,7 +29,7 @@ done
 # The default (CI) list: the cheap targets. Not text_position (it repeats its input
 # past 128 KiB: 50,000 runs take minutes) nor the server's (ingest, filter_query).
 [ ${#targets[@]} -gt 0 ] || targets=(decode roundtrip patch_decode rdf_patch_text rebase
-  text_nesting xml_guard framing splice jsonld_parts)
+  text_nesting xml_guard framing splice jsonld_parts text_format)
 
 shared="${JELLY_SHARED:-$(cd .. && pwd)/../shared}"
 conformance="$shared/jelly-conformance"
@@ -68,6 +68,12 @@ seed_corpus() {
       while IFS= read -r f; do n=$((n+1))
         { printf "\\x$(printf %02x $(( (n * 7) % 64 )))"; cat "$f"; } > "$dir/conf_$n"
       done < <(find "$conformance" -name '*.jelly' | sort) ;;
+    text_format)
+      # Byte 0 even: text; odd: a frame's bytes.
+      printf '\x00# Frame 0\nrows { options { physical_type: PHYSICAL_STREAM_TYPE_TRIPLES max_name_table_size: 8 version: 1 } }\nrows { triple { s_iri { prefix_id: 1 name_id: 0 } p_bnode: "b\\303\\251" o_literal { lex: "x\\n" langtag: "en" } } }\n' > "$dir/text"
+      printf '\x02rows < name: { id: 3, value: \x27a\x27 "b" } >; rows { 99: 0x7f 100: "\\x01" } # c\nrows { quad { s_literal { lex: "1" datatype: 2 } g_default_graph {} } }' > "$dir/syntax"
+      printf '\x01\x0a\x02\x2a\x00' > "$dir/graph_end"
+      printf '\x03\x0a\x0a\x0a\x08\x0a\x02\x08\x01\x12\x02\x6e\x6d' > "$dir/nested" ;;
     rdf_patch_text)
       printf 'H id <urn:uuid:1> .\nTX .\nPA "ex" <http://example.org/> .\nA <http://e/s> <http://e/p> "o"@en .\nD _:b <http://e/p> "1"^^<http://www.w3.org/2001/XMLSchema#integer> <http://e/g> .\nTC .\n' > "$dir/rows"
       printf 'TX .\nA <http://e/s> <http://e/p> << <http://e/a> <http://e/b> "c" >> .\nTA .\n' > "$dir/star" ;;
