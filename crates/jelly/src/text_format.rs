@@ -163,99 +163,66 @@ static RDF_DEFAULT_GRAPH: MessageDef = MessageDef {
     fields: &[],
 };
 
+/// The subject, predicate and object fields that `RdfTriple` and `RdfQuad` share (field
+/// numbers 1–12 in both), followed by `$extra` fields.
+macro_rules! statement_fields {
+    ($($extra:expr),* $(,)?) => {
+        &[
+            field("s_iri", st::S_IRI, Message(&RDF_IRI), Some("subject")),
+            field("s_bnode", st::S_BNODE, Str, Some("subject")),
+            field(
+                "s_literal",
+                st::S_LITERAL,
+                Message(&RDF_LITERAL),
+                Some("subject"),
+            ),
+            field(
+                "s_triple_term",
+                st::S_TRIPLE,
+                Message(&RDF_TRIPLE),
+                Some("subject"),
+            ),
+            field("p_iri", st::P_IRI, Message(&RDF_IRI), Some("predicate")),
+            field("p_bnode", st::P_BNODE, Str, Some("predicate")),
+            field(
+                "p_literal",
+                st::P_LITERAL,
+                Message(&RDF_LITERAL),
+                Some("predicate"),
+            ),
+            field(
+                "p_triple_term",
+                st::P_TRIPLE,
+                Message(&RDF_TRIPLE),
+                Some("predicate"),
+            ),
+            field("o_iri", st::O_IRI, Message(&RDF_IRI), Some("object")),
+            field("o_bnode", st::O_BNODE, Str, Some("object")),
+            field(
+                "o_literal",
+                st::O_LITERAL,
+                Message(&RDF_LITERAL),
+                Some("object"),
+            ),
+            field(
+                "o_triple_term",
+                st::O_TRIPLE,
+                Message(&RDF_TRIPLE),
+                Some("object"),
+            ),
+            $($extra),*
+        ]
+    };
+}
+
 static RDF_TRIPLE: MessageDef = MessageDef {
     name: "RdfTriple",
-    fields: &[
-        field("s_iri", st::S_IRI, Message(&RDF_IRI), Some("subject")),
-        field("s_bnode", st::S_BNODE, Str, Some("subject")),
-        field(
-            "s_literal",
-            st::S_LITERAL,
-            Message(&RDF_LITERAL),
-            Some("subject"),
-        ),
-        field(
-            "s_triple_term",
-            st::S_TRIPLE,
-            Message(&RDF_TRIPLE),
-            Some("subject"),
-        ),
-        field("p_iri", st::P_IRI, Message(&RDF_IRI), Some("predicate")),
-        field("p_bnode", st::P_BNODE, Str, Some("predicate")),
-        field(
-            "p_literal",
-            st::P_LITERAL,
-            Message(&RDF_LITERAL),
-            Some("predicate"),
-        ),
-        field(
-            "p_triple_term",
-            st::P_TRIPLE,
-            Message(&RDF_TRIPLE),
-            Some("predicate"),
-        ),
-        field("o_iri", st::O_IRI, Message(&RDF_IRI), Some("object")),
-        field("o_bnode", st::O_BNODE, Str, Some("object")),
-        field(
-            "o_literal",
-            st::O_LITERAL,
-            Message(&RDF_LITERAL),
-            Some("object"),
-        ),
-        field(
-            "o_triple_term",
-            st::O_TRIPLE,
-            Message(&RDF_TRIPLE),
-            Some("object"),
-        ),
-    ],
+    fields: statement_fields!(),
 };
 
 static RDF_QUAD: MessageDef = MessageDef {
     name: "RdfQuad",
-    fields: &[
-        field("s_iri", st::S_IRI, Message(&RDF_IRI), Some("subject")),
-        field("s_bnode", st::S_BNODE, Str, Some("subject")),
-        field(
-            "s_literal",
-            st::S_LITERAL,
-            Message(&RDF_LITERAL),
-            Some("subject"),
-        ),
-        field(
-            "s_triple_term",
-            st::S_TRIPLE,
-            Message(&RDF_TRIPLE),
-            Some("subject"),
-        ),
-        field("p_iri", st::P_IRI, Message(&RDF_IRI), Some("predicate")),
-        field("p_bnode", st::P_BNODE, Str, Some("predicate")),
-        field(
-            "p_literal",
-            st::P_LITERAL,
-            Message(&RDF_LITERAL),
-            Some("predicate"),
-        ),
-        field(
-            "p_triple_term",
-            st::P_TRIPLE,
-            Message(&RDF_TRIPLE),
-            Some("predicate"),
-        ),
-        field("o_iri", st::O_IRI, Message(&RDF_IRI), Some("object")),
-        field("o_bnode", st::O_BNODE, Str, Some("object")),
-        field(
-            "o_literal",
-            st::O_LITERAL,
-            Message(&RDF_LITERAL),
-            Some("object"),
-        ),
-        field(
-            "o_triple_term",
-            st::O_TRIPLE,
-            Message(&RDF_TRIPLE),
-            Some("object"),
-        ),
+    fields: statement_fields!(
         field("g_iri", st::G_IRI, Message(&RDF_IRI), Some("graph")),
         field("g_bnode", st::G_BNODE, Str, Some("graph")),
         field(
@@ -270,7 +237,7 @@ static RDF_QUAD: MessageDef = MessageDef {
             Message(&RDF_LITERAL),
             Some("graph"),
         ),
-    ],
+    ),
 };
 
 static RDF_GRAPH_START: MessageDef = MessageDef {
