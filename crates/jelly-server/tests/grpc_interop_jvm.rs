@@ -8,8 +8,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use jelly::Statement;
 use jelly_server::{Server, ServerConfig};
+
+mod support;
+use support::{nanopub_lines, parse_nquads};
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -87,26 +89,6 @@ async fn run(jar: &Path, args: &[&str]) -> (String, String) {
         out.status
     );
     (stdout, stderr)
-}
-
-fn parse_nquads(text: &str) -> Vec<Statement> {
-    text.lines()
-        .enumerate()
-        .filter_map(|(i, l)| jelly::nquads::parse_line(l, i + 1).unwrap())
-        .collect()
-}
-
-/// The first `n` lines of the nanopubs dataset (quads in named graphs, many
-/// namespaces and datatypes, no blank nodes).
-fn nanopub_lines(n: usize) -> String {
-    let path = repo_root().join("../shared/datasets/nanopubs-fair-pkd/nanopubs-fair-pkd.nq");
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut out = String::new();
-    for l in text.lines().take(n) {
-        out.push_str(l);
-        out.push('\n');
-    }
-    out
 }
 
 async fn start() -> Server {

@@ -15,6 +15,9 @@ use std::sync::OnceLock;
 use jelly::Statement;
 use jelly_server::{Server, ServerConfig};
 
+mod support;
+use support::{nanopub_lines, parse_nquads};
+
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -82,26 +85,6 @@ async fn run_ok(py: &Path, script: &str, args: &[&str]) -> (String, String) {
     let (code, stdout, stderr) = run(py, script, args).await;
     assert_eq!(code, 0, "{script} {args:?}:\n{stderr}");
     (stdout, stderr)
-}
-
-fn parse_nquads(text: &str) -> Vec<Statement> {
-    text.lines()
-        .enumerate()
-        .filter_map(|(i, l)| jelly::nquads::parse_line(l, i + 1).unwrap())
-        .collect()
-}
-
-/// The first `n` lines of the nanopubs dataset (quads in named graphs, many
-/// namespaces and datatypes).
-fn nanopub_lines(n: usize) -> String {
-    let path = repo_root().join("../shared/datasets/nanopubs-fair-pkd/nanopubs-fair-pkd.nq");
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut out = String::new();
-    for l in text.lines().take(n) {
-        out.push_str(l);
-        out.push('\n');
-    }
-    out
 }
 
 struct Scratch(PathBuf);

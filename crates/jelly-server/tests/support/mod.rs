@@ -347,3 +347,25 @@ pub async fn raw_ws_upgrade(
     );
     s
 }
+
+/// N-Quads text parsed line by line (blank and comment lines skipped).
+pub fn parse_nquads(text: &str) -> Vec<Statement> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(i, l)| jelly::nquads::parse_line(l, i + 1).unwrap())
+        .collect()
+}
+
+/// The first `n` lines of the nanopubs dataset (quads in named graphs, many
+/// namespaces and datatypes, no blank nodes), one per line.
+pub fn nanopub_lines(n: usize) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/datasets/nanopubs-fair-pkd/nanopubs-fair-pkd.nq");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut out = String::new();
+    for l in text.lines().take(n) {
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
+}
