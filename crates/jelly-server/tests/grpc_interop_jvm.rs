@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use jelly_server::{Server, ServerConfig};
 
 mod support;
-use support::{nanopub_lines, parse_nquads};
+use support::{nanopub_lines, parse_nquads, publish_nquads_items};
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -130,18 +130,7 @@ async fn jvm_subscribes_over_grpc() {
     let Some(jar) = jar() else { return };
     let s = start().await;
     let text = nanopub_lines(300);
-    let lines: Vec<&str> = text.lines().collect();
-    let http = reqwest::Client::new();
-    for chunk in lines.chunks(50) {
-        let r = http
-            .post(format!("{}/topics/jvm-out/items", s.url()))
-            .header("content-type", "application/n-quads")
-            .body(chunk.join("\n"))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), reqwest::StatusCode::OK);
-    }
+    publish_nquads_items(&s, "jvm-out", &text, 50).await;
     let addr = s.local_addr().to_string();
     let want = parse_nquads(&text);
     // The topic's stream as it is (spliced), then re-encoded with small tables.

@@ -16,7 +16,7 @@ use jelly::Statement;
 use jelly_server::{Server, ServerConfig};
 
 mod support;
-use support::{nanopub_lines, parse_nquads};
+use support::{nanopub_lines, parse_nquads, publish_nquads_items};
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -188,18 +188,8 @@ async fn grpcio_subscribes_and_pyjelly_decodes() {
     let s = Server::start(ServerConfig::ephemeral()).await.unwrap();
     let d = Scratch::new("sub");
     let text = nanopub_lines(300);
+    publish_nquads_items(&s, "py-out", &text, 50).await;
     let lines: Vec<&str> = text.lines().collect();
-    let http = reqwest::Client::new();
-    for chunk in lines.chunks(50) {
-        let r = http
-            .post(format!("{}/topics/py-out/items", s.url()))
-            .header("content-type", "application/n-quads")
-            .body(chunk.join("\n"))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), reqwest::StatusCode::OK);
-    }
     let addr = s.local_addr().to_string();
     let cases: [(&[&str], &str, std::ops::Range<usize>); 4] = [
         (&[], "0,1,2,3,4,5", 0..6),

@@ -369,3 +369,20 @@ pub fn nanopub_lines(n: usize) -> String {
     }
     out
 }
+
+/// Publishes the lines of `text` to `topic` over HTTP, `per_item` lines per item (one
+/// atomic N-Quads POST each).
+pub async fn publish_nquads_items(srv: &Server, topic: &str, text: &str, per_item: usize) {
+    let lines: Vec<&str> = text.lines().collect();
+    let http = reqwest::Client::new();
+    for chunk in lines.chunks(per_item) {
+        let r = http
+            .post(format!("{}/topics/{topic}/items", srv.url()))
+            .header("content-type", "application/n-quads")
+            .body(chunk.join("\n"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), reqwest::StatusCode::OK);
+    }
+}
