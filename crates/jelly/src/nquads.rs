@@ -218,14 +218,9 @@ impl LineParser {
         line: &'a str,
         line_no: usize,
     ) -> Result<Option<StatementRef<'a>>, SyntaxError> {
-        let mut p = Parser::new(line, line_no);
-        p.any_position = self.extensions.generalized;
-        // Strict reading without quoted triples takes the borrowing path, which refuses `<<`.
-        if self.extensions.quoted_triples && line.contains("<<") {
-            p.strict = self.strict.take();
-            let parsed = parse_owned(&mut p);
-            self.strict = p.strict.take();
-            self.owned = parsed?;
+        let p = self.parser(line, line_no);
+        if self.takes_owned_path(line) {
+            self.owned = self.parse_owned_checked(p)?;
             return Ok(self.owned.as_ref().map(Statement::as_ref));
         }
         self.scratch.clear();
@@ -233,6 +228,28 @@ impl LineParser {
             return Ok(None);
         };
         Ok(Some(st.resolve(line, &self.scratch)))
+    }
+
+    /// A parser of `line` that takes this reader's extensions.
+    fn parser<'l>(&self, line: &'l str, line_no: usize) -> Parser<'l> {
+        let mut p = Parser::new(line, line_no);
+        p.any_position = self.extensions.generalized;
+        p
+    }
+
+    /// Whether `line` is read by the owned path (quoted triples allowed and `<<` in it);
+    /// strict reading without quoted triples takes the borrowing path, which refuses `<<`.
+    fn takes_owned_path(&self, line: &str) -> bool {
+        self.extensions.quoted_triples && line.contains("<<")
+    }
+
+    /// Parses with the owned path, lending it this reader's strict checks (and their IRI
+    /// cache) for the line.
+    fn parse_owned_checked(&mut self, mut p: Parser<'_>) -> Result<Option<Statement>, SyntaxError> {
+        p.strict = self.strict.take();
+        let parsed = parse_owned(&mut p);
+        self.strict = p.strict.take();
+        parsed
     }
 
     /// Parses every line of `text`, the first being line `first_line`, into statements
@@ -267,13 +284,9 @@ impl LineParser {
             let line_no = first_line + i;
             // The offset of `line` in `text` (`lines` yields subslices of it).
             let offset = line.as_ptr() as usize - text.as_ptr() as usize;
-            let mut p = Parser::new(line, line_no);
-            p.any_position = self.extensions.generalized;
-            if self.extensions.quoted_triples && line.contains("<<") {
-                p.strict = self.strict.take();
-                let parsed = parse_owned(&mut p);
-                self.strict = p.strict.take();
-                if let Some(statement) = parsed? {
+            let p = self.parser(line, line_no);
+            if self.takes_owned_path(line) {
+                if let Some(statement) = self.parse_owned_checked(p)? {
                     statements.push(ParsedStatement::Owned {
                         line: line_no,
                         statement: Box::new(statement),
