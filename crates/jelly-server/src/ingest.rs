@@ -653,11 +653,10 @@ fn ingest_text(
         InputFormat::RdfXml => body,
         _ => body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body),
     };
-    if matches!(
-        format,
-        InputFormat::NQuads | InputFormat::NTriples | InputFormat::Turtle | InputFormat::TriG
-    ) {
-        // Before any parser: they recurse once per level of triple terms.
+    if matches!(format, InputFormat::Turtle | InputFormat::TriG) {
+        // Before oxttl, which recurses once per level of triple terms and brackets.
+        // (N-Triples and N-Quads go through jelly's line parser, which bounds the
+        // nesting of triple terms itself, in the same pass.)
         jelly::text_nesting::NestingScanner::new(jelly::text_nesting::MAX_TEXT_NESTING)
             .feed(body)
             .map_err(|e| IngestError::Invalid(e.to_string()))?;
