@@ -309,21 +309,21 @@ fn parse_chunk(
     first_line: usize,
 ) -> Result<(ParsedLines, usize), (usize, usize, String)> {
     let text = String::from_utf8(chunk).map_err(|e| {
-        // The valid text before the error: its complete lines, then the error's line.
-        let before =
-            std::str::from_utf8(&e.as_bytes()[..e.utf8_error().valid_up_to()]).unwrap_or_default();
-        let last_start = before.rfind(['\n', '\r']).map_or(0, |i| i + 1);
-        let complete_lines = jelly::nquads::lines(&before[..last_start]).count();
-        let column = before[last_start..].chars().count() + 1;
+        let at = jelly::text_position::utf8_error_position(e.as_bytes(), &e.utf8_error());
         (
-            first_line + complete_lines,
-            column,
+            first_line.saturating_add(to_usize(at.line) - 1),
+            to_usize(at.column),
             "invalid UTF-8".to_string(),
         )
     })?;
     parser
         .parse_lines(text, first_line)
         .map_err(|e| (e.line, e.column, e.message))
+}
+
+/// A line or column number of a chunk in memory, which fits a `usize`.
+fn to_usize(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
 }
 
 /// Reads about [`LINE_CHUNK`] bytes, then up to the end of the line. Empty at the end.
@@ -341,4 +341,21 @@ fn read_chunk(r: &mut dyn io::BufRead) -> io::Result<Vec<u8>> {
     // Then to the end of the line.
     crate::common::read_through_line_end(r, &mut buf)?;
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Invalid UTF-8 in a chunk is located by the chunk's first line, lines ending at
+    /// LF, CRLF or a lone CR, and its column in characters.
+    #[test]
+    fn invalid_utf8_in_a_chunk_names_line_and_column() {
+        let chunk = b"<http://e/s> <http://e/p> \"a\" .\r\n\r<http://e/s> <http://e/p> \"\xC3\xA9\xFF\" .\n";
+        let mut parser = LineParser::strict(jelly::nquads::Extensions::default());
+        let Err(e) = parse_chunk(&mut parser, chunk.to_vec(), 10) else {
+            panic!("invalid UTF-8 accepted");
+        };
+        assert_eq!(e, (12, 29, "invalid UTF-8".to_string()));
+    }
 }

@@ -666,11 +666,7 @@ fn ingest_text(
             let text = std::str::from_utf8(body).map_err(|e| {
                 // Counted in the body as sent, byte-order mark included.
                 let at = e.valid_up_to() + (whole - body.len());
-                let line = body[..e.valid_up_to()]
-                    .iter()
-                    .filter(|&&b| b == b'\n')
-                    .count()
-                    + 1;
+                let line = jelly::text_position::utf8_error_position(body, &e).line;
                 IngestError::Invalid(format!("invalid UTF-8 at line {line} (byte offset {at})"))
             })?;
             // Strict as oxttl (and so as the Turtle path): valid absolute IRIs, well-formed
@@ -1012,6 +1008,28 @@ mod tests {
             assert!(
                 ingest(ok.as_bytes(), InputFormat::NTriples, &t, &m, 1 << 20).is_ok(),
                 "{ok}"
+            );
+        }
+    }
+
+    /// Invalid UTF-8 is located on the line the line parser would name: lines end at
+    /// LF, CRLF or a lone CR.
+    #[test]
+    fn invalid_utf8_names_its_line_whatever_the_line_ends() {
+        let t = TopicOptions::default();
+        let m = PublishMeta::default();
+        for end in ["\n", "\r\n", "\r"] {
+            let good = format!("<http://e/s> <http://e/p> \"a\" .{end}");
+            let mut body = good.repeat(2).into_bytes();
+            body.extend_from_slice(b"<http://e/s> <http://e/p> \"\xff\" .\n");
+            let e = ingest(&body, InputFormat::NTriples, &t, &m, 1 << 20).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "invalid UTF-8 at line 3 (byte offset {})",
+                    2 * good.len() + 27
+                ),
+                "{end:?}"
             );
         }
     }

@@ -1,5 +1,6 @@
 //! Line and column of a byte offset in a text, for syntax errors of parsers that only
-//! tell a byte offset (the RDF/XML parser's `buffer_position`).
+//! tell a byte offset (the RDF/XML parser's `buffer_position`, the end of the valid
+//! part of text that is not UTF-8: [`utf8_error_position`]).
 //!
 //! [`position_in`] works on text in memory. [`PositionTracker`] wraps a streaming
 //! reader and keeps only the last [`PositionTracker::KEPT`] bytes it passed on, with
@@ -32,6 +33,23 @@ pub fn position_in(text: &[u8], offset: usize) -> TextPosition {
     let mut at = LineColumn::default();
     at.advance(&text[..offset.min(text.len())]);
     at.position()
+}
+
+/// Where the invalid UTF-8 that `error` reports on `bytes` starts.
+///
+/// Lines end as [`crate::nquads::lines`] ends them (LF, CRLF or a lone CR), so the line
+/// is the one an N-Triples / N-Quads parser of the text would name; the column counts
+/// the characters before the bad byte on its line, as [`crate::nquads::SyntaxError`]'s
+/// does.
+///
+/// ```
+/// use jelly::text_position::{TextPosition, utf8_error_position};
+/// let bytes = b"<a> <b> <c> .\r<d> <e> \"\xC3\xA9\xFF\" .\r";
+/// let e = std::str::from_utf8(bytes).unwrap_err();
+/// assert_eq!(utf8_error_position(bytes, &e), TextPosition { line: 2, column: 11 });
+/// ```
+pub fn utf8_error_position(bytes: &[u8], error: &std::str::Utf8Error) -> TextPosition {
+    position_in(bytes, error.valid_up_to())
 }
 
 /// 0-based line and column (characters) after some bytes.
