@@ -544,10 +544,9 @@ impl<R: BufRead> NQuadsLines<R> {
             self.line_no += 1;
             let line_no = self.line_no;
             let line = std::str::from_utf8(&self.buf).map_err(|e| {
-                CliError::invalid(format!(
-                    "{name}:{line_no}:{}: invalid UTF-8",
-                    e.valid_up_to() + 1
-                ))
+                // The buffer is one line: its column, in characters as the parser's.
+                let column = jelly::text_position::utf8_error_position(&self.buf, &e).column;
+                CliError::invalid(format!("{name}:{line_no}:{column}: invalid UTF-8"))
             })?;
             let line = line.trim_end_matches(['\n', '\r']);
             let st = self.parser.parse(line, line_no).map_err(|e| {
@@ -572,4 +571,21 @@ pub fn for_each_nquads_line(
         f(st, line_no)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Invalid UTF-8 is located on its line, in characters as the parser's columns.
+    #[test]
+    fn invalid_utf8_column_counts_characters() {
+        let text =
+            b"<http://e/s> <http://e/p> \"a\" .\r<http://e/s> <http://e/p> \"\xC3\xA9\xFF\" .\n";
+        let mut lines = NQuadsLines::new(&text[..], "in.nt");
+        assert!(lines.next_statement().unwrap().is_some());
+        let e = lines.next_statement().unwrap_err();
+        // `é` is one character (two bytes): the bad byte is the 29th character.
+        assert!(e.to_string().ends_with("in.nt:2:29: invalid UTF-8"), "{e}");
+    }
 }
