@@ -77,10 +77,24 @@ pub struct EntityGuard {
     entities: HashMap<String, u64>,
     /// The end of the last piece when it cut a declaration or a reference short.
     carry: Vec<u8>,
+    /// How far the declaration or reference in `carry` was searched.
+    searched: Searched,
     /// Bytes read so far.
     read: u64,
     /// Bytes the references read so far expand to.
     expanded: u64,
+}
+
+/// How far a declaration or reference cut short was searched for its end, so that the
+/// next piece resumes the search there: searching it again from its start at each
+/// piece cost time quadratic in its length (up to [`MAX_DECLARATION_BYTES`]) when it
+/// came in many small pieces.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Searched {
+    /// Bytes from its start searched, none of which ended it.
+    upto: usize,
+    /// Where a declaration's opening quote is, once found.
+    open_quote: Option<usize>,
 }
 
 /// The keyword of a declaration.
@@ -94,20 +108,24 @@ impl EntityGuard {
     /// again keeps the larger expansion, so none can lower it either.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<(), XmlRefused> {
         self.read += bytes.len() as u64;
-        let joined;
-        let mut rest = if self.carry.is_empty() {
-            bytes
-        } else {
-            let mut j = std::mem::take(&mut self.carry);
-            j.extend_from_slice(bytes);
-            joined = j;
-            &joined[..]
-        };
-        while let Some(at) = rest.iter().position(|&b| b == b'&' || b == b'<') {
-            rest = &rest[at..];
+        let mut joined = std::mem::take(&mut self.carry);
+        let carried = !joined.is_empty();
+        if carried {
+            joined.extend_from_slice(bytes);
+        }
+        let text: &[u8] = if carried { &joined } else { bytes };
+        // What was searched of the carried item, which starts `text`; nothing else was.
+        let mut searched = std::mem::take(&mut self.searched);
+        let mut pos = 0;
+        let cut_at = loop {
+            let Some(at) = memchr::memchr2(b'&', b'<', &text[pos..]) else {
+                break None;
+            };
+            pos += at;
+            let rest = &text[pos..];
             let step = if rest[0] == b'&' {
-                match reference(rest) {
-                    Some((name, used)) => {
+                match reference(rest, searched.upto) {
+                    Reference::Name(name, used) => {
                         if let Some(&len) = std::str::from_utf8(name)
                             .ok()
                             .and_then(|n| self.entities.get(n))
@@ -116,32 +134,36 @@ impl EntityGuard {
                         }
                         Some(used)
                     }
+                    Reference::NotOne => Some(1),
                     // No end to the name in this piece: kept for the next one.
-                    None if !rest[1..].iter().any(|&c| {
-                        c == b';' || c == b'&' || c == b'<' || c.is_ascii_whitespace()
-                    }) =>
-                    {
+                    Reference::Cut(upto) => {
                         if rest.len() > MAX_DECLARATION_BYTES {
                             return Err(XmlRefused(format!(
                                 "an XML reference name of over {MAX_DECLARATION_BYTES} bytes"
                             )));
                         }
+                        searched = Searched {
+                            upto,
+                            open_quote: None,
+                        };
                         None
                     }
-                    None => Some(1),
                 }
             } else if rest.starts_with(DECLARATION) {
-                match declaration(rest) {
-                    Some((name, value, used)) => {
+                match declaration(rest, searched) {
+                    Declaration::Done { name, value, used } => {
                         self.declare(name, value)?;
                         Some(used)
                     }
-                    None if rest.len() > MAX_DECLARATION_BYTES => {
+                    Declaration::Cut(_) if rest.len() > MAX_DECLARATION_BYTES => {
                         return Err(XmlRefused(format!(
                             "an XML entity declaration of over {MAX_DECLARATION_BYTES} bytes"
                         )));
                     }
-                    None => None,
+                    Declaration::Cut(now) => {
+                        searched = now;
+                        None
+                    }
                 }
             } else if rest.len() < DECLARATION.len() && DECLARATION.starts_with(rest) {
                 None
@@ -149,13 +171,23 @@ impl EntityGuard {
                 Some(1)
             };
             match step {
-                Some(n) => rest = &rest[n..],
-                // Cut short at the end of the piece: kept for the next one.
-                None => {
-                    self.carry = rest.to_vec();
-                    break;
+                Some(n) => {
+                    pos += n;
+                    searched = Searched::default();
                 }
+                // Cut short at the end of the piece: kept for the next one.
+                None => break Some(pos),
             }
+        };
+        if let Some(from) = cut_at {
+            self.carry = if carried {
+                // Only what this piece added past the item read last moves.
+                joined.drain(..from);
+                joined
+            } else {
+                bytes[from..].to_vec()
+            };
+            self.searched = searched;
         }
         let limit =
             EXPANSION_ALLOWANCE.saturating_add(self.read.saturating_mul(EXPANSION_PER_BYTE));
@@ -195,8 +227,8 @@ impl EntityGuard {
         while let Some(amp) = rest.iter().position(|&b| b == b'&') {
             len = len.saturating_add(amp as u64);
             rest = &rest[amp..];
-            match reference(rest) {
-                Some((name, used)) => {
+            match reference(rest, 0) {
+                Reference::Name(name, used) => {
                     let one = std::str::from_utf8(name)
                         .ok()
                         .and_then(|n| self.entities.get(n))
@@ -205,7 +237,7 @@ impl EntityGuard {
                     len = len.saturating_add(one);
                     rest = &rest[used..];
                 }
-                None => {
+                Reference::NotOne | Reference::Cut(_) => {
                     len = len.saturating_add(1);
                     rest = &rest[1..];
                 }
@@ -218,30 +250,93 @@ impl EntityGuard {
 /// Longest entity declaration read.
 const MAX_DECLARATION_BYTES: usize = 4 << 20;
 
-/// A declaration `<!ENTITY [%] name "value">` at the start of `b` (read as the parser
-/// reads it): its name, value and the bytes up to its closing quote; `None` while it
-/// is incomplete. A malformed one, which the parser refuses, counts as empty.
-fn declaration(b: &[u8]) -> Option<(&str, &[u8], usize)> {
-    let after = &b[DECLARATION.len()..];
-    let open = after.iter().position(|&c| c == b'"')?;
-    let close = after[open + 1..].iter().position(|&c| c == b'"')?;
-    let head = std::str::from_utf8(&after[..open]).unwrap_or("");
-    let head = head.trim_start();
-    let head = head.strip_prefix('%').unwrap_or(head).trim_start();
-    let name = head.split_ascii_whitespace().next().unwrap_or("");
-    let value = &after[open + 1..open + 1 + close];
-    Some((name, value, DECLARATION.len() + open + close + 2))
+/// A declaration `<!ENTITY [%] name "value">` at the start of `b`, read as the parser
+/// reads it. A malformed one, which the parser refuses, counts as empty.
+enum Declaration<'a> {
+    /// Its name, its value and the bytes up to its closing quote.
+    Done {
+        name: &'a str,
+        value: &'a [u8],
+        used: usize,
+    },
+    /// Incomplete: how far it was searched.
+    Cut(Searched),
 }
 
-/// A reference `&name;` at the start of `b`: the name and the bytes it takes. A name
-/// is whatever stands before the `;` (the parser resolves any declared name), up to
-/// whitespace, `&` or `<`, which end a run that is no reference.
-fn reference(b: &[u8]) -> Option<(&[u8], usize)> {
-    let body = b.get(1..)?;
-    let end = body
+/// The declaration at the start of `b`, whose first bytes were `searched` before.
+fn declaration(b: &[u8], searched: Searched) -> Declaration<'_> {
+    let head_start = DECLARATION.len();
+    let open = match searched.open_quote {
+        Some(open) => open,
+        None => {
+            let from = searched.upto.max(head_start);
+            match find_quote(b, from) {
+                Some(open) => open,
+                None => {
+                    return Declaration::Cut(Searched {
+                        upto: b.len(),
+                        open_quote: None,
+                    });
+                }
+            }
+        }
+    };
+    let Some(close) = find_quote(b, searched.upto.max(open + 1)) else {
+        return Declaration::Cut(Searched {
+            upto: b.len(),
+            open_quote: Some(open),
+        });
+    };
+    let head = std::str::from_utf8(&b[head_start..open]).unwrap_or("");
+    let head = head.trim_start();
+    let head = head.strip_prefix('%').unwrap_or(head).trim_start();
+    Declaration::Done {
+        name: head.split_ascii_whitespace().next().unwrap_or(""),
+        value: &b[open + 1..close],
+        used: close + 1,
+    }
+}
+
+/// The first `"` of `b` from `from` on.
+fn find_quote(b: &[u8], from: usize) -> Option<usize> {
+    let tail = b.get(from..)?;
+    #[cfg(test)]
+    tests::count_searched(tail.len());
+    memchr::memchr(b'"', tail).map(|i| from + i)
+}
+
+/// What a `&` at the start of some bytes begins.
+enum Reference<'a> {
+    /// A reference `&name;`: the name and the bytes it takes.
+    Name(&'a [u8], usize),
+    /// No reference: its run ends before a `;`, or is empty.
+    NotOne,
+    /// Nothing ends its run yet; the bytes searched.
+    Cut(usize),
+}
+
+/// The reference at the start of `b`, whose first `searched` bytes hold no end of its
+/// run. A name is whatever stands before the `;` (the parser resolves any declared
+/// name), up to whitespace, `&` or `<`, which end a run that is no reference.
+fn reference(b: &[u8], searched: usize) -> Reference<'_> {
+    let from = searched.max(1);
+    let Some(tail) = b.get(from..) else {
+        return Reference::Cut(b.len());
+    };
+    #[cfg(test)]
+    tests::count_searched(tail.len());
+    let Some(end) = tail
         .iter()
-        .position(|&c| c == b';' || c == b'&' || c == b'<' || c.is_ascii_whitespace())?;
-    (body[end] == b';' && end > 0).then_some((&body[..end], end + 2))
+        .position(|&c| c == b';' || c == b'&' || c == b'<' || c.is_ascii_whitespace())
+        .map(|i| from + i)
+    else {
+        return Reference::Cut(b.len());
+    };
+    if b[end] == b';' && end > 1 {
+        Reference::Name(&b[1..end], end + 1)
+    } else {
+        Reference::NotOne
+    }
 }
 
 /// All the bounds: entities ([`EntityGuard`]), and element depth and runs of text or
@@ -572,6 +667,63 @@ impl crate::input_check::InputCheck for XmlGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Bytes the declaration and reference searches of this test's thread read.
+        static SEARCHED: Cell<usize> = const { Cell::new(0) };
+    }
+
+    pub(super) fn count_searched(n: usize) {
+        SEARCHED.with(|s| s.set(s.get() + n));
+    }
+
+    /// A declaration or reference cut anywhere gets the verdict it gets whole, and
+    /// one that comes a byte at a time is searched about once, not once per byte.
+    #[test]
+    fn cut_declarations_and_references_are_searched_once() {
+        let mut decls = String::from("<!ENTITY % p \"pp\"><!ENTITY a \"aaaaaaaaaa\">");
+        for (n, prev) in [("b", "a"), ("c", "b"), ("d", "c"), ("e", "d")] {
+            decls += &format!("<!ENTITY {n} \"{}\">", format!("&{prev};").repeat(10));
+        }
+        // Then one too large to declare.
+        let bomb = format!("{decls}<!ENTITY f \"{}\">", "&e;".repeat(11));
+        for (decls, body) in [(&decls, "&e;&amp;&e;"), (&bomb, "&f;")] {
+            let d = doc(decls, body);
+            let mut whole = EntityGuard::default();
+            let verdict = whole.feed(d.as_bytes());
+            assert_eq!(verdict.is_err(), decls == &bomb);
+            for cut in 0..=d.len() {
+                let mut g = EntityGuard::default();
+                let r = g
+                    .feed(&d.as_bytes()[..cut])
+                    .and_then(|()| g.feed(&d.as_bytes()[cut..]));
+                assert_eq!(r, verdict, "cut at {cut}");
+                assert_eq!(g.entities, whole.entities, "cut at {cut}");
+                assert_eq!(g.expanded, whole.expanded, "cut at {cut}");
+            }
+        }
+        let big = 512 << 10;
+        let name = "n".repeat(big);
+        let d = doc(
+            &format!("<!ENTITY {name} \"{}\">", "x".repeat(big)),
+            &format!("&{name};"),
+        );
+        SEARCHED.with(|s| s.set(0));
+        let mut g = EntityGuard::default();
+        for b in d.as_bytes().chunks(1) {
+            g.feed(b).unwrap();
+        }
+        assert_eq!(g.entities[&name], big as u64);
+        assert_eq!(g.expanded, big as u64);
+        assert!(g.carry.is_empty());
+        let searched = SEARCHED.with(Cell::get);
+        assert!(
+            searched < 2 * d.len(),
+            "{searched} bytes searched in {}",
+            d.len()
+        );
+    }
 
     fn doc(decls: &str, body: &str) -> String {
         format!("<?xml version=\"1.0\"?>\n<!-- c -->\n<!DOCTYPE rdf:RDF [{decls}]>\n<r>{body}</r>")
