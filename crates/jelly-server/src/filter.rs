@@ -73,6 +73,7 @@ use tonic::metadata::MetadataMap;
 
 use crate::item::Item;
 
+mod ask_key;
 mod row_bound;
 mod string_bound;
 mod unread_rows;
@@ -205,7 +206,7 @@ impl FilterParams {
             key.insert("pattern".into(), p.canonical().into());
         }
         if let Some(a) = &ask {
-            key.insert("ask".into(), a.query.to_string().into());
+            key.insert("ask".into(), a.key.clone().into());
         }
         Ok(Some(Arc::new(ItemFilter {
             key: serde_json::Value::Object(key).to_string(),
@@ -581,6 +582,7 @@ fn parse_ask_deep(text: &str) -> Result<ParsedAsk, FilterError> {
         // The optimizer recurses as deep as the query: planned here too.
         let rows = RowBound::of(&query);
         Ok(ParsedAsk {
+            key: ask_key::ask_key(&text, &query, &debug),
             query,
             strings,
             rows,
@@ -658,6 +660,8 @@ fn optional_arg_calls(text: &str) -> usize {
 #[derive(Debug)]
 struct ParsedAsk {
     query: Query,
+    /// What tells it apart from other queries in fan-out group keys.
+    key: String,
     /// The strings it can build.
     strings: StringBound,
     /// The rows its plan can produce.

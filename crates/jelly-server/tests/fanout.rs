@@ -730,6 +730,50 @@ fn unbase64(s: &str) -> Vec<u8> {
     out
 }
 
+/// `ask` filters that ask the same share a group: the same text (with an aggregate,
+/// which the SPARQL parser names at random), other spacing, and the query as the
+/// SPARQL printer writes it (a nested SELECT).
+#[tokio::test]
+async fn subscribers_with_the_same_ask_filter_share_its_group() {
+    let srv = start_with(|_| {}).await;
+    let c = plain_client();
+    publish(&c, &srv, "t", 0, 4).await;
+    let sub = |ask: &str| {
+        let ask: String = form_urlencoded::byte_serialize(ask.as_bytes()).collect();
+        c.get(format!(
+            "{}/topics/t/items?format=nquads&from=latest&ask={ask}",
+            srv.url()
+        ))
+        .send()
+    };
+    let count = "ASK { { SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o } } FILTER(?n > 4) }";
+    let mut subscribers = Vec::new();
+    for ask in [
+        count,
+        count,
+        "ask {{select (count(*) as ?n) {?s ?p ?o}}\nfilter(?n>4)}",
+    ] {
+        subscribers.push(sub(ask).await.unwrap());
+    }
+    assert_eq!(metric(&c, &srv, "jelly_fanout_groups").await, 1);
+    for ask in [
+        "ASK { ?s <http://example.org/p> ?o }",
+        "ASK WHERE { SELECT ?o ?s WHERE { ?s <http://example.org/p> ?o . } }",
+    ] {
+        subscribers.push(sub(ask).await.unwrap());
+    }
+    for r in &subscribers {
+        assert!(r.status().is_success(), "{}", r.status());
+    }
+    assert_eq!(
+        metric(&c, &srv, "jelly_fanout_groups").await,
+        2,
+        "equal filters share one group, a different filter has its own"
+    );
+    drop(subscribers);
+    srv.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn subscribers_with_the_same_filter_share_its_group() {
     let srv = start_with(|_| {}).await;
