@@ -10,23 +10,33 @@
 //!   while another is parsed, and at most [`CHUNK_BYTES`] × 3 are in flight. A read
 //!   error is handed to the parser after the bytes read before it, so it comes where
 //!   the parser would have met it on one thread.
-//! - The parser is the same [`RdfSource`] as on one thread (the nesting guard, the
-//!   directive signal for namespace declarations, the error messages with file, line
-//!   and column); its statements, the prefixes to declare before them, and its first
+//! - The nesting guard ([`NestingScanner`], a tenth of the parser's time) runs on the
+//!   reading thread, which has time to spare: each chunk goes with where directives
+//!   end in it, and the parser thread's reads end there, as [`ScannedText`]'s do, for
+//!   the namespace declarations. Text nested too deep is refused as on one thread,
+//!   after the bytes before its opening.
+//! - The parser is the same as on one thread ([`RdfSource::prescanned`]: the error
+//!   messages with file, line and column); its statements, the prefixes to declare before them, and its first
 //!   error come back in order, in [`StatementBatch`]es of at most [`BATCH_STATEMENTS`]
 //!   statements or about [`BATCH_BYTES`] of text, [`BATCHES_IN_FLIGHT`] of them at
 //!   most, which come back to be filled again. So the encoder sees the statements
 //!   before an error, and none after it, as before.
 
+use std::cell::Cell;
+use std::collections::VecDeque;
 use std::io::{self, BufRead, Read};
+use std::rc::Rc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
 use jelly::oxrdf_adapter::from_ox_quad;
+use jelly::text_nesting::{MAX_TEXT_NESTING, NestingScanner};
 
 use crate::error::{CliError, CliResult};
 use crate::format::Format;
 use crate::namespaces::NamespaceTracker;
+#[cfg(doc)]
+use crate::namespaces::ScannedText;
 use crate::rdf_source::RdfSource;
 use crate::statement_batch::{BatchEntry, StatementBatch};
 
@@ -52,8 +62,9 @@ enum Message {
     End,
 }
 
-/// A piece of input for the parser thread: bytes (empty at the end) or a read error.
-type Chunk = io::Result<Vec<u8>>;
+/// A piece of input for the parser thread, scanned: its bytes (none at the end) and the
+/// offsets in the input just after the directives that end in it. Or a read error.
+type Chunk = io::Result<(Vec<u8>, Vec<u64>)>;
 
 /// The statements of one Turtle or TriG input, parsed on a second thread.
 ///
@@ -81,6 +92,9 @@ pub struct ParseAhead {
     batch: StatementBatch,
     /// The next entry of `batch` to hand out.
     next: usize,
+    /// The nesting guard, and the bytes it has gone through.
+    scanner: NestingScanner,
+    scanner_offset: u64,
     /// The end of the input or a read error was sent.
     input_done: bool,
 }
@@ -127,6 +141,8 @@ impl ParseAhead {
             worker: None,
             batch: StatementBatch::default(),
             next: 0,
+            scanner: NestingScanner::new(MAX_TEXT_NESTING).noting_directives(),
+            scanner_offset: 0,
             input_done: false,
         };
         match worker {
@@ -186,11 +202,23 @@ impl ParseAhead {
         let Some(tx) = &self.chunks else {
             return;
         };
-        let (bytes, error) = read_chunk(self.reader.as_mut());
+        let (mut bytes, mut error) = read_chunk(self.reader.as_mut());
         let last = read_all(&bytes);
+        let start = self.scanner_offset;
+        if let Err(deep) = self.scanner.feed(&bytes) {
+            // The bytes before the opening that went too deep, then the refusal.
+            let opening = deep.offset.saturating_sub(1).saturating_sub(start);
+            bytes.truncate(usize::try_from(opening).unwrap_or(usize::MAX));
+            error = Some(io::Error::new(io::ErrorKind::InvalidData, deep));
+        }
+        self.scanner_offset += bytes.len() as u64;
+        let mut ends = Vec::new();
+        while let Some(end) = self.scanner.take_directive_end() {
+            ends.push(end);
+        }
         // A send fails only once the parser thread has ended, which its message says.
         if !bytes.is_empty() {
-            let _ = tx.send(Ok(bytes));
+            let _ = tx.send(Ok((bytes, ends)));
         }
         match error {
             Some(e) => {
@@ -198,7 +226,7 @@ impl ParseAhead {
                 self.input_done = true;
             }
             None if last => {
-                let _ = tx.send(Ok(Vec::new()));
+                let _ = tx.send(Ok((Vec::new(), Vec::new())));
                 self.input_done = true;
             }
             None => {}
@@ -249,27 +277,39 @@ fn read_chunk(r: &mut dyn BufRead) -> (Vec<u8>, Option<io::Error>) {
 }
 
 /// The input as the parser thread reads it: chunks from the reading thread, the next
-/// one asked for as one is started.
+/// one asked for as one is started; each read ends at the next directive end, and the
+/// directives read past are counted (as [`ScannedText`] does).
 struct ChunkReader {
     chunks: Receiver<Chunk>,
     ask: SyncSender<Message>,
     chunk: Vec<u8>,
     at: usize,
+    /// Bytes handed over.
+    handed: u64,
+    /// Directive ends (offsets) not read past yet.
+    ends: VecDeque<u64>,
+    passed: Rc<Cell<u64>>,
     /// The end of the input came, or a read error (which is returned once).
     ended: bool,
 }
 
 impl Read for ChunkReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // Asked for more: the parser has taken in all it was handed.
+        while self.ends.front().is_some_and(|&end| end <= self.handed) {
+            self.ends.pop_front();
+            self.passed.set(self.passed.get() + 1);
+        }
         while self.at == self.chunk.len() {
             if self.ended {
                 return Ok(0);
             }
             match self.chunks.recv() {
-                Ok(Ok(c)) if c.is_empty() => self.ended = true,
-                Ok(Ok(c)) => {
+                Ok(Ok((c, _))) if c.is_empty() => self.ended = true,
+                Ok(Ok((c, ends))) => {
                     self.chunk = c;
                     self.at = 0;
+                    self.ends.extend(ends);
                     // A full chunk may not be the last: have the next one read meanwhile.
                     if !read_all(&self.chunk) && self.ask.send(Message::NeedInput).is_err() {
                         return Err(io::Error::other("the encoding thread stopped"));
@@ -285,9 +325,14 @@ impl Read for ChunkReader {
                 }
             }
         }
-        let n = buf.len().min(self.chunk.len() - self.at);
+        let mut n = buf.len().min(self.chunk.len() - self.at);
+        // Every end left is past what was handed over, so at least one byte goes.
+        if let Some(&end) = self.ends.front() {
+            n = n.min(usize::try_from(end - self.handed).unwrap_or(usize::MAX));
+        }
         buf[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
         self.at += n;
+        self.handed += n as u64;
         Ok(n)
     }
 }
@@ -303,14 +348,18 @@ fn parse(
     name: &str,
     want_prefixes: bool,
 ) {
+    let passed = Rc::new(Cell::new(0));
     let reader = ChunkReader {
         chunks,
         ask: out.clone(),
         chunk: Vec::new(),
         at: 0,
+        handed: 0,
+        ends: VecDeque::new(),
+        passed: passed.clone(),
         ended: false,
     };
-    let mut source = match RdfSource::new(format, base_iri.as_deref(), reader) {
+    let mut source = match RdfSource::prescanned(format, base_iri.as_deref(), reader, passed) {
         Ok(s) => s,
         Err(e) => {
             let _ = out.send(Message::Failed(e));
@@ -368,6 +417,8 @@ fn parse(
 mod tests {
     use super::*;
     use crate::namespaces::NamespaceTracker;
+    #[cfg(doc)]
+    use crate::namespaces::ScannedText;
 
     /// What one thread reads from `reader`: each prefix and statement (as text), then
     /// the error message if any.
@@ -534,6 +585,36 @@ mod tests {
         // The 4,000 source lines before it hold 7,000 statements.
         assert_eq!(got.len(), 7001);
         assert_same(&got, &expected);
+    }
+
+    #[test]
+    fn text_nested_too_deep_is_refused_after_the_statements_before_it() {
+        let good = varied_trig(8_000);
+        let graph_end = good.rfind("}\n").unwrap_or_default();
+        let (head, tail) = good.split_at(graph_end);
+        let deep = format!(
+            "ex:s ex:p {}ex:o{} .\n",
+            "<<( ex:a ex:b ".repeat(150),
+            " )>>".repeat(150)
+        );
+        let bad = format!("{head}{deep}{tail}");
+        let expected = on_one_thread(Format::Trig, bad.as_bytes(), false);
+        let message = expected.last().cloned().unwrap_or_default();
+        assert!(
+            message.contains("nested deeper than 100 levels"),
+            "{message}"
+        );
+        // Every statement before the deep one, then the same refusal (one thread may
+        // give fewer: it stops at the start of the parser's read that holds the bytes).
+        let mut before = on_one_thread(Format::Trig, format!("{head}}}\n").as_bytes(), false);
+        before.push(message);
+        let got = ahead(
+            Format::Trig,
+            Box::new(std::io::Cursor::new(bad.into_bytes())),
+            false,
+        );
+        assert!(got.len() > 10_000);
+        assert_same(&got, &before);
     }
 
     #[test]

@@ -10,6 +10,9 @@
 
 use jelly::{LiteralKind, LiteralRef, Statement, StatementRef, TermRef};
 
+/// Bytes of text a cleared batch keeps room for.
+pub const KEPT_TEXT: usize = 1 << 20;
+
 /// Where a string lies in the batch's text.
 #[derive(Debug, Clone, Copy)]
 struct Span {
@@ -75,6 +78,8 @@ pub enum BatchEntry<'a> {
 /// assert!(matches!(b.get(0), Some(BatchEntry::Prefix { prefix: "ex", .. })));
 /// let Some(BatchEntry::Statement(st)) = b.get(1) else { panic!() };
 /// assert_eq!(st.object, TermRef::BlankNode("b0"));
+/// b.clear();
+/// assert!(b.is_empty() && b.get(0).is_none());
 /// ```
 #[derive(Debug, Default)]
 pub struct StatementBatch {
@@ -104,9 +109,11 @@ impl StatementBatch {
         self.text.len()
     }
 
-    /// Empties the batch, keeping its buffers for the next use.
+    /// Empties the batch, keeping its buffers for the next use (the text's up to
+    /// [`KEPT_TEXT`]: a batch that held a huge literal gives that memory back).
     pub fn clear(&mut self) {
         self.text.clear();
+        self.text.shrink_to(KEPT_TEXT);
         self.entries.clear();
         self.statements = 0;
     }
@@ -217,5 +224,89 @@ impl StatementBatch {
                 at_end: *at_end,
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jelly::{Literal, OwnedLiteralKind, Term, Triple};
+
+    #[test]
+    fn statements_come_back_as_they_went_in() {
+        let lit = |lex: &str, kind| {
+            Term::Literal(Literal {
+                lex: lex.into(),
+                kind,
+            })
+        };
+        let iri = |i: &str| Term::Iri(i.into());
+        let quoted = Term::Triple(Box::new(Triple {
+            subject: iri("http://ex/a"),
+            predicate: iri("http://ex/b"),
+            object: lit("c", OwnedLiteralKind::Simple),
+        }));
+        let statements = [
+            Statement {
+                subject: iri("http://ex/é"),
+                predicate: iri("http://ex/p"),
+                object: lit("x\ny", OwnedLiteralKind::Lang("en--ltr".into())),
+                graph: Some(Term::BlankNode("g".into())),
+            },
+            Statement {
+                subject: Term::BlankNode("b".into()),
+                predicate: iri("http://ex/p"),
+                object: lit("1", OwnedLiteralKind::Typed("http://ex/int".into())),
+                graph: Some(Term::DefaultGraph),
+            },
+            Statement {
+                subject: iri("http://ex/s"),
+                predicate: iri("http://ex/p"),
+                object: quoted,
+                graph: None,
+            },
+            Statement {
+                subject: iri("http://ex/s"),
+                predicate: iri("http://ex/p"),
+                object: lit("", OwnedLiteralKind::Simple),
+                graph: None,
+            },
+        ];
+        let mut b = StatementBatch::default();
+        for round in 0..2 {
+            for st in &statements {
+                b.push_statement(st.as_ref());
+            }
+            b.push_prefix("", "http://ex/", true);
+            assert_eq!(b.statements(), 4);
+            for (i, st) in statements.iter().enumerate() {
+                let Some(BatchEntry::Statement(got)) = b.get(i) else {
+                    panic!("{i}");
+                };
+                assert_eq!(got, st.as_ref(), "{round} {i}");
+            }
+            let Some(BatchEntry::Prefix {
+                prefix,
+                iri,
+                at_end,
+            }) = b.get(4)
+            else {
+                panic!();
+            };
+            assert_eq!((prefix, iri, at_end), ("", "http://ex/", true));
+            b.clear();
+        }
+        // A huge literal's room is given back when cleared.
+        let big = "x".repeat(4 * KEPT_TEXT);
+        b.push_statement(StatementRef::triple(
+            TermRef::Iri("http://ex/s"),
+            TermRef::Iri("http://ex/p"),
+            TermRef::Literal(LiteralRef {
+                lex: &big,
+                kind: LiteralKind::Simple,
+            }),
+        ));
+        b.clear();
+        assert!(b.text.capacity() <= KEPT_TEXT);
     }
 }
