@@ -16,11 +16,11 @@
 //!   the namespace declarations. Text nested too deep is refused as on one thread,
 //!   after the bytes before its opening.
 //! - The parser is the same as on one thread ([`RdfSource::prescanned`]: the error
-//!   messages with file, line and column); its statements, the prefixes to declare before them, and its first
-//!   error come back in order, in [`StatementBatch`]es of at most [`BATCH_STATEMENTS`]
-//!   statements or about [`BATCH_BYTES`] of text, [`BATCHES_IN_FLIGHT`] of them at
-//!   most, which come back to be filled again. So the encoder sees the statements
-//!   before an error, and none after it, as before.
+//!   messages with file, line and column). Its statements, the prefixes to declare
+//!   before them, and its first error come back in order, in [`StatementBatch`]es of
+//!   at most [`BATCH_STATEMENTS`] statements or about [`BATCH_BYTES`] of text,
+//!   [`BATCHES_IN_FLIGHT`] of them at most, which come back to be filled again. So the
+//!   encoder sees the statements before an error, and none after it, as before.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
