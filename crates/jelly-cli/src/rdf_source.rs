@@ -205,14 +205,47 @@ impl<R: Read> RdfSource<R> {
             }
             _ => (Guarded::Plain(reader), None),
         };
+        Ok(Self::oxrdfio(p, reader, directives, format))
+    }
+
+    /// A parser of Turtle, TriG or N3 over text that a [`NestingScanner`] noting
+    /// directives has already gone through (so nesting is bounded) and whose reads end
+    /// just after each directive, as [`ScannedText`]'s do; `directives` counts those
+    /// the parser has read past.
+    pub fn prescanned(
+        format: Format,
+        base_iri: Option<&str>,
+        reader: R,
+        directives: Rc<Cell<u64>>,
+    ) -> CliResult<RdfSource<R>> {
+        let mut p = RdfParser::from_format(format.oxrdfio());
+        if let Some(b) = base_iri {
+            p = p
+                .with_base_iri(b)
+                .map_err(|e| CliError::usage(format!("--base-iri {b}: {e}")))?;
+        }
+        Ok(Self::oxrdfio(
+            p,
+            Guarded::Plain(reader),
+            Some(directives),
+            format,
+        ))
+    }
+
+    fn oxrdfio(
+        p: RdfParser,
+        reader: Guarded<R>,
+        directives: Option<Rc<Cell<u64>>>,
+        format: Format,
+    ) -> RdfSource<R> {
         let read = Rc::new(Cell::new(0));
         let reader = Counting::new(reader, read.clone());
-        Ok(RdfSource::Oxrdfio {
+        RdfSource::Oxrdfio {
             parser: Box::new(p.for_reader(reader)),
             read,
             directives,
             format,
-        })
+        }
     }
 
     /// The next statement, or an error that names `name` and the place.

@@ -12,7 +12,10 @@ use crate::common::{for_each_nquads_line, input_io_err};
 use crate::error::{CliError, CliResult};
 use crate::format::{Format, is_jelly_path, unknown_format};
 use crate::io::{Input, Output, Progress, display_name, open_input, open_output};
+use crate::parse_ahead::ParseAhead;
 use crate::rdf_source::RdfSource;
+use crate::statement_batch::BatchEntry;
+use oxrdf::Quad;
 
 /// Picks the format of `input`.
 pub fn input_format(input: &str, given: Option<Format>) -> CliResult<Format> {
@@ -162,6 +165,29 @@ fn convert_one<W: io::Write>(
         Format::Nt | Format::Nq => {
             convert_lines(input.reader, format == Format::Nq, &name, w, progress)?;
         }
+        Format::Ttl | Format::Trig => {
+            let mut parsed = ParseAhead::new(input.reader, format, base_iri, &name, w.ns_enabled());
+            while let Some(p) = parsed.next_parsed() {
+                match p? {
+                    BatchEntry::Prefix {
+                        prefix,
+                        iri,
+                        at_end,
+                    } => {
+                        let at = || match at_end {
+                            false => format!("{name}: statement {}", n + 1),
+                            true => format!("{name}: end"),
+                        };
+                        w.namespace(prefix, iri, &at)?;
+                    }
+                    BatchEntry::Statement(st) => {
+                        n += 1;
+                        w.add(st, &|| format!("{name}: statement {n}"))?;
+                        progress.statement();
+                    }
+                }
+            }
+        }
         _ => {
             let mut it = RdfSource::new(format, base_iri, input.reader)?;
             let mut ns = crate::namespaces::NamespaceTracker::default();
@@ -174,26 +200,7 @@ fn convert_one<W: io::Write>(
                         w.namespace(&p, &iri, &|| format!("{name}: statement {n}"))?;
                     }
                 }
-                let mut holder = None;
-                let mut st: StatementRef<'_> = from_ox_quad(q.as_ref(), &mut holder);
-                // N3 formulas ({ … }) come as statements in a graph named by a blank
-                // node: they are not asserted, so they keep that graph (and need a
-                // quads stream) rather than become triples of the default graph.
-                let in_formula = format == Format::N3
-                    && !matches!(st.graph, None | Some(jelly::TermRef::DefaultGraph));
-                if !format.is_dataset() && !in_formula {
-                    st.graph = None;
-                }
-                w.add(st, &|| format!("{name}: statement {n}"))
-                    .map_err(|mut e| {
-                        if in_formula {
-                            e.message.push_str(
-                                " (it is inside an N3 formula { … }: write formulas as quads, \
-                                 with --opt.physical-type quads)",
-                            );
-                        }
-                        e
-                    })?;
+                add_ox_quad(w, format, &q, &name, n)?;
                 progress.statement();
             }
             if want_ns {
@@ -204,6 +211,36 @@ fn convert_one<W: io::Write>(
         }
     }
     Ok(())
+}
+
+/// Adds statement `n` of input `name` of `format`, as an oxrdfio parser gave it.
+fn add_ox_quad<W: io::Write>(
+    w: &mut GroupingWriter<W>,
+    format: Format,
+    q: &Quad,
+    name: &str,
+    n: u64,
+) -> CliResult {
+    let mut holder = None;
+    let mut st: StatementRef<'_> = from_ox_quad(q.as_ref(), &mut holder);
+    // N3 formulas ({ … }) come as statements in a graph named by a blank node: they
+    // are not asserted, so they keep that graph (and need a quads stream) rather than
+    // become triples of the default graph.
+    let in_formula =
+        format == Format::N3 && !matches!(st.graph, None | Some(jelly::TermRef::DefaultGraph));
+    if !format.is_dataset() && !in_formula {
+        st.graph = None;
+    }
+    w.add(st, &|| format!("{name}: statement {n}"))
+        .map_err(|mut e| {
+            if in_formula {
+                e.message.push_str(
+                    " (it is inside an N3 formula { … }: write formulas as quads, \
+                     with --opt.physical-type quads)",
+                );
+            }
+            e
+        })
 }
 
 /// Size of the chunks N-Triples / N-Quads input is cut into (at line ends) for parsing.

@@ -1704,3 +1704,85 @@ fn extended_ntriples_checks_iris_and_language_tags_as_plain_ntriples() {
     let st = parse(&ok(&["rdf", "from-jelly", s(&out)], None).stdout);
     assert_eq!(st.len(), 2);
 }
+
+/// Turtle and TriG are parsed on a second thread, many chunks ahead of the encoder:
+/// the stream is the one the same statements give as N-Triples / N-Quads (so in the
+/// same order), from a file and from stdin, and a syntax error deep in the input keeps
+/// its line and column, with no statement from after it written before it.
+#[test]
+fn turtle_and_trig_deep_in_the_input_keep_order_and_error_places() {
+    let d = tmp("turtle-deep");
+    // About 2.5 MB: 20,000 subjects of two statements, subject i on lines 2i+2 and 2i+3.
+    let mut ttl = String::from("@prefix ex: <http://ex.org/> .\n");
+    let mut nt = String::new();
+    for i in 0..20_000 {
+        let lex = format!("é {i} {}", "x".repeat(i % 50));
+        ttl.push_str(&format!("ex:s{i} ex:p \"{lex}\" ;\n  ex:q ex:o{i} .\n"));
+        nt.push_str(&format!(
+            "<http://ex.org/s{i}> <http://ex.org/p> \"{lex}\" .\n\
+             <http://ex.org/s{i}> <http://ex.org/q> <http://ex.org/o{i}> .\n"
+        ));
+    }
+    let trig = format!(
+        "<http://ex.org/g> {{\n{}}}\n",
+        ttl.replacen("@prefix ex: <http://ex.org/> .\n", "", 1)
+    );
+    let trig = format!("@prefix ex: <http://ex.org/> .\n{trig}");
+    let nq = nt.replace(" .\n", " <http://ex.org/g> .\n");
+    for (text, ext, lines, lines_ext) in [(&ttl, "ttl", &nt, "nt"), (&trig, "trig", &nq, "nq")] {
+        let file = d.join(format!("in.{ext}"));
+        let as_lines = d.join(format!("in.{lines_ext}"));
+        std::fs::write(&file, text).unwrap();
+        std::fs::write(&as_lines, lines).unwrap();
+        let out = d.join(format!("{ext}.jelly"));
+        let out_lines = d.join(format!("{lines_ext}.jelly"));
+        ok(&["rdf", "to-jelly", s(&file), "-o", s(&out)], None);
+        ok(
+            &["rdf", "to-jelly", s(&as_lines), "-o", s(&out_lines)],
+            None,
+        );
+        let jelly_bytes = std::fs::read(&out).unwrap();
+        assert!(jelly_bytes == std::fs::read(&out_lines).unwrap(), "{ext}");
+        let r = ok(
+            &["rdf", "to-jelly", "--in-format", ext],
+            Some(text.as_bytes()),
+        );
+        assert!(r.stdout == jelly_bytes, "{ext} on stdin");
+
+        // A bad escape in subject 15,000's literal, on line 30,002 (30,003 in TriG).
+        let bad = text.replacen("ex:s15000 ex:p \"", "ex:s15000 ex:p \"\\u00ZZ", 1);
+        let line = if ext == "ttl" { 30_002 } else { 30_003 };
+        let bad_file = d.join(format!("bad.{ext}"));
+        std::fs::write(&bad_file, &bad).unwrap();
+        for (stdin, name) in [
+            (None, s(&bad_file).to_string()),
+            (Some(bad.as_bytes()), "<stdin>".to_string()),
+        ] {
+            let args = match stdin {
+                None => vec!["rdf", "to-jelly", s(&bad_file)],
+                Some(_) => vec!["rdf", "to-jelly", "--in-format", ext],
+            };
+            let r = jelly(&args, stdin);
+            assert_eq!(r.code, 1, "{}", r.stderr);
+            let want = format!(
+                "jelly: {name}:{line}:21: Parser error at line {line} column 21: \
+                 The escape sequence '\\u00ZZ' is not a valid hexadecimal string\n"
+            );
+            assert_eq!(r.stderr, want);
+            // The frames written before the error hold statements of earlier subjects.
+            let frames = jelly::JellyReader::new(&r.stdout[..])
+                .read_all_frames()
+                .expect("whole frames");
+            let mut n = 0;
+            for st in frames.iter().flatten() {
+                n += 1;
+                let jelly::Term::Iri(subject) = &st.subject else {
+                    panic!("{st:?}");
+                };
+                let i: usize = subject["http://ex.org/s".len()..].parse().unwrap();
+                assert!(i < 15_000, "{subject}");
+            }
+            assert!(n > 10_000, "{n}");
+        }
+    }
+}
