@@ -12,11 +12,13 @@
 //!
 //! [`ask_key`] prints the query without the projections that keep every variable of
 //! what they project, which change no solution, along the chain of solution modifiers
-//! where the printer nests them, and names the parser's variables in the order they
-//! are printed, with names the query uses nowhere else. A query and each of its printed
-//! forms have one key; queries that differ otherwise keep different keys (nothing else
-//! is rewritten, and a consistent renaming of variables changes no ASK answer), so no
-//! two filters that could answer differently share a group.
+//! where the printer nests them (when what is left is one `SELECT`: between nested
+//! ones, they keep the modifiers of each apart), and names the parser's variables in
+//! the order they are printed, with names the query uses nowhere else. A query and
+//! each of its printed forms have one key; queries that differ otherwise keep
+//! different keys (nothing else is rewritten, and a consistent renaming of variables
+//! changes no ASK answer), so no two filters that could answer differently share a
+//! group.
 
 use std::collections::{HashMap, HashSet};
 
@@ -101,14 +103,54 @@ fn is_name_char(c: char) -> bool {
 }
 
 /// `pattern` without the projections that keep all the variables in scope of what
-/// they project, down through projections and solution modifiers.
+/// they project, down through projections and solution modifiers, if what is left is
+/// one `SELECT`; else `pattern` as it is.
+///
+/// Why only then: the printer writes the chain of modifiers down to a second projection
+/// as one `SELECT`, keeping one of each modifier. Those projections are what keep the
+/// modifiers of nested `SELECT`s apart (`{ SELECT * { … } LIMIT 1 } OFFSET 1`, never
+/// true, would print as `LIMIT 1`).
 fn without_identity_projections(pattern: &GraphPattern) -> GraphPattern {
-    let inner = |p: &GraphPattern| Box::new(without_identity_projections(p));
+    if is_one_select(pattern) {
+        strip_identity_projections(pattern)
+    } else {
+        pattern.clone()
+    }
+}
+
+/// Whether the chain of modifiers and projections from `pattern` down, identity
+/// projections left out, is in the order of one `SELECT`: `LIMIT`/`OFFSET`, then
+/// `DISTINCT` or `REDUCED`, then the projection, then `ORDER BY`, each at most once.
+fn is_one_select(mut pattern: &GraphPattern) -> bool {
+    let mut last = 0;
+    loop {
+        let (rank, inner) = match pattern {
+            GraphPattern::Project { inner, variables } if keeps_all(inner, variables) => {
+                pattern = inner;
+                continue;
+            }
+            GraphPattern::Slice { inner, .. } => (1, inner),
+            GraphPattern::Distinct { inner } | GraphPattern::Reduced { inner } => (2, inner),
+            GraphPattern::Project { inner, .. } => (3, inner),
+            GraphPattern::OrderBy { inner, .. } => (4, inner),
+            _ => return true,
+        };
+        if rank <= last {
+            return false;
+        }
+        last = rank;
+        pattern = inner;
+    }
+}
+
+/// `pattern` without the identity projections of its chain of modifiers.
+fn strip_identity_projections(pattern: &GraphPattern) -> GraphPattern {
+    let inner = |p: &GraphPattern| Box::new(strip_identity_projections(p));
     match pattern {
         GraphPattern::Project {
             inner: p,
             variables,
-        } if keeps_all(p, variables) => without_identity_projections(p),
+        } if keeps_all(p, variables) => strip_identity_projections(p),
         GraphPattern::Project {
             inner: p,
             variables,
@@ -198,6 +240,28 @@ mod tests {
         ] {
             assert_eq!(key(q), key(q), "{q}");
             assert_eq!(key(spaced), key(q), "{q}");
+        }
+    }
+
+    /// Nested `SELECT`s keep their own modifiers in the key: each pair answers
+    /// differently (the first is never true; the DISTINCT ones differ on duplicates).
+    #[test]
+    fn nested_selects_keep_their_own_modifiers() {
+        for (nested, flat) in [
+            (
+                "ASK { SELECT * { SELECT * { ?s ?p ?o } LIMIT 1 } OFFSET 1 }",
+                "ASK { ?s ?p ?o } LIMIT 1",
+            ),
+            (
+                "ASK { SELECT ?s { SELECT * { ?s ?p ?o } LIMIT 1 } OFFSET 1 }",
+                "ASK { SELECT ?s { ?s ?p ?o } LIMIT 1 }",
+            ),
+            (
+                "ASK { SELECT DISTINCT * { SELECT * { {?s ?p ?o} UNION {?s ?p ?o} } OFFSET 1 } }",
+                "ASK { SELECT DISTINCT * { {?s ?p ?o} UNION {?s ?p ?o} } OFFSET 1 }",
+            ),
+        ] {
+            assert_ne!(key(nested), key(flat), "{nested} / {flat}");
         }
     }
 
