@@ -6,20 +6,12 @@
 #[path = "common/alloc_limit.rs"]
 mod alloc_limit;
 
-use jelly::{Decoder, DecoderOptions, Delimiting, Event, JellyReader};
-use libfuzzer_sys::fuzz_target;
+#[path = "common/small_limits.rs"]
+mod small_limits;
 
-fn cfg() -> DecoderOptions {
-    DecoderOptions {
-        max_name_table_size: 512,
-        max_prefix_table_size: 64,
-        max_datatype_table_size: 32,
-        max_nesting: 24,
-        max_frame_bytes: 1 << 20,
-        check_features: true,
-        max_frames_before_options: jelly::DEFAULT_MAX_FRAMES_BEFORE_OPTIONS,
-    }
-}
+use jelly::{Decoder, Delimiting, Event, JellyReader};
+use libfuzzer_sys::fuzz_target;
+use small_limits::small_limits;
 
 fn consume(ev: Event<'_>, sink: &mut usize) {
     match ev {
@@ -38,7 +30,7 @@ fn consume(ev: Event<'_>, sink: &mut usize) {
 fuzz_target!(|data: &[u8]| {
     let mut sink = 0usize;
     // The byte-stream path, as a user would read a file.
-    let mut r = JellyReader::with_options(data, cfg(), Delimiting::Auto);
+    let mut r = JellyReader::with_options(data, small_limits(true), Delimiting::Auto);
     'frames: loop {
         match r.next_frame() {
             Ok(Some(mut f)) => {
@@ -62,10 +54,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     // The raw-frame path (no framing), with features unchecked, as a gRPC server would.
-    let mut dec = Decoder::new(DecoderOptions {
-        check_features: false,
-        ..cfg()
-    });
+    let mut dec = Decoder::new(small_limits(false));
     let mut f = dec.frame(data);
     while let Ok(Some(ev)) = f.next_event() {
         consume(ev, &mut sink);

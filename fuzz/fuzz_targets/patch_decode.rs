@@ -6,21 +6,13 @@
 #[path = "common/alloc_limit.rs"]
 mod alloc_limit;
 
-use jelly::patch::{PatchDecoder, PatchEvent, PatchReader};
-use jelly::{DecoderOptions, Delimiting};
-use libfuzzer_sys::fuzz_target;
+#[path = "common/small_limits.rs"]
+mod small_limits;
 
-fn cfg(check_features: bool) -> DecoderOptions {
-    DecoderOptions {
-        max_name_table_size: 512,
-        max_prefix_table_size: 64,
-        max_datatype_table_size: 32,
-        max_nesting: 24,
-        max_frame_bytes: 1 << 20,
-        check_features,
-        max_frames_before_options: jelly::DEFAULT_MAX_FRAMES_BEFORE_OPTIONS,
-    }
-}
+use jelly::Delimiting;
+use jelly::patch::{PatchDecoder, PatchEvent, PatchReader};
+use libfuzzer_sys::fuzz_target;
+use small_limits::small_limits;
 
 fn consume(ev: PatchEvent<'_>, sink: &mut usize) {
     match ev {
@@ -53,7 +45,7 @@ fn consume(ev: PatchEvent<'_>, sink: &mut usize) {
 fuzz_target!(|data: &[u8]| {
     let mut sink = 0usize;
     // The byte-stream path, as a user would read a file.
-    let mut r = PatchReader::with_options(data, cfg(true), Delimiting::Auto);
+    let mut r = PatchReader::with_options(data, small_limits(true), Delimiting::Auto);
     'frames: loop {
         match r.next_frame() {
             Ok(Some(mut f)) => loop {
@@ -76,7 +68,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = r.decoder().stats();
     // The raw-frame path (no framing), features unchecked; the same bytes twice, so a
     // second frame sees the tables and options left by the first.
-    let mut d = PatchDecoder::new(cfg(false));
+    let mut d = PatchDecoder::new(small_limits(false));
     for _ in 0..2 {
         let mut f = d.frame_at(data, 0);
         loop {

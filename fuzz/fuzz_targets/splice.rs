@@ -13,27 +13,19 @@
 #[path = "common/alloc_limit.rs"]
 mod alloc_limit;
 
+#[path = "common/small_limits.rs"]
+mod small_limits;
+
 use jelly::decoder::frame_metadata;
 use jelly::splice::{options_row_len, push_metadata};
-use jelly::{Decoder, DecoderOptions, Delimiting, Event, FrameReader, Statement};
+use jelly::{Decoder, Delimiting, Event, FrameReader, Statement};
 use libfuzzer_sys::fuzz_target;
-
-fn limits() -> DecoderOptions {
-    DecoderOptions {
-        max_name_table_size: 512,
-        max_prefix_table_size: 64,
-        max_datatype_table_size: 32,
-        max_nesting: 24,
-        max_frame_bytes: 1 << 20,
-        check_features: true,
-        max_frames_before_options: jelly::DEFAULT_MAX_FRAMES_BEFORE_OPTIONS,
-    }
-}
+use small_limits::small_limits;
 
 /// The statements of `frames` decoded in order by one decoder, or `None` if it
 /// refuses any of them.
 fn statements(frames: &[&[u8]]) -> Option<Vec<Statement>> {
-    let mut dec = Decoder::new(limits());
+    let mut dec = Decoder::new(small_limits(true));
     let mut out = Vec::new();
     for f in frames {
         let mut cur = dec.frame(f);
