@@ -730,6 +730,24 @@ fn unbase64(s: &str) -> Vec<u8> {
     out
 }
 
+/// A live N-Quads subscription to `topic` from now, filtered by query parameter
+/// `param` = `value`.
+async fn subscribe_filtered(
+    c: &reqwest::Client,
+    srv: &Server,
+    topic: &str,
+    param: &str,
+    value: &str,
+) -> reqwest::Result<reqwest::Response> {
+    let value: String = form_urlencoded::byte_serialize(value.as_bytes()).collect();
+    c.get(format!(
+        "{}/topics/{topic}/items?format=nquads&from=latest&{param}={value}",
+        srv.url()
+    ))
+    .send()
+    .await
+}
+
 /// `ask` filters that ask the same share a group: the same text (with an aggregate,
 /// which the SPARQL parser names at random), other spacing, and the query as the
 /// SPARQL printer writes it (a nested SELECT).
@@ -738,14 +756,6 @@ async fn subscribers_with_the_same_ask_filter_share_its_group() {
     let srv = start_with(|_| {}).await;
     let c = plain_client();
     publish(&c, &srv, "t", 0, 4).await;
-    let sub = |ask: &str| {
-        let ask: String = form_urlencoded::byte_serialize(ask.as_bytes()).collect();
-        c.get(format!(
-            "{}/topics/t/items?format=nquads&from=latest&ask={ask}",
-            srv.url()
-        ))
-        .send()
-    };
     let count = "ASK { { SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o } } FILTER(?n > 4) }";
     let mut subscribers = Vec::new();
     for ask in [
@@ -753,14 +763,14 @@ async fn subscribers_with_the_same_ask_filter_share_its_group() {
         count,
         "ask {{select (count(*) as ?n) {?s ?p ?o}}\nfilter(?n>4)}",
     ] {
-        subscribers.push(sub(ask).await.unwrap());
+        subscribers.push(subscribe_filtered(&c, &srv, "t", "ask", ask).await.unwrap());
     }
     assert_eq!(metric(&c, &srv, "jelly_fanout_groups").await, 1);
     for ask in [
         "ASK { ?s <http://example.org/p> ?o }",
         "ASK WHERE { SELECT ?o ?s WHERE { ?s <http://example.org/p> ?o . } }",
     ] {
-        subscribers.push(sub(ask).await.unwrap());
+        subscribers.push(subscribe_filtered(&c, &srv, "t", "ask", ask).await.unwrap());
     }
     for r in &subscribers {
         assert!(r.status().is_success(), "{}", r.status());
@@ -779,18 +789,22 @@ async fn subscribers_with_the_same_filter_share_its_group() {
     let srv = start_with(|_| {}).await;
     let c = plain_client();
     publish(&c, &srv, "t", 0, 4).await;
-    let sub = |pattern: &str| {
-        let pattern: String = form_urlencoded::byte_serialize(pattern.as_bytes()).collect();
-        c.get(format!(
-            "{}/topics/t/items?format=nquads&from=latest&pattern={pattern}",
-            srv.url()
-        ))
-        .send()
-    };
     // The same pattern written twice (other spacing), and a different one.
-    let a = sub("<http://example.org/item/5> * *").await.unwrap();
-    let b = sub("  <http://example.org/item/5>   *  * ").await.unwrap();
-    let other = sub("<http://example.org/item/6> * *").await.unwrap();
+    let a = subscribe_filtered(&c, &srv, "t", "pattern", "<http://example.org/item/5> * *")
+        .await
+        .unwrap();
+    let b = subscribe_filtered(
+        &c,
+        &srv,
+        "t",
+        "pattern",
+        "  <http://example.org/item/5>   *  * ",
+    )
+    .await
+    .unwrap();
+    let other = subscribe_filtered(&c, &srv, "t", "pattern", "<http://example.org/item/6> * *")
+        .await
+        .unwrap();
     for r in [&a, &b, &other] {
         assert!(r.status().is_success(), "{}", r.status());
     }
