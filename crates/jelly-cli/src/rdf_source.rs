@@ -157,12 +157,23 @@ fn jsonld_parse_err(name: &str, part: &CurrentPart, e: RdfParseError) -> CliErro
     }
 }
 
+/// The refusal of `--base-iri b`.
+fn bad_base(b: &str, e: impl std::fmt::Display) -> CliError {
+    CliError::usage(format!("--base-iri {b}: {e}"))
+}
+
+/// An oxrdfio parser of `format`, resolving relative IRIs against `base_iri`.
+fn oxrdfio_parser(format: Format, base_iri: Option<&str>) -> CliResult<RdfParser> {
+    let p = RdfParser::from_format(format.oxrdfio());
+    match base_iri {
+        Some(b) => p.with_base_iri(b).map_err(|e| bad_base(b, e)),
+        None => Ok(p),
+    }
+}
+
 impl<R: Read> RdfSource<R> {
     /// A parser of `format` over `reader`, resolving relative IRIs against `base_iri`.
     pub fn new(format: Format, base_iri: Option<&str>, reader: R) -> CliResult<RdfSource<R>> {
-        fn bad_base(b: &str, e: impl std::fmt::Display) -> CliError {
-            CliError::usage(format!("--base-iri {b}: {e}"))
-        }
         if format == Format::Rdfxml {
             let mut p = RdfXmlParser::new();
             if let Some(b) = base_iri {
@@ -176,10 +187,7 @@ impl<R: Read> RdfSource<R> {
                 probe,
             });
         }
-        let mut p = RdfParser::from_format(format.oxrdfio());
-        if let Some(b) = base_iri {
-            p = p.with_base_iri(b).map_err(|e| bad_base(b, e))?;
-        }
+        let p = oxrdfio_parser(format, base_iri)?;
         if format == Format::Jsonld {
             return Ok(RdfSource::JsonLd(Box::new(JsonLdSource {
                 parts: JsonLdParts::new(reader),
@@ -218,14 +226,8 @@ impl<R: Read> RdfSource<R> {
         reader: R,
         directives: Rc<Cell<u64>>,
     ) -> CliResult<RdfSource<R>> {
-        let mut p = RdfParser::from_format(format.oxrdfio());
-        if let Some(b) = base_iri {
-            p = p
-                .with_base_iri(b)
-                .map_err(|e| CliError::usage(format!("--base-iri {b}: {e}")))?;
-        }
         Ok(Self::oxrdfio(
-            p,
+            oxrdfio_parser(format, base_iri)?,
             Guarded::Plain(reader),
             Some(directives),
             format,
