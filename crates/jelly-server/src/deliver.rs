@@ -153,10 +153,44 @@ impl OutFormat {
         best.map(|(_, _, f)| f)
     }
 
-    /// Whether the format can carry the topic's statements (named graphs need a dataset format).
+    /// Whether the format can carry every statement the topic may hold.
     pub fn fits(self, topic: &TopicOptions) -> bool {
-        !(topic.physical == Physical::Quads
-            && matches!(self, OutFormat::NTriples | OutFormat::Turtle))
+        self.unfit_reason(topic).is_none()
+    }
+
+    /// Why the format cannot carry every statement the topic may hold, if it cannot.
+    ///
+    /// Decided from the topic's options, not from the items stored so far: a format
+    /// that fits only until some item arrives would strand its subscribers at that
+    /// item on every resume.
+    ///
+    /// ```
+    /// use jelly_server::deliver::OutFormat;
+    /// use jelly_server::topic::TopicOptions;
+    ///
+    /// let star = TopicOptions { rdf_star: true, ..TopicOptions::default() };
+    /// assert!(OutFormat::NQuads.unfit_reason(&star).is_none());
+    /// assert!(OutFormat::TriG.unfit_reason(&star).is_some());
+    /// ```
+    pub fn unfit_reason(self, topic: &TopicOptions) -> Option<&'static str> {
+        let text_12 = matches!(self, OutFormat::Turtle | OutFormat::TriG);
+        if topic.physical == Physical::Quads
+            && matches!(self, OutFormat::NTriples | OutFormat::Turtle)
+        {
+            Some("it holds quads, and this format cannot carry named graphs")
+        } else if text_12 && topic.generalized {
+            // oxttl writes RDF 1.2, which has no literal or blank-node predicates.
+            Some("it allows generalized statements, which Turtle and TriG cannot carry")
+        } else if text_12 && topic.rdf_star {
+            // RDF 1.2 keeps triple terms to the object position; N-Triples and N-Quads
+            // are written in RDF-star syntax, where a quoted triple may be a subject.
+            Some(
+                "it allows RDF-star quoted triples, which Turtle and TriG (RDF 1.2) cannot \
+                 carry in the subject position",
+            )
+        } else {
+            None
+        }
     }
 }
 

@@ -376,6 +376,96 @@ async fn publish_text_formats_and_subscribe_in_each_format() {
     srv.shutdown().await.unwrap();
 }
 
+/// Topics whose statements RDF 1.2 Turtle and TriG cannot hold (quoted triples as
+/// subjects, generalized statements) are not offered in them, whatever is stored yet:
+/// before, such a subscription was cut at the first item it could not take, on every
+/// resume, and the items before it were lost with it.
+#[tokio::test]
+async fn turtle_and_trig_are_refused_for_topics_they_cannot_carry() {
+    let srv = start().await;
+    let c = client();
+    let base = srv.url();
+    let star = "<< <http://ex.org/a> <http://ex.org/b> <http://ex.org/c> >> <http://ex.org/saidBy> <http://ex.org/bob> .\n";
+    let generalized = "\"lit\" <http://ex.org/p> <http://ex.org/o> .\n";
+    for (topic, options, body, reason) in [
+        (
+            "star",
+            r#"{"physical":"triples","rdf_star":true}"#,
+            star,
+            "RDF-star",
+        ),
+        (
+            "gen",
+            r#"{"physical":"triples","generalized":true}"#,
+            generalized,
+            "generalized",
+        ),
+    ] {
+        let r = c
+            .put(format!("{base}/topics/{topic}"))
+            .body(options)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::CREATED, "{topic}");
+        let r = publish(
+            &c,
+            &format!("{base}/topics/{topic}/items"),
+            "application/n-triples",
+            body.into(),
+        )
+        .await;
+        assert_eq!(offsets(r).await, [0], "{topic}");
+
+        // The WebSocket path answers a refusal as HTTP, before the upgrade.
+        for path in ["items?follow=false&", "poll?", "sse?follow=false&", "ws?"] {
+            for format in ["turtle", "trig"] {
+                let r = c
+                    .get(format!("{base}/topics/{topic}/{path}format={format}"))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    r.status(),
+                    StatusCode::NOT_ACCEPTABLE,
+                    "{topic} {path} {format}"
+                );
+                let body: Value = r.json().await.unwrap();
+                let error = body["error"].as_str().unwrap_or_default();
+                assert!(error.contains(reason), "{topic} {path} {format}: {body}");
+                assert_eq!(
+                    body["offered"],
+                    serde_json::json!([
+                        "application/x-jelly-rdf",
+                        "application/n-quads",
+                        "application/n-triples"
+                    ]),
+                    "{topic} {path} {format}"
+                );
+            }
+        }
+        // Negotiation passes over them to a format that fits.
+        let r = c
+            .get(format!("{base}/topics/{topic}/items?follow=false"))
+            .header(
+                "accept",
+                "text/turtle, application/trig, application/n-triples;q=0.5",
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{topic}");
+        assert_eq!(
+            r.headers()["content-type"],
+            "application/n-triples",
+            "{topic}"
+        );
+        let text = r.text().await.unwrap();
+        assert!(text.contains(body.trim_end()), "{topic}: {text}");
+    }
+    srv.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn live_follow_and_resume_after_disconnect_without_gaps_or_duplicates() {
     let srv = start().await;

@@ -142,17 +142,20 @@ pub(super) fn pick_format(
             }
         }
     };
-    if !f.fits(&t.options()) {
+    let options = t.options();
+    if let Some(reason) = f.unfit_reason(&options) {
+        let offered = offered(&options);
         let err = ApiError::new(
             StatusCode::NOT_ACCEPTABLE,
             format!(
-                "topic `{}` holds quads; {} cannot carry named graphs (use n-quads, trig or jelly)",
+                "topic `{}` cannot be served as {}: {reason} (use {})",
                 t.name,
-                f.content_type()
+                f.content_type(),
+                offered.join(", ")
             ),
         )
         // As every 406 does: what the topic can be served in.
-        .with("offered", offered(&t.options()));
+        .with("offered", offered);
         // Chosen by `Accept` when no `?format=` was given.
         return Err(if format.is_none() {
             err.varying_on("accept")
