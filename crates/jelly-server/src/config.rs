@@ -9,6 +9,7 @@
 //! segment_bytes = 67108864
 //! max_body_bytes = 67108864
 //! max_item_bytes = 16777216
+//! max_publish_memory_bytes = 1073741824  # bodies and items of atomic publishes in progress, server-wide (then 503); default: 1 GiB, or 6 × max_body_bytes if more; 0: unlimited
 //! max_connections_per_ip = 0  # 0: unlimited; over it new connections are closed at once
 //! max_publishes_per_connection = 4  # publishes at once on one (HTTP/2) connection; 0: unlimited
 //! max_topics = 10000          # more topics are refused (507) until one is deleted; 0: unlimited
@@ -87,6 +88,13 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Largest accepted item (its self-contained Jelly frame), in bytes.
     pub max_item_bytes: usize,
+    /// What atomic publishes in progress may hold in all, server-wide: their bodies
+    /// and the items made from them, until appended (see [`crate::publish_memory`]).
+    /// A publish that would pass it is refused (503, `Retry-After`). At least
+    /// [`crate::publish_memory::one_publish_at_most`] of `max_body_bytes`; 0: no limit;
+    /// unset: [`DEFAULT_PUBLISH_MEMORY_BYTES`], or that minimum if more (see
+    /// [`ServerConfig::publish_memory_bytes`]).
+    pub max_publish_memory_bytes: Option<usize>,
     /// Create a topic on its first publish (otherwise `PUT /topics/{name}` first).
     pub auto_create_topics: bool,
     /// Most topics the server holds (unavailable ones included). Each topic has a
@@ -490,6 +498,11 @@ fn redacted(u: &reqwest::Url) -> String {
 /// explicit `retention_bytes = 0` still means no bound.
 pub const MEMORY_RETENTION_BYTES: u64 = 256 << 20;
 
+/// What atomic publishes in progress may hold in all when
+/// `max_publish_memory_bytes` is not set (unless one publish of `max_body_bytes` may
+/// hold more: then that).
+pub const DEFAULT_PUBLISH_MEMORY_BYTES: usize = 1 << 30;
+
 /// The most runtime worker threads a configuration may ask for.
 pub const MAX_WORKER_THREADS: usize = 1024;
 
@@ -510,6 +523,7 @@ impl Default for ServerConfig {
             segment_bytes: 64 << 20,
             max_body_bytes: 64 << 20,
             max_item_bytes: 16 << 20,
+            max_publish_memory_bytes: None,
             auto_create_topics: true,
             max_topics: 10_000,
             topic_defaults: TopicDefaults::default(),
@@ -707,6 +721,15 @@ impl ServerConfig {
                 self.worker_threads
             ));
         }
+        let one = crate::publish_memory::one_publish_at_most(self.max_body_bytes);
+        if let Some(max) = self.max_publish_memory_bytes.filter(|&m| m != 0 && m < one) {
+            return Err(format!(
+                "max_publish_memory_bytes = {max}: at least {one} with max_body_bytes = {} \
+                 (a body, its copy while joined and its items), or the largest bodies \
+                 could never be published (0: no limit)",
+                self.max_body_bytes
+            ));
+        }
         // 0 would announce that no request may be made at all.
         if self.http2_max_concurrent_streams == 0 {
             return Err(
@@ -757,6 +780,16 @@ impl ServerConfig {
             }
         }
         Ok(())
+    }
+
+    /// The bound of the server's memory for atomic publishes in progress (0: none):
+    /// `max_publish_memory_bytes`, or its default.
+    pub fn publish_memory_bytes(&self) -> usize {
+        self.max_publish_memory_bytes.unwrap_or_else(|| {
+            DEFAULT_PUBLISH_MEMORY_BYTES.max(crate::publish_memory::one_publish_at_most(
+                self.max_body_bytes,
+            ))
+        })
     }
 
     /// [`ServerConfig::shutdown_grace_ms`], `None` when off.
@@ -893,13 +926,15 @@ mod tests {
         // The tables after the server keys name files and servers that are not here.
         let keys = block.split("\n[[mirror]]").next().unwrap();
         let mut c = ServerConfig::from_toml(keys, "http-api.md").unwrap();
-        // Two keys are shown with the value their default works out to there (it
+        // Three keys are shown with the value their default works out to there (it
         // depends on other keys); left unset, they work out the same.
         let default = ServerConfig::default();
         assert_eq!(c.send_timeout(), default.send_timeout());
         assert_eq!(c.default_topic_options(), default.default_topic_options());
+        assert_eq!(c.publish_memory_bytes(), default.publish_memory_bytes());
         c.send_timeout_ms = None;
         c.topic_defaults.retention_bytes = None;
+        c.max_publish_memory_bytes = None;
         assert_eq!(format!("{c:?}"), format!("{default:?}"));
         // Every field of the configuration (the top level of its Debug form) is in
         // the reference.
@@ -1223,6 +1258,30 @@ mod tests {
         assert_eq!(c.max_connections_per_ip, 64);
         assert!(c.tls.is_some());
         assert_eq!(c.auth.unwrap().anonymous_subscribe, ["public-*"]);
+    }
+
+    #[test]
+    fn publish_memory_leaves_room_for_the_largest_body() {
+        let c = ServerConfig::default();
+        assert_eq!(c.publish_memory_bytes(), DEFAULT_PUBLISH_MEMORY_BYTES);
+        // A larger body limit raises the default with it ...
+        let c = ServerConfig::from_toml("max_body_bytes = 268435456\n", "x.toml").unwrap();
+        assert_eq!(c.publish_memory_bytes(), 6 * 268_435_456);
+        // ... and a bound set by hand too small for it is refused, naming the minimum.
+        let e = ServerConfig::from_toml(
+            "max_body_bytes = 1048576\nmax_publish_memory_bytes = 6291455\n",
+            "x.toml",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("at least 6291456"), "{e}");
+        let c = ServerConfig::from_toml(
+            "max_body_bytes = 1048576\nmax_publish_memory_bytes = 6291456\n",
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(c.publish_memory_bytes(), 6_291_456);
+        let c = ServerConfig::from_toml("max_publish_memory_bytes = 0\n", "x.toml").unwrap();
+        assert_eq!(c.publish_memory_bytes(), 0);
     }
 
     #[test]

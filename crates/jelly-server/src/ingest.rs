@@ -23,6 +23,7 @@ use jelly::{
 };
 
 use crate::item::NewItem;
+use crate::publish_memory::{PublishMemoryFull, Reservation};
 use crate::topic::TopicOptions;
 
 /// Formats a publisher may send.
@@ -169,35 +170,56 @@ pub enum IngestError {
          body can be far larger than it); publish it in parts, or as a streaming publish"
     )]
     ItemsTooLarge { items: usize, max: usize },
+    /// The server's memory for publishes in progress is taken (503).
+    #[error(transparent)]
+    MemoryFull(#[from] PublishMemoryFull),
 }
 
 /// Counts the bytes of the items a request makes, frames and metadata, against a
 /// limit: a small body can make many times its size in items (a frame of a few bytes
 /// that repeats long terms becomes an item holding them all; metadata is stored with
 /// every item), and all of an atomic request's items are in memory before the append.
-struct Budget {
+/// Each item is checked as it is made, so a request stops at its first item over
+/// `max_item_bytes` rather than making the rest first; with a [`Reservation`], the
+/// items are also counted against the server's memory for publishes in progress.
+struct Budget<'r> {
     used: usize,
     items: usize,
     max: usize,
+    max_item: usize,
+    memory: Option<&'r mut Reservation>,
 }
 
-impl Budget {
-    fn new(max: usize) -> Budget {
+impl<'r> Budget<'r> {
+    fn new(max: usize, max_item: usize, memory: Option<&'r mut Reservation>) -> Budget<'r> {
         Budget {
             used: 0,
             items: 0,
             max,
+            max_item,
+            memory,
         }
     }
 
     fn take(&mut self, item: &NewItem) -> Result<(), IngestError> {
-        self.used = self.used.saturating_add(item.held_bytes());
+        if item.frame.len() > self.max_item {
+            return Err(IngestError::TooLarge {
+                index: self.items,
+                size: item.frame.len(),
+                max: self.max_item,
+            });
+        }
+        let bytes = item.held_bytes();
+        self.used = self.used.saturating_add(bytes);
         self.items += 1;
         if self.used > self.max {
             return Err(IngestError::ItemsTooLarge {
                 items: self.items,
                 max: self.max,
             });
+        }
+        if let Some(memory) = self.memory.as_deref_mut() {
+            memory.grow(bytes)?;
         }
         Ok(())
     }
@@ -268,19 +290,6 @@ fn not_allowed(item: usize, e: EncodeError, topic: &TopicOptions) -> IngestError
     IngestError::NotAllowed(format!("item {item}: {e}{hint}"))
 }
 
-fn check_size(items: &[NewItem], max: usize) -> Result<(), IngestError> {
-    for (index, it) in items.iter().enumerate() {
-        if it.frame.len() > max {
-            return Err(IngestError::TooLarge {
-                index,
-                size: it.frame.len(),
-                max,
-            });
-        }
-    }
-    Ok(())
-}
-
 /// Turns a whole request body into items for `topic`.
 ///
 /// ```
@@ -297,12 +306,14 @@ pub fn ingest(
     meta: &PublishMeta,
     max_item_bytes: usize,
 ) -> Result<Vec<NewItem>, IngestError> {
-    ingest_with_paths(body, format, topic, meta, max_item_bytes, usize::MAX).map(|(items, _)| items)
+    ingest_with_paths(body, format, topic, meta, max_item_bytes, usize::MAX, None)
+        .map(|(items, _)| items)
 }
 
 /// [`ingest`], also telling how the Jelly frames of the body were made into items (all
 /// zero for a text body); the items may take at most `max_items_bytes` in all (frames
-/// and metadata: [`NewItem::held_bytes`]).
+/// and metadata: [`NewItem::held_bytes`]), and are counted against `memory` as they
+/// are made (the server's memory for publishes in progress) when it is given.
 pub fn ingest_with_paths(
     body: &[u8],
     format: InputFormat,
@@ -310,12 +321,13 @@ pub fn ingest_with_paths(
     meta: &PublishMeta,
     max_item_bytes: usize,
     max_items_bytes: usize,
+    memory: Option<&mut Reservation>,
 ) -> Result<(Vec<NewItem>, IngestPaths), IngestError> {
     if body.is_empty() {
         return Err(IngestError::Invalid("empty body".into()));
     }
     let opts = topic.stream_options();
-    let mut budget = Budget::new(max_items_bytes);
+    let mut budget = Budget::new(max_items_bytes, max_item_bytes, memory);
     let (items, paths) = match format {
         InputFormat::Jelly => ingest_jelly(body, topic, meta, &mut budget)?,
         _ => (
@@ -326,7 +338,6 @@ pub fn ingest_with_paths(
     if items.is_empty() {
         return Err(IngestError::Invalid("the body holds no statements".into()));
     }
-    check_size(&items, max_item_bytes)?;
     Ok((items, paths))
 }
 
@@ -334,7 +345,7 @@ fn ingest_jelly(
     body: &[u8],
     topic: &TopicOptions,
     meta: &PublishMeta,
-    budget: &mut Budget,
+    budget: &mut Budget<'_>,
 ) -> Result<(Vec<NewItem>, IngestPaths), IngestError> {
     let cfg = DecoderOptions::default();
     let mut frames = FrameReader::from_slice(body, Delimiting::Auto, cfg.max_frame_bytes);
@@ -349,7 +360,7 @@ fn ingest_jelly(
         }
         Ok(items)
     };
-    let items = read();
+    let items: Result<Vec<NewItem>, IngestError> = read();
     let paths = ingest.paths();
     ingest.recycle();
     Ok((items?, paths))
@@ -605,7 +616,7 @@ impl Grouper<'_> {
     fn finish(
         mut self,
         meta: &PublishMeta,
-        budget: &mut Budget,
+        budget: &mut Budget<'_>,
     ) -> Result<Vec<NewItem>, IngestError> {
         if !self.split {
             if self.whole.statements == 0 {
@@ -637,7 +648,7 @@ fn ingest_text(
     opts: &StreamOptions,
     topic: &TopicOptions,
     meta: &PublishMeta,
-    budget: &mut Budget,
+    budget: &mut Budget<'_>,
 ) -> Result<Vec<NewItem>, IngestError> {
     let mut g = Grouper {
         topic,
@@ -1113,12 +1124,47 @@ mod tests {
         let t = TopicOptions::default();
         let m = PublishMeta::default();
         let max = 1 << 20;
-        let e = ingest_with_paths(&buf, InputFormat::Jelly, &t, &m, max, max).unwrap_err();
+        let e = ingest_with_paths(&buf, InputFormat::Jelly, &t, &m, max, max, None).unwrap_err();
         assert!(matches!(e, IngestError::ItemsTooLarge { .. }), "{e}");
         assert!(e.to_string().contains("streaming publish"), "{e}");
         let (items, _) =
-            ingest_with_paths(&buf, InputFormat::Jelly, &t, &m, max, 16 << 20).unwrap();
+            ingest_with_paths(&buf, InputFormat::Jelly, &t, &m, max, 16 << 20, None).unwrap();
         assert_eq!(items.len(), 50);
+        // Counted against the server's publish memory too, as they are made: a pool
+        // with room for 20 of these items refuses the request at the 21st.
+        let one = items[0].held_bytes();
+        let pool = crate::publish_memory::PublishMemory::new(20 * one + one / 2);
+        let mut share = pool.reservation();
+        let e = ingest_with_paths(
+            &buf,
+            InputFormat::Jelly,
+            &t,
+            &m,
+            max,
+            16 << 20,
+            Some(&mut share),
+        )
+        .unwrap_err();
+        assert!(matches!(e, IngestError::MemoryFull(_)), "{e}");
+        assert_eq!(share.held(), 20 * one);
+        drop(share);
+        assert_eq!(pool.in_use(), 0);
+        let mut share = crate::publish_memory::PublishMemory::new(0).reservation();
+        ingest_with_paths(
+            &buf,
+            InputFormat::Jelly,
+            &t,
+            &m,
+            max,
+            16 << 20,
+            Some(&mut share),
+        )
+        .unwrap();
+        assert_eq!(share.held(), 50 * one);
+        // An item over `max_item_bytes` stops the request there, before the rest are made.
+        let e =
+            ingest_with_paths(&buf, InputFormat::Jelly, &t, &m, 1000, 16 << 20, None).unwrap_err();
+        assert!(matches!(e, IngestError::TooLarge { index: 0, .. }), "{e}");
         // Metadata is stored with every item: counted too.
         let mut body = String::new();
         for g in 0..100 {
@@ -1138,6 +1184,7 @@ mod tests {
             &meta,
             max,
             500_000,
+            None,
         )
         .unwrap_err();
         assert!(matches!(e, IngestError::ItemsTooLarge { .. }), "{e}");
@@ -1148,6 +1195,7 @@ mod tests {
             &meta,
             max,
             2 << 20,
+            None,
         )
         .unwrap();
         assert_eq!(items.len(), 100);

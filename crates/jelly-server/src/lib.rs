@@ -9,7 +9,8 @@
 //! - [`log`]: the [`log::Log`] trait and its implementations (in-memory, file).
 //! - [`topic`]: the registry of named topics, their options, counters and subscribers.
 //! - [`ingest`]: a publish body → self-contained items (decoded and checked whole first);
-//!   `JellyIngest` for long-lived publisher streams (streaming POST, WebSocket).
+//!   `JellyIngest` for long-lived publisher streams (streaming POST, WebSocket);
+//!   [`publish_memory`] bounds what atomic publishes in progress hold, server-wide.
 //! - [`deliver`]: stored items → one subscriber's stream (one encoder per subscription).
 //! - [`filter`]: per-subscription item filters (source, IRI prefix, pattern, SPARQL ASK).
 //! - [`compress`]: content codings, with batches compressed once and shared by all
@@ -45,6 +46,7 @@ pub mod metrics;
 pub mod mirror;
 pub(crate) mod pause_timer;
 pub mod position;
+pub mod publish_memory;
 pub mod runtime;
 pub mod server;
 pub mod tls;

@@ -103,6 +103,7 @@ impl Server {
             rx.clone(),
             metrics.clone(),
         );
+        let config_publish_memory = config.publish_memory_bytes();
         let state: AppState = Arc::new(Shared {
             topics,
             config,
@@ -110,6 +111,7 @@ impl Server {
             metrics: metrics.clone(),
             fanout,
             shutdown: rx.clone(),
+            publish_memory: crate::publish_memory::PublishMemory::new(config_publish_memory),
         });
         let acceptor = Acceptor {
             app: router(state.clone()),

@@ -1249,6 +1249,111 @@ fn channel_body() -> (tokio::sync::mpsc::Sender<Vec<u8>>, reqwest::Body) {
     (tx, reqwest::Body::wrap_stream(stream))
 }
 
+/// Waits until the server's publish memory holds `bytes` (a condition, not a time:
+/// the deadline only turns a hang into a failure).
+async fn publish_memory_reaches(srv: &Server, bytes: usize) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while srv.state().publish_memory.in_use() != bytes {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "publish memory holds {}, not {bytes}",
+            srv.state().publish_memory.in_use()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Atomic publishes in progress share one bound, server-wide: before it, each request
+/// was bounded alone, and eight hostile ones at once held 1.9 GB.
+#[tokio::test]
+async fn atomic_publishes_in_progress_share_one_memory_bound() {
+    const BODY: usize = 64 << 10;
+    let pool = jelly_server::publish_memory::one_publish_at_most(BODY);
+    let srv = start_with(|c| {
+        c.max_body_bytes = BODY;
+        c.max_publish_memory_bytes = Some(pool);
+    })
+    .await;
+    let c = client();
+    let base = srv.url();
+    let line = |i: usize| {
+        format!(
+            "<http://ex.org/s{i}> <http://ex.org/p> \"{}\" .\n",
+            "v".repeat(90)
+        )
+    };
+    // 600 lines of 128 bytes: 76,800 bytes, over one body's limit, so in two parts.
+    let part: String = (0..400).map(line).collect();
+    assert!(part.len() < BODY && part.len() > BODY / 2);
+
+    // Bodies that stall half-sent hold what they sent.
+    let mut stalled = Vec::new();
+    let per = part.len();
+    let fit = pool / per;
+    assert!(fit > 3, "{fit}");
+    for i in 0..fit {
+        let (tx, body) = channel_body();
+        tx.send(part.clone().into_bytes()).await.unwrap();
+        let req = c
+            .post(format!("{base}/topics/mem/items"))
+            .header("content-type", "application/n-triples")
+            .body(body)
+            .send();
+        stalled.push((tx, tokio::spawn(req)));
+        publish_memory_reaches(&srv, (i + 1) * per).await;
+    }
+    // One more does not fit: 503, to be retried, and nothing appended.
+    let r = publish(
+        &c,
+        &format!("{base}/topics/mem/items"),
+        "application/n-triples",
+        part.clone().into_bytes(),
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.headers()["retry-after"], "1");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["max_publish_memory_bytes"], pool, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("max_publish_memory_bytes"),
+        "{body}"
+    );
+    publish_memory_reaches(&srv, fit * per).await;
+    assert!(
+        srv.state().topics.get("mem").is_none(),
+        "a refused publish creates nothing"
+    );
+
+    // Clients that give up give back what their bodies held, and append nothing.
+    let keep = 3;
+    for (_, req) in stalled.drain(keep..) {
+        req.abort();
+    }
+    publish_memory_reaches(&srv, keep * per).await;
+    assert!(srv.state().topics.get("mem").is_none());
+    // The others complete their bodies: with the room now free, each is appended.
+    for (tx, req) in stalled {
+        tx.send(line(1000).into_bytes()).await.unwrap();
+        drop(tx);
+        let r = req.await.unwrap().unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+    }
+    publish_memory_reaches(&srv, 0).await;
+    let r = publish(
+        &c,
+        &format!("{base}/topics/mem/items"),
+        "application/n-triples",
+        part.into_bytes(),
+    )
+    .await;
+    assert_eq!(offsets(r).await, [keep as u64]);
+    publish_memory_reaches(&srv, 0).await;
+    srv.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn streaming_publish_appends_items_while_the_body_is_still_open() {
     let srv = start().await;

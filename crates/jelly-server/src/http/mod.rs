@@ -51,6 +51,8 @@ pub struct Shared {
     pub fanout: crate::fanout::Fanout,
     /// Becomes true when the server shuts down: live subscriptions end.
     pub shutdown: watch::Receiver<bool>,
+    /// What atomic publishes in progress hold, server-wide.
+    pub publish_memory: Arc<crate::publish_memory::PublishMemory>,
 }
 
 /// Handler state.

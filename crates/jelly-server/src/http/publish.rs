@@ -19,6 +19,7 @@ use crate::ingest::{
     ACCEPTED_CONTENT_TYPES, HeaderRefusal, IngestError, InputFormat, PublishMeta, ingest_with_paths,
 };
 use crate::log::LogError;
+use crate::publish_memory::{PublishMemoryFull, Reservation};
 use crate::topic::valid_name;
 use crate::topic::{Topic, TopicError, TopicOptions};
 
@@ -35,9 +36,7 @@ pub struct PublishQuery {
 /// Bodies below this size are ingested on the request's task (see `publish_inner`).
 const INLINE_INGEST_BYTES: usize = 64 << 10;
 
-/// The items of one atomic publish may take at most this many times `max_body_bytes`
-/// (frames and metadata; see `IngestError::ItemsTooLarge`).
-pub const ITEMS_PER_BODY_LIMIT: usize = 4;
+pub use crate::publish_memory::ITEMS_PER_BODY_LIMIT;
 
 /// Takes a place among the publishes in progress on the request's connection
 /// (`max_publishes_per_connection`, see [`ConnectionHeld::try_publish`]), or says why
@@ -122,8 +121,17 @@ pub(super) fn ingest_error(e: IngestError) -> ApiError {
         IngestError::TooLarge { .. } | IngestError::ItemsTooLarge { .. } => {
             StatusCode::PAYLOAD_TOO_LARGE
         }
+        IngestError::MemoryFull(full) => return memory_full(full),
     };
     ApiError::new(status, e.to_string())
+}
+
+/// The answer to a publish refused for want of the server's publish memory: 503, to
+/// be retried (by then the requests that hold it have ended or been refused too).
+fn memory_full(full: PublishMemoryFull) -> ApiError {
+    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, full.to_string())
+        .with("max_publish_memory_bytes", full.max)
+        .with_header(header::RETRY_AFTER, "1")
 }
 
 /// The topic for a publish ([`crate::topic::Registry::for_publish`]). An existing
@@ -210,7 +218,13 @@ impl Pace {
 /// HTTP/2 keep-alive PINGs (`http2_keepalive_ms`), TCP keepalive probes
 /// (`tcp_keepalive_ms`) and, for WebSocket, the server's pings;
 /// `max_connections_per_ip` bounds what one client can hold open.
-async fn read_body(mut body: Body, limits: &BodyLimits) -> Result<bytes::Bytes, ApiError> {
+/// Reads a whole body, holding its bytes in `memory` as they come (and, while its
+/// pieces are joined, once more).
+async fn read_body(
+    mut body: Body,
+    limits: &BodyLimits,
+    memory: &mut Reservation,
+) -> Result<bytes::Bytes, ApiError> {
     use http_body_util::BodyExt as _;
     let max = limits.max;
     let too_large = || {
@@ -255,6 +269,7 @@ async fn read_body(mut body: Body, limits: &BodyLimits) -> Result<bytes::Bytes, 
         if len > max {
             return Err(too_large());
         }
+        memory.grow(data.len()).map_err(memory_full)?;
         pace = pace.and_then(|p| p.after(Instant::now(), data.len()));
         if !data.is_empty() {
             chunks.push(data);
@@ -264,10 +279,13 @@ async fn read_body(mut body: Body, limits: &BodyLimits) -> Result<bytes::Bytes, 
         0 => bytes::Bytes::new(),
         1 => chunks.swap_remove(0),
         _ => {
+            memory.grow(len).map_err(memory_full)?;
             let mut all = Vec::with_capacity(len);
             for c in &chunks {
                 all.extend_from_slice(c);
             }
+            drop(chunks);
+            memory.shrink(len);
             bytes::Bytes::from(all)
         }
     })
@@ -391,7 +409,10 @@ async fn publish_inner(
         )
     })?;
     let meta = meta_from(headers, q)?;
-    let body = read_body(body, &BodyLimits::of(&s.config)).await?;
+    // Held until the items are appended (or the request is refused): the body and
+    // the items made from it, counted against the server's publish memory.
+    let mut memory = s.publish_memory.reservation();
+    let body = read_body(body, &BodyLimits::of(&s.config), &mut memory).await?;
 
     // Check the body against the topic's options (or the defaults for a new topic)
     // before the topic is created, so a refused body creates nothing.
@@ -407,12 +428,17 @@ async fn publish_inner(
         // Small bodies are decoded right here: a hand-off to the blocking pool costs a
         // thread wake-up, which is most of the publish latency of a small item. Large
         // ones go to the blocking pool so they do not hold up the runtime.
+        // Items of an earlier pass (a topic created concurrently) are gone.
+        memory.shrink(memory.held().saturating_sub(body.len()));
         let (items, paths) = if body.len() < INLINE_INGEST_BYTES {
-            ingest_with_paths(&body, format, &options, &meta, max_item, max_items)
+            let mem = Some(&mut memory);
+            ingest_with_paths(&body, format, &options, &meta, max_item, max_items, mem)
         } else {
             let (b, o, m) = (body.clone(), options.clone(), meta.clone());
-            tokio::task::spawn_blocking(move || {
-                ingest_with_paths(&b, format, &o, &m, max_item, max_items)
+            let (got, held) = tokio::task::spawn_blocking(move || {
+                let got =
+                    ingest_with_paths(&b, format, &o, &m, max_item, max_items, Some(&mut memory));
+                (got, memory)
             })
             .await
             .map_err(|e| {
@@ -420,7 +446,9 @@ async fn publish_inner(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     format!("ingest failed: {e}"),
                 )
-            })?
+            })?;
+            memory = held;
+            got
         }
         .map_err(ingest_error)?;
         let topic = publish_topic(s, name).await?;
