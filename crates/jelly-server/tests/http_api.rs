@@ -1868,17 +1868,24 @@ async fn query_mistakes_get_json_errors_naming_the_parameter() {
         let v: Value = r.json().await.unwrap();
         assert_eq!(v["parameter"], param, "{v}");
     }
-    // A parameter given twice: an error of the whole query string, named as such.
-    let r = c
-        .get(format!("{base}/topics/q/poll?from=1&from=2"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-    let v: Value = r.json().await.unwrap();
-    let msg = v["error"].as_str().unwrap();
-    assert!(msg.contains("duplicate field `from`"), "{msg}");
-    assert!(!msg.contains(": .:"), "{msg}");
+    // A parameter given twice is named, as a bad value is (of the endpoint's own
+    // parameters and of the filter's).
+    for (query, param) in [("from=1&from=2", "from"), ("source=a&source=b", "source")] {
+        let r = c
+            .get(format!("{base}/topics/q/poll?{query}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+        let v: Value = r.json().await.unwrap();
+        let msg = v["error"].as_str().unwrap();
+        assert_eq!(v["parameter"], param, "{v}");
+        assert!(
+            msg.contains(&format!("`{param}` is given more than once")),
+            "{msg}"
+        );
+        assert!(!msg.contains(": .:"), "{msg}");
+    }
     // Known parameters of both readers together, a cache buster and a token pass.
     let r = c
         .get(format!(

@@ -213,10 +213,20 @@ fn read_query<T: serde::de::DeserializeOwned>(
                 && field
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'_');
-            Err(if named {
+            let message = e.inner().to_string();
+            // serde's words for a parameter given twice name it only in its message.
+            let twice = message
+                .strip_prefix("duplicate field `")
+                .and_then(|rest| rest.split_once('`'))
+                .map(|(name, _)| name.to_string());
+            Err(if let Some(name) = twice {
                 ApiError::bad_request(format!(
-                    "Failed to deserialize query string: {field}: {}",
-                    e.inner()
+                    "query parameter `{name}` is given more than once; give it once"
+                ))
+                .with("parameter", name)
+            } else if named {
+                ApiError::bad_request(format!(
+                    "Failed to deserialize query string: {field}: {message}"
                 ))
                 .with("parameter", field)
             } else {
