@@ -137,12 +137,25 @@ impl Storage {
             TopicError::Storage(m) => m,
             e => e.to_string(),
         })?;
-        // A topic from before ids were kept gets one now.
+        // A topic from before ids were kept gets one now; so does one whose id file
+        // was lost, which its subscribers must hear of: a resume with the old
+        // `topic_id` is now told the topic was deleted.
         let id_file = file.with_file_name(ID_FILE);
         let id = match std::fs::read_to_string(&id_file) {
             Ok(id) if !id.trim().is_empty() => id.trim().to_string(),
-            _ => {
+            got => {
                 let id = new_topic_id();
+                let why = match got {
+                    Err(e) => e.to_string(),
+                    Ok(_) => "it is empty".to_string(),
+                };
+                tracing::warn!(
+                    path = %id_file.display(),
+                    reason = %why,
+                    new_id = %id,
+                    "the topic's id cannot be read; it gets a new one, so clients resuming \
+                     with the old topic_id are told the topic was deleted"
+                );
                 if let Err(e) = std::fs::write(&id_file, &id) {
                     tracing::warn!(path = %id_file.display(), error = %e, "cannot keep the topic's id; it changes at the next start");
                 }
