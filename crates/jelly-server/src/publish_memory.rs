@@ -24,6 +24,23 @@ pub fn one_publish_at_most(max_body_bytes: usize) -> usize {
     max_body_bytes.saturating_mul(2 + ITEMS_PER_BODY_LIMIT)
 }
 
+/// How many large atomic publishes may make their items at once: as many as the pool
+/// holds at their worst ([`one_publish_at_most`]), at most one per CPU, at least one.
+///
+/// ```
+/// use jelly_server::publish_memory::{large_ingests, one_publish_at_most};
+///
+/// assert_eq!(large_ingests(one_publish_at_most(1 << 20), 1 << 20), 1);
+/// ```
+pub fn large_ingests(pool: usize, max_body_bytes: usize) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let fit = match pool {
+        0 => cpus,
+        _ => pool / one_publish_at_most(max_body_bytes).max(1),
+    };
+    fit.clamp(1, cpus)
+}
+
 /// The pool: bytes held by atomic publishes in progress, and its bound.
 ///
 /// ```

@@ -104,6 +104,7 @@ impl Server {
             metrics.clone(),
         );
         let config_publish_memory = config.publish_memory_bytes();
+        let config_max_body = config.max_body_bytes;
         let state: AppState = Arc::new(Shared {
             topics,
             config,
@@ -112,6 +113,10 @@ impl Server {
             fanout,
             shutdown: rx.clone(),
             publish_memory: crate::publish_memory::PublishMemory::new(config_publish_memory),
+            large_ingests: tokio::sync::Semaphore::new(crate::publish_memory::large_ingests(
+                config_publish_memory,
+                config_max_body,
+            )),
         });
         let acceptor = Acceptor {
             app: router(state.clone()),

@@ -1354,6 +1354,67 @@ async fn atomic_publishes_in_progress_share_one_memory_bound() {
     srv.shutdown().await.unwrap();
 }
 
+/// Large atomic publishes that each make far more items than their body take turns:
+/// all at once, they shared the pool out and every one was refused with 503 ("retry"),
+/// though each alone is refused for good with 413 (its items are over the limit).
+#[tokio::test]
+async fn concurrent_large_publishes_take_turns_and_get_their_own_answers() {
+    const BODY: usize = 256 << 10;
+    let pool = jelly_server::publish_memory::one_publish_at_most(BODY);
+    assert_eq!(jelly_server::publish_memory::large_ingests(pool, BODY), 1);
+    let srv = start_with(|c| {
+        c.max_body_bytes = BODY;
+        c.max_publish_memory_bytes = Some(pool);
+    })
+    .await;
+    // 60 IRIs of about 1.2 KB written once, then 40 frames of 20 triples using them:
+    // each item holds the 60 it uses, about 72 KB, so the items pass 4 × BODY (1 MiB).
+    let iris: Vec<String> = (0..60)
+        .map(|i| format!("http://ex.org/{}{i:02}", "x".repeat(1200)))
+        .collect();
+    let mut body = Vec::new();
+    let mut w = jelly::JellyWriterBuilder::new(StreamOptions::big())
+        .frame_policy(jelly::FramePolicy::Manual)
+        .build(&mut body)
+        .unwrap();
+    for _ in 0..40 {
+        for t in 0..20 {
+            w.add(jelly::StatementRef::triple(
+                jelly::TermRef::Iri(&iris[3 * t]),
+                jelly::TermRef::Iri(&iris[3 * t + 1]),
+                jelly::TermRef::Iri(&iris[3 * t + 2]),
+            ))
+            .unwrap();
+        }
+        w.flush_frame().unwrap();
+    }
+    w.finish().unwrap();
+    // Over the size decoded on the request's task: these take the large path.
+    assert!(
+        body.len() > 64 << 10 && body.len() < 90 << 10,
+        "{}",
+        body.len()
+    );
+    let c = client();
+    let url = format!("{}/topics/big/items", srv.url());
+    let answers = futures_util::future::join_all((0..4).map(|_| {
+        let (c, url, body) = (c.clone(), url.clone(), body.clone());
+        async move {
+            let r = publish(&c, &url, JELLY, body).await;
+            let status = r.status();
+            (status, r.text().await.unwrap())
+        }
+    }))
+    .await;
+    for (status, text) in answers {
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{text}");
+        assert!(text.contains("publish it in parts"), "{text}");
+    }
+    publish_memory_reaches(&srv, 0).await;
+    assert!(srv.state().topics.get("big").is_none());
+    srv.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn streaming_publish_appends_items_while_the_body_is_still_open() {
     let srv = start().await;

@@ -53,6 +53,13 @@ pub struct Shared {
     pub shutdown: watch::Receiver<bool>,
     /// What atomic publishes in progress hold, server-wide.
     pub publish_memory: Arc<crate::publish_memory::PublishMemory>,
+    /// Turns of the large atomic publishes (bodies decoded off the async threads):
+    /// [`crate::publish_memory::large_ingests`] make items at once, the others wait
+    /// for a turn. Each may make up to `ITEMS_PER_BODY_LIMIT` × `max_body_bytes` of
+    /// items, so without turns concurrent ones would share out
+    /// [`Shared::publish_memory`] and all be refused before any got through; with
+    /// them, memory goes to those that can finish.
+    pub large_ingests: tokio::sync::Semaphore,
 }
 
 /// Handler state.

@@ -434,6 +434,14 @@ async fn publish_inner(
             let mem = Some(&mut memory);
             ingest_with_paths(&body, format, &options, &meta, max_item, max_items, mem)
         } else {
+            // A turn among the large ones (see `Shared::large_ingests`); the
+            // semaphore is never closed.
+            let _turn = s.large_ingests.acquire().await.map_err(|_| {
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the server is shutting down",
+                )
+            })?;
             let (b, o, m) = (body.clone(), options.clone(), meta.clone());
             let (got, held) = tokio::task::spawn_blocking(move || {
                 let got =
