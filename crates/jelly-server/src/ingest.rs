@@ -223,6 +223,61 @@ impl<'r> Budget<'r> {
         }
         Ok(())
     }
+
+    /// Counts `bytes` held on the way to items (statements kept until their item is
+    /// made) as items are counted.
+    fn hold(&mut self, bytes: usize) -> Result<(), IngestError> {
+        self.used = self.used.saturating_add(bytes);
+        if self.used > self.max {
+            return Err(IngestError::ItemsTooLarge {
+                items: self.items,
+                max: self.max,
+            });
+        }
+        if let Some(memory) = self.memory.as_deref_mut() {
+            memory.grow(bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Gives back what [`Budget::hold`] counted, once it is freed.
+    fn release(&mut self, bytes: usize) {
+        self.used = self.used.saturating_sub(bytes);
+        if let Some(memory) = self.memory.as_deref_mut() {
+            memory.shrink(bytes);
+        }
+    }
+}
+
+/// About what an owned copy of a statement takes: the statement, its strings, and the
+/// statements of its quoted triples.
+fn owned_bytes(st: StatementRef<'_>) -> usize {
+    std::mem::size_of::<jelly::Statement>()
+        + term_bytes(st.subject)
+        + term_bytes(st.predicate)
+        + term_bytes(st.object)
+        + st.graph.map_or(0, term_bytes)
+}
+
+/// What an owned copy of a term takes beyond the term itself.
+fn term_bytes(t: TermRef<'_>) -> usize {
+    match t {
+        TermRef::Iri(s) | TermRef::BlankNode(s) => s.len(),
+        TermRef::Literal(l) => {
+            l.lex.len()
+                + match l.kind {
+                    jelly::LiteralKind::Simple => 0,
+                    jelly::LiteralKind::Lang(x) | jelly::LiteralKind::Typed(x) => x.len(),
+                }
+        }
+        TermRef::Triple(t) => {
+            std::mem::size_of::<jelly::Statement>()
+                + term_bytes(t.subject())
+                + term_bytes(t.predicate())
+                + term_bytes(t.object())
+        }
+        TermRef::DefaultGraph => 0,
+    }
 }
 
 /// Builds one item with a fresh encoder.
@@ -578,17 +633,21 @@ impl JellyIngest {
 /// One item is encoded as the statements come. Split by graph, the statements are kept
 /// per graph and encoded at the end with one builder, reset between graphs: a builder
 /// per graph would hold a whole encoder's tables for each of what can be tens of
-/// thousands of graphs in one body.
-struct Grouper<'a> {
+/// thousands of graphs in one body. The statements kept are counted in the budget as
+/// items are: a short prefixed name of Turtle or TriG is a whole IRI in each, so a
+/// 67 KB body once held 197 MB of them, uncounted.
+struct Grouper<'a, 'r> {
     topic: &'a TopicOptions,
     split: bool,
     whole: ItemBuilder,
-    /// With `split`: each graph's statements, in order of first appearance.
-    graphs: Vec<Vec<jelly::Statement>>,
+    /// With `split`: each graph's statements, in order of first appearance, and
+    /// what they hold ([`owned_bytes`]).
+    graphs: Vec<(Vec<jelly::Statement>, usize)>,
     by_graph: HashMap<Term, usize>,
+    budget: &'a mut Budget<'r>,
 }
 
-impl Grouper<'_> {
+impl Grouper<'_, '_> {
     fn add(&mut self, st: StatementRef<'_>) -> Result<(), IngestError> {
         if !self.split {
             return self
@@ -600,42 +659,52 @@ impl Grouper<'_> {
             None | Some(TermRef::DefaultGraph) => Term::DefaultGraph,
             Some(g) => g.to_owned(),
         };
+        let bytes = owned_bytes(st);
+        let new_graph = !self.by_graph.contains_key(&key);
+        // A new graph's name is kept once more, as the key of its entry.
+        let key_bytes = if new_graph {
+            std::mem::size_of::<Term>() + term_bytes(key.as_ref())
+        } else {
+            0
+        };
+        self.budget.hold(bytes + key_bytes)?;
         let idx = match self.by_graph.get(&key) {
             Some(&i) => i,
             None => {
-                self.graphs.push(Vec::new());
+                self.graphs.push((Vec::new(), 0));
                 self.by_graph.insert(key, self.graphs.len() - 1);
                 self.graphs.len() - 1
             }
         };
-        self.graphs[idx].push(st.to_owned());
+        let (statements, held) = &mut self.graphs[idx];
+        statements.push(st.to_owned());
+        *held += bytes;
         Ok(())
     }
 
-    /// The items, each counted against `budget` as it is made.
-    fn finish(
-        mut self,
-        meta: &PublishMeta,
-        budget: &mut Budget<'_>,
-    ) -> Result<Vec<NewItem>, IngestError> {
+    /// The items, each counted against the budget as it is made (and each graph's
+    /// statements given back once its item is).
+    fn finish(mut self, meta: &PublishMeta) -> Result<Vec<NewItem>, IngestError> {
         if !self.split {
             if self.whole.statements == 0 {
                 return Ok(Vec::new());
             }
             let item = self.whole.finish(meta);
-            budget.take(&item)?;
+            self.budget.take(&item)?;
             return Ok(vec![item]);
         }
         let mut items = Vec::with_capacity(self.graphs.len());
-        for (idx, statements) in std::mem::take(&mut self.graphs).into_iter().enumerate() {
+        for (idx, (statements, held)) in std::mem::take(&mut self.graphs).into_iter().enumerate() {
             self.whole.reset();
             for st in &statements {
                 self.whole
                     .add(st.as_ref())
                     .map_err(|e| not_allowed(idx, e, self.topic))?;
             }
+            drop(statements);
+            self.budget.release(held);
             let item = self.whole.finish(meta);
-            budget.take(&item)?;
+            self.budget.take(&item)?;
             items.push(item);
         }
         Ok(items)
@@ -656,6 +725,7 @@ fn ingest_text(
         whole: ItemBuilder::new(opts),
         graphs: Vec::new(),
         by_graph: HashMap::new(),
+        budget,
     };
     // A UTF-8 byte-order mark, which some editors write, starts no statement (XML
     // parsers skip one themselves, and count their byte offsets from it).
@@ -783,11 +853,11 @@ fn ingest_text(
         }
         InputFormat::Jelly => unreachable!("handled by ingest_jelly"),
     }
-    g.finish(meta, budget)
+    g.finish(meta)
 }
 
 /// Adds a statement of the TriG or JSON-LD parser (its default graph is no graph).
-fn add_quad(g: &mut Grouper<'_>, q: &oxrdf::Quad) -> Result<(), IngestError> {
+fn add_quad(g: &mut Grouper<'_, '_>, q: &oxrdf::Quad) -> Result<(), IngestError> {
     let mut holder = None;
     let mut st = from_ox_quad(q.as_ref(), &mut holder);
     if st.graph == Some(TermRef::DefaultGraph) {
@@ -1100,6 +1170,58 @@ mod tests {
     }
 
     #[test]
+    fn statements_kept_for_split_graphs_are_counted() {
+        // A long prefix: each statement kept until its graph's item is made holds the
+        // whole IRI, about 100 KB, from a body of about 100 KB plus 30 bytes a line.
+        let long = "x".repeat(100_000);
+        let mut body = format!("@prefix p: <http://ex/{long}/> .\n");
+        for i in 0..200 {
+            body.push_str(&format!("GRAPH p:g {{ p:a{i} p:b p:c . }}\n"));
+        }
+        let t = TopicOptions::default();
+        let m = PublishMeta {
+            split_graph: true,
+            ..PublishMeta::default()
+        };
+        let ingest = |max_items: usize, memory: Option<&mut Reservation>| {
+            ingest_with_paths(
+                body.as_bytes(),
+                InputFormat::TriG,
+                &t,
+                &m,
+                16 << 20,
+                max_items,
+                memory,
+            )
+        };
+        // Refused while the statements are read (over 100 of them pass 10 MB), not
+        // only once its one item is made (a few hundred KB: its IRIs share a prefix).
+        let e = ingest(10_000_000, None).unwrap_err();
+        assert!(
+            matches!(e, IngestError::ItemsTooLarge { items: 0, .. }),
+            "{e}"
+        );
+        let pool = crate::publish_memory::PublishMemory::new(10_000_000);
+        let mut share = pool.reservation();
+        let e = ingest(usize::MAX, Some(&mut share)).unwrap_err();
+        assert!(matches!(e, IngestError::MemoryFull(_)), "{e}");
+        drop(share);
+        assert_eq!(pool.in_use(), 0);
+        // Accepted with room: once the item is made, the statements are given back
+        // and the share holds the item (and the graph's name, kept as a key).
+        let pool = crate::publish_memory::PublishMemory::new(0);
+        let mut share = pool.reservation();
+        let (items, _) = ingest(usize::MAX, Some(&mut share)).unwrap();
+        assert_eq!(items.len(), 1);
+        assert!(share.held() >= items[0].held_bytes());
+        assert!(
+            share.held() < items[0].held_bytes() + 200_000,
+            "{}",
+            share.held()
+        );
+    }
+
+    #[test]
     fn what_a_request_makes_is_bounded_not_just_its_body() {
         // Frames of a few bytes that repeat a long term: each item holds the term.
         let long = format!("http://ex/{}", "x".repeat(100_000));
@@ -1161,9 +1283,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(share.held(), 50 * one);
-        // An item over `max_item_bytes` stops the request there, before the rest are made.
+        // An item over `max_item_bytes` stops the request there, before the rest are
+        // made: were the items made first, the third would pass `max_items` (250,000)
+        // and the request would be refused for that instead.
         let e =
-            ingest_with_paths(&buf, InputFormat::Jelly, &t, &m, 1000, 16 << 20, None).unwrap_err();
+            ingest_with_paths(&buf, InputFormat::Jelly, &t, &m, 1000, 250_000, None).unwrap_err();
         assert!(matches!(e, IngestError::TooLarge { index: 0, .. }), "{e}");
         // Metadata is stored with every item: counted too.
         let mut body = String::new();
