@@ -174,6 +174,23 @@ impl Sink {
         statements: &[Statement],
     ) -> CliResult {
         let io = |e: std::io::Error| CliError::io("output", &e);
+        // Decided from the stream's options, as the server decides its own Turtle and
+        // TriG: failing at the first item that cannot be written would fail again at
+        // it on every resume.
+        if matches!(self.format, SubFormat::Ttl | SubFormat::Trig)
+            && let Some(o) = options
+            && (o.rdf_star || o.generalized_statements)
+        {
+            let what = if o.generalized_statements {
+                "generalized statements"
+            } else {
+                "RDF-star quoted triples, which RDF 1.2 cannot hold as subjects"
+            };
+            return Err(CliError::usage(format!(
+                "this topic allows {what}: Turtle and TriG cannot carry them; \
+                 use --format nt, nq or jelly"
+            )));
+        }
         self.buf.clear();
         match self.format {
             SubFormat::Jelly => {

@@ -1288,6 +1288,77 @@ fn subscribe_stops_with_an_error_when_its_topic_is_deleted() {
 }
 
 #[test]
+fn subscribe_refuses_turtle_and_trig_for_topics_they_cannot_carry() {
+    let dir = temp_dir("star_ttl");
+    let srv = ServeProc::start(&dir.join("data"));
+    let url = srv.url.clone();
+    for (topic, options, line, reason) in [
+        (
+            "star",
+            r#"{"physical":"triples","rdf_star":true}"#,
+            "<< <http://ex.org/a> <http://ex.org/b> <http://ex.org/c> >> <http://ex.org/saidBy> <http://ex.org/bob> .\n",
+            "RDF-star",
+        ),
+        (
+            "gen",
+            r#"{"physical":"triples","generalized":true}"#,
+            "\"lit\" <http://ex.org/p> <http://ex.org/o> .\n",
+            "generalized",
+        ),
+    ] {
+        ok(
+            &[
+                "topics",
+                "create",
+                topic,
+                "--options",
+                options,
+                "--server",
+                &url,
+            ],
+            None,
+        );
+        ok(
+            &["publish", topic, "-", "--server", &url, "-q"],
+            Some(line.as_bytes()),
+        );
+        for format in ["ttl", "trig"] {
+            let child = spawn_jelly(&[
+                "subscribe",
+                topic,
+                "--server",
+                &url,
+                "--no-follow",
+                "--format",
+                format,
+            ]);
+            let out = wait_at_most(child, Duration::from_secs(30));
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{topic} {format}: {stderr}");
+            assert!(stderr.contains(reason), "{topic} {format}: {stderr}");
+            assert!(stderr.contains("--format nt"), "{stderr}");
+            assert!(out.stdout.is_empty(), "{topic} {format}");
+        }
+        let r = ok(
+            &[
+                "subscribe",
+                topic,
+                "--server",
+                &url,
+                "--no-follow",
+                "--format",
+                "nt",
+            ],
+            None,
+        );
+        let text = String::from_utf8_lossy(&r.stdout);
+        assert!(text.contains(line.trim_end()), "{topic}: {text}");
+    }
+    assert_eq!(srv.stop(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn deleting_an_unavailable_topic_says_so() {
     let dir = temp_dir("unavail");
     let data = dir.join("data");
