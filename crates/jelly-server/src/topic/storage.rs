@@ -153,8 +153,8 @@ impl Storage {
                     path = %id_file.display(),
                     reason = %why,
                     new_id = %id,
-                    "the topic's id cannot be read; it gets a new one, so clients resuming \
-                     with the old topic_id are told the topic was deleted"
+                    "the topic's id cannot be read; it gets a new one (clients resuming with \
+                     an earlier topic_id, if it had one, are told the topic was deleted)"
                 );
                 if let Err(e) = std::fs::write(&id_file, &id) {
                     tracing::warn!(path = %id_file.display(), error = %e, "cannot keep the topic's id; it changes at the next start");
