@@ -1322,35 +1322,29 @@ fn subscribe_refuses_turtle_and_trig_for_topics_they_cannot_carry() {
             &["publish", topic, "-", "--server", &url, "-q"],
             Some(line.as_bytes()),
         );
+        let subscribe = |format| {
+            jelly(
+                &[
+                    "subscribe",
+                    topic,
+                    "--server",
+                    &url,
+                    "--no-follow",
+                    "--format",
+                    format,
+                ],
+                None,
+            )
+        };
         for format in ["ttl", "trig"] {
-            let child = spawn_jelly(&[
-                "subscribe",
-                topic,
-                "--server",
-                &url,
-                "--no-follow",
-                "--format",
-                format,
-            ]);
-            let out = wait_at_most(child, Duration::from_secs(30));
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(2), "{topic} {format}: {stderr}");
-            assert!(stderr.contains(reason), "{topic} {format}: {stderr}");
-            assert!(stderr.contains("--format nt"), "{stderr}");
-            assert!(out.stdout.is_empty(), "{topic} {format}");
+            let r = subscribe(format);
+            assert_eq!(r.code, 2, "{topic} {format}: {}", r.stderr);
+            assert!(r.stderr.contains(reason), "{topic} {format}: {}", r.stderr);
+            assert!(r.stderr.contains("--format nt"), "{}", r.stderr);
+            assert!(r.stdout.is_empty(), "{topic} {format}");
         }
-        let r = ok(
-            &[
-                "subscribe",
-                topic,
-                "--server",
-                &url,
-                "--no-follow",
-                "--format",
-                "nt",
-            ],
-            None,
-        );
+        let r = subscribe("nt");
+        assert_eq!(r.code, 0, "{}", r.stderr);
         let text = String::from_utf8_lossy(&r.stdout);
         assert!(text.contains(line.trim_end()), "{topic}: {text}");
     }

@@ -209,23 +209,12 @@ impl<'r> Budget<'r> {
                 max: self.max_item,
             });
         }
-        let bytes = item.held_bytes();
-        self.used = self.used.saturating_add(bytes);
         self.items += 1;
-        if self.used > self.max {
-            return Err(IngestError::ItemsTooLarge {
-                items: self.items,
-                max: self.max,
-            });
-        }
-        if let Some(memory) = self.memory.as_deref_mut() {
-            memory.grow(bytes)?;
-        }
-        Ok(())
+        self.hold(item.held_bytes())
     }
 
-    /// Counts `bytes` held on the way to items (statements kept until their item is
-    /// made) as items are counted.
+    /// Counts `bytes` held by the request's items, or on the way to them (statements
+    /// kept until their item is made).
     fn hold(&mut self, bytes: usize) -> Result<(), IngestError> {
         self.used = self.used.saturating_add(bytes);
         if self.used > self.max {
