@@ -1244,33 +1244,27 @@ mod tests {
         // Counted against the server's publish memory too, as they are made: a pool
         // with room for 20 of these items refuses the request at the 21st.
         let one = items[0].held_bytes();
+        let with_memory = |pool: &std::sync::Arc<crate::publish_memory::PublishMemory>| {
+            let mut share = pool.reservation();
+            let got = ingest_with_paths(
+                &buf,
+                InputFormat::Jelly,
+                &t,
+                &m,
+                max,
+                16 << 20,
+                Some(&mut share),
+            );
+            (got, share)
+        };
         let pool = crate::publish_memory::PublishMemory::new(20 * one + one / 2);
-        let mut share = pool.reservation();
-        let e = ingest_with_paths(
-            &buf,
-            InputFormat::Jelly,
-            &t,
-            &m,
-            max,
-            16 << 20,
-            Some(&mut share),
-        )
-        .unwrap_err();
-        assert!(matches!(e, IngestError::MemoryFull(_)), "{e}");
+        let (got, share) = with_memory(&pool);
+        assert!(matches!(got, Err(IngestError::MemoryFull(_))), "{got:?}");
         assert_eq!(share.held(), 20 * one);
         drop(share);
         assert_eq!(pool.in_use(), 0);
-        let mut share = crate::publish_memory::PublishMemory::new(0).reservation();
-        ingest_with_paths(
-            &buf,
-            InputFormat::Jelly,
-            &t,
-            &m,
-            max,
-            16 << 20,
-            Some(&mut share),
-        )
-        .unwrap();
+        let (got, share) = with_memory(&crate::publish_memory::PublishMemory::new(0));
+        assert!(got.is_ok());
         assert_eq!(share.held(), 50 * one);
         // An item over `max_item_bytes` stops the request there, before the rest are
         // made: were the items made first, the third would pass `max_items` (250,000)
