@@ -11,7 +11,7 @@
 //! that requests that each hold part of the pool never wait on each other.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// The items of one atomic publish may take at most this many times `max_body_bytes`
 /// (frames and metadata; see [`crate::ingest::IngestError::ItemsTooLarge`]).
@@ -60,6 +60,8 @@ pub struct PublishMemory {
     used: AtomicUsize,
     /// 0: no bound.
     max: usize,
+    /// Requests refused for want of room (for `/metrics`).
+    refused: AtomicU64,
 }
 
 /// The pool has no room for what a publish asked for.
@@ -79,6 +81,7 @@ impl PublishMemory {
         Arc::new(PublishMemory {
             used: AtomicUsize::new(0),
             max,
+            refused: AtomicU64::new(0),
         })
     }
 
@@ -98,6 +101,28 @@ impl PublishMemory {
     /// The bound (0: none).
     pub fn max(&self) -> usize {
         self.max
+    }
+
+    /// How many times a share could not grow: publishes refused for want of room.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// The pool in Prometheus text format: what it holds, its bound and its refusals.
+    pub fn render_metrics(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let _ = writeln!(
+            out,
+            "# HELP jelly_publish_memory_bytes Bytes held by atomic publishes in progress (bodies and items).\n\
+             # TYPE jelly_publish_memory_bytes gauge\njelly_publish_memory_bytes {}\n\
+             # HELP jelly_publish_memory_max_bytes Their bound, max_publish_memory_bytes (0: none).\n\
+             # TYPE jelly_publish_memory_max_bytes gauge\njelly_publish_memory_max_bytes {}\n\
+             # HELP jelly_publish_memory_refused_total Atomic publishes refused (503) because the bound was reached.\n\
+             # TYPE jelly_publish_memory_refused_total counter\njelly_publish_memory_refused_total {}",
+            self.in_use(),
+            self.max,
+            self.refused()
+        );
     }
 }
 
@@ -121,7 +146,10 @@ impl Reservation {
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
                     used.checked_add(bytes).filter(|&total| total <= max)
                 })
-                .map_err(|_| PublishMemoryFull { max })?;
+                .map_err(|_| {
+                    self.pool.refused.fetch_add(1, Ordering::Relaxed);
+                    PublishMemoryFull { max }
+                })?;
         }
         self.held += bytes;
         Ok(())

@@ -1326,6 +1326,15 @@ async fn atomic_publishes_in_progress_share_one_memory_bound() {
         srv.state().topics.get("mem").is_none(),
         "a refused publish creates nothing"
     );
+    // Operators see the pool, and the refusal, on /metrics.
+    let m = support::metrics_text(&c, &base).await;
+    for line in [
+        format!("jelly_publish_memory_bytes {}", fit * per),
+        format!("jelly_publish_memory_max_bytes {pool}"),
+        "jelly_publish_memory_refused_total 1".to_string(),
+    ] {
+        assert!(m.lines().any(|l| l == line), "{line} in\n{m}");
+    }
 
     // Clients that give up give back what their bodies held, and append nothing.
     let keep = 3;

@@ -215,7 +215,11 @@ async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        s.metrics.render(&s.topics),
+        {
+            let mut text = s.metrics.render(&s.topics);
+            s.publish_memory.render_metrics(&mut text);
+            text
+        },
     )
 }
 
