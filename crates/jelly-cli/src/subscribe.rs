@@ -650,7 +650,14 @@ async fn connection(
             Ok(Some(c)) => buf.extend_from_slice(&c),
             Ok(None) if buf.is_empty() => return Ok(Ended::BodyEnd),
             Ok(None) => return Ok(Ended::Broken("the stream ended inside a frame".into())),
-            Err(e) => return Ok(Ended::Broken(e.to_string())),
+            // reqwest says only "error decoding response body" for a body cut short
+            // (as the server cuts a subscriber it stops serving): say what happened,
+            // and its cause.
+            Err(e) => {
+                let cause = std::error::Error::source(&e)
+                    .map_or_else(|| e.to_string(), ToString::to_string);
+                return Ok(Ended::Broken(format!("the stream was cut: {cause}")));
+            }
         }
     }
 }

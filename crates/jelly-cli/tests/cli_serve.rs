@@ -963,6 +963,50 @@ fn busy_poll_server_and_subscriber_deliver_live_items_and_stop_cleanly() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A follower whose server dies under it (kill -9) says the stream was cut, not
+/// reqwest's "error decoding response body", and resumes once the server is back.
+#[test]
+fn a_follower_cut_off_by_a_crash_says_so_and_resumes() {
+    let dir = temp_dir("cut");
+    let data = dir.join("data");
+    let mut srv = ServeProc::start(&data);
+    let url = srv.url.clone();
+    let addr = url.trim_start_matches("http://").to_string();
+    let publish = |i: u32| {
+        let line = format!("<http://ex.org/s> <http://ex.org/p> \"{i}\" .\n");
+        ok(
+            &["publish", "c", "-", "--server", &url, "-q"],
+            Some(line.as_bytes()),
+        );
+    };
+    publish(0);
+    let follower = spawn_jelly(&[
+        "subscribe",
+        "c",
+        "--server",
+        &url,
+        "--from",
+        "earliest",
+        "--max-items",
+        "2",
+        "--retry-secs",
+        "30",
+    ]);
+    std::thread::sleep(Duration::from_millis(700));
+    srv.kill9();
+    let srv = ServeProc::try_start_with(&data, &addr, &[]).expect("restart on the same address");
+    publish(1);
+    let out = wait_at_most(follower, Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("the stream was cut: "), "{stderr}");
+    assert!(!stderr.contains("error decoding response body"), "{stderr}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert_eq!(srv.stop(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `jelly subscribe` follows a topic across a server restart on the same address:
 /// it reconnects on its own and goes on from the offset after the last item it
 /// wrote, with no gap and no duplicate.
