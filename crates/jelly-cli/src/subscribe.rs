@@ -178,14 +178,8 @@ impl Sink {
         // TriG: failing at the first item that cannot be written would fail again at
         // it on every resume.
         if matches!(self.format, SubFormat::Ttl | SubFormat::Trig)
-            && let Some(o) = options
-            && (o.rdf_star || o.generalized_statements)
+            && let Some(what) = options.and_then(jelly::oxrdf_adapter::not_representable_in)
         {
-            let what = if o.generalized_statements {
-                "generalized statements"
-            } else {
-                "RDF-star quoted triples, which RDF 1.2 cannot hold as subjects"
-            };
             return Err(CliError::usage(format!(
                 "this topic allows {what}: Turtle and TriG cannot carry them; \
                  use --format nt, nq or jelly"

@@ -172,25 +172,21 @@ impl OutFormat {
     /// assert!(OutFormat::NQuads.unfit_reason(&star).is_none());
     /// assert!(OutFormat::TriG.unfit_reason(&star).is_some());
     /// ```
-    pub fn unfit_reason(self, topic: &TopicOptions) -> Option<&'static str> {
-        let text_12 = matches!(self, OutFormat::Turtle | OutFormat::TriG);
+    pub fn unfit_reason(self, topic: &TopicOptions) -> Option<String> {
         if topic.physical == Physical::Quads
             && matches!(self, OutFormat::NTriples | OutFormat::Turtle)
         {
-            Some("it holds quads, and this format cannot carry named graphs")
-        } else if text_12 && topic.generalized {
-            // oxttl writes RDF 1.2, which has no literal or blank-node predicates.
-            Some("it allows generalized statements, which Turtle and TriG cannot carry")
-        } else if text_12 && topic.rdf_star {
-            // RDF 1.2 keeps triple terms to the object position; N-Triples and N-Quads
-            // are written in RDF-star syntax, where a quoted triple may be a subject.
-            Some(
-                "it allows RDF-star quoted triples, which Turtle and TriG (RDF 1.2) cannot \
-                 carry in the subject position",
-            )
-        } else {
-            None
+            return Some("it holds quads, and this format cannot carry named graphs".into());
         }
+        // Turtle and TriG are written by oxttl from oxrdf terms (RDF 1.2); N-Triples and
+        // N-Quads in RDF-star syntax, where a quoted triple may be a subject.
+        if matches!(self, OutFormat::Turtle | OutFormat::TriG) {
+            let what = jelly::oxrdf_adapter::not_representable_in(&topic.stream_options())?;
+            return Some(format!(
+                "it allows {what}, which Turtle and TriG cannot carry"
+            ));
+        }
+        None
     }
 }
 

@@ -19,6 +19,28 @@ pub struct NotRepresentable {
     pub position: &'static str,
 }
 
+/// What a stream of `options` may hold that oxrdf (RDF 1.2), and so any Turtle or TriG
+/// written from it, cannot; `None` when every statement it allows fits. Writers decide
+/// from this rather than at the first statement that does not fit, which a resumed
+/// reader would meet again.
+///
+/// ```
+/// use jelly::StreamOptions;
+/// use jelly::oxrdf_adapter::not_representable_in;
+///
+/// assert_eq!(not_representable_in(&StreamOptions::big()), None);
+/// assert!(not_representable_in(&StreamOptions::big().with_rdf_star(true)).is_some());
+/// ```
+pub fn not_representable_in(options: &crate::StreamOptions) -> Option<&'static str> {
+    if options.generalized_statements {
+        Some("generalized statements")
+    } else if options.rdf_star {
+        Some("RDF-star quoted triples, which RDF 1.2 cannot hold as subjects")
+    } else {
+        None
+    }
+}
+
 fn nr(t: TermRef<'_>, position: &'static str) -> NotRepresentable {
     NotRepresentable {
         kind: t.kind_name(),
