@@ -648,23 +648,19 @@ impl Grouper<'_, '_> {
             None | Some(TermRef::DefaultGraph) => Term::DefaultGraph,
             Some(g) => g.to_owned(),
         };
-        let bytes = owned_bytes(st);
-        let new_graph = !self.by_graph.contains_key(&key);
-        // A new graph's name is kept once more, as the key of its entry.
-        let key_bytes = if new_graph {
-            std::mem::size_of::<Term>() + term_bytes(key.as_ref())
-        } else {
-            0
-        };
-        self.budget.hold(bytes + key_bytes)?;
         let idx = match self.by_graph.get(&key) {
             Some(&i) => i,
             None => {
+                // A new graph's name is kept once more, as the key of its entry.
+                self.budget
+                    .hold(std::mem::size_of::<Term>() + term_bytes(key.as_ref()))?;
                 self.graphs.push((Vec::new(), 0));
                 self.by_graph.insert(key, self.graphs.len() - 1);
                 self.graphs.len() - 1
             }
         };
+        let bytes = owned_bytes(st);
+        self.budget.hold(bytes)?;
         let (statements, held) = &mut self.graphs[idx];
         statements.push(st.to_owned());
         *held += bytes;
