@@ -818,6 +818,22 @@ async fn bad_input_is_refused_and_appends_nothing() {
             "{v}"
         );
     }
+    // `split=graph` on a Jelly body would do nothing (a Jelly body is one item per
+    // frame): refused, not ignored; and an unknown split is named.
+    for (query, needle) in [
+        ("split=graph", "one item per frame"),
+        ("split=rows", "rows"),
+    ] {
+        let r = c
+            .post(format!("{url}?{query}"))
+            .header("content-type", JELLY)
+            .body(good.clone())
+            .send()
+            .await
+            .unwrap();
+        let v = check(StatusCode::BAD_REQUEST, r).await;
+        assert!(v["error"].as_str().unwrap().contains(needle), "{v}");
+    }
     // A header with no name after the prefix, and metadata too large to store with
     // an item: refused before anything is created (the topic of `ghost` stays unknown).
     let ghost = format!("{base}/topics/ghost/items");

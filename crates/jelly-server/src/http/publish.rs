@@ -409,6 +409,14 @@ async fn publish_inner(
         )
     })?;
     let meta = meta_from(headers, q)?;
+    if meta.split_graph && format == InputFormat::Jelly {
+        // A Jelly body is already one item per frame: splitting it again by graph
+        // would silently do nothing, so the parameter is refused rather than ignored.
+        return Err(ApiError::bad_request(
+            "split=graph does not apply to a Jelly body (one item per frame); \
+             send the graphs in frames of their own, or send TriG or N-Quads",
+        ));
+    }
     // Held until the items are appended (or the request is refused): the body and
     // the items made from it, counted against the server's publish memory.
     let mut memory = s.publish_memory.reservation();
