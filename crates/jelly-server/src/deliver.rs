@@ -491,9 +491,11 @@ impl EndReason {
             EndReason::Reached => FollowEnd::Reached,
             EndReason::Truncated { first, .. } => FollowEnd::FellBehind { first: *first },
             EndReason::Deleted => FollowEnd::Deleted,
-            EndReason::ReadFailed(_) | EndReason::DeliverFailed(_) | EndReason::Closed => {
-                FollowEnd::Failed
+            EndReason::ReadFailed(m) => {
+                FollowEnd::Failed(format!("the log could not be read: {m}"))
             }
+            EndReason::DeliverFailed(e) => FollowEnd::Failed(e.to_string()),
+            EndReason::Closed => FollowEnd::Failed("the topic's log was closed".into()),
         }
     }
 
@@ -592,7 +594,7 @@ pub struct Follow {
 }
 
 /// Why a [`Follow`] ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FollowEnd {
     /// The server is shutting down.
     Shutdown,
@@ -600,8 +602,9 @@ pub enum FollowEnd {
     Reached,
     /// The next item is no longer retained; `first` is the first retained offset.
     FellBehind { first: u64 },
-    /// A log read or an encoding failed.
-    Failed,
+    /// A log read or an encoding failed; why, for the subscriber (a WebSocket close
+    /// reason carries it).
+    Failed(String),
     /// The topic was deleted.
     Deleted,
 }
@@ -723,8 +726,9 @@ impl Follow {
                     // over gRPC) that an item does not fit: not a server fault.
                     tracing::warn!(topic = %self.topic.name, error = %e, "cannot deliver item");
                     if ends.is_empty() {
-                        self.ended = Some(FollowEnd::Failed);
-                        return Batch::End(EndReason::DeliverFailed(e));
+                        let reason = EndReason::DeliverFailed(e);
+                        self.ended = Some(reason.summary());
+                        return Batch::End(reason);
                     }
                     // Send what was written; the failing item fails again next time.
                     break;
@@ -785,7 +789,7 @@ impl Follow {
     /// Why the subscription ended (once [`Follow::next_chunk`] or
     /// [`Follow::next_items`] returned `None`).
     pub fn end_reason(&self) -> Option<FollowEnd> {
-        self.ended
+        self.ended.clone()
     }
 
     /// Counts delivered items and bytes (topic and server counters, subscriber position).

@@ -776,3 +776,53 @@ async fn ws_publish_stalled_inside_a_message_is_closed_and_keeps_earlier_items()
     ws.close(None).await.unwrap();
     srv.shutdown().await.unwrap();
 }
+
+/// A stored item the subscription cannot write (a damaged frame, as a faulty mirror
+/// upstream could plant): the items before it arrive, then a 1011 close whose reason
+/// says what failed, not merely that something did.
+#[tokio::test]
+async fn ws_a_failed_delivery_closes_with_1011_and_names_the_cause() {
+    let srv = start().await;
+    let r = reqwest::Client::new()
+        .post(format!("{}/topics/np/items", srv.url()))
+        .header("content-type", "application/n-quads")
+        .body("<http://ex.org/s> <http://ex.org/p> \"good\" <http://ex.org/g> .\n")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success());
+    let t = srv.state().topics.get("np").unwrap();
+    let damaged = jelly_server::item::Item {
+        offset: 1,
+        timestamp_ms: 1,
+        // Not a whole frame: the subscription cannot decode it to write N-Quads.
+        frame: Bytes::from_static(&[
+            0x0a, 0x0a, 0x0a, 0x08, 0x10, 0x02, 0x20, 0x80, 0x20, 0x78, 0x01, 0x0a, 0x0a, 0x1a,
+            0x08, 0x0a, 0x02, 0x10, 0x7f, 0x12, 0x02, 0x10, 0x7f,
+        ]),
+        statements: 1,
+        source: String::new(),
+        headers: Vec::new(),
+    };
+    t.append_at(vec![damaged], false, &srv.state().metrics)
+        .await
+        .unwrap();
+    for follow in ["false", "true"] {
+        let mut sub = connect(&ws_url(
+            &srv,
+            &format!("/topics/np/ws?format=nquads&from=earliest&follow={follow}"),
+        ))
+        .await;
+        match next_msg(&mut sub).await {
+            Message::Text(t) => assert!(t.contains("\"good\""), "{t}"),
+            m => panic!("expected the good item first, got {m:?}"),
+        }
+        let (code, reason) = expect_close(&mut sub).await;
+        assert_eq!(code, CloseCode::Error, "follow={follow}: {reason}");
+        assert!(
+            reason.starts_with("the subscription failed: item 1: "),
+            "follow={follow}: {reason}"
+        );
+    }
+    srv.shutdown().await.unwrap();
+}

@@ -120,7 +120,7 @@ impl Subscription {
 
     /// Why the subscription ended (once [`Subscription::next_step`] gave `End`).
     pub fn end_reason(&self) -> Option<FollowEnd> {
-        self.ended
+        self.ended.clone()
     }
 
     fn stream_framing(&self) -> bool {

@@ -323,8 +323,12 @@ async fn run_subscriber(
                             Some(FollowEnd::Deleted) => {
                                 (close_code::DELETED, "the topic was deleted".to_string())
                             }
-                            Some(FollowEnd::Failed) | None => {
-                                (close_code::ERROR, "cannot read the topic".to_string())
+                            Some(FollowEnd::Failed(why)) => (
+                                close_code::ERROR,
+                                format!("the subscription failed: {why}"),
+                            ),
+                            None => {
+                                (close_code::ERROR, "the subscription failed".to_string())
                             }
                         };
                         close_and_drain(&mut socket, code, &reason).await;
