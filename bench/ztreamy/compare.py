@@ -70,12 +70,15 @@ class Server:
         """Fresh per-cell state: a new topic for jelly; ztreamy has one stream."""
         self.cell = cell
         if self.kind == 'jelly':
-            self.topic = cell
+            # The run's id keeps topics fresh when the same server is measured again:
+            # a topic left by an earlier run would replay its items (and markers) to the
+            # new subscriber.
+            self.topic = f'{cell}-{RUN_ID}'
             status, body = roundtrip(self.host, self.port, http_request(
-                b'PUT', b'x', f'/topics/{cell}'.encode(), b'application/json',
+                b'PUT', b'x', f'/topics/{self.topic}'.encode(), b'application/json',
                 b'{"physical":"triples"}', close=True))
             if status not in (200, 201):
-                raise RuntimeError(f'PUT topic {cell}: {status} {body[:200]!r}')
+                raise RuntimeError(f'PUT topic {self.topic}: {status} {body[:200]!r}')
 
     def publish_request(self, nt: bytes, seq):
         if self.kind == 'jelly':
@@ -97,6 +100,7 @@ class Server:
                 + b'\r\n\r\n')
 
 
+RUN_ID = f'{os.getpid():x}{int(time.time()):x}'
 TIMESTAMP = time.strftime('%Y-%m-%dT%H:%M:%S+00:00', time.gmtime()).encode()
 
 
