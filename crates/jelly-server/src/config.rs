@@ -7,6 +7,8 @@
 //! log = "file"              # or "memory" (lost on restart)
 //! durability = "fsync"      # fsync | interval:<ms> | none
 //! segment_bytes = 67108864
+//! tail_cache_bytes = 33554432        # file log: each topic's newest items kept in memory for live readers; 0: none
+//! max_tail_cache_bytes = 1073741824  # what those caches hold together, server-wide; 0: unlimited
 //! max_body_bytes = 67108864
 //! max_item_bytes = 16777216
 //! max_publish_memory_bytes = 1073741824  # bodies and items of atomic publishes in progress, server-wide (then 503); default: 1 GiB, or 6 × max_body_bytes if more; 0: unlimited
@@ -84,6 +86,14 @@ pub struct ServerConfig {
     pub durability: String,
     /// File log: size at which a new segment starts.
     pub segment_bytes: u64,
+    /// File log: bytes of each topic's newest items kept in memory, so that live
+    /// subscribers are served without a file read (0: none).
+    pub tail_cache_bytes: usize,
+    /// File log: what the tail caches of all topics hold together (0: no bound). A
+    /// topic that adds to its cache while they hold more gives up its own oldest
+    /// cached items, which are then read from its segments (see
+    /// [`crate::log::TailCachePool`]).
+    pub max_tail_cache_bytes: usize,
     /// Largest accepted request body, in bytes.
     pub max_body_bytes: usize,
     /// Largest accepted item (its self-contained Jelly frame), in bytes.
@@ -521,6 +531,8 @@ impl Default for ServerConfig {
             log: LogKind::File,
             durability: "fsync".into(),
             segment_bytes: 64 << 20,
+            tail_cache_bytes: 32 << 20,
+            max_tail_cache_bytes: 1 << 30,
             max_body_bytes: 64 << 20,
             max_item_bytes: 16 << 20,
             max_publish_memory_bytes: None,

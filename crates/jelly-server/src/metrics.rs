@@ -273,6 +273,18 @@ impl Metrics {
                 let _ = writeln!(s, "{name}{{topic=\"{}\"}} 1", label(&t.name));
             }
         }
+        let pool = registry.tail_cache_pool();
+        let _ = writeln!(
+            s,
+            "# HELP jelly_log_tail_cache_bytes Bytes of the newest items the file logs of all topics keep in memory for live readers.\n\
+             # TYPE jelly_log_tail_cache_bytes gauge\n\
+             jelly_log_tail_cache_bytes {}\n\
+             # HELP jelly_log_tail_cache_max_bytes Their bound, max_tail_cache_bytes (0: none).\n\
+             # TYPE jelly_log_tail_cache_max_bytes gauge\n\
+             jelly_log_tail_cache_max_bytes {}",
+            pool.used(),
+            pool.max().unwrap_or(0)
+        );
         let name = "jelly_subscriber_lag_items";
         let _ = writeln!(
             s,

@@ -1,7 +1,8 @@
 //! What the server does about damage and slow clients, on real loopback sockets: a
 //! topic whose log is corrupt fails alone (503) while the others are served, and
 //! clients that send half a request head or stall in a body are disconnected or
-//! answered 408 instead of holding a connection for ever.
+//! answered 408 instead of holding a connection for ever; and the tail caches of many
+//! topics stay under one bound.
 
 mod support;
 
@@ -757,4 +758,65 @@ async fn a_stalled_topic_options_body_gets_408_and_cannot_hold_up_shutdown() {
             .is_some(),
         "the stalled connection is closed"
     );
+}
+
+/// The file logs' tail caches of all topics stay together under
+/// `max_tail_cache_bytes` (here far below what the topics hold), and every item is
+/// still served, from the segments once it is no longer cached.
+#[tokio::test]
+async fn the_tail_caches_of_all_topics_share_one_bound() {
+    let dir = TempDir::new("tailpool");
+    let srv = Server::start(ServerConfig {
+        log: jelly_server::config::LogKind::File,
+        data: dir.0.clone(),
+        durability: "none".into(),
+        tail_cache_bytes: 150_000,
+        max_tail_cache_bytes: 200_000,
+        ..ServerConfig::ephemeral()
+    })
+    .await
+    .unwrap();
+    let c = client();
+    let base = srv.url();
+    let metric = |text: &str, name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+    };
+    // Eight topics of 10 items of 400 statements (about 200 KB of Jelly each topic:
+    // unbounded, the caches would hold 8 × 150 KB).
+    for t in 0..8 {
+        for i in 0..10 {
+            let body = jelly_stream(&frames(1, 400, t * 100 + i), StreamOptions::small());
+            let r = publish(&c, &base, &format!("t{t}"), body).await;
+            assert_eq!(r.status(), StatusCode::OK);
+        }
+        let m = metrics_text(&c, &base).await;
+        let used = metric(&m, "jelly_log_tail_cache_bytes");
+        assert!(used > 0 && used <= 200_000, "after topic {t}: {used}");
+        assert_eq!(metric(&m, "jelly_log_tail_cache_max_bytes"), 200_000);
+    }
+    // Every topic serves all its items, cached or not.
+    for t in 0..8 {
+        let got = c
+            .get(format!(
+                "{base}/topics/t{t}/items?follow=false&format=nquads"
+            ))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let lines: Vec<&str> = got.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(lines.len(), 4000, "topic t{t}");
+        for i in [0, 9] {
+            let subject = format!("<http://example.org/item/{}/statement/0>", t * 100 + i);
+            assert!(
+                lines.iter().any(|l| l.starts_with(&subject)),
+                "t{t}: {subject}"
+            );
+        }
+    }
+    srv.shutdown().await.unwrap();
 }

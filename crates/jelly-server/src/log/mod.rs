@@ -12,7 +12,7 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-pub use file::{Durability, FileLog, FileLogOptions};
+pub use file::{Durability, FileLog, FileLogOptions, TailCachePool};
 pub use memory::{MemoryLog, MemoryRetention};
 use thiserror::Error;
 use tokio::sync::watch;

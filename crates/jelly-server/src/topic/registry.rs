@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use super::storage::{BEING_DELETED, Storage, TOPIC_FILE, TRASH_PREFIX, new_topic_id};
 use super::{DeletedTopic, RetentionChange, Topic, TopicError, TopicOptions, valid_name};
 use crate::config::{LogKind, ServerConfig};
-use crate::log::FileLogOptions;
+use crate::log::{FileLogOptions, TailCachePool};
 use crate::mirror::MirrorStatus;
 
 /// All topics of a server.
@@ -83,6 +83,11 @@ struct Creating {
 }
 
 impl Registry {
+    /// Where the file logs of the server's topics count their tail caches.
+    pub fn tail_cache_pool(&self) -> &TailCachePool {
+        &self.storage.file.tail_cache_pool
+    }
+
     /// Opens the registry; with the file log, every topic found in the data directory
     /// (a folder with a `topic.json`) is opened and recovered. Blocks on file I/O.
     ///
@@ -101,6 +106,11 @@ impl Registry {
                 segment_bytes: config.segment_bytes.max(1),
                 // A record holds the frame plus its metadata.
                 max_item_bytes: config.max_item_bytes.saturating_add(64 << 10),
+                tail_cache_bytes: config.tail_cache_bytes,
+                // One pool for all the server's topics.
+                tail_cache_pool: Arc::new(TailCachePool::new(
+                    (config.max_tail_cache_bytes != 0).then_some(config.max_tail_cache_bytes),
+                )),
                 ..FileLogOptions::default()
             },
         };

@@ -45,10 +45,12 @@
 
 mod read;
 mod recovery;
+mod tail_pool;
 mod writer;
 
 use read::{offset_for_timestamp_blocking, read_blocking};
 use recovery::recover;
+pub use tail_pool::TailCachePool;
 use writer::{Writer, retain_all};
 
 use std::collections::VecDeque;
@@ -140,6 +142,9 @@ pub struct FileLogOptions {
     /// Bytes of the newest items (frames) kept in memory for readers at the end of
     /// the log. 0 turns the cache off.
     pub tail_cache_bytes: usize,
+    /// The memory this log's tail cache shares with those of other logs (a server's
+    /// topics share one): see [`TailCachePool`].
+    pub tail_cache_pool: Arc<TailCachePool>,
 }
 
 impl Default for FileLogOptions {
@@ -155,6 +160,7 @@ impl Default for FileLogOptions {
             max_inflight_bytes: 64 << 20,
             clock: Clock::system(),
             tail_cache_bytes: 32 << 20,
+            tail_cache_pool: Arc::new(TailCachePool::default()),
         }
     }
 }
@@ -189,6 +195,16 @@ struct Shared {
     /// The writer's failure while appends are refused (see [`Writer::failed`]), for
     /// describe and `/metrics` without taking the writer's lock.
     failure: Mutex<Option<String>>,
+    /// Where the tail cache's bytes are counted.
+    tail_pool: Arc<TailCachePool>,
+}
+
+impl Drop for Shared {
+    /// The cache goes with the log: its bytes go back to the pool.
+    fn drop(&mut self) {
+        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        self.tail_pool.give(st.tail_bytes);
+    }
 }
 
 /// What retention remembers between its deletions.
@@ -315,6 +331,7 @@ impl FileLog {
             closed: AtomicBool::new(false),
             deleting: Mutex::new(Deleting::default()),
             failure: Mutex::new(None),
+            tail_pool: options.tail_cache_pool.clone(),
         });
         let max_item_bytes = options.max_item_bytes.min(u32::MAX as usize);
         let max_inflight = options.max_inflight_bytes.clamp(1, u32::MAX as usize >> 1) as u32;

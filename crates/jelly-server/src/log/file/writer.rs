@@ -432,17 +432,24 @@ impl Writer {
                 seg.index.append(&mut pending.index);
             }
             st.next += pending.count;
+            let pool = &self.opts.tail_cache_pool;
             for item in pending.items.drain(..) {
                 // Metadata counted too: 16 KiB of headers on each of many tiny items
                 // would otherwise be held far beyond the cache's size.
-                st.tail_bytes += item.held_bytes();
+                let held = item.held_bytes();
+                st.tail_bytes += held;
+                pool.take(held);
                 st.tail.push_back(item);
             }
-            while st.tail_bytes > self.opts.tail_cache_bytes {
+            // Within this log's own bound, and then within what all logs share: over
+            // it, this log gives up its oldest cached items (they are read from disk).
+            while st.tail_bytes > self.opts.tail_cache_bytes || pool.over() {
                 let Some(old) = st.tail.pop_front() else {
                     break;
                 };
-                st.tail_bytes -= old.held_bytes();
+                let held = old.held_bytes();
+                st.tail_bytes -= held;
+                pool.give(held);
             }
             drop(st);
             self.len += written;
@@ -509,6 +516,7 @@ impl Writer {
             }];
             st.next = first;
             st.tail.clear();
+            self.opts.tail_cache_pool.give(st.tail_bytes);
             st.tail_bytes = 0;
         }
         self.active = file;
@@ -858,6 +866,65 @@ mod tests {
         drop(st);
         drop(log);
         let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// Logs that share a tail-cache pool keep their caches together under its bound:
+    /// a log that adds while the pool is full gives up its own oldest items (they are
+    /// then read from disk, intact), and a log that goes gives its bytes back.
+    #[test]
+    fn logs_sharing_a_tail_cache_pool_stay_under_its_bound() {
+        let base = std::env::temp_dir().join(format!("jelly-log-tailpool-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let pool = Arc::new(super::super::TailCachePool::new(Some(60_000)));
+        let opts = FileLogOptions {
+            tail_cache_bytes: 1 << 20,
+            tail_cache_pool: pool.clone(),
+            durability: crate::log::Durability::None,
+            ..FileLogOptions::default()
+        };
+        let a = FileLog::open(base.join("a"), opts.clone()).unwrap();
+        let b = FileLog::open(base.join("b"), opts).unwrap();
+        let big = |i: u64| NewItem {
+            headers: vec![("note".into(), "h".repeat(10_000))],
+            ..item(i)
+        };
+        let tail = |l: &FileLog| {
+            let st = l.shared.state.read().unwrap_or_else(|e| e.into_inner());
+            (st.tail.len(), st.tail_bytes)
+        };
+        let commit = |l: &FileLog, from: u64, n: u64| {
+            let (r, rx) = request((from..from + n).map(big).collect());
+            lock(&l.writer).commit(vec![r]);
+            assert_eq!(rx.blocking_recv().unwrap().unwrap().len(), n as usize);
+        };
+        commit(&a, 0, 20);
+        let (a_items, a_bytes) = tail(&a);
+        assert!(
+            a_items > 0 && a_bytes <= 60_000,
+            "{a_items} items, {a_bytes} bytes"
+        );
+        commit(&b, 0, 20);
+        let (_, b_bytes) = tail(&b);
+        assert_eq!(pool.used(), tail(&a).1 + b_bytes);
+        assert!(pool.used() <= 60_000, "{}", pool.used());
+        // Every item of `b` is still read back whole, from its segment.
+        let read =
+            super::super::read::read_blocking(&b.shared, 0, crate::log::ReadLimits::default())
+                .unwrap();
+        assert_eq!(read.len(), 20);
+        assert!(read.iter().enumerate().all(|(i, it)| it.offset == i as u64
+            && it.frame == format!("item-{i:04}").as_bytes()
+            && it.headers[0].1.len() == 10_000));
+        // `a` goes: its bytes go back, and `b` caches its new items again.
+        drop(a);
+        assert_eq!(pool.used(), b_bytes);
+        commit(&b, 20, 3);
+        let (b_items, b_bytes) = tail(&b);
+        assert!(b_items >= 3, "{b_items} items cached");
+        assert_eq!(pool.used(), b_bytes);
+        drop(b);
+        assert_eq!(pool.used(), 0);
+        let _ = fs::remove_dir_all(&base);
     }
 
     /// A group whose second request fails to start a new segment: the first was
