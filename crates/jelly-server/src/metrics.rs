@@ -273,6 +273,16 @@ impl Metrics {
                 let _ = writeln!(s, "{name}{{topic=\"{}\"}} 1", label(&t.name));
             }
         }
+        let name = "jelly_topic_log_damaged";
+        let _ = writeln!(
+            s,
+            "# HELP {name} 1 for a topic whose log a read found damaged since it was opened (describe's log_damaged says where).\n# TYPE {name} gauge"
+        );
+        for t in &topics {
+            if t.log.damage().is_some() {
+                let _ = writeln!(s, "{name}{{topic=\"{}\"}} 1", label(&t.name));
+            }
+        }
         let pool = registry.tail_cache_pool();
         let _ = writeln!(
             s,

@@ -820,3 +820,106 @@ async fn the_tail_caches_of_all_topics_share_one_bound() {
     }
     srv.shutdown().await.unwrap();
 }
+
+/// A segment damaged while the server runs (here one byte flipped under it): a read
+/// that reaches the damaged record fails and cuts its response off, the items before
+/// it are still served, and `/health`, `/ready`, the topic's description and
+/// `/metrics` say which log is damaged and where, while the other topics stay ok.
+#[tokio::test]
+async fn damage_found_by_a_read_at_runtime_is_reported() {
+    use std::os::unix::fs::FileExt as _;
+    let dir = TempDir::new("rtdamage");
+    let srv = Server::start(ServerConfig {
+        log: jelly_server::config::LogKind::File,
+        data: dir.0.clone(),
+        durability: "none".into(),
+        // No cache: every read goes to the segment file.
+        tail_cache_bytes: 0,
+        ..ServerConfig::ephemeral()
+    })
+    .await
+    .unwrap();
+    let c = client();
+    let base = srv.url();
+    for i in 0..5 {
+        let body = jelly_stream(&frames(1, 40, i), StreamOptions::small());
+        assert_eq!(publish(&c, &base, "d", body).await.status(), StatusCode::OK);
+    }
+    let body = jelly_stream(&frames(1, 2, 0), StreamOptions::small());
+    assert_eq!(
+        publish(&c, &base, "ok", body).await.status(),
+        StatusCode::OK
+    );
+    let health = json(c.get(format!("{base}/health")).send().await.unwrap()).await;
+    assert_eq!(health["status"], "ok", "{health}");
+
+    let seg = dir.0.join("d/log/00000000000000000000.seg");
+    let len = std::fs::metadata(&seg).unwrap().len();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&seg)
+        .unwrap();
+    let at = len * 7 / 10;
+    let mut b = [0u8; 1];
+    file.read_exact_at(&mut b, at).unwrap();
+    file.write_all_at(&[b[0] ^ 0x20], at).unwrap();
+    drop(file);
+
+    // A replay that reaches the damaged record never ends cleanly (the head may be
+    // cut off with the first items).
+    let whole = async {
+        let r = c
+            .get(format!("{base}/topics/d/items?follow=false&format=nquads"))
+            .send()
+            .await?;
+        assert_eq!(r.status(), StatusCode::OK);
+        r.bytes().await
+    };
+    assert!(whole.await.is_err(), "a clean end after a damaged record");
+    // The item before it is still served.
+    let r = c
+        .get(format!(
+            "{base}/topics/d/poll?from=0&max_items=1&format=nquads"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["x-jelly-next-offset"], "1");
+    let text = r.text().await.unwrap();
+    assert!(
+        text.contains("<http://example.org/item/0/statement/0>"),
+        "{text}"
+    );
+
+    let seg_name = seg.display().to_string();
+    let health = json(c.get(format!("{base}/health")).send().await.unwrap()).await;
+    assert_eq!(health["status"], "degraded", "{health}");
+    assert_eq!(health["log_damaged"], 1, "{health}");
+    let r = c.get(format!("{base}/ready")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let ready = json(r).await;
+    let problems = ready["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{ready}");
+    assert_eq!(problems[0]["topic"], "d", "{ready}");
+    assert_eq!(problems[0]["kind"], "log_damaged", "{ready}");
+    let reason = problems[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("corrupt log segment") && reason.contains(&seg_name),
+        "{reason}"
+    );
+    let d = json(c.get(format!("{base}/topics/d")).send().await.unwrap()).await;
+    assert!(
+        d["log_damaged"]
+            .as_str()
+            .is_some_and(|w| w.contains(&seg_name)),
+        "{d}"
+    );
+    let ok = json(c.get(format!("{base}/topics/ok")).send().await.unwrap()).await;
+    assert!(ok.get("log_damaged").is_none(), "{ok}");
+    let m = metrics_text(&c, &base).await;
+    assert!(m.contains("jelly_topic_log_damaged{topic=\"d\"} 1"), "{m}");
+    assert!(!m.contains("jelly_topic_log_damaged{topic=\"ok\"}"), "{m}");
+    srv.shutdown().await.unwrap();
+}

@@ -3,7 +3,8 @@
 //! A server that answers is alive, so `/health` is always 200; its `status` says
 //! `degraded` when part of what it holds is not served as it should be until an
 //! operator acts: a topic that could not be opened, a log that refuses appends (a
-//! full disk, a failed fsync), a mirror that stopped. `/ready` answers 503 then, so that a load balancer or an
+//! full disk, a failed fsync), a log whose files a read found damaged, a mirror that
+//! stopped. `/ready` answers 503 then, so that a load balancer or an
 //! orchestrator's probe can act on it without reading a body, and lists the reasons.
 //!
 //! A mirror whose upstream is a mirror that stopped is counted, not a problem: this
@@ -23,7 +24,7 @@ use crate::mirror::MirrorState;
 /// One thing, on one topic, that needs an operator.
 struct Problem {
     topic: String,
-    /// `unavailable`, `log_failed` or `mirror_stopped`.
+    /// `unavailable`, `log_failed`, `log_damaged` or `mirror_stopped`.
     kind: &'static str,
     reason: String,
 }
@@ -59,6 +60,13 @@ impl Health {
             t.log.failure().map(|reason| Problem {
                 topic: t.name.clone(),
                 kind: "log_failed",
+                reason,
+            })
+        }));
+        problems.extend(topics.iter().filter_map(|t| {
+            t.log.damage().map(|reason| Problem {
+                topic: t.name.clone(),
+                kind: "log_damaged",
                 reason,
             })
         }));
@@ -105,6 +113,7 @@ impl Health {
                 "log refusing appends",
                 "logs refusing appends",
             ),
+            ("log_damaged", "log found damaged", "logs found damaged"),
             ("mirror_stopped", "mirror stopped", "mirrors stopped"),
         ]
         .into_iter()
@@ -129,6 +138,7 @@ pub async fn health(State(s): State<AppState>) -> impl IntoResponse {
         "topics": h.topics,
         "unavailable": h.unavailable,
         "log_failed": h.count("log_failed"),
+        "log_damaged": h.count("log_damaged"),
         "mirrors": h.mirrors,
         "mirrors_stopped": h.count("mirror_stopped"),
         "mirrors_upstream_stopped": h.mirrors_upstream_stopped,
@@ -165,6 +175,7 @@ pub async fn ready(State(s): State<AppState>, headers: HeaderMap) -> Response {
     .with("status", "degraded")
     .with("unavailable", h.count("unavailable"))
     .with("log_failed", h.count("log_failed"))
+    .with("log_damaged", h.count("log_damaged"))
     .with("mirrors_stopped", h.count("mirror_stopped"))
     .with("problems", shown)
     .into_response()

@@ -60,6 +60,10 @@ pub fn describe_json(t: &Topic) -> Value {
     if let (Some(why), Value::Object(map)) = (t.log.failure(), &mut v) {
         map.insert("log_failed".into(), json!(why));
     }
+    // Damage a read found in the log's files: the items around it are still served.
+    if let (Some(why), Value::Object(map)) = (t.log.damage(), &mut v) {
+        map.insert("log_damaged".into(), json!(why));
+    }
     v
 }
 

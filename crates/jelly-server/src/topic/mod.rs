@@ -93,6 +93,13 @@ impl TopicLog {
             TopicLog::File(l) => l.failure(),
         }
     }
+    /// The damage a read found in the log's files, if one did (see [`FileLog::damage`]).
+    pub fn damage(&self) -> Option<String> {
+        match self {
+            TopicLog::Memory(_) => None,
+            TopicLog::File(l) => l.damage(),
+        }
+    }
     /// Applies the retention limits of `options` to the live log. Items beyond the new
     /// limits go at once, so it may delete files: call it off the async threads.
     pub fn set_retention(&self, options: &TopicOptions) {

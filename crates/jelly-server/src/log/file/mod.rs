@@ -197,6 +197,23 @@ struct Shared {
     failure: Mutex<Option<String>>,
     /// Where the tail cache's bytes are counted.
     tail_pool: Arc<TailCachePool>,
+    /// The first damage a read found after the log was opened (see [`FileLog::damage`]).
+    damage: Mutex<Option<String>>,
+}
+
+impl Shared {
+    /// Passes a read's result through, noting the first one that found the files
+    /// damaged: a record that fails its check, or an I/O error reading one.
+    fn note_read<T>(&self, r: Result<T, LogError>) -> Result<T, LogError> {
+        if let Err(e @ (LogError::Corrupt { .. } | LogError::Io { .. })) = &r {
+            let mut damage = lock(&self.damage);
+            if damage.is_none() {
+                tracing::error!(log = %self.dir.display(), error = %e, "a read found the log damaged");
+                *damage = Some(e.to_string());
+            }
+        }
+        r
+    }
 }
 
 impl Drop for Shared {
@@ -332,6 +349,7 @@ impl FileLog {
             deleting: Mutex::new(Deleting::default()),
             failure: Mutex::new(None),
             tail_pool: options.tail_cache_pool.clone(),
+            damage: Mutex::new(None),
         });
         let max_item_bytes = options.max_item_bytes.min(u32::MAX as usize);
         let max_inflight = options.max_inflight_bytes.clamp(1, u32::MAX as usize >> 1) as u32;
@@ -444,6 +462,15 @@ impl FileLog {
         lock(&self.shared.failure).clone()
     }
 
+    /// The first damage a read found since the log was opened: a record that no longer
+    /// passes its check (opening checked every record, so the file changed under the
+    /// server or the disk returned bad data), or an I/O error reading one. The items
+    /// around it are still served; reads that reach it fail, and it stays noted until
+    /// the log is opened again (a restart, after an operator has looked).
+    pub fn damage(&self) -> Option<String> {
+        lock(&self.shared.damage).clone()
+    }
+
     /// Whether appends commit inline, under the writer's lock, completing in their
     /// first poll (without fsync), rather than waiting for the writer's thread.
     pub fn commits_inline(&self) -> bool {
@@ -552,7 +579,7 @@ impl Log for FileLog {
         }
         let shared = self.shared.clone();
         let dir = self.shared.dir.clone();
-        tokio::task::spawn_blocking(move || read_blocking(&shared, from, limits))
+        tokio::task::spawn_blocking(move || shared.note_read(read_blocking(&shared, from, limits)))
             .await
             .map_err(|e| io_err(&dir, std::io::Error::other(e.to_string())))?
     }
@@ -587,9 +614,11 @@ impl Log for FileLog {
         self.check_open()?;
         let shared = self.shared.clone();
         let dir = self.shared.dir.clone();
-        tokio::task::spawn_blocking(move || offset_for_timestamp_blocking(&shared, timestamp_ms))
-            .await
-            .map_err(|e| io_err(&dir, std::io::Error::other(e.to_string())))?
+        tokio::task::spawn_blocking(move || {
+            shared.note_read(offset_for_timestamp_blocking(&shared, timestamp_ms))
+        })
+        .await
+        .map_err(|e| io_err(&dir, std::io::Error::other(e.to_string())))?
     }
 
     fn watch(&self) -> watch::Receiver<u64> {
