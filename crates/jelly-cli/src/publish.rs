@@ -60,7 +60,7 @@ pub struct PublishArgs {
     /// The input is a Jelly stream (for stdin; `.jelly` files are detected).
     #[arg(long, conflicts_with = "in_format")]
     pub jelly: bool,
-    /// One item per named graph (RDF input).
+    /// One item per named graph (RDF input; a Jelly input is one item per frame).
     #[arg(long = "split-graph")]
     pub split_graph: bool,
     /// Streaming publish (Jelly input): send the input as it is read; the server
@@ -135,9 +135,6 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
         headers.push((format!("x-jelly-header-{k}"), v.to_string()));
     }
     let mut query = Vec::new();
-    if a.split_graph {
-        query.push(("split", "graph".to_string()));
-    }
     if let Some(b) = &a.base_iri {
         query.push(("base", b.clone()));
     }
@@ -159,6 +156,12 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
         url.push('=');
         url.push_str(&percent_encode(v));
     }
+    // `--split-graph` applies to RDF files: a Jelly file is one item per frame already
+    // (and the server refuses `split=graph` on one), so a mix of both can be published.
+    let split_url = a.split_graph.then(|| {
+        let sep = if query.is_empty() { '?' } else { '&' };
+        format!("{url}{sep}split=graph")
+    });
     for (done, path) in inputs.iter().enumerate() {
         // When a later file fails, the earlier ones are already in the topic: say so.
         let state = |mut e: CliError| {
@@ -197,7 +200,11 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
             Some(rx) => crate::stream_body::forward_until(raw, rx.clone()),
             None => crate::stream_body::forward(raw),
         };
-        let mut req = client.post(&url).header("content-type", ct).body(body);
+        let target = match &split_url {
+            Some(u) if ct != "application/x-jelly-rdf" => u,
+            _ => &url,
+        };
+        let mut req = client.post(target).header("content-type", ct).body(body);
         if let Some(c) = coding {
             req = req.header("content-encoding", c);
         }

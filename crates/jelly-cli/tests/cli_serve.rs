@@ -83,6 +83,26 @@ fn serve_publish_subscribe_round_trip() {
         "{}",
         r.stderr
     );
+    // `--split-graph` over a mix of TriG and Jelly files: the TriG file is split by
+    // graph, the Jelly file is one item per frame (the server refuses split=graph on
+    // Jelly, so the CLI does not send it there).
+    let jelly_file = dir.join("data.jelly");
+    let jelly_file = jelly_file.to_str().unwrap();
+    ok(&["rdf", "to-jelly", trig, "-o", jelly_file], None);
+    let r = ok(
+        &[
+            "publish",
+            "mix",
+            trig,
+            jelly_file,
+            "--split-graph",
+            "--server",
+            s,
+        ],
+        None,
+    );
+    let out = r.out();
+    assert!(out.contains("[0,1,2]") && out.contains("[3]"), "{out}");
     // Bad data: exit 1 with the server's reason, nothing appended.
     let r = jelly(
         &["publish", "t", "-", "--server", s],
