@@ -264,17 +264,27 @@ impl Writer {
         });
     }
 
+    /// The error that appends get while the log refuses them: the failure and what
+    /// it means for appends, which differ between a failed write (appends go on once
+    /// one can be written) and a failed fsync (only after a restart).
     fn failure(&self) -> LogError {
-        match &self.failed {
-            Some(f) => io_err(
-                &f.path,
-                std::io::Error::new(f.kind, format!("log failed earlier: {}", f.message)),
-            ),
-            None => io_err(
+        let (path, kind, message) = match &self.failed {
+            Some(f) => (&f.path, f.kind, f.message.as_str()),
+            None => (
                 &self.active_path,
-                std::io::Error::other("log failed earlier: unknown"),
+                std::io::ErrorKind::Other,
+                "unknown failure",
             ),
-        }
+        };
+        let how = if self.failed_for_good {
+            "an fsync failed, so the log takes no appends until the server restarts"
+        } else {
+            "a write failed; the log takes appends again once one can be written"
+        };
+        io_err(
+            path,
+            std::io::Error::new(kind, format!("{message} ({how})")),
+        )
     }
 
     /// Writes the records of a group. A request refused on its own (an
@@ -292,7 +302,10 @@ impl Writer {
                 replies.push((req.reply, Ok(Vec::new())));
             }
             let path = self.failed.as_ref().map_or(&self.active_path, |f| &f.path);
-            return Err((path.clone(), std::io::Error::other("log failed earlier")));
+            return Err((
+                path.clone(),
+                std::io::Error::other("refused: the log failed before and cannot write yet"),
+            ));
         }
         let now = self.opts.clock.now_ms().max(self.last_ts);
         let mut pending = Pending::default();
@@ -962,7 +975,12 @@ mod tests {
         // log stands, without a restart.
         let (c, rx_c) = request(vec![item(3)]);
         lock(&log.writer).commit(vec![c]);
-        assert!(rx_c.blocking_recv().unwrap().is_err());
+        let refused = rx_c.blocking_recv().unwrap().unwrap_err().to_string();
+        assert!(
+            refused.contains("creating segment")
+                && refused.contains("a write failed; the log takes appends again"),
+            "{refused}"
+        );
         let why = log.failure().unwrap();
         assert!(why.contains("until one can be written again"), "{why}");
         assert!(why.starts_with(&new_seg.display().to_string()), "{why}");
