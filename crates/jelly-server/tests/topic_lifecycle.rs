@@ -1062,3 +1062,61 @@ async fn an_idle_memory_topic_returns_the_memory_of_expired_items() {
     );
     srv.shutdown().await.unwrap();
 }
+
+/// An `id` file that is there but cannot be read is not taken for a lost one: the
+/// topic is unavailable, naming the file, rather than given a new id (which would tell
+/// every resuming client that the topic was deleted); once the file is repaired the
+/// topic comes back under its old id. A lost `id` file still gives a new id.
+#[tokio::test]
+async fn an_unreadable_id_file_makes_the_topic_unavailable_not_renamed() {
+    let dir = TempDir::new("id-unreadable");
+    let srv = start_file(&dir.0).await;
+    let c = client();
+    let base = srv.url();
+    publish(&c, &base, "t", items(2, 0)).await;
+    let d: Value = get(&c, &format!("{base}/topics/t"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let old_id = d["id"].as_str().unwrap().to_string();
+    srv.shutdown().await.unwrap();
+
+    let id_file = dir.0.join("t/id");
+    std::fs::write(&id_file, [0xff, 0xfe, 0x00, 0x41]).unwrap();
+    let srv = start_file(&dir.0).await;
+    let base = srv.url();
+    let r = get(&c, &format!("{base}/topics/t")).await;
+    assert_eq!(r.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+    let v: Value = r.json().await.unwrap();
+    let e = v["error"].as_str().unwrap();
+    assert!(
+        e.contains(&id_file.display().to_string()) && e.contains("id cannot be read"),
+        "{e}"
+    );
+    srv.shutdown().await.unwrap();
+
+    std::fs::write(&id_file, &old_id).unwrap();
+    let srv = start_file(&dir.0).await;
+    let base = srv.url();
+    let d: Value = get(&c, &format!("{base}/topics/t"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(d["id"], old_id.as_str(), "{d}");
+    assert_eq!(d["next_offset"], 2, "{d}");
+    srv.shutdown().await.unwrap();
+
+    std::fs::remove_file(&id_file).unwrap();
+    let srv = start_file(&dir.0).await;
+    let base = srv.url();
+    let d: Value = get(&c, &format!("{base}/topics/t"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(d["id"].as_str().is_some_and(|id| id != old_id), "{d}");
+    assert_eq!(d["next_offset"], 2, "{d}");
+    srv.shutdown().await.unwrap();
+}

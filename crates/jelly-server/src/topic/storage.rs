@@ -139,10 +139,21 @@ impl Storage {
         })?;
         // A topic from before ids were kept gets one now; so does one whose id file
         // was lost, which its subscribers must hear of: a resume with the old
-        // `topic_id` is now told the topic was deleted.
+        // `topic_id` is now told the topic was deleted. An id file that is there but
+        // cannot be read (permissions, an I/O error, bytes that are not text) is no
+        // lost id: replacing it would tell every subscriber the topic was deleted, for
+        // good, over what may be a passing fault, so the topic waits for an operator.
         let id_file = file.with_file_name(ID_FILE);
         let id = match std::fs::read_to_string(&id_file) {
             Ok(id) if !id.trim().is_empty() => id.trim().to_string(),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!(
+                    "{}: {e}: the topic's id cannot be read; repair the file (or remove it, \
+                     to give the topic a new id: clients resuming with the old one are then \
+                     told the topic was deleted)",
+                    id_file.display()
+                ));
+            }
             got => {
                 let id = new_topic_id();
                 let why = match got {
