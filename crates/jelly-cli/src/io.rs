@@ -391,20 +391,9 @@ fn open(path: Option<&str>, replace_at_end: bool) -> CliResult<Output> {
     let (raw, compression): (Box<dyn Write>, Compression) = if path == "-" {
         (Box::new(io::stdout().lock()), Compression::None)
     } else {
-        if let Some(dir) = Path::new(path).parent()
-            && !dir.as_os_str().is_empty()
-            && !dir.is_dir()
-        {
-            return Err(CliError::usage(format!(
-                "{name}: folder {} does not exist",
-                dir.display()
-            )));
-        }
+        check_output_path(path)?;
         // Through a symbolic link, the file it points to is the one replaced.
         let existing = fs::metadata(path).ok();
-        if existing.as_ref().is_some_and(|m| m.is_dir()) {
-            return Err(CliError::usage(format!("{name}: is a directory")));
-        }
         let dest = match &existing {
             Some(_) => fs::canonicalize(path).ok(),
             // A dangling symbolic link is written through, as `File::create` does.
@@ -437,6 +426,29 @@ fn open(path: Option<&str>, replace_at_end: bool) -> CliResult<Output> {
         (Box::new(f), strip_compression(path).1)
     };
     wrap(raw, compression, &name, pending)
+}
+
+/// The checks [`open_output_live`] makes before it touches anything: the folder exists
+/// and `path` is not a folder. For a caller that opens the file later (only once
+/// there is something to write), so that a wrong path is still refused at once.
+pub fn check_output_path(path: &str) -> CliResult<()> {
+    if path == "-" {
+        return Ok(());
+    }
+    let name = display_name(path, false);
+    if let Some(dir) = Path::new(path).parent()
+        && !dir.as_os_str().is_empty()
+        && !dir.is_dir()
+    {
+        return Err(CliError::usage(format!(
+            "{name}: folder {} does not exist",
+            dir.display()
+        )));
+    }
+    if fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Err(CliError::usage(format!("{name}: is a directory")));
+    }
+    Ok(())
 }
 
 /// [`open_output_live`] adding to the end of the file `path` (made if missing)

@@ -130,24 +130,41 @@ pub struct SubscribeArgs {
 /// the file as it was, compressed or not.
 enum OutSlot {
     Open(Box<Output>),
-    Lazy(String),
+    /// A file opened when the first item is written: with `append`, added to;
+    /// otherwise replaced. A run that fails before (an unknown topic, a server that
+    /// is down, a format the topic cannot take) leaves an existing file as it was.
+    Lazy {
+        path: String,
+        append: bool,
+    },
 }
 
 impl OutSlot {
     fn get(&mut self) -> CliResult<&mut Output> {
-        if let OutSlot::Lazy(path) = self {
-            *self = OutSlot::Open(Box::new(open_output_append(path)?));
+        if let OutSlot::Lazy { path, append } = self {
+            let out = if *append {
+                open_output_append(path)?
+            } else {
+                crate::io::open_output_live(Some(path))?
+            };
+            *self = OutSlot::Open(Box::new(out));
         }
         match self {
             OutSlot::Open(o) => Ok(o),
-            OutSlot::Lazy(_) => unreachable!("opened above"),
+            OutSlot::Lazy { .. } => unreachable!("opened above"),
         }
     }
 
-    fn finish(self) -> std::io::Result<()> {
+    /// Finishes the output. A file to be replaced that got no item is made (empty)
+    /// when the run succeeded, as any output of a run that found nothing; after a
+    /// failed run it is left alone.
+    fn finish(mut self, succeeded: bool) -> CliResult<()> {
+        if succeeded && matches!(self, OutSlot::Lazy { append: false, .. }) {
+            self.get()?;
+        }
         match self {
-            OutSlot::Open(o) => o.finish(),
-            OutSlot::Lazy(_) => Ok(()),
+            OutSlot::Open(o) => o.finish().map_err(|e| CliError::io("output", &e)),
+            OutSlot::Lazy { .. } => Ok(()),
         }
     }
 }
@@ -718,7 +735,17 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
                      written by jelly subscribe), so where to go on is unknown: give --from"
                 )));
             }
-            OutSlot::Lazy(path.to_string())
+            OutSlot::Lazy {
+                path: path.to_string(),
+                append: true,
+            }
+        }
+        Some(path) if path != "-" => {
+            crate::io::check_output_path(path)?;
+            OutSlot::Lazy {
+                path: path.to_string(),
+                append: false,
+            }
         }
         to => OutSlot::Open(Box::new(open_output_live(to)?)),
     };
@@ -774,7 +801,7 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
             }
         }
     });
-    let finish = sink.out.finish().map_err(|e| CliError::io("output", &e));
+    let finish = sink.out.finish(result.is_ok());
     drop(lock);
     result.and(finish)?;
     if !quiet {

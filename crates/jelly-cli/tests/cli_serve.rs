@@ -2130,3 +2130,119 @@ fn publish_sends_n3_as_turtle() {
     assert!(sub.out().contains("<http://ex.org/c>"), "{}", sub.out());
     assert_eq!(srv.stop(), 0);
 }
+
+/// `jelly subscribe --to FILE` replaces FILE only once there is something to write:
+/// a run that fails first (an unknown topic, a server that is down, a format the topic
+/// cannot take) leaves an existing file as it was; a run that succeeds with no item
+/// leaves it empty, as before.
+#[test]
+fn subscribe_to_a_file_leaves_it_alone_when_the_run_fails_first() {
+    let dir = temp_dir("keep_to");
+    let srv = ServeProc::start(&dir.join("data"));
+    let s = srv.url.clone();
+    ok(
+        &[
+            "topics",
+            "create",
+            "star",
+            "--options",
+            r#"{"physical":"triples","rdf_star":true}"#,
+            "--server",
+            &s,
+        ],
+        None,
+    );
+    ok(
+        &[
+            "publish",
+            "star",
+            "-",
+            "--server",
+            &s,
+            "-q",
+            "--in-format",
+            "nt",
+        ],
+        Some(b"<http://ex.org/a> <http://ex.org/p> \"x\" .\n"),
+    );
+    let kept = b"kept: written by an earlier run\n";
+    for (name, args, code) in [
+        (
+            "unknown.nq",
+            vec!["subscribe", "nope", "--server", &s, "--no-follow"],
+            1,
+        ),
+        (
+            "down.jelly",
+            vec![
+                "subscribe",
+                "star",
+                "--server",
+                "http://127.0.0.1:9",
+                "--retry-secs",
+                "0",
+            ],
+            2,
+        ),
+        (
+            "star.trig",
+            vec![
+                "subscribe",
+                "star",
+                "--server",
+                &s,
+                "--no-follow",
+                "--format",
+                "trig",
+            ],
+            2,
+        ),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, kept).unwrap();
+        let mut args = args;
+        let p = path.to_str().unwrap().to_string();
+        args.extend(["--to", &p]);
+        let r = jelly(&args, None);
+        assert_eq!(r.code, code, "{name}: {}", r.stderr);
+        assert_eq!(std::fs::read(&path).unwrap(), kept, "{name}: {}", r.stderr);
+    }
+    // Success: replaced, with the items; with none, empty.
+    let out = dir.join("out.nt");
+    std::fs::write(&out, kept).unwrap();
+    let o = out.to_str().unwrap();
+    ok(
+        &[
+            "subscribe",
+            "star",
+            "--server",
+            &s,
+            "--no-follow",
+            "-q",
+            "--to",
+            o,
+        ],
+        None,
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("\"x\"") && !text.contains("kept"), "{text}");
+    std::fs::write(&out, kept).unwrap();
+    ok(
+        &[
+            "subscribe",
+            "star",
+            "--server",
+            &s,
+            "--no-follow",
+            "-q",
+            "--from",
+            "latest",
+            "--to",
+            o,
+        ],
+        None,
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), b"", "a run with no item");
+    assert_eq!(srv.stop(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
