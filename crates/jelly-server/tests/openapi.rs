@@ -12,6 +12,11 @@ const METHODS: [&str; 7] = ["get", "put", "post", "delete", "patch", "head", "op
 fn openapi() -> Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/openapi.yaml");
     let text = std::fs::read_to_string(path).unwrap();
+    // YAML's own value first: it refuses a key given twice in one mapping (a second
+    // "503" of an operation), which a JSON value would take silently, keeping the last.
+    if let Err(e) = serde_yaml::from_str::<serde_yaml::Value>(&text) {
+        panic!("docs/openapi.yaml: {e}");
+    }
     serde_yaml::from_str(&text).unwrap()
 }
 
