@@ -81,8 +81,8 @@ pub struct ServeArgs {
     /// frames.txt, e.g. ../shared/datasets/iot-assist-weather for all 395 items).
     #[arg(long = "demo-data", value_name = "DIR", requires = "demo")]
     pub demo_data: Option<PathBuf>,
-    /// Demo items per second.
-    #[arg(long = "demo-rate", value_name = "N", default_value_t = 4.0)]
+    /// Demo items per second (more than 0, at most 100000).
+    #[arg(long = "demo-rate", value_name = "N", default_value_t = 4.0, value_parser = demo_rate)]
     pub demo_rate: f64,
     /// Mirror a topic of another server: URL/topics/NAME, or URL/topics/NAME=LOCAL to
     /// store it under another name here. Repeatable.
@@ -282,4 +282,16 @@ pub fn run(a: &ServeArgs, quiet: bool) -> CliResult {
             .await
             .map_err(|e| CliError::io("server", &e))
     })
+}
+
+/// `--demo-rate`: items per second, more than 0 (at 0 the demo would publish one item
+/// and then wait for ever) and at most 100000.
+fn demo_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r > 0.0 && r <= 100_000.0 => Ok(r),
+        Ok(r) => Err(format!(
+            "{r} items per second: give more than 0 and at most 100000"
+        )),
+        Err(e) => Err(format!("{e}")),
+    }
 }

@@ -221,8 +221,21 @@ fn usage_and_io_errors_exit_2() {
         ("max_topics", "expected KEY=VALUE"),
         ("max_topics.x=1", "expected usize\nin `max_topics`"),
         ("max_topics=-1", "max_topics"),
+        (
+            "max_body_bytes=0",
+            "max_body_bytes = 0 would refuse every publish",
+        ),
+        ("segment_bytes=0", "segment_bytes = 0"),
     ] {
         usage_error(&["serve", "--listen", "127.0.0.1:0", "--set", set], needle);
+    }
+    // A demo rate at which the demo would stall (or run away).
+    for rate in ["0", "-1", "1e9", "nan"] {
+        let flag = format!("--demo-rate={rate}");
+        usage_error(
+            &["serve", "--listen", "127.0.0.1:0", "--demo", &flag],
+            "--demo-rate",
+        );
     }
     // A --mirror-ca that holds no certificate: exit 2 naming the file.
     usage_error(

@@ -706,6 +706,31 @@ impl ServerConfig {
     /// Checks what serde cannot: the durability policy, the runtime and the mirrors.
     pub fn check(&self) -> Result<(), String> {
         self.durability()?;
+        // Sizes where 0 would not mean "no limit" but refuse every publish, or start a
+        // segment file for every batch.
+        for (key, value, what) in [
+            (
+                "max_body_bytes",
+                self.max_body_bytes as u64,
+                "refuse every publish",
+            ),
+            (
+                "max_item_bytes",
+                self.max_item_bytes as u64,
+                "refuse every publish",
+            ),
+            (
+                "segment_bytes",
+                self.segment_bytes,
+                "start a segment file for every batch",
+            ),
+        ] {
+            if value == 0 {
+                return Err(format!(
+                    "{key} = 0 would {what} (0 is not \"no limit\" here); give a size in bytes"
+                ));
+            }
+        }
         if self.busy_poll && self.worker_threads > 1 {
             return Err(format!(
                 "busy_poll runs one worker thread, but worker_threads = {}",
@@ -1200,6 +1225,18 @@ mod tests {
         );
         refused("worker_threads = 100000\n", "at most 1024");
         refused("tcp_keepalive_ms = 40000000\n", "at most 32767000");
+        refused(
+            "max_body_bytes = 0\n",
+            "max_body_bytes = 0 would refuse every publish",
+        );
+        refused(
+            "max_item_bytes = 0\n",
+            "max_item_bytes = 0 would refuse every publish",
+        );
+        refused(
+            "segment_bytes = 0\n",
+            "segment_bytes = 0 would start a segment file",
+        );
         // What each log acts on is taken.
         ServerConfig::from_toml("[topic_defaults]\nretention_ms = 5\n", "x.toml").unwrap();
         ServerConfig::from_toml(
