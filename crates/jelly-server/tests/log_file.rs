@@ -1480,3 +1480,38 @@ async fn segment_names_that_leave_no_room_are_corrupt() {
         expect_corrupt(FileLog::open(dir.path(), small(1 << 20)), &bad, 0);
     }
 }
+
+/// A size limit far below `segment_bytes` (here the default 64 MiB) still holds:
+/// segments roll at an eighth of the limit (not under 64 KiB), so retention, which
+/// deletes whole segments, keeps the log near its limit rather than at a whole
+/// 64 MiB segment.
+#[tokio::test]
+async fn retention_by_size_below_the_segment_size_holds() {
+    let dir = TempDir::new("ret-small");
+    let limit = 400_000u64;
+    let opts = FileLogOptions {
+        retention_bytes: Some(limit),
+        durability: Durability::None,
+        ..FileLogOptions::default()
+    };
+    let log = open(dir.path(), opts);
+    let item = |i: u64| NewItem {
+        frame: Bytes::from(vec![(i % 251) as u8; 10_000]),
+        ..fixed_item(i)
+    };
+    for i in 0..200 {
+        log.append(vec![item(i)]).await.unwrap();
+        // The limit plus the active segment at most (which rolls at 64 KiB here).
+        assert!(
+            log.size_bytes() <= limit + (64 << 10) + 10_100,
+            "after item {i}: {}",
+            log.size_bytes()
+        );
+    }
+    assert!(log.size_bytes() > limit / 2, "{}", log.size_bytes());
+    let first = log.first_offset();
+    assert!(first > 100, "first retained offset {first}");
+    let rest = read_all(&log).await;
+    assert_eq!(rest.len() as u64, 200 - first);
+    assert_item(&rest[0], first, &item(first));
+}

@@ -61,6 +61,15 @@ type Fail = (PathBuf, std::io::Error);
 /// The largest write buffer kept between batches (a larger one is freed).
 const KEPT_BUFFER_BYTES: usize = 4 << 20;
 
+/// Under a size limit, segments roll at most at this fraction of it (see
+/// [`Writer::roll_bytes`]), so that retention keeps a topic within about one eighth
+/// above or below its limit.
+const RETENTION_SEGMENTS: u64 = 8;
+
+/// Segments roll under a size limit no smaller than this: tiny limits would make many tiny files (each an open
+/// file handle while the topic is open).
+const MIN_ROLL_BYTES: u64 = 64 << 10;
+
 /// Records of a group not yet written, for the active segment.
 #[derive(Default)]
 struct Pending {
@@ -351,7 +360,7 @@ impl Writer {
             if result.is_ok() {
                 let used = self.len + self.buf.len() as u64;
                 if used > 0
-                    && (used + req.bytes > self.opts.segment_bytes
+                    && (used + req.bytes > self.roll_bytes()
                         || self.active_older_than_retention(now, &pending))
                 {
                     result = self
@@ -641,6 +650,21 @@ impl Writer {
         .and_then(|()| self.roll());
         if let Err((path, e)) = rolled {
             tracing::warn!(path = %path.display(), error = %e, "log: cannot roll an expired segment");
+        }
+    }
+
+    /// The size past which the next batch starts a new segment: `segment_bytes`, or
+    /// under a size limit an eighth of it if less (not under [`MIN_ROLL_BYTES`]).
+    /// Retention deletes whole segments and never the active one, so with the default
+    /// 64 MiB segments a limit of, say, 1 MiB would keep 64 MiB: a segment per eighth
+    /// of the limit keeps the topic near its limit.
+    fn roll_bytes(&self) -> u64 {
+        match self.opts.retention_bytes {
+            Some(limit) => self
+                .opts
+                .segment_bytes
+                .min((limit / RETENTION_SEGMENTS).max(MIN_ROLL_BYTES)),
+            None => self.opts.segment_bytes,
         }
     }
 
