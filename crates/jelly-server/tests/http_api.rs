@@ -1918,9 +1918,17 @@ async fn query_mistakes_get_json_errors_naming_the_parameter() {
     );
     let unknown = "unknown query parameter";
     for (path, param, needle) in [
-        ("poll?max_items=abc", "max_items", "max_items"),
-        ("items?follow=maybe", "follow", "follow"),
-        ("sse?window=x", "window", "window"),
+        (
+            "poll?max_items=abc",
+            "max_items",
+            "`abc` is not a valid value",
+        ),
+        (
+            "items?follow=maybe",
+            "follow",
+            "`maybe` is not a valid value",
+        ),
+        ("sse?window=x", "window", "`x` is not a valid value"),
         ("poll?wait_ms=-1", "wait_ms", "wait_ms"),
         ("items?from=soon", "from", "from"),
         ("items?format=xml", "format", "format"),
@@ -1954,6 +1962,43 @@ async fn query_mistakes_get_json_errors_naming_the_parameter() {
         let v: Value = r.json().await.unwrap();
         assert_eq!(v["parameter"], param, "{v}");
     }
+    // Endpoints that take no parameters refuse them too: `DELETE ?dry_run=1` must not
+    // delete. The topic is still there afterwards.
+    for (method, path) in [
+        (reqwest::Method::GET, "/topics?all=1"),
+        (reqwest::Method::GET, "/topics/q?verbose=1"),
+        (reqwest::Method::PUT, "/topics/q2?force=1"),
+        (reqwest::Method::PATCH, "/topics/q?force=1"),
+        (reqwest::Method::DELETE, "/topics/q?dry_run=1"),
+        (reqwest::Method::GET, "/topics/q/ws/publish?source=a"),
+    ] {
+        let r = c
+            .request(method.clone(), format!("{base}{path}"))
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{method} {path}");
+        let v: Value = r.json().await.unwrap();
+        assert!(
+            v["error"].as_str().unwrap().contains(unknown),
+            "{method} {path}: {v}"
+        );
+    }
+    assert_eq!(describe(&c, &base, "q").await["next_offset"], 1);
+    let r = c.get(format!("{base}/topics/q2")).send().await.unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::NOT_FOUND,
+        "PUT with a bad parameter created it"
+    );
+    // A cache buster passes.
+    let r = c
+        .get(format!("{base}/topics/q?_=17000"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
     // A parameter given twice is named, as a bad value is (of the endpoint's own
     // parameters and of the filter's).
     for (query, param) in [("from=1&from=2", "from"), ("source=a&source=b", "source")] {

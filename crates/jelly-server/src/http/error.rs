@@ -158,6 +158,12 @@ where
     }
 }
 
+/// The query of an endpoint that takes no parameters, for [`JsonQuery`]: any
+/// parameter (but `access_token` and names starting with `_`) is refused as unknown,
+/// as on the endpoints that take some: `DELETE /topics/t?dry_run=1` must not delete.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct NoQuery {}
+
 /// An endpoint's own query parameters and the subscription filters, read from one
 /// query string as [`JsonQuery`] reads one kind: a parameter is unknown when
 /// neither takes it.
@@ -225,12 +231,17 @@ fn read_query<T: serde::de::DeserializeOwned>(
                 ))
                 .with("parameter", name)
             } else if named {
+                // The value as given, so that the client sees what was refused.
+                let value = form_urlencoded::parse(query.as_bytes())
+                    .find(|(k, _)| *k == field)
+                    .map(|(_, v)| v.into_owned())
+                    .unwrap_or_default();
                 ApiError::bad_request(format!(
-                    "Failed to deserialize query string: {field}: {message}"
+                    "query parameter `{field}`: `{value}` is not a valid value ({message})"
                 ))
                 .with("parameter", field)
             } else {
-                ApiError::bad_request(format!("Failed to deserialize query string: {}", e.inner()))
+                ApiError::bad_request(format!("malformed query string: {}", e.inner()))
             })
         }
     }

@@ -32,7 +32,7 @@ use axum::routing::{get, post, put};
 use tokio::sync::watch;
 
 pub use error::ApiError;
-use error::{FilteredQuery, JsonQuery};
+use error::{FilteredQuery, JsonQuery, NoQuery};
 
 use crate::auth::Auth;
 use crate::config::ServerConfig;

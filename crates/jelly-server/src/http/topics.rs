@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use serde_json::{Value, json};
 
-use super::{ApiError, AppState, blocking};
+use super::{ApiError, AppState, JsonQuery, NoQuery, blocking};
 use crate::auth::{Caller, Right};
 use crate::topic::{RetentionChange, Topic, TopicOptions};
 
@@ -73,6 +73,7 @@ pub fn describe_json(t: &Topic) -> Value {
 pub async fn list(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
+    _: JsonQuery<NoQuery>,
 ) -> impl IntoResponse {
     let topics: Vec<Value> = s
         .topics
@@ -94,6 +95,7 @@ pub async fn list(
 pub async fn describe(
     State(s): State<AppState>,
     Path(name): Path<String>,
+    _: JsonQuery<NoQuery>,
 ) -> Result<Json<Value>, ApiError> {
     if !crate::topic::valid_name(&name) {
         return Err(crate::topic::TopicError::BadName(name).into());
@@ -121,6 +123,7 @@ pub async fn describe(
 pub async fn delete(
     State(s): State<AppState>,
     Path(name): Path<String>,
+    _: JsonQuery<NoQuery>,
 ) -> Result<impl IntoResponse, ApiError> {
     let topic = name.clone();
     // Closing the log waits for an append in progress, and the files are removed.
@@ -140,6 +143,7 @@ pub async fn delete(
 pub async fn create(
     State(s): State<AppState>,
     Path(name): Path<String>,
+    _: JsonQuery<NoQuery>,
     body: Body,
 ) -> Result<impl IntoResponse, ApiError> {
     let body = options_body(body, s.config.body_read_timeout()).await?;
@@ -168,6 +172,7 @@ pub async fn create(
 pub async fn alter(
     State(s): State<AppState>,
     Path(name): Path<String>,
+    _: JsonQuery<NoQuery>,
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
     let body = options_body(body, s.config.body_read_timeout()).await?;

@@ -30,7 +30,7 @@ use super::subscribe::{
 };
 use super::ws_pace::PausedInsideMessage;
 use super::ws_upgrade::{Handshake, Socket};
-use super::{ApiError, AppState, FilteredQuery, wait_shutdown};
+use super::{ApiError, AppState, FilteredQuery, JsonQuery, NoQuery, wait_shutdown};
 use crate::deliver::{Follow, FollowEnd, JellyMode, OutFormat, Wrapping};
 use crate::fanout::{Framing, GroupKey, Step, Subscription};
 
@@ -387,12 +387,14 @@ async fn run_subscriber(
 pub async fn publish(
     State(s): State<AppState>,
     Path(name): Path<String>,
+    query: Result<JsonQuery<NoQuery>, ApiError>,
     held: Option<axum::Extension<crate::accept::ConnectionHeld>>,
     headers: HeaderMap,
     ws: Result<Handshake, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
     s.metrics.requests_publish.fetch_add(1, Ordering::Relaxed);
     let checked = (|| {
+        query?;
         let meta = meta_from(&headers, &PublishQuery::default())?;
         let p = StreamPublisher::new(&s, &name, meta)?;
         let ws = ws.map_err(upgrade_required)?;
