@@ -822,7 +822,8 @@ async fn bad_input_is_refused_and_appends_nothing() {
     // frame): refused, not ignored; and an unknown split is named.
     for (query, needle) in [
         ("split=graph", "one item per frame"),
-        ("split=rows", "rows"),
+        ("split=rows", "`rows` is not a valid value"),
+        ("base=notaniri", "`notaniri` is not a valid value"),
     ] {
         let r = c
             .post(format!("{url}?{query}"))
@@ -833,6 +834,9 @@ async fn bad_input_is_refused_and_appends_nothing() {
             .unwrap();
         let v = check(StatusCode::BAD_REQUEST, r).await;
         assert!(v["error"].as_str().unwrap().contains(needle), "{v}");
+        if query != "split=graph" {
+            assert_eq!(v["parameter"], query.split('=').next().unwrap(), "{v}");
+        }
     }
     // A header with no name after the prefix, and metadata too large to store with
     // an item: refused before anything is created (the topic of `ghost` stays unknown).
@@ -1962,6 +1966,17 @@ async fn query_mistakes_get_json_errors_naming_the_parameter() {
         let v: Value = r.json().await.unwrap();
         assert_eq!(v["parameter"], param, "{v}");
     }
+    // Counted as refused publishes, as other refusals are.
+    let m = c
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(m.contains("\njelly_publish_requests_total 3\n"), "{m}");
+    assert!(m.contains("\njelly_publish_rejected_total 2\n"), "{m}");
     // Endpoints that take no parameters refuse them too: `DELETE ?dry_run=1` must not
     // delete. The topic is still there afterwards.
     for (method, path) in [

@@ -80,6 +80,16 @@ pub(super) fn meta_from(headers: &HeaderMap, q: &PublishQuery) -> Result<Publish
         (Some(v), None) => text("X-Jelly-Source", v)?,
         (None, _) => String::new(),
     };
+    // Checked here rather than by the parser, so that it is refused for every format
+    // and named as the parameter it is.
+    if let Some(base) = &q.base
+        && let Err(e) = oxrdf::NamedNode::new(base.as_str())
+    {
+        return Err(ApiError::bad_request(format!(
+            "query parameter `base`: `{base}` is not a valid value (an absolute IRI: {e})"
+        ))
+        .with("parameter", "base"));
+    }
     let mut meta = PublishMeta {
         source,
         base_iri: q.base.clone(),
@@ -104,8 +114,9 @@ pub(super) fn meta_from(headers: &HeaderMap, q: &PublishQuery) -> Result<Publish
         Some("graph") => true,
         Some(other) => {
             return Err(ApiError::bad_request(format!(
-                "unknown split `{other}` (graph or none)"
-            )));
+                "query parameter `split`: `{other}` is not a valid value (graph or none)"
+            ))
+            .with("parameter", "split"));
         }
     };
     meta.split_graph = split_graph;
@@ -230,7 +241,10 @@ async fn read_body(
     let too_large = || {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
-            format!("request body over the limit of {max} bytes"),
+            format!(
+                "request body over the limit of {max} bytes (max_body_bytes; a compressed \
+                 body is counted decompressed)"
+            ),
         )
         .with("max_body_bytes", max)
     };
@@ -326,12 +340,16 @@ fn too_slow(limits: &BodyLimits, start: Instant, len: usize, due: Option<Instant
 pub async fn publish(
     State(s): State<AppState>,
     Path(name): Path<String>,
-    JsonQuery(q): JsonQuery<PublishQuery>,
+    query: Result<JsonQuery<PublishQuery>, ApiError>,
     held: Option<Extension<ConnectionHeld>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
     s.metrics.requests_publish.fetch_add(1, Ordering::Relaxed);
+    // A bad query is a refused publish too, counted as one.
+    let JsonQuery(q) = query.inspect_err(|_| {
+        s.metrics.publish_rejected.fetch_add(1, Ordering::Relaxed);
+    })?;
     // Held until the body is read and its items appended.
     let _slot = http_publish_slot(&s, held.as_deref()).inspect_err(|_| {
         s.metrics.publish_rejected.fetch_add(1, Ordering::Relaxed);
