@@ -128,11 +128,35 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
         a.inputs.clone()
     };
     let mut headers = Vec::new();
+    let mut names = std::collections::HashSet::new();
     for h in &a.headers {
         let (k, v) = h
             .split_once('=')
             .ok_or_else(|| CliError::usage(format!("--header `{h}`: use NAME=VALUE")))?;
+        if k.is_empty() {
+            return Err(CliError::usage(format!(
+                "--header `{h}`: the name before `=` is empty"
+            )));
+        }
+        // Header names are case-insensitive: the server would refuse the second.
+        if !names.insert(k.to_ascii_lowercase()) {
+            return Err(CliError::usage(format!(
+                "--header {k} is given more than once; give each name once"
+            )));
+        }
         headers.push((format!("x-jelly-header-{k}"), v.to_string()));
+    }
+    // Every file is there and readable before the first is sent: a misspelled last
+    // name would otherwise leave the topic with the files before it.
+    for path in inputs.iter().filter(|p| *p != "-") {
+        let name = crate::io::display_name(path, false);
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => {
+                return Err(CliError::usage(format!("{name}: is a directory")));
+            }
+            Ok(_) => {}
+            Err(e) => return Err(CliError::io(&name, &e)),
+        }
     }
     let mut query = Vec::new();
     if let Some(b) = &a.base_iri {
@@ -236,7 +260,19 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
             return Err(interrupted(&name, &a.topic, code, status, &text));
         }
         if !status.is_success() {
-            return Err(state(crate::server_client::refused(&name, status, &text)));
+            let mut e = crate::server_client::refused(&name, status, &text);
+            // Standard input has no name to tell its syntax by.
+            if path == "-"
+                && a.in_format.is_none()
+                && !a.jelly
+                && status == reqwest::StatusCode::BAD_REQUEST
+            {
+                e.message.push_str(
+                    " (standard input is sent as N-Quads unless --in-format names its \
+                     syntax, or --jelly)",
+                );
+            }
+            return Err(state(e));
         }
         // Published: a failure to say so is reported (naming what stays unpublished),
         // not a panic.

@@ -719,8 +719,15 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
             existing = existing_output(path, format, quiet)?;
             if existing.non_empty && format != SubFormat::Jelly && a.from.is_none() {
                 return Err(CliError::usage(format!(
-                    "--append to a {format:?} file that is not empty needs --from: a text \
-                     file does not record the offsets of its items (a Jelly file does)"
+                    "--append to {} file that is not empty needs --from: a text \
+                     file does not record the offsets of its items (a Jelly file does)",
+                    match format {
+                        SubFormat::Nq => "an N-Quads",
+                        SubFormat::Nt => "an N-Triples",
+                        SubFormat::Trig => "a TriG",
+                        SubFormat::Ttl => "a Turtle",
+                        SubFormat::Jelly => "a Jelly",
+                    }
                 )));
             }
             if let Some(held) = existing.topic.as_deref().filter(|t| *t != a.topic) {

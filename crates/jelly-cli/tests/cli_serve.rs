@@ -124,6 +124,29 @@ fn serve_publish_subscribe_round_trip() {
         "{}",
         r.stderr
     );
+    // A file that is not there, or header flags that cannot be sent: exit 2 before
+    // anything is sent (`other` still holds only the one good file).
+    let missing = dir.join("missing.nt");
+    let missing = missing.to_str().unwrap();
+    for args in [
+        vec!["publish", "other", good, missing, "--server", s],
+        vec!["publish", "other", good, "--header", "=v", "--server", s],
+        vec![
+            "publish", "other", good, "--header", "a=1", "--header", "A=2", "--server", s,
+        ],
+    ] {
+        let r = jelly(&args, None);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+    }
+    let r = ok(&["topics", "describe", "other", "--server", s], None);
+    assert!(r.out().contains("\"next_offset\": 1,"), "{}", r.out());
+    // Turtle on standard input without --in-format: the error says how stdin is read.
+    let r = jelly(
+        &["publish", "other", "-", "--server", s],
+        Some(b"@prefix ex: <http://ex.org/> .\nex:a ex:p ex:b .\n"),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("--in-format"), "{}", r.stderr);
 
     // Everything so far, as N-Quads.
     let r = ok(
@@ -1929,7 +1952,12 @@ fn subscribe_append_continues_the_file_where_it_stopped() {
     let before = std::fs::read(&text).unwrap();
     let r = subscribe(t, "2", &["--append"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("needs --from"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("to an N-Quads file that is not empty needs --from"),
+        "{}",
+        r.stderr
+    );
     assert_eq!(std::fs::read(&text).unwrap(), before);
     let r = subscribe(t, "2", &["--append", "--from", "2"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
