@@ -1229,12 +1229,19 @@ async fn file_log_topics_survive_a_restart() {
         offsets(publish(&c, &url, JELLY, body).await).await,
         [0, 1, 2]
     );
+    let created = describe(&c, &base, "kept").await["created_ms"].clone();
     srv.shutdown().await.unwrap();
+    // Long enough for a reopened topic's open time to differ from its creation time.
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
 
     let srv = start_with(cfg(&dir)).await;
     let base = srv.url();
     let d = describe(&c, &base, "kept").await;
     assert_eq!(d["next_offset"], 3, "{d}");
+    assert_eq!(
+        d["created_ms"], created,
+        "the creation time survives the restart"
+    );
     assert_eq!(d["options"]["physical"], "triples");
     let url = format!("{base}/topics/kept/items");
     let body = jelly_stream(&sample_frames(1, 3), StreamOptions::small());

@@ -208,6 +208,12 @@ impl Topic {
 
     /// The topic with the id it was given when it was created (see [`Topic::id`]).
     pub(crate) fn with_id(mut self, id: String) -> Topic {
+        // An id says when it was made (see `new_topic_id`): a reopened topic keeps
+        // its creation time across restarts. An id of another shape (hand-made) keeps
+        // the time it was opened.
+        if let Some(ms) = storage::id_created_ms(&id) {
+            self.created_ms = ms;
+        }
         self.id = id;
         self
     }

@@ -39,6 +39,26 @@ pub(super) fn new_topic_id() -> String {
     format!("{nanos:x}{seq:04x}")
 }
 
+/// When the id [`new_topic_id`] made was made, in ms since the epoch; `None` for an
+/// id of another shape or an implausible time (before 2020 or after 2200).
+pub(super) fn id_created_ms(id: &str) -> Option<u64> {
+    let nanos_hex = id.get(..id.len().checked_sub(4)?)?;
+    if nanos_hex.is_empty() || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let ms = u64::try_from(u128::from_str_radix(nanos_hex, 16).ok()? / 1_000_000).ok()?;
+    (1_577_836_800_000..7_258_118_400_000)
+        .contains(&ms)
+        .then_some(ms)
+}
+
+#[cfg(test)]
+fn now_ms_for_tests() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// The reason an [`Registry::unavailable`] name gives while its deletion runs.
 pub(super) const BEING_DELETED: &str = "it is being deleted";
 
@@ -311,6 +331,27 @@ impl Storage {
 mod tests {
     use crate::config::{LogKind, ServerConfig};
     use crate::topic::Registry;
+
+    /// An id says when it was made; ids of other shapes say nothing.
+    #[test]
+    fn an_id_tells_its_creation_time() {
+        let before = super::now_ms_for_tests();
+        let id = super::new_topic_id();
+        let ms = super::id_created_ms(&id).unwrap();
+        assert!(
+            ms >= before && ms <= super::now_ms_for_tests(),
+            "{id}: {ms}"
+        );
+        for other in [
+            "",
+            "abcd",
+            "xyz0000",
+            "my-topic-id",
+            "ffffffffffffffffffffffffffff0000",
+        ] {
+            assert_eq!(super::id_created_ms(other), None, "{other}");
+        }
+    }
 
     /// A topic whose `log/` folder is gone (its `topic.json` still there) is reported
     /// unavailable at startup, not given a new, empty log at offset 0 under its id.
