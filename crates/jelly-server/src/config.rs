@@ -508,6 +508,33 @@ fn redacted(u: &reqwest::Url) -> String {
 /// explicit `retention_bytes = 0` still means no bound.
 pub const MEMORY_RETENTION_BYTES: u64 = 256 << 20;
 
+/// The line of `text` (a TOML file) that sets the key a check's `message` is about:
+/// of the keys set in the file that the message names as words, the one it names
+/// first (messages start with the key they refuse), at its first line. `None` when
+/// the message names none of them.
+fn line_of_key_in(text: &str, message: &str) -> Option<usize> {
+    let word_at = |key: &str| {
+        message.match_indices(key).map(|(i, _)| i).find(|&i| {
+            let before = message[..i].chars().next_back();
+            let after = message[i + key.len()..].chars().next();
+            let edge = |c: Option<char>| !c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+            edge(before) && edge(after)
+        })
+    };
+    text.lines()
+        .enumerate()
+        .filter_map(|(n, line)| {
+            let (key, _) = line.trim_start().split_once('=')?;
+            let key = key.trim().trim_matches('"');
+            if key.is_empty() || key.starts_with('#') || key.starts_with('[') {
+                return None;
+            }
+            Some((word_at(key)?, n + 1))
+        })
+        .min_by_key(|&(at, line)| (at, line))
+        .map(|(_, line)| line)
+}
+
 /// What atomic publishes in progress may hold in all when
 /// `max_publish_memory_bytes` is not set (unless one publish of `max_body_bytes` may
 /// hold more: then that).
@@ -603,7 +630,10 @@ impl ServerConfig {
         };
         let c: ServerConfig = toml::from_str(text).map_err(parse_error)?;
         c.check().map_err(|m| ConfigError::Parse {
-            path: path.to_string(),
+            path: match line_of_key_in(text, &m) {
+                Some(line) => format!("{path}, line {line}"),
+                None => path.to_string(),
+            },
             message: m,
         })?;
         Ok(c)
@@ -1236,6 +1266,15 @@ mod tests {
         refused(
             "segment_bytes = 0\n",
             "segment_bytes = 0 would start a segment file",
+        );
+        // A value refused by the checks names the file's line that sets it.
+        refused(
+            "max_topics = 5\n# durability below\ndurability = \"sometimes\"\n",
+            "x.toml, line 3: unknown durability",
+        );
+        refused(
+            "max_topics = 5\n[topic_defaults]\nphysical = \"triples\"\nlogical = \"flat-quads\"\n",
+            "x.toml, line 4: topic_defaults: logical type",
         );
         // What each log acts on is taken.
         ServerConfig::from_toml("[topic_defaults]\nretention_ms = 5\n", "x.toml").unwrap();
