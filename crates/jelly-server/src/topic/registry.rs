@@ -108,8 +108,10 @@ impl Registry {
                 max_item_bytes: config.max_item_bytes.saturating_add(64 << 10),
                 tail_cache_bytes: config.tail_cache_bytes,
                 // One pool for all the server's topics.
+                // (A memory log has no tail cache: no bound to report.)
                 tail_cache_pool: Arc::new(TailCachePool::new(
-                    (config.max_tail_cache_bytes != 0).then_some(config.max_tail_cache_bytes),
+                    (config.log == LogKind::File && config.max_tail_cache_bytes != 0)
+                        .then_some(config.max_tail_cache_bytes),
                 )),
                 ..FileLogOptions::default()
             },

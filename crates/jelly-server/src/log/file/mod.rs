@@ -221,6 +221,7 @@ impl Drop for Shared {
     fn drop(&mut self) {
         let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         self.tail_pool.give(st.tail_bytes);
+        self.tail_pool.log_closed();
     }
 }
 
@@ -351,6 +352,7 @@ impl FileLog {
             tail_pool: options.tail_cache_pool.clone(),
             damage: Mutex::new(None),
         });
+        options.tail_cache_pool.log_opened();
         let max_item_bytes = options.max_item_bytes.min(u32::MAX as usize);
         let max_inflight = options.max_inflight_bytes.clamp(1, u32::MAX as usize >> 1) as u32;
         let (tx, rx) = mpsc::channel();

@@ -151,6 +151,7 @@ impl Writer {
             drop(g);
             if check {
                 retain_all(w);
+                lock(w).trim_tail_to_share();
             }
         }
         let mut g = lock(w);
@@ -466,6 +467,10 @@ impl Writer {
             // Within this log's own bound, and then within what all logs share: over
             // it, this log gives up its oldest cached items (they are read from disk).
             while st.tail_bytes > self.opts.tail_cache_bytes || pool.over() {
+                if st.tail_bytes <= self.opts.tail_cache_bytes {
+                    // For want of room in the pool, not over its own bound.
+                    pool.note_pressure();
+                }
                 let Some(old) = st.tail.pop_front() else {
                     break;
                 };
@@ -650,6 +655,26 @@ impl Writer {
         .and_then(|()| self.roll());
         if let Err((path, e)) = rolled {
             tracing::warn!(path = %path.display(), error = %e, "log: cannot roll an expired segment");
+        }
+    }
+
+    /// While the caches of all logs are under pressure, gives back this log's
+    /// cached items beyond its share of it, oldest first (see [`super::TailCachePool`]):
+    /// a topic that went quiet makes room for busy ones.
+    pub(super) fn trim_tail_to_share(&self) {
+        let pool = &self.opts.tail_cache_pool;
+        if !pool.under_pressure() {
+            return;
+        }
+        let share = pool.share();
+        let mut st = self.shared.write_state();
+        while st.tail_bytes > share {
+            let Some(old) = st.tail.pop_front() else {
+                break;
+            };
+            let held = old.held_bytes();
+            st.tail_bytes -= held;
+            pool.give(held);
         }
     }
 
@@ -944,18 +969,27 @@ mod tests {
         let (_, b_bytes) = tail(&b);
         assert_eq!(pool.used(), tail(&a).1 + b_bytes);
         assert!(pool.used() <= 60_000, "{}", pool.used());
+        // `a` went quiet: its writer's periodic pass trims it to its share (half the
+        // pool), and `b`'s next items are cached in the room it made.
+        lock(&a.writer).trim_tail_to_share();
+        assert!(tail(&a).1 <= 30_000, "{}", tail(&a).1);
+        commit(&b, 20, 2);
+        assert!(tail(&b).0 >= 2, "{} items of b cached", tail(&b).0);
+        assert!(pool.used() <= 60_000, "{}", pool.used());
+        assert_eq!(pool.used(), tail(&a).1 + tail(&b).1);
         // Every item of `b` is still read back whole, from its segment.
         let read =
             super::super::read::read_blocking(&b.shared, 0, crate::log::ReadLimits::default())
                 .unwrap();
-        assert_eq!(read.len(), 20);
+        assert_eq!(read.len(), 22);
         assert!(read.iter().enumerate().all(|(i, it)| it.offset == i as u64
             && it.frame == format!("item-{i:04}").as_bytes()
             && it.headers[0].1.len() == 10_000));
         // `a` goes: its bytes go back, and `b` caches its new items again.
+        let b_bytes = tail(&b).1;
         drop(a);
         assert_eq!(pool.used(), b_bytes);
-        commit(&b, 20, 3);
+        commit(&b, 22, 3);
         let (b_items, b_bytes) = tail(&b);
         assert!(b_items >= 3, "{b_items} items cached");
         assert_eq!(pool.used(), b_bytes);
