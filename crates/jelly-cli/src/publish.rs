@@ -146,17 +146,23 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
         }
         headers.push((format!("x-jelly-header-{k}"), v.to_string()));
     }
-    // Every file is there and readable before the first is sent: a misspelled last
-    // name would otherwise leave the topic with the files before it.
-    for path in inputs.iter().filter(|p| *p != "-") {
-        let name = crate::io::display_name(path, false);
-        match std::fs::metadata(path) {
-            Ok(m) if m.is_dir() => {
-                return Err(CliError::usage(format!("{name}: is a directory")));
-            }
-            Ok(_) => {}
-            Err(e) => return Err(CliError::io(&name, &e)),
+    // Every file can be opened and its format told before the first is sent: a
+    // misspelled last name would otherwise leave the topic with the files before it.
+    for path in &inputs {
+        let ct = content_type(path, a)?;
+        if a.stream && ct != "application/x-jelly-rdf" {
+            return Err(CliError::usage(format!(
+                "{path}: --stream takes Jelly input (use --jelly or a .jelly file)"
+            )));
         }
+        if path == "-" {
+            continue;
+        }
+        let name = crate::io::display_name(path, false);
+        if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+            return Err(CliError::usage(format!("{name}: is a directory")));
+        }
+        std::fs::File::open(path).map_err(|e| CliError::io(&name, &e))?;
     }
     let mut query = Vec::new();
     if let Some(b) = &a.base_iri {
@@ -266,6 +272,7 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
                 && a.in_format.is_none()
                 && !a.jelly
                 && status == reqwest::StatusCode::BAD_REQUEST
+                && text.contains("syntax error")
             {
                 e.message.push_str(
                     " (standard input is sent as N-Quads unless --in-format names its \

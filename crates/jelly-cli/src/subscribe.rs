@@ -157,7 +157,7 @@ impl OutSlot {
 
     /// Finishes the output. A file to be replaced that got no item is made (empty)
     /// when the run succeeded, as any output of a run that found nothing; after a
-    /// failed run it is left alone.
+    /// failed or interrupted run it is left alone.
     fn finish(mut self, succeeded: bool) -> CliResult<()> {
         if succeeded && matches!(self, OutSlot::Lazy { append: false, .. }) {
             self.get()?;
@@ -808,7 +808,9 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
             }
         }
     });
-    let finish = sink.out.finish(result.is_ok());
+    // Interrupted before the first item (waiting for a topic, or for a server that
+    // is down): nothing to replace the file with.
+    let finish = sink.out.finish(result.is_ok() && !interrupted);
     drop(lock);
     result.and(finish)?;
     if !quiet {

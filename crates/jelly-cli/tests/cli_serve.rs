@@ -128,8 +128,12 @@ fn serve_publish_subscribe_round_trip() {
     // anything is sent (`other` still holds only the one good file).
     let missing = dir.join("missing.nt");
     let missing = missing.to_str().unwrap();
+    let unknown_format = dir.join("b.xyz");
+    std::fs::write(&unknown_format, "x").unwrap();
+    let unknown_format = unknown_format.to_str().unwrap();
     for args in [
         vec!["publish", "other", good, missing, "--server", s],
+        vec!["publish", "other", good, unknown_format, "--server", s],
         vec!["publish", "other", good, "--header", "=v", "--server", s],
         vec![
             "publish", "other", good, "--header", "a=1", "--header", "A=2", "--server", s,
@@ -2271,6 +2275,50 @@ fn subscribe_to_a_file_leaves_it_alone_when_the_run_fails_first() {
         None,
     );
     assert_eq!(std::fs::read(&out).unwrap(), b"", "a run with no item");
+    // Following a topic that does not exist yet, stopped by Ctrl-C before any item:
+    // the file is left as it was.
+    std::fs::write(&out, kept).unwrap();
+    let mut child = spawn_jelly(&["subscribe", "later", "--server", &s, "--to", o]);
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("waiting") {
+        line.clear();
+        assert!(
+            std::io::BufRead::read_line(&mut err, &mut line).unwrap() > 0,
+            "subscribe ended before it waited for the topic"
+        );
+    }
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "interrupted follow");
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        kept,
+        "an interrupted run before any item"
+    );
+    // A file that cannot be written is refused at once (exit 2), not at the first item.
+    // (A file sysfs will not make, even for root.)
+    let r = jelly(
+        &[
+            "subscribe",
+            "star",
+            "--server",
+            &s,
+            "--no-follow",
+            "--to",
+            "/sys/x.nt",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("/sys/x.nt"), "{}", r.stderr);
     assert_eq!(srv.stop(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
