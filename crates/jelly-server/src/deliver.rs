@@ -491,9 +491,9 @@ impl EndReason {
             EndReason::Reached => FollowEnd::Reached,
             EndReason::Truncated { first, .. } => FollowEnd::FellBehind { first: *first },
             EndReason::Deleted => FollowEnd::Deleted,
-            EndReason::ReadFailed(m) => {
-                FollowEnd::Failed(format!("the log could not be read: {m}"))
-            }
+            // Already says what failed ("corrupt log segment …", "I/O error on …"),
+            // kept short for a WebSocket close reason's 123 bytes.
+            EndReason::ReadFailed(m) => FollowEnd::Failed(m.clone()),
             EndReason::DeliverFailed(e) => FollowEnd::Failed(e.to_string()),
             EndReason::Closed => FollowEnd::Failed("the topic's log was closed".into()),
         }

@@ -820,7 +820,7 @@ async fn ws_a_failed_delivery_closes_with_1011_and_names_the_cause() {
         let (code, reason) = expect_close(&mut sub).await;
         assert_eq!(code, CloseCode::Error, "follow={follow}: {reason}");
         assert!(
-            reason.starts_with("the subscription failed: item 1: "),
+            reason.starts_with("subscription failed: item 1: "),
             "follow={follow}: {reason}"
         );
     }

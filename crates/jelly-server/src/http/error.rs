@@ -232,10 +232,19 @@ fn read_query<T: serde::de::DeserializeOwned>(
                 .with("parameter", name)
             } else if named {
                 // The value as given, so that the client sees what was refused.
-                let value = form_urlencoded::parse(query.as_bytes())
+                let mut value = form_urlencoded::parse(query.as_bytes())
                     .find(|(k, _)| *k == field)
                     .map(|(_, v)| v.into_owned())
                     .unwrap_or_default();
+                // A long value is cut: the answer names it, it need not repeat it all.
+                if value.len() > 100 {
+                    let mut end = 100;
+                    while !value.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    value.truncate(end);
+                    value.push('…');
+                }
                 ApiError::bad_request(format!(
                     "query parameter `{field}`: `{value}` is not a valid value ({message})"
                 ))

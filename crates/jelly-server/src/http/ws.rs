@@ -325,10 +325,10 @@ async fn run_subscriber(
                             }
                             Some(FollowEnd::Failed(why)) => (
                                 close_code::ERROR,
-                                format!("the subscription failed: {why}"),
+                                format!("subscription failed: {why}"),
                             ),
                             None => {
-                                (close_code::ERROR, "the subscription failed".to_string())
+                                (close_code::ERROR, "subscription failed".to_string())
                             }
                         };
                         close_and_drain(&mut socket, code, &reason).await;
