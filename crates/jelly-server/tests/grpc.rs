@@ -332,6 +332,17 @@ async fn requested_options_splice_and_compact() {
         (16, 4, 2)
     );
     assert!(o.is_compatible_with_request(&small), "{o:?} vs {small:?}");
+
+    // Prefix tables of 1 to 3 entries cannot hold a nanopub quad's prefixes: the IRIs
+    // are sent whole (names under the empty prefix), not refused.
+    for prefixes in [1, 2, 3] {
+        let tiny = StreamOptions {
+            version: 1,
+            ..StreamOptions::with_tables(16, prefixes, 2).with_physical_type(PhysicalType::Quads)
+        };
+        let mut rd = Reader::new(subscribe(&ch, "np", Some(tiny), None).await.unwrap());
+        assert_eq!(flat(&rd.take(12).await), want, "prefix table {prefixes}");
+    }
     s.shutdown().await.unwrap();
 }
 

@@ -237,7 +237,17 @@ pub(crate) struct TermEncoder {
     max_name: u32,
     generalized: bool,
     rdf_star: bool,
+    /// The prefix table is too small to split IRIs by ([`MIN_SPLITTING_PREFIX_TABLE`]):
+    /// every IRI is written whole, as a name under the empty prefix.
+    whole_iris: bool,
 }
+
+/// Prefix tables of fewer entries than this cannot always hold the prefixes of one
+/// row (a quad may need four at once, and every entry a row uses must be in the table
+/// when the row is read). With such a table every IRI is written whole under the one
+/// entry of the empty prefix, so that any row whose IRIs fit the name table can be
+/// written; a table of 0 still means no prefix at all.
+const MIN_SPLITTING_PREFIX_TABLE: u32 = 4;
 
 impl TermEncoder {
     pub(crate) fn new(
@@ -271,6 +281,7 @@ impl TermEncoder {
             max_name: names,
             generalized,
             rdf_star,
+            whole_iris: prefixes > 0 && prefixes < MIN_SPLITTING_PREFIX_TABLE,
         }
     }
 
@@ -787,6 +798,9 @@ impl TermEncoder {
             let nid = self.name_id(iri, stamp)?;
             return Ok((0, nid));
         }
+        if self.whole_iris {
+            return self.whole_iri_ids(iri, stamp);
+        }
         // The split `split_iri` makes, and what is known of the name.
         let (prefix, name, hint) = match self.split_at_recent_name(iri) {
             Some((cut, nid)) => (&iri[..cut], &iri[cut..], NameHint::Known(nid)),
@@ -801,21 +815,10 @@ impl TermEncoder {
                 }
             }
         };
-        let pid = match self.prefixes.get_or_insert(prefix, stamp) {
-            Some(Lookup::Hit(id)) => id,
-            Some(Lookup::New { id, wire_id }) => {
-                Self::push_entry(
-                    &mut self.buf,
-                    &mut self.rows,
-                    self.entry_fields.prefix,
-                    wire_id,
-                    prefix,
-                );
-                id
-            }
-            None => {
-                return Err(Self::table_full_error(Table::Prefix, self.prefixes.size()));
-            }
+        let Some(pid) = self.prefix_id(prefix, stamp) else {
+            // Every entry of the table is one of this row's: the IRI goes whole under
+            // the empty prefix, when that has (or can get) an entry.
+            return self.whole_iri_ids(iri, stamp);
         };
         let nid = if let NameHint::Known(nid) = hint {
             // What `get_or_insert` does on a hit: the name is in the table under this id.
@@ -832,6 +835,34 @@ impl TermEncoder {
             }
             nid
         };
+        Ok((pid, nid))
+    }
+
+    /// The id of prefix `prefix`, emitting an entry when it is new; `None` when the
+    /// table is full of entries the current row uses.
+    fn prefix_id(&mut self, prefix: &str, stamp: u32) -> Option<u32> {
+        match self.prefixes.get_or_insert(prefix, stamp)? {
+            Lookup::Hit(id) => Some(id),
+            Lookup::New { id, wire_id } => {
+                Self::push_entry(
+                    &mut self.buf,
+                    &mut self.rows,
+                    self.entry_fields.prefix,
+                    wire_id,
+                    prefix,
+                );
+                Some(id)
+            }
+        }
+    }
+
+    /// `iri` written whole: the empty prefix and the whole IRI as its name.
+    #[cold]
+    fn whole_iri_ids(&mut self, iri: &str, stamp: u32) -> Result<(u32, u32), EncodeError> {
+        let Some(pid) = self.prefix_id("", stamp) else {
+            return Err(Self::table_full_error(Table::Prefix, self.prefixes.size()));
+        };
+        let nid = self.name_id(iri, stamp)?;
         Ok((pid, nid))
     }
 

@@ -2417,3 +2417,54 @@ fn entries_of_high_id_resolve_and_change() {
         ]
     );
 }
+
+/// A prefix table smaller than the prefixes one row needs (1 to 3 entries for a quad of
+/// four different prefixes) still encodes every row: IRIs are written whole, as names
+/// under the empty prefix. Larger tables split them. All decode to the same statements.
+#[test]
+fn small_prefix_tables_encode_rows_of_more_prefixes() {
+    let quad = |k: usize| {
+        q(
+            i(&format!("http://a.example/s{k}")),
+            i(&format!("http://b.example/p{k}")),
+            i(&format!("http://c.example/o{k}")),
+            i(&format!("http://d.example/g{k}")),
+        )
+    };
+    let input: Vec<Statement> = (0..40).map(quad).collect();
+    for prefixes in [1, 2, 3, 4, 16] {
+        let opts = StreamOptions::with_tables(8, prefixes, 0)
+            .with_physical_type(jelly::PhysicalType::Quads);
+        let mut enc = Encoder::new(opts).unwrap();
+        let mut frames = Vec::new();
+        for (k, s) in input.iter().enumerate() {
+            enc.add(s.as_ref())
+                .unwrap_or_else(|e| panic!("prefix table {prefixes}, quad {k}: {e}"));
+            if k % 7 == 6 {
+                frames.push(enc.finish_frame());
+            }
+        }
+        frames.push(enc.finish_frame());
+        assert_eq!(statements(&frames), input, "prefix table {prefixes}");
+    }
+    // The limit that stays: a table of 4 or more is split by, and a row of more
+    // distinct prefixes than it holds (possible with quoted triples) is refused.
+    let star = StreamOptions::with_tables(16, 4, 0).with_rdf_star(true);
+    let mut enc = Encoder::new(star).unwrap();
+    let five = t(
+        quoted(
+            i("http://a.example/x"),
+            i("http://b.example/y"),
+            i("http://c.example/z"),
+        ),
+        i("http://d.example/p"),
+        i("http://e.example/o"),
+    );
+    assert!(matches!(
+        enc.add(five.as_ref()),
+        Err(EncodeError::TableTooSmallForRow {
+            table: Table::Prefix,
+            size: 4
+        })
+    ));
+}
