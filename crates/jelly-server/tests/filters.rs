@@ -560,3 +560,59 @@ async fn grpc_subscribe_with_filter_metadata() {
     assert!(st.message().contains("DESCRIBE"), "{}", st.message());
     srv.shutdown().await.unwrap();
 }
+
+/// An SSE stream whose filter skips every item keeps its keep-alives coming while
+/// items keep arriving (a proxy's idle timeout would otherwise cut it on a busy topic):
+/// items every 300 ms for 6 s, keep-alives every 1 s: two are due after about 2 s.
+#[tokio::test]
+async fn sse_keep_alives_go_on_while_a_filter_skips_every_item() {
+    let srv = start().await;
+    let c = client();
+    publish(&c, &srv, "busy", "a", &sample_items()[0].1).await;
+    let mut r = c
+        .get(format!(
+            "{}/topics/busy/sse?from=latest&source=nobody",
+            srv.url()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let publisher = {
+        let (c, url) = (c.clone(), srv.url());
+        tokio::spawn(async move {
+            for _ in 0..20 {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let r = c
+                    .post(format!("{url}/topics/busy/items"))
+                    .header("content-type", "application/n-quads")
+                    .header("x-jelly-source", "a")
+                    .body("<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> .\n")
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), StatusCode::OK);
+            }
+        })
+    };
+    let mut text = String::new();
+    let read = async {
+        while let Some(chunk) = r.chunk().await.unwrap() {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            if text.matches(": keep-alive").count() >= 2 {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(6), read).await;
+    publisher.abort();
+    assert!(
+        text.matches(": keep-alive").count() >= 2,
+        "keep-alives while items were skipped: {text:?}"
+    );
+    assert!(
+        !text.contains("data:"),
+        "the filter passed an item: {text:?}"
+    );
+    srv.shutdown().await.unwrap();
+}

@@ -51,6 +51,9 @@ pub struct Subscription {
     version: watch::Receiver<u64>,
     shutdown: watch::Receiver<bool>,
     keepalive: Duration,
+    /// When output last went out: a keep-alive is due `keepalive` after it, also while
+    /// a filter skips every item (blocks come, but nothing of them is sent).
+    last_output: tokio::time::Instant,
     batch: ReadLimits,
     metrics: Arc<Metrics>,
     ended: Option<FollowEnd>,
@@ -101,6 +104,7 @@ impl Subscription {
             version,
             shutdown,
             keepalive,
+            last_output: tokio::time::Instant::now(),
             batch,
             metrics,
             ended: None,
@@ -145,6 +149,12 @@ impl Subscription {
             }
         }
         match self.step().await {
+            Step::Data(d) => {
+                if d.iter().any(|b| !b.is_empty()) {
+                    self.last_output = tokio::time::Instant::now();
+                }
+                Step::Data(d)
+            }
             Step::End(reason) => {
                 let reason = reason.of_topic(&self.topic);
                 self.ended = Some(reason.summary());
@@ -274,9 +284,10 @@ impl Subscription {
     async fn wait(&mut self) -> Option<Step> {
         // Only SSE sends keep-alives; the other framings arm no timer per wait.
         let sse = self.group.key.framing == Framing::Sse;
+        let due = self.last_output + self.keepalive;
         let keepalive = async {
             if sse {
-                tokio::time::sleep(self.keepalive).await
+                tokio::time::sleep_until(due).await
             } else {
                 std::future::pending().await
             }
