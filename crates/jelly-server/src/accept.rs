@@ -51,6 +51,10 @@ const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// resources within a minute or two.
 const HTTP2_PING_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// The largest HTTP/2 header list a request may send (h2's default is 16 KiB, which
+/// item metadata alone may fill).
+const HTTP2_MAX_HEADER_LIST_BYTES: u32 = 64 << 10;
+
 /// Binds `addr`; with `reuse_port`, other sockets (other servers) may bind it too
 /// and the kernel spreads the connections among them.
 pub fn bind(addr: SocketAddr, reuse_port: bool) -> io::Result<TcpListener> {
@@ -396,7 +400,11 @@ impl Connection {
             .timer(TokioTimer::new())
             .keep_alive_interval(timeouts.http2_keepalive)
             .keep_alive_timeout(HTTP2_PING_TIMEOUT)
-            .max_concurrent_streams(self.acceptor.http2.max_concurrent_streams);
+            .max_concurrent_streams(self.acceptor.http2.max_concurrent_streams)
+            // Above the 16 KiB of item metadata a request may carry, so that more is
+            // refused by the server's own check, with its reason (gRPC
+            // `INVALID_ARGUMENT`, HTTP 431 with JSON), not by h2 (a bare 431 or a reset).
+            .max_header_list_size(HTTP2_MAX_HEADER_LIST_BYTES);
         let mut conn = pin!(builder.serve_connection_with_upgrades(TokioIo::new(io), service));
         // hyper's HTTP/1 header timeout only starts once the protocol is known, and
         // the auto builder waits for as many bytes as it needs to tell HTTP/1 from

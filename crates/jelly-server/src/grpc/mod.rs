@@ -62,6 +62,12 @@ pub(crate) fn ascii_metadata(md: &MetadataMap, key: &str) -> Result<Option<Strin
             "metadata {key} is given more than once"
         )));
     }
+    // Its binary form is no other way to give it: refused rather than ignored.
+    if md.get_bin(format!("{key}-bin")).is_some() {
+        return Err(Status::invalid_argument(format!(
+            "metadata {key}-bin is binary; {key} is text (send it without -bin)"
+        )));
+    }
     match md.get(key) {
         None => Ok(None),
         Some(v) => v
@@ -87,5 +93,22 @@ mod metadata_tests {
         let e = ascii_metadata(&md, FROM_METADATA).unwrap_err();
         assert_eq!(e.code(), tonic::Code::InvalidArgument);
         assert!(e.message().contains("more than once"), "{}", e.message());
+    }
+
+    #[test]
+    fn a_binary_form_of_a_text_key_is_refused() {
+        let mut md = MetadataMap::new();
+        md.insert_bin(
+            "x-jelly-source-bin",
+            tonic::metadata::MetadataValue::from_bytes(b"\xff"),
+        );
+        let e = ascii_metadata(&md, SOURCE_METADATA).unwrap_err();
+        assert_eq!(e.code(), tonic::Code::InvalidArgument);
+        assert!(
+            e.message().contains("x-jelly-source-bin is binary"),
+            "{}",
+            e.message()
+        );
+        assert_eq!(ascii_metadata(&md, FROM_METADATA).unwrap(), None);
     }
 }
