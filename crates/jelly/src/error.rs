@@ -72,7 +72,9 @@ pub enum DecodeErrorKind {
     EmptyRow,
     #[error("row sets more than one field of its oneof (field {0})")]
     MultipleRowFields(u32),
-    #[error("{table} entry id {id} is outside the table (size {max})")]
+    /// An entry row's id, or a term's reference to an entry, beyond the table's size
+    /// (the row's place in the error tells which).
+    #[error("{table} id {id} is outside the table (size {max})")]
     EntryIdOutOfRange { table: Table, id: u64, max: u32 },
     #[error("prefix entry or reference while the prefix table is disabled (size 0)")]
     PrefixTableDisabled,
