@@ -287,6 +287,14 @@ async fn ws_text_formats_both_ways() {
         (ack["frame"].as_u64(), ack["offset"].as_u64()),
         (Some(1), Some(1))
     );
+    // Text of no statements (empty, or comments only) makes no item, as a Jelly frame
+    // without statements does: acknowledged with a null offset, not refused.
+    for (i, text) in ["", "# a comment\n\n"].into_iter().enumerate() {
+        publ.send(Message::Text(text.into())).await.unwrap();
+        let ack = next_json(&mut publ).await;
+        assert_eq!(ack["frame"].as_u64(), Some(2 + i as u64), "{ack}");
+        assert!(ack["offset"].is_null(), "{ack}");
+    }
 
     let mut sub = connect(&ws_url(&srv, "/topics/t/ws?format=nquads")).await;
     let mut texts = Vec::new();

@@ -171,8 +171,17 @@ impl StreamPublisher {
     }
 
     /// Ingests a text message as one item (N-Quads, or N-Triples for a triples topic
-    /// as well). Independent of the Jelly stream's state.
-    pub fn text(&mut self, text: &str) -> Result<(), FrameError> {
+    /// as well); `false` for a message of no statements (empty, or only comments),
+    /// which makes no item, as a Jelly frame without statements does. Independent of
+    /// the Jelly stream's state.
+    pub fn text(&mut self, text: &str) -> Result<bool, FrameError> {
+        let no_statements = text.lines().all(|l| {
+            let l = l.trim_matches([' ', '\t', '\r']);
+            l.is_empty() || l.starts_with('#')
+        });
+        if no_statements {
+            return Ok(false);
+        }
         let mut items = crate::ingest::ingest(
             text.as_bytes(),
             crate::ingest::InputFormat::NQuads,
@@ -189,7 +198,7 @@ impl StreamPublisher {
         if let Some(item) = items.pop() {
             self.push(item);
         }
-        Ok(())
+        Ok(true)
     }
 
     fn push(&mut self, item: NewItem) {

@@ -581,7 +581,7 @@ async fn run_publisher(socket: Socket, p: StreamPublisher, s: AppState) {
                 offset += len;
                 r
             }
-            Some(Ok(Message::Text(t))) => sess.p.text(&t).map(|()| true),
+            Some(Ok(Message::Text(t))) => sess.p.text(&t),
             Some(Ok(Message::Ping(_))) => {
                 if send_pong(&mut sess.socket).await.is_err() {
                     return;
