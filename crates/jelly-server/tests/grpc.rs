@@ -588,15 +588,35 @@ async fn publish_refusals() {
     assert!(st.message().contains("is binary"), "{}", st.message());
     assert!(s.state().topics.get("meta").is_none());
 
-    // QUADS or GRAPHS publishers into a triples topic, refused before any statement.
-    for pt in [PhysicalType::Quads, PhysicalType::Graphs] {
-        let opts = StreamOptions::small().with_physical_type(pt);
-        let st = publish(&ch, "tri", frames(&[vec![quad(1, 0)]], opts))
-            .await
-            .unwrap_err();
-        assert_eq!(st.code(), Code::InvalidArgument, "{pt:?}");
-        assert!(st.message().contains("holds triples"), "{}", st.message());
-    }
+    // A QUADS publisher into a triples topic, as over HTTP and WebSocket: quads in the
+    // default graph are taken (as triples), a named graph is refused, naming the frame;
+    // what came before it stays.
+    let tri2 = TopicOptions {
+        physical: Physical::Triples,
+        ..TopicOptions::default()
+    };
+    s.state().topics.create("tri2", Some(tri2)).unwrap();
+    let tri2_next = || s.state().topics.get("tri2").unwrap().log.next_offset();
+    let opts = StreamOptions::small().with_physical_type(PhysicalType::Quads);
+    let default_graph = Statement {
+        graph: None,
+        ..quad(1, 0)
+    };
+    let r = publish(&ch, "tri2", frames(&[vec![default_graph]], opts.clone()))
+        .await
+        .unwrap();
+    assert_eq!(md_u64(&r, "x-jelly-items"), 1);
+    assert_eq!(tri2_next(), 1);
+    let st = publish(
+        &ch,
+        "tri2",
+        frames(&[vec![triple(2)], vec![quad(3, 0)]], opts),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(st.code(), Code::InvalidArgument);
+    assert!(st.message().contains("frame 1"), "{}", st.message());
+    assert_eq!(tri2_next(), 2, "the frame before the refused one stays");
     // A feature the topic does not allow: declaring it is fine (as over HTTP), using it
     // is refused.
     let star = StreamOptions::small()

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 
 use axum::http::StatusCode;
 use bytes::Bytes;
-use jelly::{PhysicalType, StreamOptions};
+use jelly::StreamOptions;
 use jelly_proto::fields::{frame as ff, row as rf};
 use jelly_proto::wire::{Reader, WireType};
 use tonic::metadata::{MetadataMap, MetadataValue};
@@ -22,7 +22,6 @@ use crate::http::AppState;
 use crate::http::publish::publish_slot;
 use crate::http::publish_stream::{FrameError, StreamPublisher};
 use crate::ingest::{HeaderRefusal, PublishMeta};
-use crate::topic::{Physical, TopicOptions};
 
 /// The `PublishRdf` handler, as the service tonic calls, with the call's
 /// `grpc-timeout` ([`super::deadline`]) and its connection (for
@@ -84,30 +83,6 @@ pub fn first_frame_options(frame: &[u8]) -> Result<StreamOptions, String> {
         };
     }
     Err(MISSING.into())
-}
-
-/// Refuses publisher options the topic cannot take, before any statement is read.
-/// (Table sizes, the version and the physical type's validity are checked by the
-/// decoder; RDF-star and generalized statements when one is used.)
-pub fn check_publisher_options(
-    topic_name: &str,
-    p: &StreamOptions,
-    topic: &TopicOptions,
-) -> Result<(), String> {
-    if topic.physical == Physical::Triples
-        && matches!(p.physical_type, PhysicalType::Quads | PhysicalType::Graphs)
-    {
-        return Err(format!(
-            "topic `{topic_name}` holds triples; a {} publisher stream cannot be appended to it \
-             (create the topic with physical=quads)",
-            p.physical_type.name().to_ascii_uppercase()
-        ));
-    }
-    // A stream that declares `rdf_star` or `generalized_statements` is taken as over
-    // HTTP and WebSocket: many writers set the flags without using them (the recorded
-    // weather stream does), so what is refused is a statement that uses the feature,
-    // by the shared path, item by item.
-    Ok(())
 }
 
 /// One publish call: the stream publisher shared with the streaming HTTP POST and
@@ -261,9 +236,12 @@ impl Publish {
         let index = self.frames;
         self.frames += 1;
         if index == 0 {
-            let o = first_frame_options(&bytes).map_err(Status::invalid_argument)?;
-            check_publisher_options(self.p.name(), &o, self.p.topic_options())
-                .map_err(Status::invalid_argument)?;
+            // The options themselves are taken as over HTTP and WebSocket: a QUADS or
+            // GRAPHS stream into a triples topic, or one that declares `rdf_star` or
+            // `generalized_statements`, is refused at the first statement the topic
+            // cannot hold (a named graph, a quoted triple), by the shared path. Many
+            // writers declare more than they use.
+            first_frame_options(&bytes).map_err(Status::invalid_argument)?;
         }
         let at = self.bytes;
         self.bytes += bytes.len() as u64;
@@ -318,6 +296,7 @@ impl Publish {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use jelly::PhysicalType;
 
     #[test]
     fn options_row_must_come_first() {
@@ -353,41 +332,6 @@ mod tests {
             first_frame_options(&[0x0a, 0x10, 0x0a])
                 .unwrap_err()
                 .contains("malformed")
-        );
-    }
-
-    #[test]
-    fn publisher_options_against_topic() {
-        let triples = TopicOptions {
-            physical: Physical::Triples,
-            ..TopicOptions::default()
-        };
-        let q = StreamOptions::small().with_physical_type(PhysicalType::Quads);
-        let g = StreamOptions::small().with_physical_type(PhysicalType::Graphs);
-        let t = StreamOptions::small().with_physical_type(PhysicalType::Triples);
-        assert!(check_publisher_options("x", &q, &triples).is_err());
-        assert!(check_publisher_options("x", &g, &triples).is_err());
-        assert!(check_publisher_options("x", &t, &triples).is_ok());
-        let quads = TopicOptions::default();
-        assert!(check_publisher_options("x", &t, &quads).is_ok());
-        // Declared features are checked where a statement uses them, not here.
-        assert!(check_publisher_options("x", &q.clone().with_rdf_star(true), &quads).is_ok());
-        assert!(
-            check_publisher_options("x", &q.clone().with_generalized_statements(true), &quads)
-                .is_ok()
-        );
-        let star = TopicOptions {
-            rdf_star: true,
-            generalized: true,
-            ..TopicOptions::default()
-        };
-        assert!(
-            check_publisher_options(
-                "x",
-                &q.with_rdf_star(true).with_generalized_statements(true),
-                &star
-            )
-            .is_ok()
         );
     }
 }
