@@ -171,6 +171,13 @@ fn validate_against_matching_and_different_rdf() {
         n - 1
     );
     assert!(r.stderr.contains(&sides), "{sides}: {}", r.stderr);
+    // ... and which statement only the stream holds (the one left out of the file).
+    assert!(
+        r.stderr
+            .contains(&format!("only in the stream: {}", lines[0].trim_end())),
+        "{}",
+        r.stderr
+    );
     // A statement changed: the message names the side that has it.
     let changed = d.join("changed.nq");
     let mut other = lines.clone();

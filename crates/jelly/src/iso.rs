@@ -332,13 +332,6 @@ pub fn isomorphic_sides(a: &[Statement], b: &[Statement], names: [&str; 2]) -> I
     if na == nb {
         return IsoResult::Isomorphic;
     }
-    if na.len() != nb.len() {
-        return IsoResult::Different(format!(
-            "{name_a} has {} distinct statements, {name_b} {}",
-            na.len(),
-            nb.len()
-        ));
-    }
     let has_bnode = |s: &Statement| {
         terms(s).into_iter().any(|t| {
             let mut set = BTreeSet::new();
@@ -349,13 +342,27 @@ pub fn isomorphic_sides(a: &[Statement], b: &[Statement], names: [&str; 2]) -> I
     // Ground statements must match one to one.
     let ground_a: HashSet<&Statement> = na.iter().filter(|s| !has_bnode(s)).collect();
     let ground_b: HashSet<&Statement> = nb.iter().filter(|s| !has_bnode(s)).collect();
-    if ground_a != ground_b {
-        let missing = ground_a
+    // One ground statement that only one side holds, to show where they differ.
+    let missing = || {
+        ground_a
             .difference(&ground_b)
             .next()
-            .map(|s| (name_a, s))
-            .or_else(|| ground_b.difference(&ground_a).next().map(|s| (name_b, s)));
-        return IsoResult::Different(match missing {
+            .map(|s| (name_a, *s))
+            .or_else(|| ground_b.difference(&ground_a).next().map(|s| (name_b, *s)))
+    };
+    if na.len() != nb.len() {
+        let counts = format!(
+            "{name_a} has {} distinct statements, {name_b} {}",
+            na.len(),
+            nb.len()
+        );
+        return IsoResult::Different(match missing() {
+            Some((side, s)) => format!("{counts}; only in {side}: {s}"),
+            None => counts,
+        });
+    }
+    if ground_a != ground_b {
+        return IsoResult::Different(match missing() {
             Some((side, s)) => format!("only in {side}: {s}"),
             None => "different statements without blank nodes".into(),
         });
@@ -491,6 +498,24 @@ fn relabel_statement(s: &Statement, map: &HashMap<String, String>) -> Statement 
 mod tests {
     use super::*;
     use crate::nquads::parse_document;
+
+    /// A side with a statement more is told by its counts and by the statement.
+    #[test]
+    fn a_missing_statement_is_named_beside_the_counts() {
+        let a = parse_document(
+            "<http://a> <http://p> <http://b> .\n<http://a> <http://p> <http://c> .\n",
+        )
+        .unwrap();
+        let b = parse_document("<http://a> <http://p> <http://b> .\n").unwrap();
+        let IsoResult::Different(why) = isomorphic_sides(&a, &b, ["the stream", "the file"]) else {
+            panic!("a statement more found isomorphic");
+        };
+        assert_eq!(
+            why,
+            "the stream has 2 distinct statements, the file 1; only in the stream: \
+             <http://a> <http://p> <http://c> ."
+        );
+    }
 
     #[test]
     fn detects_difference_in_bnode_structure() {
