@@ -64,7 +64,8 @@ impl tower_service::Service<Request<Streaming<Frame>>> for PublishService {
     }
 }
 
-/// The options row that must start a publisher's first frame.
+/// The options row that must start a stream's first frame (a mirror checks its
+/// upstream's with it).
 pub fn first_frame_options(frame: &[u8]) -> Result<StreamOptions, String> {
     const MISSING: &str = "the first frame must begin with a stream options row";
     let malformed = |e| format!("malformed frame: {e}");
@@ -86,7 +87,7 @@ pub fn first_frame_options(frame: &[u8]) -> Result<StreamOptions, String> {
 }
 
 /// One publish call: the stream publisher shared with the streaming HTTP POST and
-/// WebSocket publish, plus what gRPC adds (the first frame's options check, codes).
+/// WebSocket publish, plus what gRPC adds (its status codes and metadata).
 struct Publish {
     p: StreamPublisher,
     /// Frames received.
@@ -233,16 +234,13 @@ impl Publish {
 
     /// Decodes one frame into the pending batch.
     async fn frame(&mut self, bytes: Bytes) -> Result<(), Status> {
-        let index = self.frames;
         self.frames += 1;
-        if index == 0 {
-            // The options themselves are taken as over HTTP and WebSocket: a QUADS or
-            // GRAPHS stream into a triples topic, or one that declares `rdf_star` or
-            // `generalized_statements`, is refused at the first statement the topic
-            // cannot hold (a named graph, a quoted triple), by the shared path. Many
-            // writers declare more than they use.
-            first_frame_options(&bytes).map_err(Status::invalid_argument)?;
-        }
+        // The stream is decoded by the path HTTP and WebSocket share, which checks its
+        // options as they do: the first row must be the options row (a frame without
+        // rows before it is taken), and a QUADS or GRAPHS stream into a triples topic,
+        // or one that declares `rdf_star` or `generalized_statements`, is refused at
+        // the first statement the topic cannot hold (a named graph, a quoted triple).
+        // Many writers declare more than they use.
         let at = self.bytes;
         self.bytes += bytes.len() as u64;
         self.p.frame(bytes, at).await.map(drop).map_err(status_of)
