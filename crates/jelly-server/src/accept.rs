@@ -392,10 +392,7 @@ impl Connection {
         builder
             .http1()
             .timer(TokioTimer::new())
-            .header_read_timeout(timeouts.header_read)
-            // A client may shut down its sending side once its request is sent (`nc
-            // -N`, scripts): the request is still served and answered, not dropped.
-            .half_close(true);
+            .header_read_timeout(timeouts.header_read);
         builder
             .http2()
             // The extended CONNECT protocol: WebSocket over HTTP/2 (RFC 8441).

@@ -923,36 +923,3 @@ async fn damage_found_by_a_read_at_runtime_is_reported() {
     assert!(!m.contains("jelly_topic_log_damaged{topic=\"ok\"}"), "{m}");
     srv.shutdown().await.unwrap();
 }
-
-/// A client that shuts down its sending side once its request is sent (`nc -N`,
-/// scripts) still gets its request served and answered.
-#[tokio::test]
-async fn a_request_from_a_half_closed_connection_is_answered() {
-    let srv = Server::start(ServerConfig::ephemeral()).await.unwrap();
-    let body = "<http://ex.org/s> <http://ex.org/p> \"half\" .\n";
-    let mut s = TcpStream::connect(srv.local_addr()).await.unwrap();
-    let req = format!(
-        "POST /topics/hc/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/n-triples\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    s.shutdown().await.unwrap();
-    let mut answer = String::new();
-    tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut answer))
-        .await
-        .expect("the answer comes")
-        .unwrap();
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    assert!(answer.contains("\"offsets\":[0]"), "{answer}");
-    let d: Value = client()
-        .get(format!("{}/topics/hc", srv.url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(d["next_offset"], 1, "{d}");
-    srv.shutdown().await.unwrap();
-}
