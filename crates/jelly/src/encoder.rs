@@ -8,8 +8,9 @@ use crate::options::{PhysicalType, StreamOptions, VERSION_1_0, VERSION_1_1};
 use crate::term::{StatementRef, TermBuf, TermRef};
 use crate::term_encoder::{EntryFields, RowTerms, SharedRow, TermEncoder};
 
-/// Choices of the encoder that are not stream options.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Choices of the encoder that are not stream options. The default: no namespace
+/// declarations, spliceable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EncoderConfig {
     /// Allow [`Encoder::declare_namespace`]; raises the version tag to 2 (Jelly 1.1).
     pub namespace_declarations: bool,
@@ -18,7 +19,10 @@ pub struct EncoderConfig {
     /// so (typically one frame from a fresh encoder) does not depend on the delta
     /// state it starts in, so it can be appended to any stream with the same options
     /// and still decode the same: the server stores items this way and serves them by
-    /// concatenation. Costs one or two bytes per table per stream.
+    /// concatenation. Costs one or two bytes per table per stream. On by default: two
+    /// files of the same options joined with `cat` then decode as the two streams they
+    /// are, in every reader, instead of the second's entries and first name resolving
+    /// against the first's tables (wrong statements, without an error).
     ///
     /// ```
     /// use jelly::{Decoder, Encoder, EncoderConfig, Event, StreamOptions, StatementRef, TermRef};
@@ -40,6 +44,15 @@ pub struct EncoderConfig {
     /// assert_eq!(subjects, ["<http://ex.org/a>", "<http://ex.org/b>"]);
     /// ```
     pub spliceable: bool,
+}
+
+impl Default for EncoderConfig {
+    fn default() -> Self {
+        EncoderConfig {
+            namespace_declarations: false,
+            spliceable: true,
+        }
+    }
 }
 
 /// Encodes statements into frames of the Jelly-RDF row layout.
