@@ -167,9 +167,10 @@ gzip and zstd input is detected by its magic bytes; output is compressed when --
 in .gz or .zst. The physical type defaults to QUADS for dataset formats (N-Quads, TriG,
 JSON-LD) and TRIPLES otherwise. --frame-per sets the logical type when not given:
 graph -> GRAPHS (triples) or NAMED_GRAPHS, dataset -> DATASETS (GRAPHS for triples),
-input -> GRAPHS or DATASETS. Without --frame-per, a frame ends after 256 rows
-(--rows-per-frame) or once its rows take 512 KiB (--bytes-per-frame), whichever comes
-first; a frame larger than readers accept by default (64 MiB: a single huge row) is
+input -> GRAPHS or DATASETS. Without --frame-per, a frame ends at the first statement
+that brings it to 256 rows (--rows-per-frame) or 512 KiB of rows (--bytes-per-frame),
+whichever comes first (a statement's lookup entry rows stay in its frame, so a frame
+may hold a few rows more); a frame larger than readers accept by default (64 MiB: a single huge row) is
 told in a note.
 
 --enable-namespace-declarations declares each prefix (@prefix, xmlns, a JSON-LD context

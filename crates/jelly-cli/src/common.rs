@@ -536,8 +536,10 @@ impl<R: BufRead> NQuadsLines<R> {
         let name = &self.name;
         loop {
             self.buf.clear();
-            read_through_line_end(&mut self.reader, &mut self.buf)
-                .map_err(|e| input_io_err(name, e))?;
+            read_through_line_end(&mut self.reader, &mut self.buf).map_err(|e| {
+                let line = self.line_no + 1;
+                input_io_err(name, io::Error::new(e.kind(), format!("line {line}: {e}")))
+            })?;
             if self.buf.is_empty() {
                 return Ok(None);
             }

@@ -291,9 +291,12 @@ fn convert_lines<W: io::Write>(
     let mut in_flight = 0;
     let mut n = 0u64;
     let mut eof = false;
+    // Bytes read so far: where the next chunk starts, for an error about one of its lines.
+    let mut read = 0u64;
     let result = loop {
         while !eof && in_flight < 2 {
-            let chunk = read_chunk(reader.as_mut()).map_err(|e| input_io_err(name, e))?;
+            let chunk = read_chunk(reader.as_mut(), read).map_err(|e| input_io_err(name, e))?;
+            read += chunk.len() as u64;
             if chunk.is_empty() {
                 eof = true;
                 break;
@@ -364,7 +367,8 @@ fn to_usize(n: u64) -> usize {
 }
 
 /// Reads about [`LINE_CHUNK`] bytes, then up to the end of the line. Empty at the end.
-fn read_chunk(r: &mut dyn io::BufRead) -> io::Result<Vec<u8>> {
+/// `at`: the input's byte offset of the chunk, named in the error of a line too long.
+fn read_chunk(r: &mut dyn io::BufRead, at: u64) -> io::Result<Vec<u8>> {
     let mut buf = Vec::with_capacity(LINE_CHUNK + 4096);
     while buf.len() < LINE_CHUNK {
         let avail = r.fill_buf()?;
@@ -376,7 +380,13 @@ fn read_chunk(r: &mut dyn io::BufRead) -> io::Result<Vec<u8>> {
         r.consume(take);
     }
     // Then to the end of the line.
-    crate::common::read_through_line_end(r, &mut buf)?;
+    let line_start = memchr::memrchr2(b'\n', b'\r', &buf).map_or(0, |i| i + 1);
+    crate::common::read_through_line_end(r, &mut buf).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("the line starting at byte {}: {e}", at + line_start as u64),
+        )
+    })?;
     Ok(buf)
 }
 

@@ -1149,11 +1149,16 @@ fn line_ends_and_the_longest_line() {
         let out = ok(&["rdf", "from-jelly"], Some(&j));
         assert_eq!(out.out().lines().count(), 2, "{extra:?}: {}", out.out());
     }
-    let mut long = b"<http://e/a> <http://e/b> \"".to_vec();
+    // Two short lines, then one too long: the error says where it starts.
+    let short = b"<http://e/a> <http://e/b> <http://e/c> .\n";
+    let mut long = [&short[..], &short[..]].concat();
+    long.extend_from_slice(b"<http://e/a> <http://e/b> \"");
     long.resize(70 << 20, b'x');
     let r = jelly(&["rdf", "to-jelly", "--in-format", "nt"], Some(&long));
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("a line longer than"), "{}", r.stderr);
+    let at = format!("the line starting at byte {}", 2 * short.len());
+    assert!(r.stderr.contains(&at), "{at}: {}", r.stderr);
 }
 
 /// A delimited Jelly stream (RDF-star, TRIPLES) of one triple whose subject nests
