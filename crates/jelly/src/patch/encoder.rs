@@ -52,19 +52,23 @@ impl PatchEncoder {
         if opts.version == 0 {
             opts.version = PATCH_VERSION;
         }
+        let mut terms = TermEncoder::new(
+            opts.max_name_table_size,
+            opts.max_prefix_table_size,
+            opts.max_datatype_table_size,
+            opts.generalized_statements,
+            opts.rdf_star,
+            EntryFields {
+                name: row::NAME,
+                prefix: row::PREFIX,
+                datatype: row::DATATYPE,
+            },
+        );
+        // Explicit ids at the start, as Jelly-RDF streams have by default: two patch
+        // files of the same options joined with `cat` decode as both.
+        terms.forget_delta_state();
         Ok(PatchEncoder {
-            terms: TermEncoder::new(
-                opts.max_name_table_size,
-                opts.max_prefix_table_size,
-                opts.max_datatype_table_size,
-                opts.generalized_statements,
-                opts.rdf_star,
-                EntryFields {
-                    name: row::NAME,
-                    prefix: row::PREFIX,
-                    datatype: row::DATATYPE,
-                },
-            ),
+            terms,
             opts,
             options_written: false,
             in_tx: false,
