@@ -169,7 +169,13 @@ pub async fn send(
         } else {
             format!("the request to {server} broke off before its answer")
         };
-        CliError::usage(format!("{what}: {}", describe(&e)))
+        // As `jelly subscribe` says: the usual cause is a server with a private CA.
+        let hint = if jelly_server::tls::is_certificate_error(&e) {
+            " (a server with a private CA needs --cacert naming it; a --cacert given does not sign this certificate)"
+        } else {
+            ""
+        };
+        CliError::usage(format!("{what}: {}{hint}", describe(&e)))
     };
     let resp = req.send().await.map_err(failed)?;
     let status = resp.status();

@@ -795,6 +795,11 @@ fn serve_with_tls_and_tokens_from_flags() {
     let r = publish(&["--token", "cli-secret"]);
     assert_ne!(r.code, 0, "the test CA is not trusted without --cacert");
     assert!(r.stderr.contains("certificate"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--cacert"),
+        "publish names the way out: {}",
+        r.stderr
+    );
     let r = publish(&["--token", "cli-secret", "--cacert", ca]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let r = ok(
