@@ -300,6 +300,8 @@ pub enum AuthError {
     BadHeader,
     #[error("the request has more than one Authorization header")]
     SeveralHeaders,
+    #[error("the request has more than one access_token parameter")]
+    SeveralQueryTokens,
     #[error("the bearer token is not known")]
     UnknownToken,
     #[error("{who} lacks {}", scope(*right, topic.as_deref()))]
@@ -340,7 +342,7 @@ impl IntoResponse for AuthError {
         // RFC 6750 §3: the challenge, with an error code when a token was sent.
         let challenge = match &self {
             AuthError::MissingToken { .. } => "Bearer realm=\"jellyfish\"",
-            AuthError::BadHeader | AuthError::SeveralHeaders => {
+            AuthError::BadHeader | AuthError::SeveralHeaders | AuthError::SeveralQueryTokens => {
                 "Bearer realm=\"jellyfish\", error=\"invalid_request\""
             }
             AuthError::UnknownToken => "Bearer realm=\"jellyfish\", error=\"invalid_token\"",
@@ -613,7 +615,7 @@ impl Auth {
             Some(v) => Some(bearer(v.to_str().map_err(|_| AuthError::BadHeader)?)?),
         };
         let from_query = if query_token && from_header.is_none() {
-            access_token(query)
+            access_token(query)?
         } else {
             None
         };
@@ -646,12 +648,20 @@ fn bearer(value: &str) -> Result<&str, AuthError> {
     Ok(token)
 }
 
-/// The `access_token` query parameter, percent-decoded.
-fn access_token(query: Option<&str>) -> Option<String> {
-    form_urlencoded::parse(query?.as_bytes())
-        .find(|(k, _)| k == "access_token")
-        .map(|(_, v)| v.into_owned())
-        .filter(|t| !t.is_empty())
+/// The `access_token` query parameter, percent-decoded. Given twice, it is refused, as
+/// two `Authorization` headers are: which one a proxy in front acted on is not known.
+fn access_token(query: Option<&str>) -> Result<Option<String>, AuthError> {
+    let Some(query) = query else {
+        return Ok(None);
+    };
+    let mut tokens = form_urlencoded::parse(query.as_bytes())
+        .filter(|(k, _)| k == "access_token")
+        .map(|(_, v)| v.into_owned());
+    let first = tokens.next();
+    if tokens.next().is_some() {
+        return Err(AuthError::SeveralQueryTokens);
+    }
+    Ok(first.filter(|t| !t.is_empty()))
 }
 
 /// The gRPC status of a refusal, counted in the metrics.
@@ -996,11 +1006,17 @@ mod tests {
         assert!(bearer("Bearer").is_err());
         assert!(bearer("Bearer ").is_err());
         assert_eq!(
-            access_token(Some("from=0&access_token=a%2Bb")).as_deref(),
+            access_token(Some("from=0&access_token=a%2Bb"))
+                .unwrap()
+                .as_deref(),
             Some("a+b")
         );
-        assert_eq!(access_token(Some("from=0")), None);
-        assert_eq!(access_token(None), None);
+        assert_eq!(access_token(Some("from=0")).unwrap(), None);
+        assert_eq!(access_token(None).unwrap(), None);
+        assert!(matches!(
+            access_token(Some("access_token=a&access_token=b")),
+            Err(AuthError::SeveralQueryTokens)
+        ));
     }
 
     #[test]
