@@ -209,10 +209,17 @@ fn usage_and_io_errors_exit_2() {
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
     // A mirror that is not URL/topics/NAME, or not http(s): exit 2 before serving.
-    for bad in ["http://127.0.0.1:1/weather", "ftp://h:1/topics/w"] {
+    for bad in [
+        "http://127.0.0.1:1/weather",
+        "ftp://h:1/topics/w",
+        "http://127.0.0.1:1/topics/w?x=1",
+    ] {
         let r = jelly(&["serve", "--listen", "127.0.0.1:0", "--mirror", bad], None);
         assert_eq!(r.code, 2, "{bad}: {}", r.stderr);
         assert!(r.stderr.contains("mirror"), "{}", r.stderr);
+        if bad.contains('?') {
+            assert!(r.stderr.contains("has a query"), "{}", r.stderr);
+        }
     }
     // A --set of no known key, a bad value, or no `=`: exit 2 naming it.
     for (set, needle) in [

@@ -407,6 +407,12 @@ impl MirrorConfig {
                 "bad mirror `{spec}`: expected http(s)://host:port/topics/NAME or …/topics/NAME=LOCAL"
             )
         };
+        if spec.contains(['?', '#']) {
+            return Err(format!(
+                "bad mirror `{spec}`: the URL has a query or fragment; a mirror takes \
+                 http(s)://host:port/topics/NAME (or …/topics/NAME=LOCAL) and nothing after"
+            ));
+        }
         let (upstream, rest) = spec.rsplit_once("/topics/").ok_or_else(bad)?;
         let (name, local) = match rest.split_once('=') {
             Some((n, l)) => (n, l),
