@@ -776,6 +776,50 @@ async fn health_and_readiness_report_a_stopped_mirror() {
     a.shutdown().await.unwrap();
 }
 
+/// A mirror that its upstream refuses (no token, where the upstream asks for one) is
+/// retried, but needs an operator: `/health` is degraded and `/ready` 503 with the
+/// reason, until a session connects. (Before, it was retried with `/ready` 200.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_refused_by_its_upstream_is_reported() {
+    let c = client();
+    let a = start(|cfg| {
+        cfg.auth = Some(jelly_server::auth::AuthConfig {
+            tokens: vec![jelly_server::auth::TokenConfig {
+                name: Some("reader".into()),
+                token: Some("reader-token".into()),
+                subscribe: vec!["*".into()],
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+    })
+    .await;
+    let b = start(|cfg| cfg.mirrors = vec![mirror_of(&a, "t", "t")]).await;
+    wait_for("the refusal reported", || async {
+        let h: Value = c
+            .get(format!("{}/health", b.url()))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        h["mirrors_refused"] == 1
+    })
+    .await;
+    let r = c.get(format!("{}/ready", b.url())).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let v: Value = r.json().await.unwrap();
+    let p = &v["problems"][0];
+    assert_eq!(p["kind"], "mirror_refused", "{v}");
+    assert!(p["reason"].as_str().unwrap().contains("401"), "{v}");
+    let (_, d) = describe(&c, &b, "t").await;
+    assert_eq!(d["mirror"]["state"], "retrying", "{d}");
+    assert_eq!(d["mirror"]["refused"], true, "{d}");
+    b.shutdown().await.unwrap();
+    a.shutdown().await.unwrap();
+}
+
 /// A mirror of a mirror that stopped learns it from the upstream's description: its
 /// status, `/health` and `/metrics` say that nothing new will come and why. It stays
 /// ready: it serves what it has, and the stopped mirror is reported (and not ready)

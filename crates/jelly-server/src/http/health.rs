@@ -24,7 +24,7 @@ use crate::mirror::MirrorState;
 /// One thing, on one topic, that needs an operator.
 struct Problem {
     topic: String,
-    /// `unavailable`, `log_failed`, `log_damaged` or `mirror_stopped`.
+    /// `unavailable`, `log_failed`, `log_damaged`, `mirror_stopped` or `mirror_refused`.
     kind: &'static str,
     reason: String,
 }
@@ -80,6 +80,18 @@ impl Health {
                     reason: m.last_error().map(|(e, _)| e).unwrap_or_default(),
                 }),
         );
+        // Retried, but refused by the upstream (its token, or a certificate this
+        // server does not trust): only an operator changes that.
+        problems.extend(
+            mirrors
+                .iter()
+                .filter(|m| m.state() == MirrorState::Retrying && m.refused())
+                .map(|m| Problem {
+                    topic: m.topic().to_string(),
+                    kind: "mirror_refused",
+                    reason: m.last_error().map(|(e, _)| e).unwrap_or_default(),
+                }),
+        );
         Health {
             topics: topics.len(),
             unavailable: s.topics.unavailable().len(),
@@ -115,6 +127,11 @@ impl Health {
             ),
             ("log_damaged", "log found damaged", "logs found damaged"),
             ("mirror_stopped", "mirror stopped", "mirrors stopped"),
+            (
+                "mirror_refused",
+                "mirror refused by its upstream",
+                "mirrors refused by their upstreams",
+            ),
         ]
         .into_iter()
         .filter_map(|(kind, one, many)| match self.count(kind) {
@@ -141,6 +158,7 @@ pub async fn health(State(s): State<AppState>) -> impl IntoResponse {
         "log_damaged": h.count("log_damaged"),
         "mirrors": h.mirrors,
         "mirrors_stopped": h.count("mirror_stopped"),
+        "mirrors_refused": h.count("mirror_refused"),
         "mirrors_upstream_stopped": h.mirrors_upstream_stopped,
     }))
 }
@@ -177,6 +195,7 @@ pub async fn ready(State(s): State<AppState>, headers: HeaderMap) -> Response {
     .with("log_failed", h.count("log_failed"))
     .with("log_damaged", h.count("log_damaged"))
     .with("mirrors_stopped", h.count("mirror_stopped"))
+    .with("mirrors_refused", h.count("mirror_refused"))
     .with("problems", shown)
     .into_response()
 }

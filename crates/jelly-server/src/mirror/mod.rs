@@ -140,6 +140,9 @@ enum End {
     Shutdown,
     /// Try again after a pause.
     Retry(String),
+    /// The upstream refused this server (401, 403, or a certificate this server does
+    /// not trust): tried again after a pause, and reported as needing an operator.
+    Refused(String),
     /// The upstream no longer retains the next offset.
     Gone { requested: u64, first: u64 },
     /// Cannot go on without an operator.
@@ -223,6 +226,12 @@ impl Mirror {
                 End::Retry(e) => {
                     tracing::warn!(topic = %self.config.topic, error = %e, "mirror: will retry");
                     self.status.set_error(MirrorState::Retrying, e);
+                    self.status.set_refused(false);
+                }
+                End::Refused(e) => {
+                    tracing::error!(topic = %self.config.topic, error = %e, "mirror: refused by the upstream; will retry");
+                    self.status.set_error(MirrorState::Retrying, e);
+                    self.status.set_refused(true);
                 }
                 End::Diverged(e) => {
                     if self.config.on_gone == OnGone::Stop {
@@ -348,10 +357,10 @@ impl Mirror {
         let resp = match resp {
             Ok(r) => r,
             Err(e) => {
-                return End::Retry(format!(
-                    "cannot subscribe to the upstream: {}",
-                    describe(&e)
-                ));
+                return refused_or_retry(
+                    crate::tls::is_certificate_error(&e),
+                    format!("cannot subscribe to the upstream: {}", describe(&e)),
+                );
             }
         };
         let status = resp.status();
@@ -372,10 +381,13 @@ impl Mirror {
         }
         if !status.is_success() {
             let body = error_body(resp).await;
-            return End::Retry(format!(
-                "subscribing to the upstream: HTTP {status}: {}",
-                body["error"].as_str().unwrap_or("")
-            ));
+            return refused_or_retry(
+                is_refusal(status),
+                format!(
+                    "subscribing to the upstream: HTTP {status}: {}",
+                    body["error"].as_str().unwrap_or("")
+                ),
+            );
         }
         let start = resp
             .headers()
@@ -669,20 +681,47 @@ async fn refresh_upstream_next(request: reqwest::RequestBuilder, status: Arc<Mir
     }
 }
 
+/// A 401 or 403: the upstream does not let this server in (its token).
+fn is_refusal(status: reqwest::StatusCode) -> bool {
+    matches!(
+        status,
+        reqwest::StatusCode::UNAUTHORIZED | reqwest::StatusCode::FORBIDDEN
+    )
+}
+
+/// [`End::Refused`] when `refused`, else [`End::Retry`]; a certificate failure says
+/// where the trusted authorities come from.
+fn refused_or_retry(refused: bool, why: String) -> End {
+    if !refused {
+        return End::Retry(why);
+    }
+    if why.contains("certificate") {
+        End::Refused(format!(
+            "{why} (the mirror's `ca` / --mirror-ca names the authorities it trusts)"
+        ))
+    } else {
+        End::Refused(why)
+    }
+}
+
 /// `GET /topics/{name}` on the upstream (`request`).
 async fn describe_upstream(request: reqwest::RequestBuilder) -> Result<Upstream, End> {
-    let resp = request
-        .timeout(REQUEST_TIMEOUT)
-        .send()
-        .await
-        .map_err(|e| End::Retry(format!("cannot reach the upstream: {}", describe(&e))))?;
+    let resp = request.timeout(REQUEST_TIMEOUT).send().await.map_err(|e| {
+        refused_or_retry(
+            crate::tls::is_certificate_error(&e),
+            format!("cannot reach the upstream: {}", describe(&e)),
+        )
+    })?;
     let status = resp.status();
     if !status.is_success() {
         let body = error_body(resp).await;
-        return Err(End::Retry(format!(
-            "describing the upstream topic: HTTP {status}: {}",
-            body["error"].as_str().unwrap_or("")
-        )));
+        return Err(refused_or_retry(
+            is_refusal(status),
+            format!(
+                "describing the upstream topic: HTTP {status}: {}",
+                body["error"].as_str().unwrap_or("")
+            ),
+        ));
     }
     let body = read_capped(resp, DESCRIBE_BYTES)
         .await

@@ -65,6 +65,10 @@ struct Inner {
     /// mirror that stopped, or one whose own upstream stopped (as its description
     /// said when last seen).
     upstream_stopped: Option<String>,
+    /// The upstream refused this server at the last try (a 401 or 403, or a
+    /// certificate this server does not trust): retried, but only an operator on one
+    /// side changes it. Cleared when a session connects.
+    refused: bool,
 }
 
 impl MirrorStatus {
@@ -82,6 +86,7 @@ impl MirrorStatus {
                 upstream_next: None,
                 upstream_seen_ms: None,
                 upstream_stopped: None,
+                refused: false,
             }),
             items: AtomicU64::new(0),
             connects: AtomicU64::new(0),
@@ -143,8 +148,20 @@ impl MirrorStatus {
         self.lock().upstream_stopped = why;
     }
 
+    /// Whether the upstream refused this server at the last try (see `Inner::refused`).
+    pub fn refused(&self) -> bool {
+        self.lock().refused
+    }
+
+    pub(crate) fn set_refused(&self, refused: bool) {
+        self.lock().refused = refused;
+    }
+
     pub(crate) fn set_state(&self, state: MirrorState) {
         let mut g = self.lock();
+        if state == MirrorState::Connected {
+            g.refused = false;
+        }
         if g.state != state {
             g.state = state;
             g.since_ms = now_ms();
@@ -195,6 +212,7 @@ impl MirrorStatus {
             "upstream_next_offset": g.upstream_next,
             "upstream_seen_ms": g.upstream_seen_ms,
             "upstream_stopped": g.upstream_stopped,
+            "refused": g.refused,
             "lag": lag,
             "items_copied": self.items.load(Ordering::Relaxed),
             "connects": self.connects.load(Ordering::Relaxed),
