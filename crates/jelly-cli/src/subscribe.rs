@@ -210,13 +210,11 @@ impl Sink {
                         .cloned()
                         .ok_or_else(|| CliError::invalid("the stream has no options row"))?;
                     o.version = 0;
-                    // Continuing a stream: its tables' first entries and first name id
-                    // are written out, not left to the `0 = previous + 1` shorthand,
-                    // whose "previous" would be the file's last entry.
-                    let cfg = jelly::EncoderConfig {
-                        spliceable: self.continues.is_some(),
-                        ..Default::default()
-                    };
+                    // Spliceable (the default): the tables' first entries and first name
+                    // id are written out, not left to the `0 = previous + 1` shorthand,
+                    // so a stream continued with --append (whose "previous" would be the
+                    // file's last entry), or files joined with `cat`, decode right.
+                    let cfg = jelly::EncoderConfig::default();
                     let enc = Encoder::with_config(o, cfg)
                         .map_err(|e| CliError::invalid(e.to_string()))?;
                     if let Some((name, held)) = &self.continues

@@ -332,7 +332,7 @@ fn render_mirrors(s: &mut String, registry: &Registry) {
         &'static str,
         fn(&crate::mirror::MirrorStatus, Option<u64>) -> Option<u64>,
     );
-    let per_mirror: [PerMirror; 7] = [
+    let per_mirror: [PerMirror; 8] = [
         (
             "jelly_mirror_connected",
             "gauge",
@@ -344,6 +344,12 @@ fn render_mirrors(s: &mut String, registry: &Registry) {
             "gauge",
             "1 when the mirror gave up (the upstream no longer retains what it needs, or other options): needs an operator.",
             |m, _| Some(u64::from(m.state() == MirrorState::Stopped)),
+        ),
+        (
+            "jelly_mirror_refused",
+            "gauge",
+            "1 while the mirror is retried but its upstream refused it at the last try (401, 403, an untrusted certificate): needs an operator.",
+            |m, _| Some(u64::from(m.state() == MirrorState::Retrying && m.refused())),
         ),
         (
             "jelly_mirror_upstream_stopped",

@@ -578,8 +578,9 @@ async fn sse_keep_alives_go_on_while_a_filter_skips_every_item() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
+    let published = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let publisher = {
-        let (c, url) = (c.clone(), srv.url());
+        let (c, url, published) = (c.clone(), srv.url(), published.clone());
         tokio::spawn(async move {
             for _ in 0..20 {
                 tokio::time::sleep(Duration::from_millis(300)).await;
@@ -592,6 +593,7 @@ async fn sse_keep_alives_go_on_while_a_filter_skips_every_item() {
                     .await
                     .unwrap();
                 assert_eq!(r.status(), StatusCode::OK);
+                published.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         })
     };
@@ -606,6 +608,13 @@ async fn sse_keep_alives_go_on_while_a_filter_skips_every_item() {
     };
     let _ = tokio::time::timeout(Duration::from_secs(6), read).await;
     publisher.abort();
+    // The topic was busy while the keep-alives came (not idle: then they would come
+    // anyway).
+    let published = published.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        published >= 5,
+        "only {published} items were published meanwhile"
+    );
     assert!(
         text.matches(": keep-alive").count() >= 2,
         "keep-alives while items were skipped: {text:?}"

@@ -816,6 +816,45 @@ async fn a_mirror_refused_by_its_upstream_is_reported() {
     let (_, d) = describe(&c, &b, "t").await;
     assert_eq!(d["mirror"]["state"], "retrying", "{d}");
     assert_eq!(d["mirror"]["refused"], true, "{d}");
+    let m = c
+        .get(format!("{}/metrics", b.url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        m.lines()
+            .any(|l| l.starts_with("jelly_mirror_refused{topic=\"t\"") && l.ends_with(" 1")),
+        "{m}"
+    );
+    // The upstream lets it in (here: started again, at the same address, open): the
+    // next session connects and the refusal is no longer reported.
+    let addr = a.local_addr();
+    a.shutdown().await.unwrap();
+    let a = start(|cfg| cfg.listen = addr).await;
+    publish(&c, &a, "t", 0).await;
+    wait_for("the mirror connected", || async {
+        let (_, d) = describe(&c, &b, "t").await;
+        d["mirror"]["state"] == "connected"
+    })
+    .await;
+    let (_, d) = describe(&c, &b, "t").await;
+    assert_eq!(d["mirror"]["refused"], false, "{d}");
+    let h: Value = c
+        .get(format!("{}/health", b.url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (&h["status"], &h["mirrors_refused"]),
+        (&json!("ok"), &json!(0)),
+        "{h}"
+    );
     b.shutdown().await.unwrap();
     a.shutdown().await.unwrap();
 }

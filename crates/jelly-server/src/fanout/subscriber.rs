@@ -299,7 +299,13 @@ impl Subscription {
                 Err(_) => Some(Step::End(EndReason::Closed)),
             },
             _ = self.shutdown.wait_for(|s| *s) => Some(Step::End(EndReason::Shutdown)),
-            _ = keepalive => Some(Step::Data(vec![self.stitcher.block(&self.group.keepalive)])),
+            _ = keepalive => {
+                // Counted as output here, not only when the step reaches the caller:
+                // a private read that waits drops the keep-alive, and a due time left
+                // in the past would wake every later wait at once.
+                self.last_output = tokio::time::Instant::now();
+                Some(Step::Data(vec![self.stitcher.block(&self.group.keepalive)]))
+            }
         }
     }
 

@@ -201,6 +201,8 @@ impl Mirror {
                 || self
                     .connected_at
                     .is_some_and(|t| t.elapsed() >= STABLE_SESSION);
+            // Refused is the outcome of this session alone: any other clears it.
+            self.status.set_refused(matches!(end, End::Refused(_)));
             match end {
                 End::Shutdown => break,
                 End::Fatal(e) => {
@@ -226,12 +228,10 @@ impl Mirror {
                 End::Retry(e) => {
                     tracing::warn!(topic = %self.config.topic, error = %e, "mirror: will retry");
                     self.status.set_error(MirrorState::Retrying, e);
-                    self.status.set_refused(false);
                 }
                 End::Refused(e) => {
                     tracing::error!(topic = %self.config.topic, error = %e, "mirror: refused by the upstream; will retry");
                     self.status.set_error(MirrorState::Retrying, e);
-                    self.status.set_refused(true);
                 }
                 End::Diverged(e) => {
                     if self.config.on_gone == OnGone::Stop {
