@@ -688,9 +688,17 @@ async fn publish_refusals() {
     assert_eq!(st.code(), Code::ResourceExhausted, "{st:?}");
     assert_eq!(tri_next(), 3);
 
-    // An empty stream.
+    // An empty stream, and streams of no statements (empty frames; an options row
+    // alone), as over HTTP: refused, nothing appended.
     let st = publish(&ch, "tri", vec![]).await.unwrap_err();
     assert_eq!(st.code(), Code::InvalidArgument);
+    let options_only = frames(&[vec![]], StreamOptions::small());
+    for stream in [vec![Bytes::new(), Bytes::new()], options_only] {
+        let st = publish(&ch, "tri", stream).await.unwrap_err();
+        assert_eq!(st.code(), Code::InvalidArgument);
+        assert!(st.message().contains("no statements"), "{}", st.message());
+    }
+    assert_eq!(tri_next(), 3);
     s.shutdown().await.unwrap();
 }
 

@@ -226,6 +226,14 @@ impl Publish {
             ));
         }
         self.flush().await?;
+        if self.p.accepted == 0 {
+            // As the HTTP streaming publish answers: a stream of no statements is a
+            // mistake (an options row alone, or empty frames), not a publish of nothing.
+            return Err(Status::invalid_argument(format!(
+                "the stream holds no statements ({} frame(s) read); nothing was appended",
+                self.frames
+            )));
+        }
         tracing::debug!(topic = %self.p.name(), items = self.p.accepted, "published over gRPC");
         let mut r = Response::new(Received);
         self.put_offsets(r.metadata_mut());
