@@ -428,12 +428,9 @@ fn open(path: Option<&str>, replace_at_end: bool) -> CliResult<Output> {
     wrap(raw, compression, &name, pending)
 }
 
-/// The checks [`open_output_live`] makes before it touches anything (the folder
-/// exists, `path` is not a folder), and that the file can be written: an existing file
-/// is opened for writing without being changed; a missing one is made and removed
-/// again. For a caller that opens the file later (only once there is something to
-/// write), so that a path it cannot write is still refused at once.
-pub fn check_output_path(path: &str) -> CliResult<()> {
+/// The checks [`open_output_live`] makes before it touches anything: the folder
+/// exists and `path` is not a folder.
+fn check_output_path(path: &str) -> CliResult<()> {
     if path == "-" {
         return Ok(());
     }
@@ -450,6 +447,20 @@ pub fn check_output_path(path: &str) -> CliResult<()> {
     if fs::metadata(path).is_ok_and(|m| m.is_dir()) {
         return Err(CliError::usage(format!("{name}: is a directory")));
     }
+    Ok(())
+}
+
+/// The checks [`open_output_live`] makes first (the folder exists, `path` is not a
+/// folder), and that the file can be written: an existing file is
+/// opened for writing without being changed; a missing one is made and removed
+/// again. For a caller that opens the file later (only once there is something to
+/// write), so that a path it cannot write is still refused at once.
+pub fn check_output_writable(path: &str) -> CliResult<()> {
+    check_output_path(path)?;
+    if path == "-" {
+        return Ok(());
+    }
+    let name = display_name(path, false);
     let io = |e: io::Error| CliError::io(&name, &e);
     if fs::metadata(path).is_ok() {
         fs::OpenOptions::new().write(true).open(path).map_err(io)?;

@@ -148,6 +148,7 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
     }
     // Every file can be opened and its format told before the first is sent: a
     // misspelled last name would otherwise leave the topic with the files before it.
+    let mut content_types = Vec::with_capacity(inputs.len());
     for path in &inputs {
         let ct = content_type(path, a)?;
         if a.stream && ct != "application/x-jelly-rdf" {
@@ -155,6 +156,7 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
                 "{path}: --stream takes Jelly input (use --jelly or a .jelly file)"
             )));
         }
+        content_types.push(ct);
         if path == "-" {
             continue;
         }
@@ -192,7 +194,7 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
         let sep = if query.is_empty() { '?' } else { '&' };
         format!("{url}{sep}split=graph")
     });
-    for (done, path) in inputs.iter().enumerate() {
+    for (done, (path, ct)) in inputs.iter().zip(content_types).enumerate() {
         // When a later file fails, the earlier ones are already in the topic: say so.
         let state = |mut e: CliError| {
             if inputs.len() > 1 {
@@ -203,12 +205,6 @@ pub fn run(a: &PublishArgs, quiet: bool) -> CliResult {
             }
             e
         };
-        let ct = content_type(path, a).map_err(state)?;
-        if a.stream && ct != "application/x-jelly-rdf" {
-            return Err(CliError::usage(format!(
-                "{path}: --stream takes Jelly input (use --jelly or a .jelly file)"
-            )));
-        }
         // Sent as stored, in bounded memory: a compressed input goes with its
         // Content-Encoding and the server inflates it (and counts the inflated bytes
         // against its limits).

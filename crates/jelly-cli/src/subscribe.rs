@@ -746,7 +746,7 @@ pub fn run(a: &SubscribeArgs, quiet: bool) -> CliResult {
             }
         }
         Some(path) if path != "-" => {
-            crate::io::check_output_path(path)?;
+            crate::io::check_output_writable(path)?;
             OutSlot::Lazy {
                 path: path.to_string(),
                 append: false,
