@@ -252,6 +252,18 @@ impl State {
         self.segments.first().map_or(self.next, |s| s.base)
     }
 
+    /// Drops the oldest item of the tail cache and gives its bytes back to `pool`;
+    /// `false` when the cache is empty.
+    fn drop_oldest_cached(&mut self, pool: &TailCachePool) -> bool {
+        let Some(old) = self.tail.pop_front() else {
+            return false;
+        };
+        let held = old.held_bytes();
+        self.tail_bytes -= held;
+        pool.give(held);
+        true
+    }
+
     /// Items from `from` out of the tail cache, or `None` when `from` is older than
     /// the cache (then the files must be read). `from` must be retained and below `next`.
     fn read_tail(&self, from: u64, limits: ReadLimits) -> Option<Vec<Item>> {

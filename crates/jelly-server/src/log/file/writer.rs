@@ -471,12 +471,9 @@ impl Writer {
                     // For want of room in the pool, not over its own bound.
                     pool.note_pressure();
                 }
-                let Some(old) = st.tail.pop_front() else {
+                if !st.drop_oldest_cached(pool) {
                     break;
-                };
-                let held = old.held_bytes();
-                st.tail_bytes -= held;
-                pool.give(held);
+                }
             }
             drop(st);
             self.len += written;
@@ -668,14 +665,7 @@ impl Writer {
         }
         let share = pool.share();
         let mut st = self.shared.write_state();
-        while st.tail_bytes > share {
-            let Some(old) = st.tail.pop_front() else {
-                break;
-            };
-            let held = old.held_bytes();
-            st.tail_bytes -= held;
-            pool.give(held);
-        }
+        while st.tail_bytes > share && st.drop_oldest_cached(pool) {}
     }
 
     /// The size past which the next batch starts a new segment: `segment_bytes`, or
