@@ -349,7 +349,7 @@ fn render_mirrors(s: &mut String, registry: &Registry) {
             "jelly_mirror_refused",
             "gauge",
             "1 while the mirror is retried but its upstream refused it at the last try (401, 403, an untrusted certificate): needs an operator.",
-            |m, _| Some(u64::from(m.state() == MirrorState::Retrying && m.refused())),
+            |m, _| Some(u64::from(m.refused())),
         ),
         (
             "jelly_mirror_upstream_stopped",

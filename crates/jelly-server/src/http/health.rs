@@ -70,28 +70,23 @@ impl Health {
                 reason,
             })
         }));
-        problems.extend(
-            mirrors
-                .iter()
-                .filter(|m| m.state() == MirrorState::Stopped)
-                .map(|m| Problem {
-                    topic: m.topic().to_string(),
-                    kind: "mirror_stopped",
-                    reason: m.last_error().map(|(e, _)| e).unwrap_or_default(),
-                }),
-        );
-        // Retried, but refused by the upstream (its token, or a certificate this
-        // server does not trust): only an operator changes that.
-        problems.extend(
-            mirrors
-                .iter()
-                .filter(|m| m.state() == MirrorState::Retrying && m.refused())
-                .map(|m| Problem {
-                    topic: m.topic().to_string(),
-                    kind: "mirror_refused",
-                    reason: m.last_error().map(|(e, _)| e).unwrap_or_default(),
-                }),
-        );
+        // A mirror that stopped, or one retried but refused by its upstream (its
+        // token, or a certificate this server does not trust): only an operator
+        // changes either.
+        problems.extend(mirrors.iter().filter_map(|m| {
+            let kind = if m.state() == MirrorState::Stopped {
+                "mirror_stopped"
+            } else if m.refused() {
+                "mirror_refused"
+            } else {
+                return None;
+            };
+            Some(Problem {
+                topic: m.topic().to_string(),
+                kind,
+                reason: m.last_error().map(|(e, _)| e).unwrap_or_default(),
+            })
+        }));
         Health {
             topics: topics.len(),
             unavailable: s.topics.unavailable().len(),

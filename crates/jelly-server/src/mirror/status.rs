@@ -67,7 +67,8 @@ struct Inner {
     upstream_stopped: Option<String>,
     /// The upstream refused this server at the last try (a 401 or 403, or a
     /// certificate this server does not trust): retried, but only an operator on one
-    /// side changes it. Cleared when a session connects.
+    /// side changes it. Cleared by a session that ends otherwise, and by any state but
+    /// retrying.
     refused: bool,
 }
 
@@ -148,7 +149,9 @@ impl MirrorStatus {
         self.lock().upstream_stopped = why;
     }
 
-    /// Whether the upstream refused this server at the last try (see `Inner::refused`).
+    /// Whether the upstream refused this server at the last try (see `Inner::refused`):
+    /// set by a session that ended so, cleared by any other end and by any state but
+    /// retrying, so the mirror is retrying while it holds.
     pub fn refused(&self) -> bool {
         self.lock().refused
     }
@@ -159,7 +162,8 @@ impl MirrorStatus {
 
     pub(crate) fn set_state(&self, state: MirrorState) {
         let mut g = self.lock();
-        if state == MirrorState::Connected {
+        // Refused only ever describes a mirror that is retrying.
+        if state != MirrorState::Retrying {
             g.refused = false;
         }
         if g.state != state {
