@@ -238,11 +238,7 @@ fn read_query<T: serde::de::DeserializeOwned>(
                     .unwrap_or_default();
                 // A long value is cut: the answer names it, it need not repeat it all.
                 if value.len() > 100 {
-                    let mut end = 100;
-                    while !value.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    value.truncate(end);
+                    value.truncate(super::prefix_within(&value, 100).len());
                     value.push('…');
                 }
                 ApiError::bad_request(format!(

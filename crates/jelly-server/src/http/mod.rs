@@ -223,6 +223,16 @@ async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
     )
 }
 
+/// The longest prefix of `s` of at most `max` bytes that ends on a character boundary
+/// (`str::floor_char_boundary`, which the supported Rust version lacks).
+pub(crate) fn prefix_within(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 /// Every line of a list-valued header as one list (RFC 9110 §5.3: a field sent on
 /// several lines means their values joined with commas); `None` when it is absent.
 /// Lines that are not visible ASCII are left out.

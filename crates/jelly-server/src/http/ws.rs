@@ -90,13 +90,9 @@ fn upgrade_required(e: WebSocketUpgradeRejection) -> ApiError {
 
 /// A close frame; the reason is cut to the 123 bytes a close frame can hold.
 fn close(code: u16, reason: &str) -> Message {
-    let mut end = reason.len().min(123);
-    while !reason.is_char_boundary(end) {
-        end -= 1;
-    }
     Message::Close(Some(CloseFrame {
         code: CloseCode::from(code),
-        reason: Utf8Bytes::from(&reason[..end]),
+        reason: Utf8Bytes::from(super::prefix_within(reason, 123)),
     }))
 }
 
