@@ -728,14 +728,7 @@ async fn health_and_readiness_report_a_stopped_mirror() {
     })
     .await;
     wait_stopped(&b, "t").await;
-    let h: Value = c
-        .get(format!("{}/health", b.url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let h: Value = support::get_json(&c, &format!("{}/health", b.url())).await;
     assert_eq!(h["status"], "degraded", "{h}");
     assert_eq!(
         (&h["mirrors"], &h["mirrors_stopped"]),
@@ -796,14 +789,7 @@ async fn a_mirror_refused_by_its_upstream_is_reported() {
     .await;
     let b = start(|cfg| cfg.mirrors = vec![mirror_of(&a, "t", "t")]).await;
     wait_for("the refusal reported", || async {
-        let h: Value = c
-            .get(format!("{}/health", b.url()))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let h: Value = support::get_json(&c, &format!("{}/health", b.url())).await;
         h["mirrors_refused"] == 1
     })
     .await;
@@ -816,14 +802,7 @@ async fn a_mirror_refused_by_its_upstream_is_reported() {
     let (_, d) = describe(&c, &b, "t").await;
     assert_eq!(d["mirror"]["state"], "retrying", "{d}");
     assert_eq!(d["mirror"]["refused"], true, "{d}");
-    let m = c
-        .get(format!("{}/metrics", b.url()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let m = support::metrics_text(&c, &b.url()).await;
     assert!(
         m.lines()
             .any(|l| l.starts_with("jelly_mirror_refused{topic=\"t\"") && l.ends_with(" 1")),
@@ -842,14 +821,7 @@ async fn a_mirror_refused_by_its_upstream_is_reported() {
     .await;
     let (_, d) = describe(&c, &b, "t").await;
     assert_eq!(d["mirror"]["refused"], false, "{d}");
-    let h: Value = c
-        .get(format!("{}/health", b.url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let h: Value = support::get_json(&c, &format!("{}/health", b.url())).await;
     assert_eq!(
         (&h["status"], &h["mirrors_refused"]),
         (&json!("ok"), &json!(0)),
@@ -890,14 +862,7 @@ async fn a_mirror_of_a_stopped_mirror_shows_it() {
         "{d}"
     );
     assert_eq!(d["mirror"]["state"], "connected", "{d}");
-    let h: Value = c
-        .get(format!("{}/health", cc.url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let h: Value = support::get_json(&c, &format!("{}/health", cc.url())).await;
     assert_eq!(h["status"], "ok", "{h}");
     assert_eq!(h["mirrors_upstream_stopped"], 1, "{h}");
     let r = c.get(format!("{}/ready", cc.url())).send().await.unwrap();
