@@ -35,6 +35,16 @@ use crate::log::ReadLimits;
 use crate::metrics::Metrics;
 use crate::topic::Topic;
 
+/// Yields once, so that the subscriber tasks an append just woke write their items
+/// before the appending task answers its publisher.
+///
+/// The woken tasks wait on this worker until the current task yields; answering
+/// first (an HTTP response, a WebSocket acknowledgement) put one more write, and for
+/// HTTP the rest of the connection's turn, on every item's path to its subscribers.
+pub async fn let_subscribers_write() {
+    tokio::task::yield_now().await;
+}
+
 /// The longest buffer window a subscriber may ask for, in milliseconds.
 pub const MAX_WINDOW_MS: u64 = 60_000;
 

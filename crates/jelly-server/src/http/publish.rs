@@ -505,6 +505,7 @@ async fn publish_inner(
         ),
     })?;
     tracing::debug!(topic = name, items = offsets.len(), "published");
+    crate::fanout::let_subscribers_write().await;
     Ok(Json(json!({ "topic": name, "offsets": offsets })))
 }
 

@@ -477,6 +477,7 @@ impl PublishSession {
                 return Err((first, e));
             }
         };
+        crate::fanout::let_subscribers_write().await;
         let mut offsets = offsets.into_iter();
         for m in std::mem::take(&mut self.pending) {
             let offset = if m.item { offsets.next() } else { None };
