@@ -771,6 +771,13 @@ fn delete_segment(shared: &Shared, deleting: &mut Deleting, (base, path): (u64, 
         // Always the oldest: deletions and restarts both hold `deleting`.
         if st.segments.len() > 1 && st.segments[0].base == base {
             st.segments.remove(0);
+            // Its items leave the tail cache too: no read can ask for them any more,
+            // and a topic retaining less than the cache's size would otherwise keep a
+            // whole cache of dropped items in memory.
+            let first = st.first();
+            while st.tail.front().is_some_and(|i| i.offset < first)
+                && st.drop_oldest_cached(&shared.tail_pool)
+            {}
         }
     }
     if let Err(e) = sync_dir(&shared.dir) {
@@ -917,6 +924,52 @@ mod tests {
         assert!(st.tail.len() <= 5, "{} items cached", st.tail.len());
         drop(st);
         drop(log);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// Items that retention drops leave the tail cache as well: a topic that retains
+    /// less than the cache's size holds no more than it retains (the cache held a
+    /// whole `tail_cache_bytes` of dropped items).
+    #[test]
+    fn retention_drops_its_items_from_the_tail_cache() {
+        let dir = std::env::temp_dir().join(format!("jelly-log-tailret-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let pool = Arc::new(super::super::TailCachePool::new(None));
+        let opts = FileLogOptions {
+            tail_cache_bytes: 4 << 20,
+            tail_cache_pool: pool.clone(),
+            segment_bytes: 40_000,
+            retention_bytes: Some(100_000),
+            durability: crate::log::Durability::None,
+            ..FileLogOptions::default()
+        };
+        let log = FileLog::open(&dir, opts).unwrap();
+        let big = |i: u64| NewItem {
+            headers: vec![("note".into(), "h".repeat(10_000))],
+            ..item(i)
+        };
+        for batch in 0..20u64 {
+            let (r, rx) = request((batch * 5..batch * 5 + 5).map(big).collect());
+            lock(&log.writer).commit(vec![r]);
+            assert_eq!(rx.blocking_recv().unwrap().unwrap().len(), 5);
+        }
+        retain_all(&log.writer);
+        let first = log.first_offset();
+        assert!(first > 50, "retention kept from {first}");
+        assert!(
+            log.size_bytes() <= 140_000,
+            "{} bytes kept",
+            log.size_bytes()
+        );
+        let st = log.shared.state.read().unwrap_or_else(|e| e.into_inner());
+        let cached: Vec<u64> = st.tail.iter().map(|i| i.offset).collect();
+        assert_eq!(cached.first(), Some(&first), "cached {cached:?}");
+        assert_eq!(cached.last(), Some(&99));
+        assert!(st.tail_bytes <= 140_000, "{} bytes cached", st.tail_bytes);
+        assert_eq!(pool.used(), st.tail_bytes);
+        drop(st);
+        drop(log);
+        assert_eq!(pool.used(), 0);
         let _ = fs::remove_dir_all(&dir);
     }
 
