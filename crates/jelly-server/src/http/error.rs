@@ -113,7 +113,10 @@ impl From<TopicError> for ApiError {
             | TopicError::Replaced { topic, .. } => Some(topic.clone()),
             _ => None,
         };
-        let err = ApiError::new(status, e.to_string());
+        let mut err = ApiError::new(status, e.to_string());
+        if e.is_passing() {
+            err = err.with_header(header::RETRY_AFTER, "1");
+        }
         match topic {
             Some(t) => err.with("topic", t),
             None => err,
@@ -271,5 +274,32 @@ fn unknown_parameter(ignored: &[BTreeSet<String>]) -> Result<(), ApiError> {
         ))
         .with("parameter", name.as_str())),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only an error that passes by itself tells the client when to retry.
+    #[test]
+    fn a_topic_being_deleted_answers_503_with_retry_after() {
+        let retry_after = |e: &ApiError| {
+            e.headers
+                .iter()
+                .find(|(n, _)| n == header::RETRY_AFTER)
+                .map(|(_, v)| *v)
+        };
+        let unavailable = |reason: &str| TopicError::Unavailable {
+            topic: "t".into(),
+            reason: reason.into(),
+        };
+        let going = ApiError::from(unavailable("it is being deleted"));
+        assert_eq!(going.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(retry_after(&going), Some("1"));
+        assert_eq!(going.body["topic"], "t");
+        let broken = ApiError::from(unavailable("corrupt log segment 0.log at byte 12"));
+        assert_eq!(broken.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(retry_after(&broken), None);
     }
 }

@@ -468,6 +468,14 @@ pub enum TopicError {
     Unavailable { topic: String, reason: String },
 }
 
+impl TopicError {
+    /// Whether the error passes by itself within moments: the topic's deletion is
+    /// running (a publish retried after it creates the name's new topic).
+    pub fn is_passing(&self) -> bool {
+        matches!(self, TopicError::Unavailable { reason, .. } if reason == storage::BEING_DELETED)
+    }
+}
+
 /// Longest topic name, in bytes (all ASCII).
 pub const MAX_NAME_LEN: usize = 200;
 

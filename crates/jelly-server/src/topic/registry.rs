@@ -683,6 +683,32 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// While a deletion runs its name answers an error that passes (and says so, for
+    /// a `Retry-After`); a topic that could not be opened stays down until an operator
+    /// acts, which is no error to retry.
+    #[test]
+    fn a_deletion_in_progress_is_an_error_that_passes() {
+        let topics = Registry::open(&ServerConfig::ephemeral()).unwrap();
+        let mark = |name: &str, reason: &str| {
+            topics
+                .unavailable
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(name.to_string(), reason.to_string());
+        };
+        mark("going", BEING_DELETED);
+        mark(
+            "broken",
+            "corrupt log segment 0.log at byte 12: bad checksum",
+        );
+        let going = topics.check_available("going").unwrap_err();
+        assert!(going.is_passing(), "{going}");
+        assert!(going.to_string().contains("being deleted"), "{going}");
+        let broken = topics.check_available("broken").unwrap_err();
+        assert!(!broken.is_passing(), "{broken}");
+        assert!(!TopicError::NotFound("x".into()).is_passing());
+    }
+
     /// A publisher dropped while its append waits for the fsync (its client gone)
     /// cannot cancel what follows the commit: the item is counted and the listeners
     /// (the fan-out's pumps) hear of it, rather than at the topic's next append.
