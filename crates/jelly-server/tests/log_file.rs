@@ -646,6 +646,87 @@ async fn damage_in_the_middle_of_the_last_segment_is_corrupt_not_torn() {
     }
 }
 
+/// Damage found at runtime cuts reads off at the damaged record, no earlier and (when
+/// only its checksum failed) no later: a read that reaches it returns the items
+/// before it, the read from it fails naming it, and a read from beyond it is served
+/// (the damage is noted all the same). A damaged length leaves nothing to step over.
+#[tokio::test]
+async fn a_damaged_record_cuts_reads_off_at_itself() {
+    use std::os::unix::fs::FileExt as _;
+    for flip_length in [false, true] {
+        let dir = TempDir::new("cutoff");
+        let log = open(dir.path(), small(1 << 20));
+        let n = 40u64;
+        for i in 0..n {
+            log.append(vec![fixed_item(i)]).await.unwrap();
+        }
+        let path = seg_path(dir.path(), 0);
+        let rec = fs::metadata(&path).unwrap().len() / n;
+        // Record 21: a byte of its body, or the high byte of its length.
+        let at = 21 * rec + if flip_length { 3 } else { 8 + 25 };
+        let f = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let mut b = [0u8; 1];
+        f.read_exact_at(&mut b, at).unwrap();
+        f.write_all_at(&[b[0] ^ 0x10], at).unwrap();
+        drop(f);
+        assert_eq!(log.damage(), None);
+
+        let limits = ReadLimits {
+            max_items: 100,
+            ..ReadLimits::default()
+        };
+        let before = log.read(0, limits).await.unwrap();
+        assert_eq!(before.len(), 21, "flip_length {flip_length}");
+        for (i, it) in before.iter().enumerate() {
+            assert_item(it, i as u64, &fixed_item(i as u64));
+        }
+        let e = log.read(21, limits).await.unwrap_err();
+        assert!(matches!(e, LogError::Corrupt { .. }), "{e}");
+        assert!(log.damage().is_some());
+        let after = log.read(22, limits).await;
+        if flip_length {
+            let e = after.unwrap_err();
+            assert!(matches!(e, LogError::Corrupt { .. }), "{e}");
+        } else {
+            let after = after.unwrap();
+            assert_eq!(after.len(), 18);
+            for (k, it) in after.iter().enumerate() {
+                let i = 22 + k as u64;
+                assert_item(it, i, &fixed_item(i));
+            }
+            assert_eq!(log.read(30, limits).await.unwrap().len(), 10);
+        }
+    }
+}
+
+/// Damage noted by a read from beyond it, which steps over it, is reported too.
+#[tokio::test]
+async fn a_damaged_record_stepped_over_is_noted() {
+    use std::os::unix::fs::FileExt as _;
+    let dir = TempDir::new("stepnote");
+    let log = open(dir.path(), small(1 << 20));
+    for i in 0..40 {
+        log.append(vec![fixed_item(i)]).await.unwrap();
+    }
+    let path = seg_path(dir.path(), 0);
+    let rec = fs::metadata(&path).unwrap().len() / 40;
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    f.write_all_at(b"\xff", 21 * rec + 8 + 25).unwrap();
+    drop(f);
+    let after = log.read(22, ReadLimits::default()).await.unwrap();
+    assert_eq!(after.first().map(|i| i.offset), Some(22));
+    let damage = log.damage().expect("the damage stepped over is noted");
+    assert!(damage.contains("CRC"), "{damage}");
+}
+
 #[tokio::test]
 async fn damage_in_the_last_segment_is_found_across_large_records() {
     // Items larger than the reader's 256 KiB window: the search must follow records

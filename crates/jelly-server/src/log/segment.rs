@@ -95,6 +95,8 @@ pub(crate) struct RecordReader<'a> {
     window_start: u64,
     big: Vec<u8>,
     body: Body,
+    /// Where the record that last failed its checksum ends (its length was sound).
+    bad_end: Option<u64>,
 }
 
 #[derive(Clone, Copy)]
@@ -114,6 +116,21 @@ impl<'a> RecordReader<'a> {
             window_start: 0,
             big: Vec::new(),
             body: Body::None,
+            bad_end: None,
+        }
+    }
+
+    /// After [`RecordReader::next`] failed on a record's checksum (its length within
+    /// the segment), moves past that record and returns `true`; otherwise `false`.
+    /// The next record is checked as any other, so a length that was itself damaged
+    /// leads to another error, never to a record that is not one.
+    pub fn step_over_bad(&mut self) -> bool {
+        match self.bad_end.take() {
+            Some(end) => {
+                self.pos = end;
+                true
+            }
+            None => false,
         }
     }
 
@@ -136,6 +153,7 @@ impl<'a> RecordReader<'a> {
     /// Checks the length against `end` and the CRC of the body.
     pub fn next(&mut self) -> Result<Option<u64>, ScanError> {
         self.body = Body::None;
+        self.bad_end = None;
         let pos = self.pos;
         if pos >= self.end {
             return Ok(None);
@@ -179,6 +197,7 @@ impl<'a> RecordReader<'a> {
         let actual = record::crc32c(self.body());
         if actual != crc {
             self.body = Body::None;
+            self.bad_end = Some(body_pos + len as u64);
             return Err(bad(
                 pos,
                 &format!("CRC mismatch (stored {crc:08x}, computed {actual:08x})"),

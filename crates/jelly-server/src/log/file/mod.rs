@@ -205,14 +205,22 @@ impl Shared {
     /// Passes a read's result through, noting the first one that found the files
     /// damaged: a record that fails its check, or an I/O error reading one.
     fn note_read<T>(&self, r: Result<T, LogError>) -> Result<T, LogError> {
-        if let Err(e @ (LogError::Corrupt { .. } | LogError::Io { .. })) = &r {
+        if let Err(e) = &r {
+            self.note_damage(e);
+        }
+        r
+    }
+
+    /// Notes `e` as the log's damage when it is the first, and is damage: a record
+    /// that fails its check, or an I/O error reading one.
+    fn note_damage(&self, e: &LogError) {
+        if matches!(e, LogError::Corrupt { .. } | LogError::Io { .. }) {
             let mut damage = lock(&self.damage);
             if damage.is_none() {
                 tracing::error!(log = %self.dir.display(), error = %e, "a read found the log damaged");
                 *damage = Some(e.to_string());
             }
         }
-        r
     }
 }
 

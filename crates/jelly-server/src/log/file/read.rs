@@ -20,6 +20,12 @@ struct Cursor {
     end: u64,
 }
 
+/// Reads items from `from`, within `limits`.
+///
+/// Damage cuts a read off where it is, no earlier: a read that reaches a damaged
+/// record returns the items before it (the next read, from the damaged record, fails
+/// with the damage), and a read from beyond a damaged record steps over it when its
+/// length was sound (only its checksum failed), noting the damage in `shared`.
 pub(super) fn read_blocking(
     shared: &Shared,
     from: u64,
@@ -55,23 +61,48 @@ pub(super) fn read_blocking(
         };
         let start = offset;
         let mut reader = RecordReader::new(&cur.file, cur.pos, cur.end);
-        while let Some(pos) = reader.next().map_err(|e| scan_err(&cur.path, e))? {
+        // A damaged record stepped over on the way to `offset`: if `offset` turns out
+        // to be the damaged one, this is the read's error.
+        let mut stepped_over: Option<LogError> = None;
+        loop {
+            let pos = match reader.next() {
+                Ok(Some(pos)) => pos,
+                Ok(None) => break,
+                Err(e) => {
+                    let e = scan_err(&cur.path, e);
+                    if !out.is_empty() {
+                        return Ok(out);
+                    }
+                    if stepped_over.is_none() && reader.step_over_bad() {
+                        stepped_over = Some(e);
+                        continue;
+                    }
+                    return Err(stepped_over.unwrap_or(e));
+                }
+            };
             let body = reader.body();
             let Some((off, _)) = record::peek(body) else {
-                return Err(corrupt(&cur.path, pos, "record body too short"));
+                return partial(out, corrupt(&cur.path, pos, "record body too short"));
             };
             if off < offset {
                 continue;
             }
             if off != offset {
-                return Err(corrupt(
+                let e = corrupt(
                     &cur.path,
                     pos,
                     format!("record has offset {off}, expected {offset}"),
-                ));
+                );
+                return partial(out, stepped_over.unwrap_or(e));
             }
-            let item = record::decode(Bytes::copy_from_slice(body))
-                .map_err(|r| corrupt(&cur.path, pos, r))?;
+            if let Some(e) = stepped_over.take() {
+                // `offset` lies beyond the damage: served, and the damage noted.
+                shared.note_damage(&e);
+            }
+            let item = match record::decode(Bytes::copy_from_slice(body)) {
+                Ok(item) => item,
+                Err(r) => return partial(out, corrupt(&cur.path, pos, r)),
+            };
             if !out.is_empty() && bytes + item.frame.len() > limits.max_bytes {
                 return Ok(out);
             }
@@ -84,14 +115,21 @@ pub(super) fn read_blocking(
         }
         if offset == start {
             // The segment had nothing at `offset` although the state said it should.
-            return Err(corrupt(
-                &cur.path,
-                cur.pos,
-                format!("offset {offset} not found in segment"),
-            ));
+            return Err(stepped_over.unwrap_or_else(|| {
+                corrupt(
+                    &cur.path,
+                    cur.pos,
+                    format!("offset {offset} not found in segment"),
+                )
+            }));
         }
     }
     Ok(out)
+}
+
+/// The items read so far, or the error when there are none.
+fn partial(out: Vec<Item>, e: LogError) -> Result<Vec<Item>, LogError> {
+    if out.is_empty() { Err(e) } else { Ok(out) }
 }
 
 pub(super) fn offset_for_timestamp_blocking(shared: &Shared, ts: u64) -> Result<u64, LogError> {
