@@ -893,6 +893,39 @@ async fn damage_found_by_a_read_at_runtime_is_reported() {
         "{text}"
     );
 
+    // The items before the damaged one come in one page; its offset is where it ends.
+    let r = c
+        .get(format!(
+            "{base}/topics/d/poll?from=0&max_items=10&format=nquads"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let bad: u64 = r.headers()["x-jelly-next-offset"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..5).contains(&bad), "damaged item {bad}");
+    // A stream starting at the damaged item is refused with the reason, before a
+    // status line (its body would have failed before its first byte: no answer at all).
+    for path in ["items?follow=false&", "items?", "sse?"] {
+        let r = c
+            .get(format!("{base}/topics/d/{path}from={bad}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE, "{path}");
+        let e = json(r).await;
+        assert!(
+            e["error"]
+                .as_str()
+                .is_some_and(|m| m.contains("corrupt log segment")),
+            "{path}: {e}"
+        );
+    }
+
     let seg_name = seg.display().to_string();
     let health = json(c.get(format!("{base}/health")).send().await.unwrap()).await;
     assert_eq!(health["status"], "degraded", "{health}");

@@ -86,13 +86,15 @@ pub(super) fn topic_id_header(t: &Topic) -> HeaderValue {
     HeaderValue::from_str(&t.id).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-/// Resolves a `from` value to an offset, checking retention.
+/// Resolves a `from` value to an offset, checking retention, and that the log can be
+/// read there: a streamed body whose first read failed would end the connection
+/// before any status line, so damage at the start position is a 503 naming it.
 pub(super) async fn resolve_from(
     t: &Topic,
     from: Option<&str>,
     default: &str,
 ) -> Result<u64, ApiError> {
-    position::resolve_from(t, from, default)
+    let start = position::resolve_from(t, from, default)
         .await
         .map_err(|e| match e {
             FromError::Bad(_) => ApiError::bad_request(e.to_string()).with("parameter", "from"),
@@ -102,7 +104,26 @@ pub(super) async fn resolve_from(
                     .with("next_offset", next)
             }
             FromError::Unavailable(m) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, m),
-        })
+        })?;
+    if start < t.log.next_offset() {
+        let one = ReadLimits {
+            max_items: 1,
+            max_bytes: 1,
+        };
+        t.log.read(start, one).await.map_err(|e| read_error(t, e))?;
+    }
+    Ok(start)
+}
+
+/// The answer to a failed read of the log.
+fn read_error(t: &Topic, e: LogError) -> ApiError {
+    match e {
+        LogError::Truncated { requested, first } => ApiError::gone(requested, first),
+        LogError::Closed if t.is_deleted() => {
+            crate::topic::TopicError::Deleted(t.name.clone()).into()
+        }
+        e => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    }
 }
 
 /// The output format: `?format=` if given, else `Accept`.
@@ -583,13 +604,10 @@ pub async fn poll(
     let read = |from| {
         let t = t.clone();
         async move {
-            t.log.read(from, limits).await.map_err(|e| match e {
-                LogError::Truncated { requested, first } => ApiError::gone(requested, first),
-                LogError::Closed if t.is_deleted() => {
-                    crate::topic::TopicError::Deleted(t.name.clone()).into()
-                }
-                e => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
-            })
+            t.log
+                .read(from, limits)
+                .await
+                .map_err(|e| read_error(&t, e))
         }
     };
     let deadline = tokio::time::Instant::now() + wait;
