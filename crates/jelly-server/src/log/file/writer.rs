@@ -43,7 +43,15 @@ pub(super) struct Writer {
     /// Set by [`Log::close`]: appends fail with [`LogError::Closed`], and neither
     /// fsyncs nor retention touch the files any more (they are being deleted).
     pub(super) closed: bool,
+    /// Records of the group being written, not yet written to the file.
     buf: Vec<u8>,
+    /// Bytes of the group's records already written after `len` ([`Writer::spill`])
+    /// but not yet published to readers: a large group goes out in pieces, so that
+    /// its records are not held in memory a second time beside its items.
+    spilled: u64,
+    /// Tests: the most bytes written at once.
+    #[cfg(test)]
+    most_written_at_once: usize,
 }
 
 /// A failure that refuses appends: the file it happened on (the active segment, or a
@@ -60,6 +68,9 @@ type Fail = (PathBuf, std::io::Error);
 
 /// The largest write buffer kept between batches (a larger one is freed).
 const KEPT_BUFFER_BYTES: usize = 4 << 20;
+
+/// A group's records are written out whenever this many are buffered.
+const SPILL_BYTES: usize = 4 << 20;
 
 /// Under a size limit, segments roll at most at this fraction of it (see
 /// [`Writer::roll_bytes`]), so that retention keeps a topic within about one eighth
@@ -117,6 +128,9 @@ impl Writer {
             failed_for_good: false,
             closed: false,
             buf: Vec::new(),
+            spilled: 0,
+            #[cfg(test)]
+            most_written_at_once: 0,
         })
     }
 
@@ -320,6 +334,7 @@ impl Writer {
         let now = self.opts.clock.now_ms().max(self.last_ts);
         let mut pending = Pending::default();
         self.buf.clear();
+        self.spilled = 0;
         let mut result = Ok(());
         for req in group {
             if result.is_ok() {
@@ -359,7 +374,7 @@ impl Writer {
                 }
             }
             if result.is_ok() {
-                let used = self.len + self.buf.len() as u64;
+                let used = self.len + self.spilled + self.buf.len() as u64;
                 if used > 0
                     && (used + req.bytes > self.roll_bytes()
                         || self.active_older_than_retention(now, &pending))
@@ -376,13 +391,14 @@ impl Writer {
                 continue;
             }
             let mut offsets = Vec::with_capacity(req.items.len());
+            let mut spill_failed = None;
             for (i, item) in req.items.iter().enumerate() {
                 let offset = self.next + pending.count;
                 let ts = match &req.placed {
                     Some(p) => p.timestamps.get(i).copied().unwrap_or(now),
                     None => now.max(pending.last_ts),
                 };
-                let pos = self.len + self.buf.len() as u64;
+                let pos = self.len + self.spilled + self.buf.len() as u64;
                 if self
                     .last_indexed
                     .is_none_or(|p| pos - p >= self.opts.index_interval_bytes)
@@ -411,6 +427,18 @@ impl Writer {
                 pending.last_ts = pending.last_ts.max(ts);
                 pending.count += 1;
                 offsets.push(offset);
+                if self.buf.len() >= SPILL_BYTES
+                    && let Err(e) = self.spill()
+                {
+                    spill_failed = Some(e);
+                    break;
+                }
+            }
+            if let Some(e) = spill_failed {
+                // Nothing of the group was published; the file is cut back to `len`.
+                result = Err((self.active_path.clone(), e));
+                replies.push((req.reply, Ok(Vec::new())));
+                continue;
             }
             replies.push((req.reply, Ok(offsets)));
         }
@@ -424,16 +452,31 @@ impl Writer {
             .map_err(|e| (self.active_path.clone(), e))
     }
 
+    /// Writes the buffered records after those already spilled, unpublished. On a
+    /// failure the file is cut back to `len`, the end of the published records.
+    fn spill(&mut self) -> std::io::Result<()> {
+        #[cfg(test)]
+        {
+            self.most_written_at_once = self.most_written_at_once.max(self.buf.len());
+        }
+        if let Err(e) = self.active.write_all_at(&self.buf, self.len + self.spilled) {
+            // Best effort: do not leave a partial record behind a later one.
+            let _ = self.active.set_len(self.len);
+            self.spilled = 0;
+            return Err(e);
+        }
+        self.dirty = true;
+        self.spilled += self.buf.len() as u64;
+        self.buf.clear();
+        Ok(())
+    }
+
     /// Writes the buffered records to the active segment, fsyncs if `sync` (or if
-    /// asked to and earlier writes are unsynced), and publishes them to readers.
+    /// asked to and earlier writes are unsynced), and publishes them (with those
+    /// spilled before) to readers.
     fn flush(&mut self, pending: &mut Pending, sync: bool) -> std::io::Result<()> {
         if !self.buf.is_empty() {
-            if let Err(e) = self.active.write_all_at(&self.buf, self.len) {
-                // Best effort: do not leave a partial record behind a later one.
-                let _ = self.active.set_len(self.len);
-                return Err(e);
-            }
-            self.dirty = true;
+            self.spill()?;
         }
         if sync && self.dirty {
             self.active
@@ -443,7 +486,7 @@ impl Writer {
             self.last_sync = Instant::now();
         }
         if pending.count > 0 {
-            let written = self.buf.len() as u64;
+            let written = self.spilled;
             let mut st = self.shared.write_state();
             if let Some(seg) = st.segments.last_mut() {
                 if seg.is_empty() {
@@ -480,6 +523,7 @@ impl Writer {
             self.next += pending.count;
             self.last_ts = self.last_ts.max(pending.last_ts);
         }
+        self.spilled = 0;
         self.buf.clear();
         // One large batch must not pin its buffer for the topic's lifetime.
         if self.buf.capacity() > KEPT_BUFFER_BYTES {
@@ -970,6 +1014,60 @@ mod tests {
         drop(st);
         drop(log);
         assert_eq!(pool.used(), 0);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// A large group is written in pieces of about `SPILL_BYTES`, not buffered whole
+    /// (its records would be held in memory a second time beside its items), and is
+    /// published whole, read back intact, and indexed as before.
+    #[test]
+    fn a_large_group_is_written_in_pieces() {
+        let dir = std::env::temp_dir().join(format!("jelly-log-spill-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let opts = FileLogOptions {
+            durability: crate::log::Durability::None,
+            tail_cache_bytes: 0,
+            ..FileLogOptions::default()
+        };
+        let log = FileLog::open(&dir, opts).unwrap();
+        let big = |i: u64| NewItem {
+            frame: Bytes::from(vec![i as u8; 1 << 20]),
+            ..item(i)
+        };
+        let (r1, rx1) = request((0..7).map(big).collect());
+        let (r2, rx2) = request((7..12).map(big).collect());
+        lock(&log.writer).commit(vec![r1, r2]);
+        assert_eq!(
+            rx1.blocking_recv().unwrap().unwrap(),
+            (0..7).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            rx2.blocking_recv().unwrap().unwrap(),
+            (7..12).collect::<Vec<_>>()
+        );
+        let most = lock(&log.writer).most_written_at_once;
+        assert!(
+            most < SPILL_BYTES + (1 << 20) + 4096,
+            "{most} bytes written at once"
+        );
+        let file_len = fs::metadata(dir.join(super::super::segment::file_name(0)))
+            .unwrap()
+            .len();
+        assert_eq!(log.size_bytes(), file_len);
+        assert!(file_len > 12 << 20);
+        let limits = crate::log::ReadLimits {
+            max_items: 100,
+            max_bytes: 64 << 20,
+        };
+        let read = super::super::read::read_blocking(&log.shared, 0, limits).unwrap();
+        assert_eq!(read.len(), 12);
+        assert!(read.iter().enumerate().all(|(i, it)| it.offset == i as u64
+            && it.frame.len() == 1 << 20
+            && it.frame.iter().all(|&b| b == i as u8)));
+        // Reads from the middle find their record through the index.
+        let mid = super::super::read::read_blocking(&log.shared, 9, limits).unwrap();
+        assert_eq!(mid.first().map(|i| i.offset), Some(9));
+        drop(log);
         let _ = fs::remove_dir_all(&dir);
     }
 
