@@ -591,6 +591,9 @@ pub struct Follow {
     window: Duration,
     watch: watch::Receiver<u64>,
     ended: Option<FollowEnd>,
+    /// Whether its output is counted in `bytes_out` as it is made; not when the
+    /// caller sends it otherwise (compressed) and counts what it sends.
+    counts_bytes: bool,
 }
 
 /// Why a [`Follow`] ended.
@@ -649,7 +652,22 @@ impl Follow {
             window: Duration::ZERO,
             watch,
             ended: None,
+            counts_bytes: true,
         }
+    }
+
+    /// Leaves `bytes_out` to the caller, which sends the output in another form (a
+    /// compressed body) and counts that with [`Follow::count_bytes_sent`].
+    pub fn bytes_counted_by_caller(mut self) -> Follow {
+        self.counts_bytes = false;
+        self
+    }
+
+    /// Counts `n` bytes sent in `bytes_out` (topic and server).
+    pub fn count_bytes_sent(&self, n: usize) {
+        let n = n as u64;
+        self.topic.stats.bytes_out.fetch_add(n, Ordering::Relaxed);
+        self.metrics.bytes_out.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Gathers new items for `window` after the first arrives before sending them, as
@@ -796,14 +814,10 @@ impl Follow {
     fn count(&self, items: usize, bytes: usize) {
         let n = items as u64;
         self.topic.stats.items_out.fetch_add(n, Ordering::Relaxed);
-        self.topic
-            .stats
-            .bytes_out
-            .fetch_add(bytes as u64, Ordering::Relaxed);
         self.metrics.items_out.fetch_add(n, Ordering::Relaxed);
-        self.metrics
-            .bytes_out
-            .fetch_add(bytes as u64, Ordering::Relaxed);
+        if self.counts_bytes {
+            self.count_bytes_sent(bytes);
+        }
         self.guard.advance(self.next);
     }
 
@@ -900,6 +914,7 @@ impl Follow {
                         Some(e) => Some((Err(e), None)),
                         None if f.wrapping == Wrapping::Sse => {
                             let ev = sse_end_event(&reason)?;
+                            f.count_bytes_sent(ev.len());
                             Some((Ok(Bytes::from(ev)), None))
                         }
                         None => None,

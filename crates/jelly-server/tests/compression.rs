@@ -451,3 +451,38 @@ async fn header_lists_on_several_lines_are_one_list() {
     }
     srv.shutdown().await.unwrap();
 }
+
+/// `bytes_out` counts what a compressed response sends: the body's bytes, but for the
+/// few of the compressed stream's header and trailer. A bounded replay (compressed on
+/// its own, not by a fan-out group) counted the uncompressed text.
+#[tokio::test]
+async fn bytes_out_counts_compressed_bytes_as_sent() {
+    let srv = start().await;
+    let c = plain_client();
+    publish(&c, &srv, 0, 40).await;
+    for path in [
+        "items?follow=false&format=nquads",
+        "poll?format=nquads&max_items=100",
+        "sse?follow=false",
+    ] {
+        let before = metric(&c, &srv, "jelly_bytes_out_total").await;
+        let body = c
+            .get(format!("{}/topics/t/{path}", srv.url()))
+            .header("accept-encoding", "gzip")
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        let counted = metric(&c, &srv, "jelly_bytes_out_total").await - before;
+        let sent = body.len() as u64;
+        let text = decode_by_hand("gzip", &body);
+        assert!(text.len() as u64 > 3 * sent, "{path}: compressed well");
+        assert!(
+            counted <= sent && counted + 64 >= sent,
+            "{path}: counted {counted} of {sent} bytes sent ({} uncompressed)",
+            text.len()
+        );
+    }
+}

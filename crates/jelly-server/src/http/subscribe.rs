@@ -392,7 +392,7 @@ fn private_body(f: Follow, encoding: Encoding) -> Body {
     }
     let mut stitcher = Stitcher::new(encoding);
     let header = stitcher.header();
-    let state = (f, stitcher, Some(header), false);
+    let state = (f.bytes_counted_by_caller(), stitcher, Some(header), false);
     Body::from_stream(futures_util::stream::unfold(
         state,
         move |(mut f, mut st, header, done)| async move {
@@ -402,9 +402,11 @@ fn private_body(f: Follow, encoding: Encoding) -> Body {
             if done {
                 return None;
             }
-            let chunk = match f.next_batch().await {
-                crate::deliver::Batch::Items { data, .. } => data,
-                crate::deliver::Batch::KeepAlive => bytes::Bytes::from_static(b": keep-alive\n\n"),
+            let (chunk, items) = match f.next_batch().await {
+                crate::deliver::Batch::Items { data, .. } => (data, true),
+                crate::deliver::Batch::KeepAlive => {
+                    (bytes::Bytes::from_static(b": keep-alive\n\n"), false)
+                }
                 crate::deliver::Batch::End(reason) => {
                     // A failure cuts the body off without its trailer, as uncompressed.
                     let reason = reason.of_topic(&f.topic);
@@ -420,11 +422,16 @@ fn private_body(f: Follow, encoding: Encoding) -> Body {
                         out.extend_from_slice(&st.block(&b));
                     }
                     out.extend_from_slice(&st.trailer());
+                    f.count_bytes_sent(out.len());
                     return Some((Ok(bytes::Bytes::from(out)), (f, st, None, true)));
                 }
             };
             let b = crate::fanout::encode::block(encoding, chunk.to_vec());
             let out = st.block(&b);
+            if items {
+                // As sent: compressed (keep-alives are not counted, as uncompressed).
+                f.count_bytes_sent(out.len());
+            }
             Some((Ok(out), (f, st, None, false)))
         },
     ))
