@@ -34,6 +34,7 @@ pub mod config;
 pub mod conn_limit;
 pub mod deliver;
 pub mod demo;
+pub mod error_chain;
 pub mod exec;
 pub mod fanout;
 pub mod filter;

@@ -405,6 +405,42 @@ async fn complete_requests_are_served_and_idle_keep_alive_is_closed() {
     assert_eq!(r.status(), StatusCode::OK);
 }
 
+/// A malformed chunked body is refused with what was wrong in it (hyper's own
+/// message names only "error reading a body from connection"), on the atomic and the
+/// streaming publish, and appends nothing.
+#[tokio::test]
+async fn a_malformed_chunked_body_is_named() {
+    let srv = Server::start(ServerConfig::ephemeral()).await.unwrap();
+    for (query, ctype) in [
+        ("", "application/n-triples"),
+        ("?stream=true", "application/x-jelly-rdf"),
+    ] {
+        let mut tcp = TcpStream::connect(srv.local_addr()).await.unwrap();
+        let head = format!(
+            "POST /topics/c/items{query} HTTP/1.1\r\nHost: x\r\n\
+             Content-Type: {ctype}\r\nTransfer-Encoding: chunked\r\n\
+             Connection: close\r\n\r\nzz\r\nabc\r\n0\r\n\r\n"
+        );
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        let got = read_until_closed(&mut tcp, Duration::from_secs(10))
+            .await
+            .expect("an answer and a close");
+        let text = String::from_utf8_lossy(&got);
+        assert!(text.starts_with("HTTP/1.1 400"), "{query}: {text}");
+        let detail = text
+            .split("cannot read the request body: ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{query}: {text}"));
+        assert!(detail.to_lowercase().contains("chunk"), "{query}: {text}");
+    }
+    assert!(
+        srv.state()
+            .topics
+            .get("c")
+            .is_none_or(|t| t.log.next_offset() == 0)
+    );
+}
+
 fn nquads(n: usize) -> String {
     (0..n)
         .map(|i| format!("<http://ex.org/s{i}> <http://ex.org/p> <http://ex.org/o{i}> .\n"))

@@ -274,8 +274,10 @@ async fn read_body(
             None => body.frame().await,
         };
         let Some(frame) = frame else { break };
-        let frame = frame
-            .map_err(|e| ApiError::bad_request(format!("cannot read the request body: {e}")))?;
+        let frame = frame.map_err(|e| {
+            let e = crate::error_chain::with_causes(&e);
+            ApiError::bad_request(format!("cannot read the request body: {e}"))
+        })?;
         let Ok(data) = frame.into_data() else {
             continue; // trailers
         };

@@ -504,7 +504,10 @@ pub async fn publish_stream(
             Some(Ok(c)) => c,
             Some(Err(e)) => fail!(FrameError {
                 status: StatusCode::BAD_REQUEST,
-                message: format!("cannot read the request body: {e}"),
+                message: format!(
+                    "cannot read the request body: {}",
+                    crate::error_chain::with_causes(&e)
+                ),
             }),
         };
         buf.extend_from_slice(&chunk);

@@ -66,18 +66,7 @@ const METADATA_BYTES: usize = 64 << 10;
 /// error sending request for url (https://…): client error (Connect): invalid peer certificate: UnknownIssuer
 /// ```
 pub fn describe(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = std::error::Error::source(e);
-    while let Some(c) = cause {
-        let more = c.to_string();
-        // Some layers repeat their cause's message.
-        if !text.ends_with(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        cause = c.source();
-    }
-    text
+    crate::error_chain::with_causes(e)
 }
 
 /// The HTTP client of a mirror (HTTP/1.1, no proxy). An `https://` upstream is
