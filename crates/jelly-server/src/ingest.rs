@@ -18,8 +18,8 @@ use bytes::Bytes;
 use jelly::oxrdf_adapter::from_ox_quad;
 use jelly::rebase::{Rebased, Rebaser};
 use jelly::{
-    DecodeError, Decoder, DecoderOptions, Delimiting, EncodeError, Encoder, EncoderConfig, Event,
-    FrameReader, StatementRef, StreamOptions, Term, TermRef,
+    DecodeError, DecodeErrorKind, Decoder, DecoderOptions, Delimiting, EncodeError, Encoder,
+    EncoderConfig, Event, FrameReader, StatementRef, StreamOptions, Term, TermRef,
 };
 
 use crate::item::NewItem;
@@ -391,12 +391,21 @@ fn ingest_jelly(
     meta: &PublishMeta,
     budget: &mut Budget<'_>,
 ) -> Result<(Vec<NewItem>, IngestPaths), IngestError> {
-    let cfg = DecoderOptions::default();
-    let mut frames = FrameReader::from_slice(body, Delimiting::Auto, cfg.max_frame_bytes);
+    // A frame longer than an item may be is refused by its length prefix, as the
+    // streaming publish does (413), before its bytes are looked at.
+    let max_frame = DecoderOptions::default()
+        .max_frame_bytes
+        .min(budget.max_item as u64);
+    let mut frames = FrameReader::from_slice(body, Delimiting::Auto, max_frame);
     let mut ingest = JellyIngest::pooled(topic, meta.clone(), usize::MAX);
     let mut read = || {
         let mut items = Vec::new();
-        while let Some(f) = frames.next_frame().map_err(IngestError::Malformed)? {
+        loop {
+            let f = match frames.next_frame() {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(e) => return Err(frame_error(e, items.len())),
+            };
             if let Some(item) = ingest.frame_at(f.bytes, f.offset)? {
                 budget.take(&item)?;
                 items.push(item);
@@ -408,6 +417,18 @@ fn ingest_jelly(
     let paths = ingest.paths();
     ingest.recycle();
     Ok((items?, paths))
+}
+
+/// A frame the reader refused: by its length (413, as item `index`), or malformed.
+fn frame_error(e: DecodeError, index: usize) -> IngestError {
+    match e.kind {
+        DecodeErrorKind::FrameTooLarge { len, max } => IngestError::TooLarge {
+            index,
+            size: usize::try_from(len).unwrap_or(usize::MAX),
+            max: usize::try_from(max).unwrap_or(usize::MAX),
+        },
+        _ => IngestError::Malformed(e),
+    }
 }
 
 /// How many published Jelly frames with statements were made into items by each path.
@@ -1377,6 +1398,22 @@ mod tests {
             ),
             Err(IngestError::TooLarge { .. })
         ));
+        // A length prefix over the item limit: 413 by its length, as the streaming
+        // publish answers (it was 400, against the decoder's own 64 MiB limit).
+        let mut body = vec![0x80, 0x80, 0x80, 0x80, 0x01];
+        body.extend_from_slice(b"\x05\x0a\x03");
+        let e = ingest(&body, InputFormat::Jelly, &t, &m, 16 << 20).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                IngestError::TooLarge {
+                    index: 0,
+                    size: 268_435_456,
+                    max: 16_777_216
+                }
+            ),
+            "{e}"
+        );
     }
 
     /// Nesting of brackets in Turtle and TriG is bounded before the parser, which keeps
