@@ -145,6 +145,12 @@ pub struct FileLogOptions {
     /// The memory this log's tail cache shares with those of other logs (a server's
     /// topics share one): see [`TailCachePool`].
     pub tail_cache_pool: Arc<TailCachePool>,
+    /// A group of appends whose records grow past this is written in pieces of about
+    /// this size (published to readers only once all are written), so that its
+    /// records are not held in memory whole beside its items. The price: a crash
+    /// while such a group is written may leave its first pieces in the log, whole
+    /// records that were never acknowledged. Smaller groups are written at once.
+    pub group_piece_bytes: usize,
 }
 
 impl Default for FileLogOptions {
@@ -161,6 +167,7 @@ impl Default for FileLogOptions {
             clock: Clock::system(),
             tail_cache_bytes: 32 << 20,
             tail_cache_pool: Arc::new(TailCachePool::default()),
+            group_piece_bytes: 32 << 20,
         }
     }
 }

@@ -69,9 +69,6 @@ type Fail = (PathBuf, std::io::Error);
 /// The largest write buffer kept between batches (a larger one is freed).
 const KEPT_BUFFER_BYTES: usize = 4 << 20;
 
-/// A group's records are written out whenever this many are buffered.
-const SPILL_BYTES: usize = 4 << 20;
-
 /// Under a size limit, segments roll at most at this fraction of it (see
 /// [`Writer::roll_bytes`]), so that retention keeps a topic within about one eighth
 /// above or below its limit.
@@ -401,7 +398,7 @@ impl Writer {
                 let pos = self.len + self.spilled + self.buf.len() as u64;
                 if self
                     .last_indexed
-                    .is_none_or(|p| pos - p >= self.opts.index_interval_bytes)
+                    .is_none_or(|p| pos.saturating_sub(p) >= self.opts.index_interval_bytes)
                 {
                     pending.index.push(IndexEntry {
                         offset,
@@ -427,7 +424,7 @@ impl Writer {
                 pending.last_ts = pending.last_ts.max(ts);
                 pending.count += 1;
                 offsets.push(offset);
-                if self.buf.len() >= SPILL_BYTES
+                if self.buf.len() >= self.opts.group_piece_bytes
                     && let Err(e) = self.spill()
                 {
                     spill_failed = Some(e);
@@ -442,14 +439,37 @@ impl Writer {
             }
             replies.push((req.reply, Ok(offsets)));
         }
-        result?;
+        if let Err(e) = result {
+            self.forget_unpublished();
+            return Err(e);
+        }
         let sync = match self.opts.durability {
             Durability::Fsync => true,
             Durability::Interval(d) => self.last_sync.elapsed() >= d,
             Durability::None => false,
         };
-        self.flush(&mut pending, sync)
-            .map_err(|e| (self.active_path.clone(), e))
+        self.flush(&mut pending, sync).map_err(|e| {
+            self.forget_unpublished();
+            (self.active_path.clone(), e)
+        })
+    }
+
+    /// After a group failed: what the writer noted of its records that were not
+    /// published goes (its index position: the next group's first record would be
+    /// placed before it), and a large buffer is freed while the log waits.
+    fn forget_unpublished(&mut self) {
+        self.spilled = 0;
+        self.last_indexed = self
+            .shared
+            .read_state()
+            .segments
+            .last()
+            .and_then(|s| s.index.last())
+            .map(|e| e.pos);
+        self.buf.clear();
+        if self.buf.capacity() > KEPT_BUFFER_BYTES {
+            self.buf = Vec::new();
+        }
     }
 
     /// Writes the buffered records after those already spilled, unpublished. On a
@@ -1017,7 +1037,7 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
     }
 
-    /// A large group is written in pieces of about `SPILL_BYTES`, not buffered whole
+    /// A large group is written in pieces of about `group_piece_bytes`, not buffered whole
     /// (its records would be held in memory a second time beside its items), and is
     /// published whole, read back intact, and indexed as before.
     #[test]
@@ -1027,6 +1047,7 @@ mod tests {
         let opts = FileLogOptions {
             durability: crate::log::Durability::None,
             tail_cache_bytes: 0,
+            group_piece_bytes: 4 << 20,
             ..FileLogOptions::default()
         };
         let log = FileLog::open(&dir, opts).unwrap();
@@ -1047,7 +1068,7 @@ mod tests {
         );
         let most = lock(&log.writer).most_written_at_once;
         assert!(
-            most < SPILL_BYTES + (1 << 20) + 4096,
+            most < (4 << 20) + (1 << 20) + 4096,
             "{most} bytes written at once"
         );
         let file_len = fs::metadata(dir.join(super::super::segment::file_name(0)))
