@@ -961,6 +961,13 @@ async fn damage_found_by_a_read_at_runtime_is_reported() {
             "{path}: {e}"
         );
     }
+    let ws_url = format!("{}/topics/d/ws?from={bad}", base.replace("http", "ws"));
+    match tokio_tungstenite::connect_async(ws_url).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(r)) => {
+            assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE)
+        }
+        other => panic!("expected a 503 upgrade refusal, got {other:?}"),
+    }
 
     let seg_name = seg.display().to_string();
     let health = json(c.get(format!("{base}/health")).send().await.unwrap()).await;

@@ -86,15 +86,13 @@ pub(super) fn topic_id_header(t: &Topic) -> HeaderValue {
     HeaderValue::from_str(&t.id).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-/// Resolves a `from` value to an offset, checking retention, and that the log can be
-/// read there: a streamed body whose first read failed would end the connection
-/// before any status line, so damage at the start position is a 503 naming it.
+/// Resolves a `from` value to an offset, checking retention.
 pub(super) async fn resolve_from(
     t: &Topic,
     from: Option<&str>,
     default: &str,
 ) -> Result<u64, ApiError> {
-    let start = position::resolve_from(t, from, default)
+    position::resolve_from(t, from, default)
         .await
         .map_err(|e| match e {
             FromError::Bad(_) => ApiError::bad_request(e.to_string()).with("parameter", "from"),
@@ -104,15 +102,23 @@ pub(super) async fn resolve_from(
                     .with("next_offset", next)
             }
             FromError::Unavailable(m) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, m),
-        })?;
-    if start < t.log.next_offset() {
-        let one = ReadLimits {
-            max_items: 1,
-            max_bytes: 1,
-        };
-        t.log.read(start, one).await.map_err(|e| read_error(t, e))?;
+        })
+}
+
+/// Checks that the log can be read at `start`, for a streamed body: one whose first
+/// read failed would end the connection before any status line, so damage at the
+/// start position is answered 503, naming it. (A long-poll page reads before it
+/// answers anyway.)
+pub(super) async fn check_readable(t: &Topic, start: u64) -> Result<(), ApiError> {
+    if start >= t.log.next_offset() {
+        return Ok(());
     }
-    Ok(start)
+    let one = ReadLimits {
+        max_items: 1,
+        max_bytes: 1,
+    };
+    t.log.read(start, one).await.map_err(|e| read_error(t, e))?;
+    Ok(())
 }
 
 /// The answer to a failed read of the log.
@@ -482,6 +488,7 @@ pub async fn stream(
     let filter = pick_filter(fq)?;
     let encoding = pick_encoding(&headers);
     let start = resolve_from(&t, q.from.as_deref(), "earliest").await?;
+    check_readable(&t, start).await?;
     let d = delivery(&t, format, mode, Framing::Stream);
     let id = topic_id_header(&t);
     let body = Shape {
@@ -555,6 +562,7 @@ pub async fn sse(
         }
         None => resolve_from(&t, q.from.as_deref(), "earliest").await?,
     };
+    check_readable(&t, start).await?;
     // Each Jelly event keeps its options row, so a browser can decode events one by one.
     let d = delivery(&t, format, mode, Framing::Sse).options_in_every_item();
     let id = topic_id_header(&t);

@@ -25,8 +25,8 @@ use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 use super::publish::{PublishQuery, http_publish_slot, meta_from};
 use super::publish_stream::{FrameError, StreamPublisher};
 use super::subscribe::{
-    SubscribeQuery, delivery, follow, offset_header, pick_filter, pick_format, pick_mode,
-    pick_window, resolve_from, topic, topic_id_header,
+    SubscribeQuery, check_readable, delivery, follow, offset_header, pick_filter, pick_format,
+    pick_mode, pick_window, resolve_from, topic, topic_id_header,
 };
 use super::ws_pace::PausedInsideMessage;
 use super::ws_upgrade::{Handshake, Socket};
@@ -185,6 +185,7 @@ pub async fn subscribe(
     let filter = pick_filter(fq)?;
     let start = resolve_from(&t, q.from.as_deref(), "earliest").await?;
     let ws = ws.map_err(upgrade_required)?;
+    check_readable(&t, start).await?;
     let id = topic_id_header(&t);
     let source =
         if q.follow == Some(false) || (format == OutFormat::Jelly && mode == JellyMode::Compact) {
