@@ -653,7 +653,10 @@ async fn damage_in_the_middle_of_the_last_segment_is_corrupt_not_torn() {
 #[tokio::test]
 async fn a_damaged_record_cuts_reads_off_at_itself() {
     use std::os::unix::fs::FileExt as _;
-    for flip_length in [false, true] {
+    // Flipped: a byte of the body, the high byte of the length (now past the end of
+    // the segment), or its low byte (still within it, so the read steps to a place
+    // that is no record: what it finds there fails its checksum).
+    for (flip_length, low) in [(false, false), (true, false), (true, true)] {
         let dir = TempDir::new("cutoff");
         let log = open(dir.path(), small(1 << 20));
         let n = 40u64;
@@ -662,8 +665,15 @@ async fn a_damaged_record_cuts_reads_off_at_itself() {
         }
         let path = seg_path(dir.path(), 0);
         let rec = fs::metadata(&path).unwrap().len() / n;
-        // Record 21: a byte of its body, or the high byte of its length.
-        let at = 21 * rec + if flip_length { 3 } else { 8 + 25 };
+        // Record 21.
+        let at = 21 * rec
+            + if !flip_length {
+                8 + 25
+            } else if low {
+                0
+            } else {
+                3
+            };
         let f = fs::OpenOptions::new()
             .read(true)
             .write(true)

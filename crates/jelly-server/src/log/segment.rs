@@ -122,8 +122,10 @@ impl<'a> RecordReader<'a> {
 
     /// After [`RecordReader::next`] failed on a record's checksum (its length within
     /// the segment), moves past that record and returns `true`; otherwise `false`.
-    /// The next record is checked as any other, so a length that was itself damaged
-    /// leads to another error, never to a record that is not one.
+    /// The length is not under the checksum: if it was the damaged part, the position
+    /// reached is no record boundary, and what is read there must still pass a
+    /// checksum (and, in [`crate::log::FileLog`]'s reads, carry the offset asked for)
+    /// before it is served.
     pub fn step_over_bad(&mut self) -> bool {
         match self.bad_end.take() {
             Some(end) => {

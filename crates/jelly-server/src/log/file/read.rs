@@ -115,13 +115,14 @@ pub(super) fn read_blocking(
         }
         if offset == start {
             // The segment had nothing at `offset` although the state said it should.
-            return Err(stepped_over.unwrap_or_else(|| {
+            let e = stepped_over.unwrap_or_else(|| {
                 corrupt(
                     &cur.path,
                     cur.pos,
                     format!("offset {offset} not found in segment"),
                 )
-            }));
+            });
+            return partial(out, e);
         }
     }
     Ok(out)
