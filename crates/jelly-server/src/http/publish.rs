@@ -507,6 +507,8 @@ async fn publish_inner(
         ),
     })?;
     tracing::debug!(topic = name, items = offsets.len(), "published");
+    // Appended: the body and its count in the publish memory go before the yield.
+    drop((body, memory));
     crate::fanout::let_subscribers_write().await;
     Ok(Json(json!({ "topic": name, "offsets": offsets })))
 }
