@@ -1092,6 +1092,54 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
     }
 
+    /// A group whose piece cannot be written fails whole: nothing of it is published,
+    /// the file is cut back to the published records, and the next group is written
+    /// and indexed from there (the writer's index position had run ahead of the file,
+    /// and the next append's position arithmetic underflowed).
+    #[test]
+    fn a_group_whose_piece_fails_leaves_nothing_and_the_next_one_writes() {
+        let dir = std::env::temp_dir().join(format!("jelly-log-piecefail-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let opts = FileLogOptions {
+            durability: crate::log::Durability::None,
+            group_piece_bytes: 1 << 20,
+            index_interval_bytes: 64,
+            ..FileLogOptions::default()
+        };
+        let log = FileLog::open(&dir, opts).unwrap();
+        let (r, rx) = request(vec![item(0)]);
+        lock(&log.writer).commit(vec![r]);
+        assert_eq!(rx.blocking_recv().unwrap().unwrap(), vec![0]);
+        let path = dir.join(segment::file_name(0));
+        let published = fs::metadata(&path).unwrap().len();
+        // Writes to the segment fail (a handle open for reading only: EBADF).
+        let writable = {
+            let mut w = lock(&log.writer);
+            std::mem::replace(&mut w.active, Arc::new(File::open(&path).unwrap()))
+        };
+        let big = |i: u64| NewItem {
+            frame: Bytes::from(vec![7u8; 300_000]),
+            ..item(i)
+        };
+        let (r, rx) = request((1..8).map(big).collect());
+        lock(&log.writer).commit(vec![r]);
+        assert!(rx.blocking_recv().unwrap().is_err());
+        assert_eq!(log.next_offset(), 1);
+        assert_eq!(fs::metadata(&path).unwrap().len(), published);
+        lock(&log.writer).active = writable;
+        let (r, rx) = request(vec![item(1), item(2)]);
+        lock(&log.writer).commit(vec![r]);
+        assert_eq!(rx.blocking_recv().unwrap().unwrap(), vec![1, 2]);
+        let limits = crate::log::ReadLimits::default();
+        for from in 0..3 {
+            let read = super::super::read::read_blocking(&log.shared, from, limits).unwrap();
+            assert_eq!(read.first().map(|i| i.offset), Some(from));
+            assert_eq!(read.len(), 3 - from as usize);
+        }
+        drop(log);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
     /// Logs that share a tail-cache pool keep their caches together under its bound:
     /// a log that adds while the pool is full gives up its own oldest items (they are
     /// then read from disk, intact), and a log that goes gives its bytes back.
