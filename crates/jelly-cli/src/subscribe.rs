@@ -836,6 +836,7 @@ async fn follow_topic(
             if a.max_items == Some(0) {
                 return Ok(());
             }
+            let written_before = st.written;
             match connection(client, a, st, sink, &mut last_ok).await? {
                 Ended::Done => return Ok(()),
                 Ended::BodyEnd if a.no_follow => return Ok(()),
@@ -874,6 +875,11 @@ async fn follow_topic(
                     continue;
                 }
                 Ended::Broken(why) => {
+                    if st.written > written_before {
+                        // The connection delivered items: this is a new outage, whose
+                        // back-off starts over (it doubled across the earlier one's).
+                        backoff = Duration::from_millis(250);
+                    }
                     // The last wait is cut to what is left of the budget, so the last
                     // attempt comes at its end, not a whole back-off after it.
                     let budget = Duration::from_secs(a.retry_secs);

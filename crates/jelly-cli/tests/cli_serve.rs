@@ -1059,6 +1059,75 @@ fn a_follower_cut_off_by_a_crash_says_so_and_resumes() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The back-off between reconnections starts over for each outage: after a
+/// reconnection that delivered items, the next cut is retried after 250 ms again,
+/// not after the doubled wait the previous outage had reached.
+#[test]
+fn each_outage_starts_its_back_off_over() {
+    let dir = temp_dir("backoff");
+    let data = dir.join("data");
+    let mut srv = ServeProc::start(&data);
+    let url = srv.url.clone();
+    let addr = url.trim_start_matches("http://").to_string();
+    let publish = |i: u32| {
+        let line = format!("<http://ex.org/s> <http://ex.org/p> \"{i}\" .\n");
+        ok(
+            &["publish", "b", "-", "--server", &url, "-q"],
+            Some(line.as_bytes()),
+        );
+    };
+    publish(0);
+    let follower = spawn_jelly(&[
+        "subscribe",
+        "b",
+        "--server",
+        &url,
+        "--from",
+        "earliest",
+        "--max-items",
+        "3",
+        "--retry-secs",
+        "60",
+    ]);
+    std::thread::sleep(Duration::from_millis(700));
+    // First outage: waits of 250, 500 and 1000 ms, then one of 2000 ms.
+    srv.kill9();
+    std::thread::sleep(Duration::from_millis(2000));
+    let mut srv =
+        ServeProc::try_start_with(&data, &addr, &[]).expect("restart on the same address");
+    publish(1);
+    // Until the follower is back and has item 1 (its position is 2).
+    let back = (0..300).any(|_| {
+        let r = ok(&["topics", "describe", "b", "--server", &url], None);
+        let d: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+        let at_2 = d["subscribers"]
+            .as_array()
+            .is_some_and(|subs| subs.iter().any(|s| s["position"] == 2));
+        if !at_2 {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        at_2
+    });
+    assert!(back, "the follower did not come back");
+    srv.kill9();
+    std::thread::sleep(Duration::from_millis(1000));
+    let srv = ServeProc::try_start_with(&data, &addr, &[]).expect("restart on the same address");
+    publish(2);
+    let out = wait_at_most(follower, Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let waits: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.split("retrying in ").nth(1))
+        .collect();
+    // Each outage's first wait (a crash cuts the stream: no orderly end resets it).
+    let firsts = waits.iter().filter(|w| **w == "250ms").count();
+    assert_eq!(firsts, 2, "{waits:?}: {stderr}");
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 3);
+    assert_eq!(srv.stop(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `jelly subscribe` follows a topic across a server restart on the same address:
 /// it reconnects on its own and goes on from the offset after the last item it
 /// wrote, with no gap and no duplicate.
