@@ -31,7 +31,8 @@ pub(crate) fn number(s: &str) -> Option<u64> {
 /// Resolves a start position (`from`, or `default` when absent) to an offset of `t`,
 /// checking it against retention and the end of the log.
 pub async fn resolve_from(t: &Topic, from: Option<&str>, default: &str) -> Result<u64, FromError> {
-    let from = from.unwrap_or(default).trim();
+    // Not trimmed: a value with spaces is refused, as every other parameter's is.
+    let from = from.unwrap_or(default);
     let first = t.log.first_offset();
     let next = t.log.next_offset();
     let bad = || FromError::Bad(from.to_string());
