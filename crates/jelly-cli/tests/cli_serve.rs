@@ -1015,6 +1015,16 @@ fn busy_poll_server_and_subscriber_deliver_live_items_and_stop_cleanly() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Publishes one statement whose object is the literal `i` to `topic` with
+/// `jelly publish`, so that a follower's output shows which items it got.
+fn publish_value(url: &str, topic: &str, i: u32) {
+    let line = format!("<http://ex.org/s> <http://ex.org/p> \"{i}\" .\n");
+    ok(
+        &["publish", topic, "-", "--server", url, "-q"],
+        Some(line.as_bytes()),
+    );
+}
+
 /// A follower whose server dies under it (kill -9) says the stream was cut, not
 /// reqwest's "error decoding response body", and resumes once the server is back.
 #[test]
@@ -1024,13 +1034,7 @@ fn a_follower_cut_off_by_a_crash_says_so_and_resumes() {
     let mut srv = ServeProc::start(&data);
     let url = srv.url.clone();
     let addr = url.trim_start_matches("http://").to_string();
-    let publish = |i: u32| {
-        let line = format!("<http://ex.org/s> <http://ex.org/p> \"{i}\" .\n");
-        ok(
-            &["publish", "c", "-", "--server", &url, "-q"],
-            Some(line.as_bytes()),
-        );
-    };
+    let publish = |i: u32| publish_value(&url, "c", i);
     publish(0);
     let follower = spawn_jelly(&[
         "subscribe",
@@ -1069,13 +1073,7 @@ fn each_outage_starts_its_back_off_over() {
     let mut srv = ServeProc::start(&data);
     let url = srv.url.clone();
     let addr = url.trim_start_matches("http://").to_string();
-    let publish = |i: u32| {
-        let line = format!("<http://ex.org/s> <http://ex.org/p> \"{i}\" .\n");
-        ok(
-            &["publish", "b", "-", "--server", &url, "-q"],
-            Some(line.as_bytes()),
-        );
-    };
+    let publish = |i: u32| publish_value(&url, "b", i);
     publish(0);
     let follower = spawn_jelly(&[
         "subscribe",
@@ -1138,13 +1136,7 @@ fn subscribe_resumes_by_itself_across_a_server_restart() {
     let srv = ServeProc::start(&data);
     let url = srv.url.clone();
     let addr = url.trim_start_matches("http://").to_string();
-    let publish = |url: &str, i: u32| {
-        let line = format!("<http://ex.org/s> <http://ex.org/p> \"{i}\" .\n");
-        ok(
-            &["publish", "r", "-", "--server", url, "-q"],
-            Some(line.as_bytes()),
-        );
-    };
+    let publish = |url: &str, i: u32| publish_value(url, "r", i);
     for i in 0..3 {
         publish(&url, i);
     }
@@ -1726,13 +1718,7 @@ fn a_quiet_follower_from_latest_survives_a_restart() {
     let srv = ServeProc::start(&data);
     let url = srv.url.clone();
     let addr = url.trim_start_matches("http://").to_string();
-    let publish = |i: u32| {
-        let line = format!("<http://ex.org/s> <http://ex.org/p> \"{i}\" .\n");
-        ok(
-            &["publish", "q", "-", "--server", &url, "-q"],
-            Some(line.as_bytes()),
-        );
-    };
+    let publish = |i: u32| publish_value(&url, "q", i);
     publish(0);
     let follower = spawn_jelly(&[
         "subscribe",
@@ -1861,11 +1847,7 @@ fn an_interrupted_follower_finishes_its_compressed_output() {
     let srv = ServeProc::start(&dir.join("data"));
     let url = srv.url.clone();
     for i in 0..3 {
-        let line = format!("<http://ex.org/s> <http://ex.org/p> \"{i}\" .\n");
-        ok(
-            &["publish", "z", "-", "--server", &url, "-q"],
-            Some(line.as_bytes()),
-        );
+        publish_value(&url, "z", i);
     }
     for signal in ["-INT", "-TERM"] {
         let out = dir.join(format!("out{signal}.nq.gz"));
