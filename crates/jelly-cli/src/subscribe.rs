@@ -43,7 +43,10 @@ server refused the request, 2 usage or I/O error, or the server could not be rea
 /// Checks a `--from` value's syntax here, so that a typo is a usage error (exit 2)
 /// rather than the server's 400 after connecting.
 fn start_position(s: &str) -> Result<String, String> {
-    let number = |n: &str| n.parse::<u64>().is_ok();
+    // Digits only, as the server takes them (Rust's parser also takes a leading `+`).
+    let number = |n: &str| {
+        !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && n.parse::<u64>().is_ok()
+    };
     let ok = matches!(s, "earliest" | "latest")
         || s.strip_prefix("ts:").is_some_and(number)
         || s.strip_prefix("last:").is_some_and(number)
@@ -836,7 +839,7 @@ async fn follow_topic(
             if a.max_items == Some(0) {
                 return Ok(());
             }
-            let written_before = st.written;
+            let connected_before = last_ok;
             match connection(client, a, st, sink, &mut last_ok).await? {
                 Ended::Done => return Ok(()),
                 Ended::BodyEnd if a.no_follow => return Ok(()),
@@ -875,9 +878,10 @@ async fn follow_topic(
                     continue;
                 }
                 Ended::Broken(why) => {
-                    if st.written > written_before {
-                        // The connection delivered items: this is a new outage, whose
-                        // back-off starts over (it doubled across the earlier one's).
+                    if last_ok != connected_before {
+                        // The server answered this time (and maybe sent items): this
+                        // is a new outage, whose back-off starts over rather than
+                        // going on doubling from the earlier one's.
                         backoff = Duration::from_millis(250);
                     }
                     // The last wait is cut to what is left of the budget, so the last
@@ -909,6 +913,27 @@ async fn follow_topic(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--from` is checked here as the server reads it: digits only, so `+5` (which
+    /// Rust's number parser takes) is a usage error, not the server's 400.
+    #[test]
+    fn start_positions_are_checked_as_the_server_reads_them() {
+        for good in [
+            "earliest",
+            "latest",
+            "0",
+            "17",
+            "ts:1700000000000",
+            "last:5",
+        ] {
+            assert_eq!(start_position(good).as_deref(), Ok(good), "{good}");
+        }
+        for bad in [
+            "+5", "ts:+5", "last:+5", "-1", " 5", "5 ", "", "last:", "0x1", "later",
+        ] {
+            assert!(start_position(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn the_output_format_follows_the_file_name_unless_given() {
