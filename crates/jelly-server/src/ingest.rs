@@ -404,7 +404,11 @@ fn ingest_jelly(
             let f = match frames.next_frame() {
                 Ok(Some(f)) => f,
                 Ok(None) => break,
-                Err(e) => return Err(frame_error(e, items.len())),
+                Err(e) => {
+                    // A body of one frame without a length prefix is that frame.
+                    let whole = frames.delimiting() == Delimiting::Single;
+                    return Err(frame_error(e, items.len(), whole.then_some(body.len())));
+                }
             };
             if let Some(item) = ingest.frame_at(f.bytes, f.offset)? {
                 budget.take(&item)?;
@@ -419,12 +423,13 @@ fn ingest_jelly(
     Ok((items?, paths))
 }
 
-/// A frame the reader refused: by its length (413, as item `index`), or malformed.
-fn frame_error(e: DecodeError, index: usize) -> IngestError {
+/// A frame the reader refused: by its length (413, as item `index`; `size`, the frame's
+/// whole length when the reader stopped short of it), or malformed.
+fn frame_error(e: DecodeError, index: usize, size: Option<usize>) -> IngestError {
     match e.kind {
         DecodeErrorKind::FrameTooLarge { len, max } => IngestError::TooLarge {
             index,
-            size: usize::try_from(len).unwrap_or(usize::MAX),
+            size: size.unwrap_or_else(|| usize::try_from(len).unwrap_or(usize::MAX)),
             max: usize::try_from(max).unwrap_or(usize::MAX),
         },
         _ => IngestError::Malformed(e),
@@ -1413,6 +1418,24 @@ mod tests {
                 }
             ),
             "{e}"
+        );
+        // One frame without a length prefix over the limit: its size is the body's.
+        let mut enc = Encoder::new(StreamOptions::big()).unwrap();
+        for i in 0..200 {
+            let s = format!("http://e/s{i}");
+            let st = StatementRef::triple(
+                TermRef::Iri(&s),
+                TermRef::Iri("http://e/p"),
+                TermRef::Iri("http://e/o"),
+            );
+            enc.add(st).unwrap();
+        }
+        let frame = enc.finish_frame();
+        let e = ingest(&frame, InputFormat::Jelly, &t, &m, 1000).unwrap_err();
+        assert!(
+            matches!(e, IngestError::TooLarge { index: 0, size, max: 1000 } if size == frame.len()),
+            "{e} ({} bytes)",
+            frame.len()
         );
     }
 
