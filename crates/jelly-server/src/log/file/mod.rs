@@ -149,7 +149,7 @@ pub struct FileLogOptions {
     /// this size (published to readers only once all are written), so that its
     /// records are not held in memory whole beside its items. The price: a crash
     /// while such a group is written may leave its first pieces in the log, whole
-    /// records that were never acknowledged. Smaller groups are written at once.
+    /// records that were never acknowledged. Smaller groups are written in one call.
     pub group_piece_bytes: usize,
 }
 

@@ -1092,10 +1092,11 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
     }
 
-    /// A group whose piece cannot be written fails whole: nothing of it is published,
-    /// the file is cut back to the published records, and the next group is written
-    /// and indexed from there (the writer's index position had run ahead of the file,
-    /// and the next append's position arithmetic underflowed).
+    /// A group whose first piece cannot be written fails whole: nothing of it is
+    /// published, the file keeps the published records alone, and the writer's index
+    /// position goes back to the last published entry (it had run ahead of the file,
+    /// and the next append's position arithmetic underflowed); the next group is
+    /// written and read back from there.
     #[test]
     fn a_group_whose_piece_fails_leaves_nothing_and_the_next_one_writes() {
         let dir = std::env::temp_dir().join(format!("jelly-log-piecefail-{}", std::process::id()));
@@ -1126,6 +1127,12 @@ mod tests {
         assert!(rx.blocking_recv().unwrap().is_err());
         assert_eq!(log.next_offset(), 1);
         assert_eq!(fs::metadata(&path).unwrap().len(), published);
+        let indexed = log.shared.read_state().segments[0]
+            .index
+            .last()
+            .map(|e| e.pos);
+        assert_eq!(indexed, Some(0));
+        assert_eq!(lock(&log.writer).last_indexed, indexed);
         lock(&log.writer).active = writable;
         let (r, rx) = request(vec![item(1), item(2)]);
         lock(&log.writer).commit(vec![r]);
