@@ -60,8 +60,9 @@ pub async fn serve(s: AppState, req: Request) -> Response {
 fn window(md: &MetadataMap) -> Result<u64, Status> {
     match ascii_metadata(md, WINDOW_METADATA)? {
         None => Ok(0),
-        Some(v) => match v.trim().parse::<u64>() {
-            Ok(w) if w <= MAX_WINDOW_MS => Ok(w),
+        // Digits only, as `x-jelly-from` takes them (no sign, no spaces).
+        Some(v) => match crate::position::number(&v) {
+            Some(w) if w <= MAX_WINDOW_MS => Ok(w),
             _ => Err(Status::invalid_argument(format!(
                 "{WINDOW_METADATA}: `{v}` is not a number of milliseconds from 0 to {MAX_WINDOW_MS}"
             ))),
@@ -375,4 +376,25 @@ fn end_status(reason: EndReason, next: u64, compact: bool) -> Status {
         .metadata_mut()
         .insert("x-jelly-next-offset", MetadataValue::from(next));
     status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The window is digits only: no sign, no spaces around it.
+    #[test]
+    fn the_window_metadata_is_digits_only() {
+        let with = |v: &str| {
+            let mut md = MetadataMap::new();
+            md.insert(WINDOW_METADATA, v.parse().unwrap());
+            window(&md)
+        };
+        assert_eq!(window(&MetadataMap::new()).unwrap(), 0);
+        assert_eq!(with("250").unwrap(), 250);
+        for bad in ["+5", "-1", "5 5", "0x10", "60001"] {
+            let e = with(bad).unwrap_err();
+            assert_eq!(e.code(), tonic::Code::InvalidArgument, "{bad}");
+        }
+    }
 }
