@@ -52,6 +52,9 @@ pub(super) struct Writer {
     /// Tests: the most bytes written at once.
     #[cfg(test)]
     most_written_at_once: usize,
+    /// Tests: the next fsync of the active segment fails.
+    #[cfg(test)]
+    fail_next_sync: bool,
 }
 
 /// A failure that refuses appends: the file it happened on (the active segment, or a
@@ -128,6 +131,8 @@ impl Writer {
             spilled: 0,
             #[cfg(test)]
             most_written_at_once: 0,
+            #[cfg(test)]
+            fail_next_sync: false,
         })
     }
 
@@ -472,6 +477,15 @@ impl Writer {
         }
     }
 
+    /// Fsyncs the active segment (failing on request in tests).
+    fn sync_active(&mut self) -> std::io::Result<()> {
+        #[cfg(test)]
+        if std::mem::take(&mut self.fail_next_sync) {
+            return Err(std::io::Error::from_raw_os_error(5)); // EIO
+        }
+        self.active.sync_data()
+    }
+
     /// Writes the buffered records after those already spilled, unpublished. On a
     /// failure the file is cut back to `len`, the end of the published records.
     fn spill(&mut self) -> std::io::Result<()> {
@@ -499,9 +513,16 @@ impl Writer {
             self.spill()?;
         }
         if sync && self.dirty {
-            self.active
-                .sync_data()
-                .inspect_err(|_| self.failed_for_good = true)?;
+            if let Err(e) = self.sync_active() {
+                self.failed_for_good = true;
+                // The group's records were never acknowledged: without them, a restart
+                // (the only way on after a failed fsync) does not bring back items
+                // their publishers were told had failed, to be published again.
+                // Best effort: the disk that failed the fsync may fail this too.
+                let _ = self.active.set_len(self.len);
+                self.spilled = 0;
+                return Err(e);
+            }
             self.dirty = false;
             self.last_sync = Instant::now();
         }
@@ -1143,6 +1164,36 @@ mod tests {
             assert_eq!(read.first().map(|i| i.offset), Some(from));
             assert_eq!(read.len(), 3 - from as usize);
         }
+        drop(log);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// A group whose fsync fails is taken out of the file again: its publishers are
+    /// told it failed, so the restart that the failure requires must not bring its
+    /// items back (a retry would store them twice).
+    #[test]
+    fn a_group_whose_fsync_fails_does_not_come_back_after_a_restart() {
+        let dir = std::env::temp_dir().join(format!("jelly-log-syncfail-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let log = FileLog::open(&dir, FileLogOptions::default()).unwrap();
+        let (r, rx) = request(vec![item(0)]);
+        lock(&log.writer).commit(vec![r]);
+        assert_eq!(rx.blocking_recv().unwrap().unwrap(), vec![0]);
+        let path = dir.join(segment::file_name(0));
+        let published = fs::metadata(&path).unwrap().len();
+        lock(&log.writer).fail_next_sync = true;
+        let (r, rx) = request((1..4).map(item).collect());
+        lock(&log.writer).commit(vec![r]);
+        assert!(rx.blocking_recv().unwrap().is_err());
+        assert_eq!(log.next_offset(), 1);
+        assert_eq!(fs::metadata(&path).unwrap().len(), published);
+        // Appends are refused until a restart, which finds item 0 alone.
+        let (r, rx) = request(vec![item(1)]);
+        lock(&log.writer).commit(vec![r]);
+        assert!(rx.blocking_recv().unwrap().is_err());
+        drop(log);
+        let log = FileLog::open(&dir, FileLogOptions::default()).unwrap();
+        assert_eq!(log.next_offset(), 1);
         drop(log);
         let _ = fs::remove_dir_all(&dir);
     }
