@@ -253,13 +253,21 @@ impl Storage {
         let log_dir = self.log_dir(name);
         std::fs::create_dir_all(&log_dir)
             .map_err(|e| TopicError::Storage(format!("{}: {e}", log_dir.display())))?;
-        if self.syncs() {
-            // The topic's directory entry, and its log's, so a crash cannot lose them.
-            sync_dir(&self.data).map_err(err)?;
-            sync_dir(&dir).map_err(err)?;
-        }
-        self.write_file(name, ID_FILE, id.as_bytes())?;
-        self.save_options(name, options)
+        let write = || {
+            if self.syncs() {
+                // The topic's directory entry, and its log's, so a crash cannot lose them.
+                sync_dir(&self.data).map_err(err)?;
+                sync_dir(&dir).map_err(err)?;
+            }
+            self.write_file(name, ID_FILE, id.as_bytes())?;
+            self.save_options(name, options)
+        };
+        write().inspect_err(|_| {
+            // No topic was made (a full disk): its empty folders go too, best effort
+            // (`remove_dir` leaves a folder that holds anything).
+            let _ = std::fs::remove_dir(&log_dir);
+            let _ = std::fs::remove_dir(&dir);
+        })
     }
 
     /// The recorded upstream topic id of a mirrored topic (file log).
@@ -310,8 +318,8 @@ impl Storage {
         bytes: &[u8],
     ) -> Result<(), TopicError> {
         let dir = self.topic_dir(name);
+        let tmp = dir.join(format!("{file}.tmp"));
         let write = || -> std::io::Result<()> {
-            let tmp = dir.join(format!("{file}.tmp"));
             let mut f = std::fs::File::create(&tmp)?;
             std::io::Write::write_all(&mut f, bytes)?;
             if self.syncs() {
@@ -323,7 +331,11 @@ impl Storage {
             }
             Ok(())
         };
-        write().map_err(|e| TopicError::Storage(format!("{}: {e}", dir.join(file).display())))
+        write().map_err(|e| {
+            // Best effort: a half-written temporary file is of no use to anyone.
+            let _ = std::fs::remove_file(&tmp);
+            TopicError::Storage(format!("{}: {e}", dir.join(file).display()))
+        })
     }
 }
 
@@ -351,6 +363,35 @@ mod tests {
         ] {
             assert_eq!(super::id_created_ms(other), None, "{other}");
         }
+    }
+
+    /// A topic whose files cannot be written (a full disk; here its `id` cannot be put
+    /// in place) is not made, and leaves no `log/` folder nor temporary file behind.
+    #[test]
+    fn a_topic_that_cannot_be_written_leaves_nothing_behind() {
+        let dir = std::env::temp_dir().join(format!("jelly-topic-nowrite-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config = ServerConfig {
+            log: LogKind::File,
+            data: dir.clone(),
+            ..ServerConfig::ephemeral()
+        };
+        let r = Registry::open(&config).unwrap();
+        let blocker = dir.join("n").join(super::ID_FILE).join("x");
+        std::fs::create_dir_all(&blocker).unwrap();
+        let e = r.for_publish("n").err().expect("the id cannot be written");
+        assert!(e.to_string().contains("topic storage"), "{e}");
+        assert!(r.get("n").is_none());
+        let left: Vec<String> = std::fs::read_dir(dir.join("n"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, [super::ID_FILE], "{left:?}");
+        // Once the way is clear the name works.
+        std::fs::remove_dir_all(dir.join("n").join(super::ID_FILE)).unwrap();
+        r.for_publish("n").unwrap();
+        drop(r);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A topic whose `log/` folder is gone (its `topic.json` still there) is reported
