@@ -34,18 +34,24 @@ pub struct Subscribe {
 }
 
 impl Subscribe {
-    /// Parses the message body; unknown fields are skipped.
+    /// Parses the message body; unknown fields are skipped. `requested_options` given
+    /// more than once are merged, as protobuf merges an embedded message field that
+    /// repeats (its fields set later win): their bytes, joined, are one message.
     pub fn decode(bytes: &[u8]) -> Result<Subscribe, WireError> {
         let mut r = Reader::new(bytes);
         let mut s = Subscribe::default();
+        let mut options: Option<Vec<u8>> = None;
         while let Some((field, wt)) = r.tag()? {
             match (field, wt) {
                 (f::TOPIC, WireType::Len) => s.topic = r.str()?.to_owned(),
-                (f::REQUESTED_OPTIONS, WireType::Len) => {
-                    s.requested_options = Some(StreamOptions::decode_from(r.message()?)?)
-                }
+                (f::REQUESTED_OPTIONS, WireType::Len) => options
+                    .get_or_insert_with(Vec::new)
+                    .extend_from_slice(r.bytes()?),
                 (_, wt) => r.skip(wt)?,
             }
+        }
+        if let Some(bytes) = options {
+            s.requested_options = Some(StreamOptions::decode_from(Reader::new(&bytes))?);
         }
         Ok(s)
     }
@@ -100,6 +106,25 @@ mod tests {
         let empty = Subscribe::default();
         assert!(empty.encode().is_empty());
         assert_eq!(Subscribe::decode(&[]).unwrap(), empty);
+    }
+
+    /// `requested_options` sent twice are merged field by field, later ones winning,
+    /// as protobuf reads a repeated embedded message (only the last was kept).
+    #[test]
+    fn repeated_requested_options_are_merged() {
+        let first = StreamOptions::small().with_physical_type(PhysicalType::Triples);
+        let mut later = Vec::new();
+        // max_name_table_size (field 9, a varint) = 16, nothing else.
+        later.extend_from_slice(&[0x48, 0x10]);
+        let mut body = Vec::new();
+        put_str_field_nonempty(&mut body, f::TOPIC, "t");
+        put_bytes_field(&mut body, f::REQUESTED_OPTIONS, &first.encode_to_vec());
+        put_bytes_field(&mut body, f::REQUESTED_OPTIONS, &later);
+        let got = Subscribe::decode(&body).unwrap().requested_options.unwrap();
+        assert_eq!(got.physical_type, PhysicalType::Triples);
+        assert_eq!(got.max_name_table_size, 16);
+        assert_eq!(got.max_prefix_table_size, first.max_prefix_table_size);
+        assert_eq!(got.max_datatype_table_size, first.max_datatype_table_size);
     }
 
     #[test]
