@@ -45,12 +45,20 @@ pub fn routes() -> Router<AppState> {
         .route(PUBLISH_PATH, post(publish_rdf))
 }
 
-/// True for a gRPC request (`application/grpc`, `application/grpc+proto`, …).
+/// True for a gRPC request in protobuf: `application/grpc` or `application/grpc+proto`
+/// (parameters after `;` allowed). Not `+json`, nor gRPC-Web, whose bodies this server
+/// would read as protobuf and whose clients cannot read the status in HTTP/2 trailers.
 pub fn is_grpc(req: &Request) -> bool {
     req.headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("application/grpc"))
+        .is_some_and(grpc_content_type)
+}
+
+fn grpc_content_type(ct: &str) -> bool {
+    let media = ct.split(';').next().unwrap_or("").trim();
+    media.eq_ignore_ascii_case("application/grpc")
+        || media.eq_ignore_ascii_case("application/grpc+proto")
 }
 
 /// The answer to a gRPC request for a method this server does not have.
@@ -64,7 +72,7 @@ fn not_grpc() -> Response {
     (
         StatusCode::UNSUPPORTED_MEDIA_TYPE,
         axum::Json(serde_json::json!({
-            "error": "this is a gRPC method: send content-type application/grpc over HTTP/2"
+            "error": "this is a gRPC method: send content-type application/grpc (or application/grpc+proto) over HTTP/2; gRPC-Web and JSON are not served"
         })),
     )
         .into_response()
@@ -132,4 +140,30 @@ async fn publish_rdf(State(s): State<AppState>, req: Request) -> Response {
         .entry(ACCEPT_ENCODING_METADATA)
         .or_insert(HeaderValue::from_static(ACCEPTED_ENCODINGS));
     r
+}
+
+#[cfg(test)]
+mod tests {
+    /// Protobuf gRPC only: other `application/grpc…` types are not read as protobuf.
+    #[test]
+    fn grpc_content_types_are_protobuf_ones() {
+        for ok in [
+            "application/grpc",
+            "application/grpc+proto",
+            "application/GRPC",
+            "application/grpc; charset=utf-8",
+        ] {
+            assert!(super::grpc_content_type(ok), "{ok}");
+        }
+        for no in [
+            "application/grpcx",
+            "application/grpc+json",
+            "application/grpc-web",
+            "application/grpc-web-text",
+            "application/json",
+            "",
+        ] {
+            assert!(!super::grpc_content_type(no), "{no}");
+        }
+    }
 }
