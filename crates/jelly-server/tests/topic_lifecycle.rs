@@ -520,6 +520,17 @@ async fn a_topic_id_tells_a_re_created_topic_from_the_deleted_one() {
     )
     .await;
     assert_eq!(r.status(), StatusCode::OK);
+    // An empty id is refused, not taken as none: the check asked for would be skipped.
+    for path in ["items?", "poll?", "sse?"] {
+        let r = get(&c, &format!("{base}/topics/t/{path}from=3&topic_id=")).await;
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{path}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["parameter"], "topic_id", "{path}: {v}");
+    }
+    let st = grpc_subscribe(&base, "t", &[("x-jelly-topic-id", "")], &[])
+        .await
+        .unwrap_err();
+    assert_eq!(st.code(), Code::InvalidArgument, "{st:?}");
     srv.shutdown().await.unwrap();
 }
 

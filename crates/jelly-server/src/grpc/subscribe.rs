@@ -149,6 +149,12 @@ async fn subscribe(s: AppState, req: Request) -> Result<Response, Status> {
     let caller = crate::auth::check_grpc_subscriber(&s, &md)?;
     let from = ascii_metadata(&md, FROM_METADATA)?;
     let topic_id = ascii_metadata(&md, TOPIC_ID_METADATA)?;
+    if topic_id.as_deref() == Some("") {
+        return Err(Status::invalid_argument(format!(
+            "{TOPIC_ID_METADATA}: {}",
+            crate::topic::EMPTY_TOPIC_ID
+        )));
+    }
     let window = window(&md)?;
     let filter = FilterParams::from_grpc_metadata(&md)
         .and_then(|p| p.build())

@@ -72,6 +72,11 @@ pub(super) fn topic(
     if !crate::topic::valid_name(name) {
         return Err(crate::topic::TopicError::BadName(name.to_string()).into());
     }
+    if expected_id == Some("") {
+        return Err(
+            ApiError::bad_request(crate::topic::EMPTY_TOPIC_ID).with("parameter", "topic_id")
+        );
+    }
     s.topics.check_available(name)?;
     let t = s
         .topics

@@ -458,7 +458,7 @@ pub enum TopicError {
     #[error(
         "topic `{topic}` is a mirror of {upstream}: only its mirror writes it (publish \
          upstream; to delete it or copy it again, stop this server and remove its `[[mirror]]` \
-         table or the topic's folder)"
+         table or `--mirror` flag, or the topic's folder)"
     )]
     Mirrored { topic: String, upstream: String },
     /// The topic exists on disk but could not be opened at startup (a corrupt log
@@ -475,6 +475,12 @@ impl TopicError {
         matches!(self, TopicError::Unavailable { reason, .. } if reason == storage::BEING_DELETED)
     }
 }
+
+/// Why an empty expected topic id (`topic_id=`, `x-jelly-topic-id`) is refused rather
+/// than taken as none: a client that lost the id it stored would resume without the
+/// check it asked for.
+pub const EMPTY_TOPIC_ID: &str = "the topic id is empty: give the id a subscribe answer \
+     carried (X-Jelly-Topic-Id), or leave it out";
 
 /// Longest topic name, in bytes (all ASCII).
 pub const MAX_NAME_LEN: usize = 200;
