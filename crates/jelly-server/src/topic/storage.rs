@@ -365,17 +365,23 @@ mod tests {
         }
     }
 
-    /// A topic whose files cannot be written (a full disk; here its `id` cannot be put
-    /// in place) is not made, and leaves no `log/` folder nor temporary file behind.
-    #[test]
-    fn a_topic_that_cannot_be_written_leaves_nothing_behind() {
-        let dir = std::env::temp_dir().join(format!("jelly-topic-nowrite-{}", std::process::id()));
+    /// A file-log server config on an empty data directory of its own, and the directory.
+    fn file_log_config(tag: &str) -> (std::path::PathBuf, ServerConfig) {
+        let dir = std::env::temp_dir().join(format!("jelly-topic-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let config = ServerConfig {
             log: LogKind::File,
             data: dir.clone(),
             ..ServerConfig::ephemeral()
         };
+        (dir, config)
+    }
+
+    /// A topic whose files cannot be written (a full disk; here its `id` cannot be put
+    /// in place) is not made, and leaves no `log/` folder nor temporary file behind.
+    #[test]
+    fn a_topic_that_cannot_be_written_leaves_nothing_behind() {
+        let (dir, config) = file_log_config("nowrite");
         let r = Registry::open(&config).unwrap();
         let blocker = dir.join("n").join(super::ID_FILE).join("x");
         std::fs::create_dir_all(&blocker).unwrap();
@@ -398,13 +404,7 @@ mod tests {
     /// unavailable at startup, not given a new, empty log at offset 0 under its id.
     #[test]
     fn a_topic_whose_log_folder_is_gone_is_unavailable() {
-        let dir = std::env::temp_dir().join(format!("jelly-topic-nolog-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let config = ServerConfig {
-            log: LogKind::File,
-            data: dir.clone(),
-            ..ServerConfig::ephemeral()
-        };
+        let (dir, config) = file_log_config("nolog");
         let r = Registry::open(&config).unwrap();
         r.for_publish("t").unwrap();
         drop(r);
