@@ -459,10 +459,15 @@ impl Writer {
         })
     }
 
-    /// After a group failed: what the writer noted of its records that were not
-    /// published goes (its index position: the next group's first record would be
-    /// placed before it), and a large buffer is freed while the log waits.
+    /// After a group failed (a write or an fsync): its records that were not
+    /// published go, from the file and from what the writer noted of them (its index
+    /// position: the next group's first record would be placed before it), and a
+    /// large buffer is freed while the log waits.
     fn forget_unpublished(&mut self) {
+        // Best effort (the disk that failed may fail this too): no partial record is
+        // left behind a later one, and after a failed fsync, the restart it requires
+        // does not bring back items whose publishers were told they failed.
+        let _ = self.active.set_len(self.len);
         self.spilled = 0;
         self.last_indexed = self
             .shared
@@ -471,6 +476,12 @@ impl Writer {
             .last()
             .and_then(|s| s.index.last())
             .map(|e| e.pos);
+        self.release_buf();
+    }
+
+    /// Empties the write buffer, and frees it when it is large: one large batch must
+    /// not pin its buffer for the topic's lifetime.
+    fn release_buf(&mut self) {
         self.buf.clear();
         if self.buf.capacity() > KEPT_BUFFER_BYTES {
             self.buf = Vec::new();
@@ -487,18 +498,15 @@ impl Writer {
     }
 
     /// Writes the buffered records after those already spilled, unpublished. On a
-    /// failure the file is cut back to `len`, the end of the published records.
+    /// failure, the group fails and [`Writer::forget_unpublished`] cuts the file back
+    /// to `len`, the end of the published records.
     fn spill(&mut self) -> std::io::Result<()> {
         #[cfg(test)]
         {
             self.most_written_at_once = self.most_written_at_once.max(self.buf.len());
         }
-        if let Err(e) = self.active.write_all_at(&self.buf, self.len + self.spilled) {
-            // Best effort: do not leave a partial record behind a later one.
-            let _ = self.active.set_len(self.len);
-            self.spilled = 0;
-            return Err(e);
-        }
+        self.active
+            .write_all_at(&self.buf, self.len + self.spilled)?;
         self.dirty = true;
         self.spilled += self.buf.len() as u64;
         self.buf.clear();
@@ -513,16 +521,9 @@ impl Writer {
             self.spill()?;
         }
         if sync && self.dirty {
-            if let Err(e) = self.sync_active() {
-                self.failed_for_good = true;
-                // The group's records were never acknowledged: without them, a restart
-                // (the only way on after a failed fsync) does not bring back items
-                // their publishers were told had failed, to be published again.
-                // Best effort: the disk that failed the fsync may fail this too.
-                let _ = self.active.set_len(self.len);
-                self.spilled = 0;
-                return Err(e);
-            }
+            // The group then fails, and its records are cut from the file.
+            self.sync_active()
+                .inspect_err(|_| self.failed_for_good = true)?;
             self.dirty = false;
             self.last_sync = Instant::now();
         }
@@ -565,11 +566,7 @@ impl Writer {
             self.last_ts = self.last_ts.max(pending.last_ts);
         }
         self.spilled = 0;
-        self.buf.clear();
-        // One large batch must not pin its buffer for the topic's lifetime.
-        if self.buf.capacity() > KEPT_BUFFER_BYTES {
-            self.buf = Vec::new();
-        }
+        self.release_buf();
         *pending = Pending::default();
         Ok(())
     }
