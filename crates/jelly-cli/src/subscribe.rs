@@ -43,10 +43,8 @@ server refused the request, 2 usage or I/O error, or the server could not be rea
 /// Checks a `--from` value's syntax here, so that a typo is a usage error (exit 2)
 /// rather than the server's 400 after connecting.
 fn start_position(s: &str) -> Result<String, String> {
-    // Digits only, as the server takes them (Rust's parser also takes a leading `+`).
-    let number = |n: &str| {
-        !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && n.parse::<u64>().is_ok()
-    };
+    // Read as the server reads it.
+    let number = |n: &str| jelly_server::position::number(n).is_some();
     let ok = matches!(s, "earliest" | "latest")
         || s.strip_prefix("ts:").is_some_and(number)
         || s.strip_prefix("last:").is_some_and(number)

@@ -20,8 +20,16 @@ pub enum FromError {
     Unavailable(String),
 }
 
-/// A number written in decimal digits only (Rust's parser also takes a leading `+`).
-pub(crate) fn number(s: &str) -> Option<u64> {
+/// A number written in decimal digits only (Rust's parser also takes a leading `+`),
+/// as start positions and the server's other numbers in text are read.
+///
+/// ```
+/// use jelly_server::position::number;
+/// assert_eq!(number("17"), Some(17));
+/// assert_eq!(number("+17"), None);
+/// assert_eq!(number(" 17"), None);
+/// ```
+pub fn number(s: &str) -> Option<u64> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
