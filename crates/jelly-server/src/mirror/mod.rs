@@ -345,12 +345,7 @@ impl Mirror {
         };
         let resp = match resp {
             Ok(r) => r,
-            Err(e) => {
-                return refused_or_retry(
-                    crate::tls::is_certificate_error(&e),
-                    format!("cannot subscribe to the upstream: {}", describe(&e)),
-                );
-            }
+            Err(e) => return request_failed("cannot subscribe to the upstream", &e),
         };
         let status = resp.status();
         if status == reqwest::StatusCode::GONE {
@@ -370,13 +365,7 @@ impl Mirror {
         }
         if !status.is_success() {
             let body = error_body(resp).await;
-            return refused_or_retry(
-                is_refusal(status),
-                format!(
-                    "subscribing to the upstream: HTTP {status}: {}",
-                    body["error"].as_str().unwrap_or("")
-                ),
-            );
+            return answer_failed("subscribing to the upstream", status, &body);
         }
         let start = resp
             .headers()
@@ -670,46 +659,47 @@ async fn refresh_upstream_next(request: reqwest::RequestBuilder, status: Arc<Mir
     }
 }
 
-/// A 401 or 403: the upstream does not let this server in (its token).
-fn is_refusal(status: reqwest::StatusCode) -> bool {
-    matches!(
-        status,
-        reqwest::StatusCode::UNAUTHORIZED | reqwest::StatusCode::FORBIDDEN
-    )
-}
-
-/// [`End::Refused`] when `refused`, else [`End::Retry`]; a certificate failure says
-/// where the trusted authorities come from.
-fn refused_or_retry(refused: bool, why: String) -> End {
-    if !refused {
-        return End::Retry(why);
-    }
-    if why.contains("certificate") {
+/// How a session whose request to the upstream (`what`) failed ends: refused when the
+/// upstream's certificate is not trusted (saying where the trusted authorities come
+/// from), else retried.
+fn request_failed(what: &str, e: &reqwest::Error) -> End {
+    let why = format!("{what}: {}", describe(e));
+    if crate::tls::is_certificate_error(e) {
         End::Refused(format!(
             "{why} (the mirror's `ca` / --mirror-ca names the authorities it trusts)"
         ))
     } else {
-        End::Refused(why)
+        End::Retry(why)
+    }
+}
+
+/// How a session whose request (`what`) got an error answer ends: refused on a 401 or
+/// 403 (the upstream does not let this server in: its token), else retried.
+fn answer_failed(what: &str, status: reqwest::StatusCode, body: &Value) -> End {
+    let why = format!(
+        "{what}: HTTP {status}: {}",
+        body["error"].as_str().unwrap_or("")
+    );
+    match status {
+        reqwest::StatusCode::UNAUTHORIZED | reqwest::StatusCode::FORBIDDEN => End::Refused(why),
+        _ => End::Retry(why),
     }
 }
 
 /// `GET /topics/{name}` on the upstream (`request`).
 async fn describe_upstream(request: reqwest::RequestBuilder) -> Result<Upstream, End> {
-    let resp = request.timeout(REQUEST_TIMEOUT).send().await.map_err(|e| {
-        refused_or_retry(
-            crate::tls::is_certificate_error(&e),
-            format!("cannot reach the upstream: {}", describe(&e)),
-        )
-    })?;
+    let resp = request
+        .timeout(REQUEST_TIMEOUT)
+        .send()
+        .await
+        .map_err(|e| request_failed("cannot reach the upstream", &e))?;
     let status = resp.status();
     if !status.is_success() {
         let body = error_body(resp).await;
-        return Err(refused_or_retry(
-            is_refusal(status),
-            format!(
-                "describing the upstream topic: HTTP {status}: {}",
-                body["error"].as_str().unwrap_or("")
-            ),
+        return Err(answer_failed(
+            "describing the upstream topic",
+            status,
+            &body,
         ));
     }
     let body = read_capped(resp, DESCRIBE_BYTES)
