@@ -10,7 +10,6 @@
 
 use std::io::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -665,9 +664,7 @@ impl Follow {
 
     /// Counts `n` bytes sent in `bytes_out` (topic and server).
     pub fn count_bytes_sent(&self, n: usize) {
-        let n = n as u64;
-        self.topic.stats.bytes_out.fetch_add(n, Ordering::Relaxed);
-        self.metrics.bytes_out.fetch_add(n, Ordering::Relaxed);
+        self.metrics.count_out(&self.topic.stats, 0, n as u64);
     }
 
     /// Gathers new items for `window` after the first arrives before sending them, as
@@ -812,12 +809,9 @@ impl Follow {
 
     /// Counts delivered items and bytes (topic and server counters, subscriber position).
     fn count(&self, items: usize, bytes: usize) {
-        let n = items as u64;
-        self.topic.stats.items_out.fetch_add(n, Ordering::Relaxed);
-        self.metrics.items_out.fetch_add(n, Ordering::Relaxed);
-        if self.counts_bytes {
-            self.count_bytes_sent(bytes);
-        }
+        let bytes = if self.counts_bytes { bytes as u64 } else { 0 };
+        self.metrics
+            .count_out(&self.topic.stats, items as u64, bytes);
         self.guard.advance(self.next);
     }
 

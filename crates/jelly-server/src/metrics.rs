@@ -63,6 +63,15 @@ fn label(v: &str) -> String {
 }
 
 impl Metrics {
+    /// Counts `items` and `bytes` delivered to a subscriber of the topic of `stats`, in
+    /// its counters and the server's.
+    pub fn count_out(&self, stats: &crate::topic::TopicStats, items: u64, bytes: u64) {
+        stats.items_out.fetch_add(items, Ordering::Relaxed);
+        stats.bytes_out.fetch_add(bytes, Ordering::Relaxed);
+        self.items_out.fetch_add(items, Ordering::Relaxed);
+        self.bytes_out.fetch_add(bytes, Ordering::Relaxed);
+    }
+
     /// Counts how a publisher's Jelly frames were made into items.
     pub fn count_ingest(&self, paths: IngestPaths) {
         self.ingest_rebased

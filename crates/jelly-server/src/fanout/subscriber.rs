@@ -388,14 +388,8 @@ impl Subscription {
 
     /// Counts delivered items and bytes (topic and server counters, position).
     fn count(&self, items: usize, bytes: usize) {
-        let n = items as u64;
-        let stats = &self.topic.stats;
-        stats.items_out.fetch_add(n, Ordering::Relaxed);
-        stats.bytes_out.fetch_add(bytes as u64, Ordering::Relaxed);
-        self.metrics.items_out.fetch_add(n, Ordering::Relaxed);
         self.metrics
-            .bytes_out
-            .fetch_add(bytes as u64, Ordering::Relaxed);
+            .count_out(&self.topic.stats, items as u64, bytes as u64);
         self.guard.advance(self.next);
     }
 

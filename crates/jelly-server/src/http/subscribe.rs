@@ -2,7 +2,6 @@
 //! `GET /topics/{name}/poll` (a bounded page) and `GET /topics/{name}/sse`.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -339,8 +338,7 @@ impl PollPage {
         }
         let n = out.len() as u64;
         if self.counted {
-            self.topic.stats.bytes_out.fetch_add(n, Ordering::Relaxed);
-            self.metrics.bytes_out.fetch_add(n, Ordering::Relaxed);
+            self.metrics.count_out(&self.topic.stats, 0, n);
         }
         Ok(bytes::Bytes::from(out))
     }
@@ -682,8 +680,7 @@ pub async fn poll(
     }
     let n = items.len() as u64;
     if counted {
-        t.stats.items_out.fetch_add(n, Ordering::Relaxed);
-        s.metrics.items_out.fetch_add(n, Ordering::Relaxed);
+        s.metrics.count_out(&t.stats, n, 0);
     }
     let encoding = pick_encoding(&headers);
     let mut page = PollPage {
